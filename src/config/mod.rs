@@ -1,0 +1,532 @@
+//! The rules file (`validator.yaml`): loading, strict validation, and the checked model the
+//! pipeline runs. Every error names the file, line and column, and says what to write instead.
+
+pub mod duration;
+pub mod graph;
+mod locate;
+pub mod raw;
+pub(crate) mod scalar;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::error::{ConfigError, Error};
+use crate::rules::Rule;
+use locate::{Step, locate};
+use raw::{GateSpec, RawRules, RuleKind};
+
+/// Largest rules file read; a rules file is a page, not a data set.
+const MAX_RULES_BYTES: u64 = 4 * 1024 * 1024;
+/// Gate names that are routing words and so cannot name a gate.
+const ROUTING_WORDS: [&str; 4] = ["CONTINUE", "BLOCK", "PASS", "STOP"];
+
+/// A loaded, checked rules file.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    pub path: PathBuf,
+    /// The rules file's directory; relative paths in it are resolved from here.
+    pub dir: PathBuf,
+    pub staging: PathBuf,
+    pub verdicts: PathBuf,
+    pub state: PathBuf,
+    pub defaults: Defaults,
+    pub pipelines: Vec<Pipeline>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defaults {
+    pub timeout: Duration,
+    pub max_attempts: u32,
+    pub strikes: u32,
+    pub budget: Duration,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            timeout: Duration::from_secs(600),
+            max_attempts: 3,
+            strikes: 3,
+            budget: Duration::from_secs(1800),
+        }
+    }
+}
+
+/// A named list of gates and the tasks it applies to.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    pub name: String,
+    /// Task-name globs as written; empty means every task.
+    pub tasks: Vec<String>,
+    task_matcher: GlobSet,
+    pub gates: Vec<Gate>,
+}
+
+impl Pipeline {
+    pub fn applies_to(&self, task: &str) -> bool {
+        self.tasks.is_empty() || self.task_matcher.is_match(task)
+    }
+}
+
+/// Where the run goes after a gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Continue,
+    Block,
+    Pass,
+    Stop,
+    /// Jump to the gate at this index of the pipeline.
+    Goto(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct Gate {
+    pub name: String,
+    pub rule: Rule,
+    pub on_pass: Route,
+    pub on_fail: Route,
+    pub timeout: Option<Duration>,
+}
+
+impl Gate {
+    pub fn kind(&self) -> RuleKind {
+        self.rule.kind()
+    }
+}
+
+impl Rules {
+    /// Reads and checks a rules file.
+    pub fn load(path: &Path) -> Result<Rules, Error> {
+        let source = read(path)?;
+        Ok(Rules::parse(path, &source)?)
+    }
+
+    /// Checks rules file text; `path` is where it came from (for messages and relative paths).
+    pub fn parse(path: &Path, source: &str) -> Result<Rules, ConfigError> {
+        let dir = path
+            .parent()
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+            .unwrap_or(Path::new("."));
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let loader = Loader { path, source };
+        let raw: RawRules = yaml_serde::from_str(source).map_err(|err| loader.yaml_error(&err))?;
+        loader.check(raw, dir)
+    }
+
+    /// The pipeline for `task`: the one named, or the first whose `tasks` globs match.
+    pub fn pipeline_for(&self, task: &str, named: Option<&str>) -> Result<&Pipeline, Error> {
+        let available = || {
+            self.pipelines
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match named {
+            Some(name) => self
+                .pipelines
+                .iter()
+                .find(|p| p.name == name)
+                .ok_or_else(|| Error::UnknownPipeline {
+                    file: self.path.clone(),
+                    name: name.to_owned(),
+                    available: available(),
+                }),
+            None => self
+                .pipelines
+                .iter()
+                .find(|p| p.applies_to(task))
+                .ok_or_else(|| Error::NoPipeline {
+                    file: self.path.clone(),
+                    task: task.to_owned(),
+                    available: available(),
+                }),
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, Error> {
+    use std::io::Read;
+    let read_err = |source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let mut text = String::new();
+    file.take(MAX_RULES_BYTES)
+        .read_to_string(&mut text)
+        .map_err(read_err)?;
+    Ok(text)
+}
+
+struct Loader<'a> {
+    path: &'a Path,
+    source: &'a str,
+}
+
+impl Loader<'_> {
+    fn error(
+        &self,
+        at: &[Step],
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> ConfigError {
+        let position = locate(self.source, at);
+        ConfigError {
+            file: self.path.to_path_buf(),
+            line: position.map(|p| p.0),
+            column: position.map(|p| p.1),
+            message: message.into(),
+            help: Some(help.into()),
+        }
+    }
+
+    fn yaml_error(&self, err: &yaml_serde::Error) -> ConfigError {
+        let location = err.location();
+        let mut message = err.to_string();
+        if let Some(at) = &location {
+            let suffix = format!(" at line {} column {}", at.line(), at.column());
+            if let Some(cut) = message.find(&suffix) {
+                message.truncate(cut);
+            }
+        }
+        ConfigError {
+            file: self.path.to_path_buf(),
+            line: location.as_ref().map(|l| l.line()),
+            column: location.as_ref().map(|l| l.column()),
+            help: Some(hint_for(&message)),
+            message,
+        }
+    }
+
+    fn check(&self, raw: RawRules, dir: PathBuf) -> Result<Rules, ConfigError> {
+        if raw.version != 1 {
+            return Err(self.error(
+                &[Step::Key("version")],
+                format!("version {} is not supported", raw.version),
+                "write `version: 1`",
+            ));
+        }
+        if raw.contracts.is_some() {
+            return Err(self.error(
+                &[Step::Key("contracts")],
+                "`contracts:` is not supported by this version of validator yet",
+                "remove it; contract enforcement is planned",
+            ));
+        }
+        if raw.signing_key_file.is_some() {
+            return Err(self.error(
+                &[Step::Key("signing_key_file")],
+                "`signing_key_file:` is not supported by this version of validator yet",
+                "remove it; verdict signing is planned",
+            ));
+        }
+        let fallback = Defaults::default();
+        let defaults = Defaults {
+            timeout: raw.defaults.timeout.unwrap_or(fallback.timeout),
+            max_attempts: raw.defaults.max_attempts.unwrap_or(fallback.max_attempts),
+            strikes: raw.defaults.strikes.unwrap_or(fallback.strikes),
+            budget: raw.defaults.budget.unwrap_or(fallback.budget),
+        };
+        for (key, zero) in [
+            ("timeout", defaults.timeout.is_zero()),
+            ("budget", defaults.budget.is_zero()),
+        ] {
+            if zero {
+                return Err(self.error(
+                    &[Step::Key("defaults"), Step::Key(key)],
+                    format!("`{key}` is zero"),
+                    "give it a positive duration such as 10m",
+                ));
+            }
+        }
+        if raw.pipelines.is_empty() {
+            return Err(self.error(
+                &[Step::Key("pipelines")],
+                "there are no pipelines",
+                "add at least one pipeline with `name:` and `gates:`",
+            ));
+        }
+        let mut pipelines: Vec<Pipeline> = Vec::new();
+        for (p, pipeline) in raw.pipelines.into_iter().enumerate() {
+            let at = |rest: &[Step]| [&[Step::Key("pipelines"), Step::Index(p)], rest].concat();
+            if pipelines.iter().any(|seen| seen.name == pipeline.name) {
+                return Err(self.error(
+                    &at(&[Step::Key("name")]),
+                    format!("a second pipeline is named `{}`", pipeline.name),
+                    "give each pipeline its own name",
+                ));
+            }
+            let mut matcher = GlobSetBuilder::new();
+            for (t, glob) in pipeline.tasks.iter().flatten().enumerate() {
+                let compiled = Glob::new(&glob.0).map_err(|err| {
+                    self.error(
+                        &at(&[Step::Key("tasks"), Step::Index(t)]),
+                        format!("task glob `{}` does not compile: {}", glob.0, err.kind()),
+                        "write a glob such as `svc-*`",
+                    )
+                })?;
+                matcher.add(compiled);
+            }
+            let task_matcher = matcher.build().map_err(|err| {
+                self.error(
+                    &at(&[Step::Key("tasks")]),
+                    err.to_string(),
+                    "simplify the task globs",
+                )
+            })?;
+            if pipeline.gates.is_empty() {
+                return Err(self.error(
+                    &at(&[Step::Key("gates")]),
+                    format!("pipeline `{}` has no gates", pipeline.name),
+                    "add at least one gate",
+                ));
+            }
+            let gates = self.check_gates(&pipeline.gates, &dir, &at)?;
+            pipelines.push(Pipeline {
+                name: pipeline.name,
+                tasks: pipeline.tasks.into_iter().flatten().map(|g| g.0).collect(),
+                task_matcher,
+                gates,
+            });
+        }
+        let resolve = |p: Option<PathBuf>, default: &str| {
+            dir.join(p.unwrap_or_else(|| PathBuf::from(default)))
+        };
+        Ok(Rules {
+            path: self.path.to_path_buf(),
+            staging: resolve(raw.staging.clone(), "staging"),
+            verdicts: resolve(raw.verdicts.or(raw.staging), "staging"),
+            state: resolve(raw.state, ".validator"),
+            dir,
+            defaults,
+            pipelines,
+        })
+    }
+
+    fn check_gates(
+        &self,
+        specs: &[GateSpec],
+        dir: &Path,
+        at: &dyn Fn(&[Step]) -> Vec<Step>,
+    ) -> Result<Vec<Gate>, ConfigError> {
+        let gate_at =
+            |g: usize, key: &'static str| at(&[Step::Key("gates"), Step::Index(g), Step::Key(key)]);
+        for (g, spec) in specs.iter().enumerate() {
+            if let Some(why) = bad_gate_name(&spec.name) {
+                return Err(self.error(
+                    &gate_at(g, "name"),
+                    format!("`{}` cannot name a gate: {why}", spec.name),
+                    "use letters, digits, `-`, `_` and `.`",
+                ));
+            }
+            if specs[..g].iter().any(|earlier| earlier.name == spec.name) {
+                return Err(self.error(
+                    &gate_at(g, "name"),
+                    format!("a second gate is named `{}`", spec.name),
+                    "gate names are unique within a pipeline; rename one",
+                ));
+            }
+            if spec.inputs.is_some() {
+                return Err(self.error(
+                    &gate_at(g, "inputs"),
+                    "`inputs:` (result caching) is not supported by this version of validator yet",
+                    "remove it; the gate will run every time",
+                ));
+            }
+            if spec.timeout.is_some_and(|t| t.is_zero()) {
+                return Err(self.error(
+                    &gate_at(g, "timeout"),
+                    "`timeout` is zero",
+                    "give it a positive duration such as 5m",
+                ));
+            }
+        }
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        let mut gates = Vec::with_capacity(specs.len());
+        for (g, spec) in specs.iter().enumerate() {
+            let rule = Rule::from_spec(spec, dir)
+                .map_err(|err| self.error(&gate_at(g, err.key), err.message, err.help))?;
+            let route = |text: &Option<raw::RouteText>,
+                         key: &'static str,
+                         default: Route|
+             -> Result<Route, ConfigError> {
+                let Some(text) = text else { return Ok(default) };
+                parse_route(&text.0, &names)
+                    .map_err(|(message, help)| self.error(&gate_at(g, key), message, help))
+            };
+            gates.push(Gate {
+                name: spec.name.clone(),
+                on_pass: route(&spec.on_pass, "on_pass", Route::Continue)?,
+                on_fail: route(&spec.on_fail, "on_fail", Route::Block)?,
+                timeout: spec.timeout,
+                rule,
+            });
+        }
+        Ok(gates)
+    }
+}
+
+fn parse_route(text: &str, names: &[&str]) -> Result<Route, (String, String)> {
+    match text {
+        "CONTINUE" => Ok(Route::Continue),
+        "BLOCK" => Ok(Route::Block),
+        "PASS" => Ok(Route::Pass),
+        "STOP" => Ok(Route::Stop),
+        name => match names.iter().position(|n| *n == name) {
+            Some(index) => Ok(Route::Goto(index)),
+            None => {
+                let routing = ROUTING_WORDS.iter().find(|w| w.eq_ignore_ascii_case(name));
+                let near = names.iter().copied().chain(ROUTING_WORDS).max_by(|a, b| {
+                    strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b))
+                });
+                let help = match (routing, near) {
+                    (Some(word), _) => format!("routing words are upper case: write `{word}`"),
+                    (None, Some(near)) if strsim::jaro_winkler(name, near) > 0.8 => {
+                        format!("did you mean `{near}`?")
+                    }
+                    _ => format!(
+                        "write CONTINUE, BLOCK, PASS, STOP or one of this pipeline's gates: {}",
+                        names.join(", ")
+                    ),
+                };
+                Err((format!("there is no gate named `{name}` to jump to"), help))
+            }
+        },
+    }
+}
+
+fn bad_gate_name(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if ROUTING_WORDS.contains(&name) {
+        Some("it is a routing word")
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        Some("it has characters other than letters, digits, `-`, `_` and `.`")
+    } else {
+        None
+    }
+}
+
+/// A suggestion for serde's own messages: the closest known key for a typo, else the reference.
+fn hint_for(message: &str) -> String {
+    if let Some(rest) = message.split("unknown field `").nth(1) {
+        let typed = rest.split('`').next().unwrap_or_default();
+        let expected: Vec<&str> = rest
+            .split("expected ")
+            .nth(1)
+            .unwrap_or_default()
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .collect();
+        let near = expected.iter().max_by(|a, b| {
+            strsim::jaro_winkler(typed, a).total_cmp(&strsim::jaro_winkler(typed, b))
+        });
+        return match near {
+            Some(near) if strsim::jaro_winkler(typed, near) > 0.8 => {
+                format!("did you mean `{near}`?")
+            }
+            _ => "remove it, or check its indentation: it may belong to another level".into(),
+        };
+    }
+    if message.contains("unknown variant") && message.contains("file-scope") {
+        return "rules are: exists, lint, test, schema, file-scope, status".into();
+    }
+    if let Some(rest) = message.split("missing field `").nth(1) {
+        let field = rest.split('`').next().unwrap_or_default();
+        return format!("add `{field}:` here");
+    }
+    "see the rules file reference in README.md".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(source: &str) -> Result<Rules, ConfigError> {
+        Rules::parse(Path::new("/nowhere/validator.yaml"), source)
+    }
+
+    const MINIMAL: &str = "version: 1\npipelines:\n  - name: main\n    gates:\n      - name: status\n        rule: status\n";
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let rules = parse(MINIMAL).unwrap();
+        assert_eq!(rules.defaults, Defaults::default());
+        assert_eq!(rules.pipelines[0].gates[0].on_fail, Route::Block);
+        assert_eq!(rules.staging, Path::new("/nowhere/staging"));
+        assert_eq!(rules.verdicts, rules.staging);
+    }
+
+    #[test]
+    fn unknown_keys_are_positioned_with_a_suggestion() {
+        let err = parse(&MINIMAL.replace("rule: status", "rule: status\n        on_fial: BLOCK"))
+            .unwrap_err();
+        assert_eq!((err.line, err.column), (Some(7), Some(9)));
+        assert!(
+            err.message.contains("unknown field `on_fial`"),
+            "{}",
+            err.message
+        );
+        assert_eq!(err.help.as_deref(), Some("did you mean `on_fail`?"));
+    }
+
+    #[test]
+    fn jump_targets_must_exist() {
+        let err = parse(&MINIMAL.replace("rule: status", "rule: status\n        on_fail: lnit"))
+            .unwrap_err();
+        assert_eq!((err.line, err.column), (Some(7), Some(18)));
+        assert!(err.message.contains("no gate named `lnit`"));
+        let err = parse(&MINIMAL.replace("rule: status", "rule: status\n        on_fail: block"))
+            .unwrap_err();
+        assert_eq!(
+            err.help.as_deref(),
+            Some("routing words are upper case: write `BLOCK`")
+        );
+    }
+
+    #[test]
+    fn keys_of_other_rules_are_refused() {
+        let err = parse(&MINIMAL.replace("rule: status", "rule: status\n        run: cargo test"))
+            .unwrap_err();
+        assert_eq!(err.line, Some(7));
+        assert!(
+            err.message.contains("`run` is not a key of rule `status`"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn duplicate_gate_names_are_refused() {
+        let source = format!("{MINIMAL}      - name: status\n        rule: status\n");
+        let err = parse(&source).unwrap_err();
+        assert_eq!((err.line, err.column), (Some(7), Some(15)));
+    }
+
+    #[test]
+    fn bad_durations_and_globs_point_at_the_value() {
+        let err =
+            parse(&MINIMAL.replace("rule: status", "rule: status\n        timeout: 10 minutes"))
+                .unwrap_err();
+        assert_eq!(err.line, Some(7));
+        assert!(err.message.contains("duration"), "{}", err.message);
+        let err =
+            parse(&MINIMAL.replace("rule: status", "rule: exists\n        paths: [\"src/[\"]"))
+                .unwrap_err();
+        assert_eq!(err.line, Some(7));
+        assert!(err.message.contains("does not compile"), "{}", err.message);
+    }
+}

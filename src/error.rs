@@ -1,0 +1,71 @@
+//! The library's error type: every failure that stops the validator from judging, carried as a
+//! value with its context (file, line, column, the fix) and rendered once, at the edge.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Anything that keeps the engine from producing a verdict at all.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("task directory {} does not exist or is not a directory\n  help: pass --task-dir with the directory the worker wrote its output to", path.display())]
+    TaskDir { path: PathBuf },
+    #[error("no pipeline in {} matches task `{task}`\n  help: add a pipeline without `tasks:`, widen a `tasks:` glob, or pass --pipeline NAME (pipelines: {available})", file.display())]
+    NoPipeline {
+        file: PathBuf,
+        task: String,
+        available: String,
+    },
+    #[error("no pipeline named `{name}` in {}\n  help: use one of: {available}", file.display())]
+    UnknownPipeline {
+        file: PathBuf,
+        name: String,
+        available: String,
+    },
+    #[error(
+        "invalid task name `{name}`: {reason}\n  help: task names are 1-128 characters of A-Z a-z 0-9 . _ - and do not start with `.`"
+    )]
+    TaskName { name: String, reason: &'static str },
+}
+
+/// A problem in a rules file, positioned where the user has to look.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl std::error::Error for ConfigError {}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, "\n  help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

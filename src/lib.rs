@@ -1,0 +1,40 @@
+//! `validator` is a quality gate that sits outside the worker it judges. A worker (an AI coding
+//! agent, a script, a CI job) writes its output to a task directory and signals "done"; the
+//! validator runs the rules file's pipeline of gates over that output and produces a verdict:
+//! PASS, or FAIL with reasons the worker can act on.
+//!
+//! The engine is a plain function from (rules, pipeline, task) to a [`Verdict`] value: it does
+//! no printing and owns no process-wide state, so the one-shot `check`, a long-running watcher
+//! and agent hook adapters can all call it.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use validator::{Rules, Signal, Task};
+//!
+//! let rules = Rules::load(Path::new("validator.yaml"))?;
+//! let task = Task::new("svc-auth", Path::new("staging/svc-auth"))?
+//!     .with_signal(Signal::read(Path::new("staging/svc-auth.done"))?);
+//! let pipeline = rules.pipeline_for(&task.name, None)?;
+//! let verdict = validator::run(&rules, pipeline, &task);
+//! println!("{}", verdict.verdict);
+//! # Ok::<(), validator::Error>(())
+//! ```
+
+pub mod config;
+pub mod error;
+pub mod globs;
+pub mod pipeline;
+pub mod process;
+pub mod rules;
+pub mod signal;
+pub mod snapshot;
+pub mod task;
+pub mod taskdir;
+pub mod verdict;
+
+pub use config::Rules;
+pub use error::{ConfigError, Error};
+pub use pipeline::run;
+pub use signal::Signal;
+pub use task::Task;
+pub use verdict::{Decision, Verdict};

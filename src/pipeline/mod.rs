@@ -1,0 +1,164 @@
+//! Running a pipeline over a task: gates in order, routed by `on_pass` / `on_fail` as in
+//! gates.json, under a loop guard (64 gate runs) and the run's time budget. The result is a
+//! [`Verdict`] value; nothing here prints or writes.
+
+use std::time::{Instant, SystemTime};
+
+use crate::config::{Pipeline, Route, Rules, duration};
+use crate::rules::{Context, Outcome};
+use crate::signal::Signal;
+use crate::task::Task;
+use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
+
+/// The most gate runs one run may make before it is judged a loop.
+pub const MAX_GATE_RUNS: usize = 64;
+
+/// Runs `pipeline` over `task` and decides.
+pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let deadline = started + rules.defaults.budget;
+    let mut gates: Vec<GateReport> = Vec::new();
+    let mut ran = vec![false; pipeline.gates.len()];
+    let mut reasons = Vec::new();
+    let mut warnings = Vec::new();
+    let mut next = Some(0);
+
+    let decision = loop {
+        let Some(index) = next.filter(|&i| i < pipeline.gates.len()) else {
+            break Decision::Pass;
+        };
+        if gates.len() >= MAX_GATE_RUNS {
+            reasons.push(format!(
+                "loop guard: {MAX_GATE_RUNS} gates ran without the run ending; check the on_pass/on_fail jumps for a cycle (`validator rules check` shows it)"
+            ));
+            break Decision::Error;
+        }
+        let gate = &pipeline.gates[index];
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            reasons.push(format!(
+                "the run's budget of {} ran out before gate `{}`",
+                duration::format(rules.defaults.budget),
+                gate.name
+            ));
+            break Decision::Fail;
+        }
+        let ctx = Context {
+            task,
+            gate: &gate.name,
+            timeout: gate
+                .timeout
+                .unwrap_or(rules.defaults.timeout)
+                .min(remaining),
+            state_dir: &rules.state,
+        };
+        tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
+        let gate_started = Instant::now();
+        let outcome = gate.rule.run(&ctx);
+        tracing::debug!(task = %task.name, gate = %gate.name, outcome = outcome.outcome.as_str(), "gate finished");
+        ran[index] = true;
+        let line = format!("{}: {}", gate.name, outcome.summary);
+        let blocked = outcome.blocked.clone();
+        let result = outcome.outcome;
+        gates.push(report(
+            &gate.name,
+            gate.kind().as_str(),
+            gate_started,
+            outcome,
+        ));
+
+        if let Some(reason) = blocked {
+            reasons.push(format!("{}: {reason}", gate.name));
+            break Decision::Blocked;
+        }
+        let route = match result {
+            GateOutcome::Error => {
+                reasons.push(line);
+                break Decision::Error;
+            }
+            GateOutcome::Fail => {
+                if matches!(gate.on_fail, Route::Continue | Route::Goto(_) | Route::Pass) {
+                    warnings.push(line.clone());
+                }
+                gate.on_fail
+            }
+            _ => gate.on_pass,
+        };
+        match route {
+            Route::Continue => next = Some(index + 1),
+            Route::Goto(target) => next = Some(target),
+            Route::Pass => break Decision::Pass,
+            Route::Block => {
+                reasons.push(if result == GateOutcome::Fail {
+                    line
+                } else {
+                    format!("{}: routed to BLOCK after passing", gate.name)
+                });
+                break Decision::Fail;
+            }
+            Route::Stop => {
+                reasons.push(format!("{line} (routed to STOP; a person decides)"));
+                break Decision::Blocked;
+            }
+        }
+    };
+
+    for (gate, _) in pipeline.gates.iter().zip(&ran).filter(|(_, ran)| !**ran) {
+        gates.push(GateReport {
+            name: gate.name.clone(),
+            rule: gate.kind().as_str().into(),
+            outcome: GateOutcome::Skipped,
+            duration_ms: 0,
+            exit_code: None,
+            summary: String::new(),
+            findings: Vec::new(),
+            output_tail: None,
+        });
+    }
+
+    Verdict {
+        schema: SCHEMA.into(),
+        task: task.name.clone(),
+        verdict: decision,
+        attempt: task.attempt,
+        max_attempts: rules.defaults.max_attempts,
+        pipeline: pipeline.name.clone(),
+        signal: signal_info(&task.signal),
+        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+        duration_ms: millis(started),
+        gates,
+        reasons,
+        warnings,
+    }
+}
+
+fn report(name: &str, rule: &str, started: Instant, outcome: Outcome) -> GateReport {
+    GateReport {
+        name: name.into(),
+        rule: rule.into(),
+        outcome: outcome.outcome,
+        duration_ms: millis(started),
+        exit_code: outcome.exit_code,
+        summary: outcome.summary,
+        findings: outcome.findings,
+        output_tail: outcome.output_tail,
+    }
+}
+
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The signal section of the verdict: what makes it current, and what the worker said of itself.
+pub fn signal_info(signal: &Signal) -> SignalInfo {
+    let report = signal.report.as_ref().ok();
+    SignalInfo {
+        sha256: signal.sha256.clone(),
+        mtime: signal
+            .mtime
+            .map(|t| humantime::format_rfc3339_nanos(t).to_string()),
+        agent: report.and_then(|r| r.agent.clone()),
+        status: report.and_then(|r| r.status.clone()),
+    }
+}

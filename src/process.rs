@@ -1,0 +1,214 @@
+//! Running a gate's command: its own process group, merged stdout/stderr captured up to a cap
+//! (the tail is kept), a deadline after which the whole group is killed, and no shell anywhere.
+//! This is the only place the validator starts or kills a worker-facing process.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// Default cap on captured output per command.
+pub const OUTPUT_CAP: usize = 1024 * 1024;
+
+/// What to run and under which limits.
+pub struct Spec<'a> {
+    pub argv: &'a [OsString],
+    pub cwd: &'a Path,
+    pub env: &'a [(OsString, OsString)],
+    pub timeout: Duration,
+    pub output_cap: usize,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    pub exit: Exit,
+    /// The last `output_cap` bytes of stdout and stderr, interleaved as written.
+    pub output: Vec<u8>,
+    /// Bytes that were written before the kept tail and dropped.
+    pub dropped: u64,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("command not found: `{0}`")]
+    NotFound(String),
+    #[error("cannot run `{program}`: {source}")]
+    Io { program: String, source: io::Error },
+}
+
+/// Runs `spec` to completion or to its deadline. Whatever happens, no process of its group is
+/// left behind: the group is killed after the leader exits too, so daemonised children die.
+pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
+    let program = spec.argv.first().cloned().unwrap_or_default();
+    let program_name = program.to_string_lossy().into_owned();
+    let io_err = |source: io::Error| SpawnError::Io {
+        program: program_name.clone(),
+        source,
+    };
+    let started = Instant::now();
+    let (reader, writer) = os_pipe::pipe().map_err(io_err)?;
+    let writer_for_stderr = writer.try_clone().map_err(io_err)?;
+
+    let mut expression = duct::cmd(&program, &spec.argv[1..])
+        .dir(spec.cwd)
+        .stdin_null()
+        .stdout_file(writer)
+        .stderr_file(writer_for_stderr)
+        .unchecked()
+        .before_spawn(|command| {
+            command.process_group(0);
+            Ok(())
+        });
+    for (key, value) in spec.env {
+        expression = expression.env(key, value);
+    }
+    let started_handle = expression.start();
+    // The expression holds our copies of the pipe's write end; close them so the reader sees
+    // end-of-file once the command's group is gone.
+    drop(expression);
+    let handle = started_handle.map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => SpawnError::NotFound(program_name.clone()),
+        _ => io_err(source),
+    })?;
+    let group = handle.pids().first().map(|&pid| Pid::from_raw(pid as i32));
+    let cap = spec.output_cap;
+    let collector = thread::spawn(move || read_tail(reader, cap));
+
+    let deadline = started + spec.timeout;
+    let waited = handle.wait_deadline(deadline);
+    let timed_out = matches!(waited, Ok(None));
+    if let Some(group) = group {
+        // ESRCH just means the group is already empty.
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+    let status = handle.wait().map(|output| output.status).map_err(io_err)?;
+    let (output, dropped) = collector.join().unwrap_or_default();
+    let exit = if timed_out {
+        Exit::TimedOut
+    } else if let Some(code) = status.code() {
+        Exit::Code(code)
+    } else {
+        Exit::Signal(status.signal().unwrap_or(0))
+    };
+    Ok(Finished {
+        exit,
+        output,
+        dropped,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Reads to end-of-file keeping only the last `cap` bytes, so a flood costs at most 2 × cap.
+fn read_tail(mut reader: impl Read, cap: usize) -> (Vec<u8>, u64) {
+    let mut kept = Vec::with_capacity(cap.min(64 * 1024));
+    let mut dropped = 0u64;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                kept.extend_from_slice(&chunk[..n]);
+                if kept.len() > cap.saturating_mul(2).max(cap + chunk.len()) {
+                    let excess = kept.len() - cap;
+                    kept.drain(..excess);
+                    dropped += excess as u64;
+                }
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    if kept.len() > cap {
+        let excess = kept.len() - cap;
+        kept.drain(..excess);
+        dropped += excess as u64;
+    }
+    (kept, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_run(argv: &[&str], timeout: Duration, cap: usize) -> Result<Finished, SpawnError> {
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        run(&Spec {
+            argv: &argv,
+            cwd: Path::new("."),
+            env: &[],
+            timeout,
+            output_cap: cap,
+        })
+    }
+
+    #[test]
+    fn captures_stdout_and_stderr_and_the_exit_code() {
+        let done = spec_run(
+            &["sh", "-c", "echo out; echo err >&2; exit 3"],
+            Duration::from_secs(10),
+            OUTPUT_CAP,
+        )
+        .unwrap();
+        assert_eq!(done.exit, Exit::Code(3));
+        let text = String::from_utf8_lossy(&done.output);
+        assert!(text.contains("out") && text.contains("err"), "{text}");
+    }
+
+    #[test]
+    fn keeps_only_the_tail_of_a_flood() {
+        let done = spec_run(
+            &["sh", "-c", "head -c 3000000 /dev/zero; echo END"],
+            Duration::from_secs(30),
+            1000,
+        )
+        .unwrap();
+        assert_eq!(done.output.len(), 1000);
+        assert!(done.output.ends_with(b"END\n"));
+        assert_eq!(done.dropped, 3_000_004 - 1000);
+    }
+
+    #[test]
+    fn a_timeout_kills_the_group_and_returns_promptly() {
+        let done = spec_run(
+            &["sh", "-c", "sleep 30 & sleep 30"],
+            Duration::from_millis(300),
+            OUTPUT_CAP,
+        )
+        .unwrap();
+        assert_eq!(done.exit, Exit::TimedOut);
+        assert!(done.elapsed < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_background_child_does_not_hold_the_gate_open() {
+        let done = spec_run(
+            &["sh", "-c", "sleep 30 & echo started"],
+            Duration::from_secs(20),
+            OUTPUT_CAP,
+        )
+        .unwrap();
+        assert_eq!(done.exit, Exit::Code(0));
+        assert!(done.elapsed < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_missing_program_is_named() {
+        let err =
+            spec_run(&["no-such-program-xyz"], Duration::from_secs(5), OUTPUT_CAP).unwrap_err();
+        assert!(matches!(err, SpawnError::NotFound(ref name) if name == "no-such-program-xyz"));
+    }
+}

@@ -1,0 +1,413 @@
+//! `lint` and `test`: run a command over the task and judge it by its exit code. `lint` reads
+//! `file:line[:col]: message` findings from the output; `test` names the failed tests (console
+//! output, or a JUnit XML report named by `junit:`). The command never goes through a shell;
+//! file names from `files:` are passed as separate arguments, in batches that fit the OS limit.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::Instant;
+
+use super::{Context, KeyError, MAX_FINDINGS, Outcome, findings, test_names};
+use crate::config::duration;
+use crate::config::raw::{GateSpec, RuleKind};
+use crate::globs::PatternSet;
+use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
+use crate::taskdir;
+use crate::verdict::Finding;
+
+pub const LINT_KEYS: &[&str] = &["run", "files", "env", "cwd"];
+pub const TEST_KEYS: &[&str] = &["run", "files", "env", "cwd", "junit"];
+
+/// Largest JUnit report read.
+const MAX_JUNIT_BYTES: u64 = 16 * 1024 * 1024;
+/// How much output the verdict keeps for a reader (the full capture feeds the parsers).
+const TAIL_LINES: usize = 40;
+const TAIL_BYTES: usize = 4096;
+
+#[derive(Debug, Clone)]
+pub struct Command {
+    argv: Vec<String>,
+    files: Option<PatternSet>,
+    env: Vec<(String, String)>,
+    cwd: Option<String>,
+    junit: Option<String>,
+}
+
+/// What to read out of the output.
+#[derive(Debug, Clone, Copy)]
+pub enum Parse {
+    Findings,
+    TestNames,
+}
+
+impl Command {
+    pub fn from_spec(spec: &GateSpec) -> Result<Self, KeyError> {
+        let Some(run) = &spec.run else {
+            let example = if spec.rule == RuleKind::Test {
+                "cargo test --quiet"
+            } else {
+                "[\"ruff\", \"check\"]"
+            };
+            return Err(KeyError::missing("run", spec.rule, example));
+        };
+        if let Some(name) = spec
+            .env
+            .iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .find(|k| k.is_empty() || k.contains('=') || k.contains('\0'))
+        {
+            return Err(KeyError::new(
+                "env",
+                format!("`{name}` is not an environment variable name"),
+                "use names such as RUST_LOG or CI",
+            ));
+        }
+        for (key, value) in [("cwd", &spec.cwd), ("junit", &spec.junit)] {
+            if let Some(path) = value {
+                if Path::new(path).is_absolute() || path.split('/').any(|part| part == "..") {
+                    return Err(KeyError::new(
+                        key,
+                        format!("`{key}: {path}` leaves the task directory"),
+                        format!("write `{key}:` relative to the task directory, without `..`"),
+                    ));
+                }
+            }
+        }
+        Ok(Command {
+            argv: run.0.clone(),
+            files: spec.files.as_deref().map(PatternSet::new),
+            env: spec.env.clone().unwrap_or_default().into_iter().collect(),
+            cwd: spec.cwd.clone(),
+            junit: spec.junit.clone(),
+        })
+    }
+
+    pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
+        let task = ctx.task;
+        let cwd = match &self.cwd {
+            None => task.dir.clone(),
+            Some(rel) => match taskdir::resolve_inside(task, rel) {
+                Ok(dir) if dir.is_dir() => dir,
+                Ok(_) => {
+                    return Outcome::error(format!("cwd `{rel}` is not a directory in the task"));
+                }
+                Err(why) => return Outcome::error(format!("cwd {why}")),
+            },
+        };
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("VALIDATOR_TASK".into(), task.name.clone().into()),
+            ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
+            ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
+        ];
+        env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
+
+        let base: Vec<OsString> = self.argv.iter().map(OsString::from).collect();
+        let batches = match &self.files {
+            None => vec![Vec::new()],
+            Some(globs) => {
+                let files = matching_files(task, globs, &cwd);
+                if files.is_empty() {
+                    return Outcome::pass("no file matches `files:`; nothing to check");
+                }
+                batches(files, arg_budget(&base, &env))
+            }
+        };
+
+        let deadline = Instant::now() + ctx.timeout;
+        let mut output = Vec::new();
+        let mut dropped = 0u64;
+        let mut exit = Exit::Code(0);
+        for batch in &batches {
+            let argv: Vec<OsString> = base.iter().chain(batch).cloned().collect();
+            let spec = process::Spec {
+                argv: &argv,
+                cwd: &cwd,
+                env: &env,
+                timeout: deadline.saturating_duration_since(Instant::now()),
+                output_cap: OUTPUT_CAP,
+            };
+            let finished = match process::run(&spec) {
+                Ok(finished) => finished,
+                Err(SpawnError::NotFound(program)) => {
+                    return Outcome::error(format!(
+                        "command not found: `{program}`; install it where validator runs, or fix `run:` in the rules file"
+                    ));
+                }
+                Err(err) => return Outcome::error(err.to_string()),
+            };
+            output.extend_from_slice(&finished.output);
+            dropped += finished.dropped;
+            if output.len() > OUTPUT_CAP {
+                let excess = output.len() - OUTPUT_CAP;
+                output.drain(..excess);
+                dropped += excess as u64;
+            }
+            if finished.exit != Exit::Code(0) {
+                exit = finished.exit;
+                break;
+            }
+        }
+        let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
+        let mut outcome = self.judge(ctx, parse, exit, &text);
+        outcome.exit_code = match exit {
+            Exit::Code(code) => Some(code),
+            _ => None,
+        };
+        outcome.output_tail = tail(&text, dropped);
+        outcome
+    }
+
+    fn judge(&self, ctx: &Context<'_>, parse: Parse, exit: Exit, text: &str) -> Outcome {
+        let program = &self.argv[0];
+        match exit {
+            Exit::TimedOut => {
+                return Outcome::fail(format!(
+                    "`{program}` timed out after {}; its whole process group was killed",
+                    duration::format(ctx.timeout)
+                ));
+            }
+            Exit::Signal(signal) => {
+                return Outcome::fail(format!("`{program}` was killed by signal {signal}"));
+            }
+            Exit::Code(_) => {}
+        }
+        let failed = exit != Exit::Code(0);
+        let code = match exit {
+            Exit::Code(code) => code,
+            _ => -1,
+        };
+        match parse {
+            Parse::Findings => {
+                let found = relative_findings(ctx.task.dir.as_path(), findings::parse(text));
+                let summary = match (found.len(), failed) {
+                    (0, true) => format!("`{program}` exited with {code}"),
+                    (0, false) => "clean".to_string(),
+                    (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
+                };
+                Outcome {
+                    findings: found,
+                    ..if failed {
+                        Outcome::fail(summary)
+                    } else {
+                        Outcome::pass(summary)
+                    }
+                }
+            }
+            Parse::TestNames if !failed => Outcome::pass("tests passed"),
+            Parse::TestNames => {
+                let mut failures = test_names::from_output(text);
+                let mut note = String::new();
+                if let Some(report) = &self.junit {
+                    match read_junit(ctx, report) {
+                        Ok(from_report) => {
+                            for test in from_report {
+                                if !failures.iter().any(|known| {
+                                    known.name.ends_with(&test.name)
+                                        || test.name.ends_with(&known.name)
+                                }) {
+                                    failures.push(test);
+                                }
+                            }
+                        }
+                        Err(why) => note = format!(" (JUnit report {report}: {why})"),
+                    }
+                }
+                failures.truncate(MAX_FINDINGS);
+                let summary = match failures.len() {
+                    0 => format!("`{program}` exited with {code}{note}"),
+                    n => {
+                        let shown: Vec<&str> =
+                            failures.iter().take(5).map(|f| f.name.as_str()).collect();
+                        let more = if n > 5 {
+                            format!(" and {} more", n - 5)
+                        } else {
+                            String::new()
+                        };
+                        format!(
+                            "{n} test{} failed: {}{more}{note}",
+                            plural(n),
+                            shown.join(", ")
+                        )
+                    }
+                };
+                let found = failures
+                    .into_iter()
+                    .map(test_names::Failed::into_finding)
+                    .collect();
+                Outcome {
+                    findings: relative_findings(ctx.task.dir.as_path(), found),
+                    ..Outcome::fail(summary)
+                }
+            }
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn files_of(found: &[Finding]) -> String {
+    let mut files: Vec<&str> = found.iter().filter_map(|f| f.file.as_deref()).collect();
+    files.dedup();
+    files.sort_unstable();
+    files.dedup();
+    match files.len() {
+        0 => "the output".into(),
+        1..=3 => files.join(", "),
+        n => format!("{} and {} more files", files[..3].join(", "), n - 3),
+    }
+}
+
+fn read_junit(ctx: &Context<'_>, report: &str) -> Result<Vec<test_names::Failed>, String> {
+    let path = taskdir::resolve_inside(ctx.task, report)?;
+    let bytes = taskdir::read_capped(ctx.task, &path, MAX_JUNIT_BYTES)?
+        .ok_or_else(|| format!("over {} MiB; not read", MAX_JUNIT_BYTES / 1024 / 1024))?;
+    test_names::from_junit(&String::from_utf8_lossy(&bytes))
+}
+
+/// Paths the tool printed absolute or with `./` become relative to the task directory.
+fn relative_findings(task_dir: &Path, mut found: Vec<Finding>) -> Vec<Finding> {
+    let prefix = format!("{}/", task_dir.display());
+    for finding in &mut found {
+        if let Some(file) = &mut finding.file {
+            if let Some(rel) = file
+                .strip_prefix(&prefix)
+                .or_else(|| file.strip_prefix("./"))
+            {
+                *file = rel.to_owned();
+            }
+        }
+    }
+    found
+}
+
+/// The files matching `globs`, as arguments for a command running in `cwd`. A name that starts
+/// with `-` gets a `./` so no tool mistakes it for an option.
+fn matching_files(task: &crate::task::Task, globs: &PatternSet, cwd: &Path) -> Vec<OsString> {
+    taskdir::list(task)
+        .files
+        .into_iter()
+        .filter(|entry| globs.is_match(&entry.rel))
+        .map(|entry| {
+            if cwd == task.dir {
+                if entry.rel.starts_with('-') {
+                    OsString::from(format!("./{}", entry.rel))
+                } else {
+                    task_relative(&task.dir, &entry.path)
+                }
+            } else {
+                entry.path.into_os_string()
+            }
+        })
+        .collect()
+}
+
+fn task_relative(dir: &Path, path: &Path) -> OsString {
+    path.strip_prefix(dir)
+        .map(|p| p.as_os_str().to_owned())
+        .unwrap_or_else(|_| path.as_os_str().to_owned())
+}
+
+/// Bytes the argument list of one batch may use: the OS limit less the environment and the
+/// command's own words, with room to spare.
+fn arg_budget(base: &[OsString], env: &[(OsString, OsString)]) -> usize {
+    let os_limit = nix::unistd::sysconf(nix::unistd::SysconfVar::ARG_MAX)
+        .ok()
+        .flatten()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(128 * 1024);
+    let pointer = std::mem::size_of::<usize>();
+    let env_size: usize = std::env::vars_os()
+        .chain(env.iter().cloned())
+        .map(|(k, v)| k.len() + v.len() + 2 + pointer)
+        .sum();
+    let base_size: usize = base.iter().map(|a| a.len() + 1 + pointer).sum();
+    os_limit
+        .saturating_sub(env_size + base_size + 16 * 1024)
+        .clamp(4 * 1024, 1024 * 1024)
+}
+
+/// Splits `files` into groups whose arguments fit in `budget` bytes (one file per group at least).
+fn batches(files: Vec<OsString>, budget: usize) -> Vec<Vec<OsString>> {
+    let pointer = std::mem::size_of::<usize>();
+    let mut groups: Vec<Vec<OsString>> = Vec::new();
+    let mut current = Vec::new();
+    let mut used = 0;
+    for file in files {
+        let cost = file.len() + 1 + pointer;
+        if !current.is_empty() && used + cost > budget {
+            groups.push(std::mem::take(&mut current));
+            used = 0;
+        }
+        used += cost;
+        current.push(file);
+    }
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    groups
+}
+
+/// The last lines of the output, for a person or an agent to read in the verdict.
+fn tail(text: &str, dropped: u64) -> Option<String> {
+    let text = text.trim_end();
+    if text.is_empty() {
+        return None;
+    }
+    let mut start = text.len().saturating_sub(TAIL_BYTES);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let mut kept = &text[start..];
+    let lines: Vec<&str> = kept.lines().collect();
+    if lines.len() > TAIL_LINES {
+        let skip: usize = lines[..lines.len() - TAIL_LINES]
+            .iter()
+            .map(|l| l.len() + 1)
+            .sum();
+        kept = &kept[skip.min(kept.len())..];
+    }
+    let cut = start > 0 || kept.len() < text.len() || dropped > 0;
+    Some(if cut {
+        format!("…\n{kept}")
+    } else {
+        kept.to_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_respect_the_budget_and_keep_every_file() {
+        let files: Vec<OsString> = (0..1000)
+            .map(|i| OsString::from(format!("src/file_{i:04}.rs")))
+            .collect();
+        let groups = batches(files.clone(), 2048);
+        assert!(groups.len() > 1);
+        assert!(
+            groups
+                .iter()
+                .all(|g| g.iter().map(|f| f.len() + 9).sum::<usize>() <= 2048)
+        );
+        assert_eq!(groups.concat(), files);
+    }
+
+    #[test]
+    fn a_file_larger_than_the_budget_still_gets_a_batch() {
+        let groups = batches(vec![OsString::from("x".repeat(100))], 10);
+        assert_eq!(groups.len(), 1);
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let kept = tail(&text, 0).unwrap();
+        assert!(kept.starts_with("…\nline 60"));
+        assert!(kept.ends_with("line 99"));
+        assert_eq!(tail("short\n", 0).as_deref(), Some("short"));
+    }
+}

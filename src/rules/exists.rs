@@ -1,0 +1,89 @@
+//! `exists`: the outputs the task must produce are there (`paths`, each glob matching at least
+//! `min_count` files, non-empty if asked) and the ones it must not leave are not (`forbid`).
+
+use super::{Context, KeyError, Outcome};
+use crate::config::raw::{GateSpec, RuleKind};
+use crate::globs::PatternSet;
+use crate::taskdir;
+use crate::verdict::Finding;
+
+pub const KEYS: &[&str] = &["paths", "forbid", "non_empty", "min_count"];
+
+#[derive(Debug, Clone)]
+pub struct Exists {
+    paths: PatternSet,
+    forbid: PatternSet,
+    non_empty: bool,
+    min_count: u32,
+}
+
+impl Exists {
+    pub fn from_spec(spec: &GateSpec) -> Result<Self, KeyError> {
+        let paths = spec.paths.clone().unwrap_or_default();
+        let forbid = spec.forbid.clone().unwrap_or_default();
+        if paths.is_empty() && forbid.is_empty() {
+            return Err(KeyError::missing(
+                "paths",
+                RuleKind::Exists,
+                "[\"report.json\", \"src/**/*.rs\"]",
+            ));
+        }
+        Ok(Exists {
+            paths: PatternSet::new(&paths),
+            forbid: PatternSet::new(&forbid),
+            non_empty: spec.non_empty.unwrap_or(false),
+            min_count: spec.min_count.unwrap_or(1),
+        })
+    }
+
+    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+        let listing = taskdir::list(ctx.task);
+        let mut counts = vec![0u32; self.paths.patterns().len()];
+        let mut findings = Vec::new();
+        for entry in &listing.files {
+            let matched = self.paths.matching(&entry.rel);
+            for &index in &matched {
+                counts[index] += 1;
+            }
+            if self.non_empty && !matched.is_empty() && entry.size == 0 {
+                findings.push(Finding::in_file(
+                    &entry.rel,
+                    "is empty; it must have content",
+                ));
+            }
+            if self.forbid.is_match(&entry.rel) {
+                findings.push(Finding::in_file(
+                    &entry.rel,
+                    "must not be here (forbid); delete it",
+                ));
+            }
+        }
+        for (pattern, count) in self.paths.patterns().iter().zip(counts) {
+            if count < self.min_count {
+                let wanted = if self.min_count == 1 {
+                    "no file matches".to_string()
+                } else {
+                    format!(
+                        "{count} files match, at least {} are needed",
+                        self.min_count
+                    )
+                };
+                findings.push(Finding::new(format!("`{pattern}`: {wanted}")));
+            }
+        }
+        for link in &listing.escaping_links {
+            if self.paths.is_match(link) || self.forbid.is_match(link) {
+                findings.push(Finding::in_file(
+                    link,
+                    "is a link that points outside the task directory; it was not followed",
+                ));
+            }
+        }
+        Outcome::from_findings(findings, "all outputs present", |n| {
+            format!(
+                "{n} problem{} with the outputs",
+                if n == 1 { "" } else { "s" }
+            )
+        })
+    }
+}

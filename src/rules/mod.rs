@@ -1,0 +1,205 @@
+//! The rules a gate can run. Each rule lives in its own file with the same small shape: it reads
+//! its keys from the gate's spec (`from_spec`), and `run` looks at the task and returns an
+//! [`Outcome`]. Rules never write files or print; adding a rule is one file and one line in
+//! [`Rule::from_spec`].
+
+pub mod command;
+pub mod exists;
+pub mod findings;
+pub mod schema;
+pub mod scope;
+pub mod status;
+pub mod test_names;
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::raw::{GateSpec, RuleKind};
+use crate::task::Task;
+use crate::verdict::{Finding, GateOutcome};
+
+/// Most findings one gate keeps; beyond this a verdict would stop being readable.
+pub const MAX_FINDINGS: usize = 200;
+
+/// What a rule needs to know about the run it is part of.
+pub struct Context<'a> {
+    pub task: &'a Task,
+    pub gate: &'a str,
+    /// The time this gate may take: its own timeout, cut to what is left of the run's budget.
+    pub timeout: Duration,
+    /// The rules file's state directory (baselines live there).
+    pub state_dir: &'a Path,
+}
+
+/// The result of running a rule once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub outcome: GateOutcome,
+    pub summary: String,
+    pub findings: Vec<Finding>,
+    pub exit_code: Option<i32>,
+    pub output_tail: Option<String>,
+    /// Set when the worker declared itself blocked: the run ends BLOCKED with this reason.
+    pub blocked: Option<String>,
+}
+
+impl Outcome {
+    fn new(outcome: GateOutcome, summary: impl Into<String>) -> Self {
+        Outcome {
+            outcome,
+            summary: summary.into(),
+            findings: Vec::new(),
+            exit_code: None,
+            output_tail: None,
+            blocked: None,
+        }
+    }
+
+    pub fn pass(summary: impl Into<String>) -> Self {
+        Outcome::new(GateOutcome::Pass, summary)
+    }
+
+    pub fn fail(summary: impl Into<String>) -> Self {
+        Outcome::new(GateOutcome::Fail, summary)
+    }
+
+    /// The validator could not judge (missing schema, command not found): not the worker's fault.
+    pub fn error(summary: impl Into<String>) -> Self {
+        Outcome::new(GateOutcome::Error, summary)
+    }
+
+    /// Fails if there are findings, passes with `ok` otherwise.
+    pub fn from_findings(
+        mut findings: Vec<Finding>,
+        ok: &str,
+        failed: impl FnOnce(usize) -> String,
+    ) -> Self {
+        if findings.is_empty() {
+            return Outcome::pass(ok);
+        }
+        let count = findings.len();
+        let summary = if count == 1 {
+            findings[0].to_string()
+        } else {
+            failed(count)
+        };
+        findings.truncate(MAX_FINDINGS);
+        Outcome {
+            findings,
+            ..Outcome::fail(summary)
+        }
+    }
+}
+
+/// A rule's problem with its keys, reported at the key's position in the rules file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyError {
+    pub key: &'static str,
+    pub message: String,
+    pub help: String,
+}
+
+impl KeyError {
+    pub fn new(key: &'static str, message: impl Into<String>, help: impl Into<String>) -> Self {
+        KeyError {
+            key,
+            message: message.into(),
+            help: help.into(),
+        }
+    }
+
+    pub fn missing(key: &'static str, rule: RuleKind, example: &str) -> Self {
+        KeyError::new(
+            "rule",
+            format!("rule `{rule}` needs `{key}:`"),
+            format!("add it, for example `{key}: {example}`"),
+        )
+    }
+}
+
+/// A gate's rule with its keys read and checked.
+#[derive(Debug, Clone)]
+pub enum Rule {
+    Exists(exists::Exists),
+    Lint(command::Command),
+    Test(command::Command),
+    Schema(schema::Schema),
+    FileScope(scope::FileScope),
+    Status(status::Status),
+}
+
+impl Rule {
+    /// The rule-specific keys each rule takes.
+    pub fn keys(kind: RuleKind) -> &'static [&'static str] {
+        match kind {
+            RuleKind::Exists => exists::KEYS,
+            RuleKind::Lint => command::LINT_KEYS,
+            RuleKind::Test => command::TEST_KEYS,
+            RuleKind::Schema => schema::KEYS,
+            RuleKind::FileScope => scope::KEYS,
+            RuleKind::Status => status::KEYS,
+            RuleKind::Review => &["run"],
+        }
+    }
+
+    /// Reads the rule's keys from a gate. `rules_dir` anchors paths written in the rules file.
+    pub fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Rule, KeyError> {
+        let allowed = Rule::keys(spec.rule);
+        if let Some(stray) = spec
+            .rule_keys()
+            .into_iter()
+            .find(|key| !allowed.contains(key))
+        {
+            return Err(KeyError::new(
+                stray,
+                format!("`{stray}` is not a key of rule `{}`", spec.rule),
+                format!(
+                    "remove it; rule `{}` takes: {}",
+                    spec.rule,
+                    if allowed.is_empty() {
+                        "no keys of its own".into()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            ));
+        }
+        Ok(match spec.rule {
+            RuleKind::Exists => Rule::Exists(exists::Exists::from_spec(spec)?),
+            RuleKind::Lint => Rule::Lint(command::Command::from_spec(spec)?),
+            RuleKind::Test => Rule::Test(command::Command::from_spec(spec)?),
+            RuleKind::Schema => Rule::Schema(schema::Schema::from_spec(spec, rules_dir)?),
+            RuleKind::FileScope => Rule::FileScope(scope::FileScope::from_spec(spec)?),
+            RuleKind::Status => Rule::Status(status::Status::from_spec(spec)),
+            RuleKind::Review => {
+                return Err(KeyError::new(
+                    "rule",
+                    "rule `review` is not available in this version of validator",
+                    "remove the gate, or run your reviewer as a `test` gate that exits non-zero on REJECTED",
+                ));
+            }
+        })
+    }
+
+    pub fn kind(&self) -> RuleKind {
+        match self {
+            Rule::Exists(_) => RuleKind::Exists,
+            Rule::Lint(_) => RuleKind::Lint,
+            Rule::Test(_) => RuleKind::Test,
+            Rule::Schema(_) => RuleKind::Schema,
+            Rule::FileScope(_) => RuleKind::FileScope,
+            Rule::Status(_) => RuleKind::Status,
+        }
+    }
+
+    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+        match self {
+            Rule::Exists(rule) => rule.run(ctx),
+            Rule::Lint(rule) => rule.run(ctx, command::Parse::Findings),
+            Rule::Test(rule) => rule.run(ctx, command::Parse::TestNames),
+            Rule::Schema(rule) => rule.run(ctx),
+            Rule::FileScope(rule) => rule.run(ctx),
+            Rule::Status(rule) => rule.run(ctx),
+        }
+    }
+}

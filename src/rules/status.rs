@@ -1,0 +1,60 @@
+//! `status`: the worker must say how it ended. STATUS: OK passes, STATUS: BLOCKED ends the run
+//! BLOCKED with the worker's reason (a person decides), no status fails.
+
+use super::{Context, Outcome};
+use crate::config::raw::GateSpec;
+use crate::signal::Declared;
+
+pub const KEYS: &[&str] = &["require_summary"];
+
+#[derive(Debug, Clone)]
+pub struct Status {
+    require_summary: bool,
+}
+
+impl Status {
+    pub fn from_spec(spec: &GateSpec) -> Self {
+        Status {
+            require_summary: spec.require_summary.unwrap_or(false),
+        }
+    }
+
+    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+        let report = match &ctx.task.signal.report {
+            Ok(report) => report,
+            Err(why) => return Outcome::fail(why.clone()),
+        };
+        match report.declared() {
+            Declared::Ok => {
+                if self.require_summary
+                    && report
+                        .summary
+                        .as_deref()
+                        .is_none_or(|s| s.trim().is_empty())
+                {
+                    Outcome::fail(
+                        "STATUS: OK without a summary; add `SUMMARY: <what was done>` to the done signal",
+                    )
+                } else {
+                    Outcome::pass("STATUS: OK")
+                }
+            }
+            Declared::Blocked => {
+                let reason = report
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "no reason given".into());
+                Outcome {
+                    blocked: Some(format!("worker reported BLOCKED: {reason}")),
+                    ..Outcome::fail(format!("STATUS: BLOCKED: {reason}"))
+                }
+            }
+            Declared::Missing => Outcome::fail(
+                "no STATUS in the done signal; the worker must end with `STATUS: OK` (or `STATUS: BLOCKED` and `REASON: ...`)",
+            ),
+            Declared::Other(other) => Outcome::fail(format!(
+                "STATUS: {other} is not a status; report `STATUS: OK` or `STATUS: BLOCKED`"
+            )),
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Baselines: what a task directory held before its worker started (`validator snapshot`), so
+//! `file-scope` can tell what the worker changed where there is no git. A baseline is only ever
+//! taken on request; one taken after the worker began would hide its changes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::task::Task;
+use crate::taskdir;
+
+const SCHEMA: &str = "validator.baseline/v1";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub schema: String,
+    pub task: String,
+    pub taken_at: String,
+    pub files: BTreeMap<String, FileState>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileState {
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// Where the baseline of `task` lives under the state directory.
+pub fn path(state_dir: &Path, task: &str) -> PathBuf {
+    state_dir.join("baselines").join(format!("{task}.json"))
+}
+
+/// Records every file of the task directory, and writes it atomically under `state_dir`.
+pub fn take(task: &Task, state_dir: &Path) -> Result<(PathBuf, Baseline), Error> {
+    let mut files = BTreeMap::new();
+    for entry in taskdir::list(task).files {
+        let sha256 = hash_file(&entry.path).map_err(|source| Error::Read {
+            path: entry.path.clone(),
+            source,
+        })?;
+        files.insert(
+            entry.rel,
+            FileState {
+                size: entry.size,
+                sha256,
+            },
+        );
+    }
+    let baseline = Baseline {
+        schema: SCHEMA.into(),
+        task: task.name.clone(),
+        taken_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        files,
+    };
+    let target = path(state_dir, &task.name);
+    write_atomic(
+        &target,
+        &serde_json::to_vec_pretty(&baseline).unwrap_or_default(),
+    )?;
+    Ok((target, baseline))
+}
+
+/// The baseline for `task`, if one was taken. A baseline that does not parse is an error: a
+/// silent fallback would judge the task against nothing.
+pub fn load(state_dir: &Path, task: &str) -> Result<Option<Baseline>, String> {
+    let file = path(state_dir, task);
+    let bytes = match std::fs::read(&file) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(format!("cannot read baseline {}: {err}", file.display())),
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|err| {
+        format!("baseline {} is damaged ({err}); take it again with `validator snapshot {task}` before the worker starts", file.display())
+    })
+}
+
+/// Files added, removed or changed in the task directory since `baseline`.
+pub fn changes(task: &Task, baseline: &Baseline) -> Result<BTreeSet<String>, String> {
+    let mut changed = BTreeSet::new();
+    let mut present = BTreeSet::new();
+    for entry in taskdir::list(task).files {
+        present.insert(entry.rel.clone());
+        let same = match baseline.files.get(&entry.rel) {
+            Some(before) if before.size == entry.size => {
+                hash_file(&entry.path).map_err(|err| format!("cannot read {}: {err}", entry.rel))?
+                    == before.sha256
+            }
+            _ => false,
+        };
+        if !same {
+            changed.insert(entry.rel);
+        }
+    }
+    changed.extend(
+        baseline
+            .files
+            .keys()
+            .filter(|rel| !present.contains(*rel))
+            .cloned(),
+    );
+    Ok(changed)
+}
+
+fn hash_file(path: &Path) -> io::Result<String> {
+    let mut hasher = Sha256::new();
+    io::copy(&mut File::open(path)?, &mut hasher)?;
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// Writes `bytes` to `target` so a reader sees the old file or the new one, never a part.
+fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let write_err = |source| Error::Write {
+        path: target.to_path_buf(),
+        source,
+    };
+    let dir = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(write_err)?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
+    temp.write_all(bytes).map_err(write_err)?;
+    temp.as_file().sync_all().map_err(write_err)?;
+    temp.persist(target).map_err(|err| write_err(err.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sees_added_removed_and_edited_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("keep"), "same").unwrap();
+        std::fs::write(dir.path().join("edit"), "before").unwrap();
+        std::fs::write(dir.path().join("gone"), "x").unwrap();
+        let task = Task::new("t", dir.path()).unwrap();
+        let (_, baseline) = take(&task, state.path()).unwrap();
+        assert_eq!(load(state.path(), "t").unwrap(), Some(baseline.clone()));
+
+        std::fs::write(dir.path().join("edit"), "after!").unwrap();
+        std::fs::remove_file(dir.path().join("gone")).unwrap();
+        std::fs::write(dir.path().join("new"), "n").unwrap();
+        let changed: Vec<_> = changes(&task, &baseline).unwrap().into_iter().collect();
+        assert_eq!(changed, ["edit", "gone", "new"]);
+    }
+}

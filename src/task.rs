@@ -1,0 +1,138 @@
+//! A task: the name, the directory holding the worker's output, the attempt number and the
+//! done signal that asked for this run. Everything a rule may look at comes through here.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::signal::Signal;
+
+/// One unit of work to judge.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub name: String,
+    /// Canonical path of the task directory; every path a rule touches stays below it.
+    pub dir: PathBuf,
+    pub attempt: u32,
+    pub signal: Signal,
+    /// Paths inside `dir` that belong to the validator or the protocol (the done file, the state
+    /// and verdict directories); rules treat them as if they were not there.
+    pub ignore: Vec<PathBuf>,
+}
+
+impl Task {
+    /// A task over `dir`, which must exist. The attempt starts at 1 and there is no signal.
+    pub fn new(name: impl Into<String>, dir: &Path) -> Result<Self, Error> {
+        let name = name.into();
+        validate_name(&name)?;
+        let dir = dir
+            .canonicalize()
+            .ok()
+            .filter(|d| d.is_dir())
+            .ok_or_else(|| Error::TaskDir {
+                path: dir.to_path_buf(),
+            })?;
+        Ok(Task {
+            name,
+            dir,
+            attempt: 1,
+            signal: Signal::none(),
+            ignore: Vec::new(),
+        })
+    }
+
+    pub fn with_signal(mut self, signal: Signal) -> Self {
+        self.signal = signal;
+        self
+    }
+
+    pub fn with_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt.max(1);
+        self
+    }
+
+    /// Hides `path` from the rules if it lies inside the task directory.
+    pub fn ignoring(mut self, path: &Path) -> Self {
+        let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if absolute.starts_with(&self.dir) && absolute != self.dir {
+            self.ignore.push(absolute);
+        }
+        self
+    }
+}
+
+/// Checks a task name against the staging protocol: `[A-Za-z0-9._-]{1,128}`, no leading `.`.
+pub fn validate_name(name: &str) -> Result<(), Error> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if name.len() > 128 {
+        Some("it is longer than 128 characters")
+    } else if name.starts_with('.') {
+        Some("it starts with `.`")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        Some("it has a character other than A-Z a-z 0-9 . _ -")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::TaskName {
+            name: name.chars().take(160).collect(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A valid task name made from any directory name, for one-shot runs over arbitrary directories.
+pub fn name_from_dir(dir: &Path) -> String {
+    let raw = dir
+        .canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let cleaned: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(128)
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.').to_owned();
+    if cleaned.is_empty() {
+        "task".into()
+    } else {
+        cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_names_follow_the_protocol() {
+        for good in ["svc-auth", "a", "task_3.v2", &"x".repeat(128)] {
+            assert!(validate_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".hidden", "a/b", "a b", "$(x)", &"x".repeat(129), "é"] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn directory_names_become_valid_task_names() {
+        assert_eq!(name_from_dir(Path::new("/")), "task");
+        let dir = tempfile::Builder::new()
+            .prefix(".my task$")
+            .tempdir()
+            .unwrap();
+        let name = name_from_dir(dir.path());
+        assert!(validate_name(&name).is_ok(), "{name}");
+    }
+}

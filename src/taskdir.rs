@@ -1,0 +1,157 @@
+//! Looking inside a task directory without leaving it: listing files (never following a link
+//! out, never descending into `.git`), and opening a file only after checking where it really is.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+use walkdir::WalkDir;
+
+use crate::task::Task;
+
+/// A file found in the task directory.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Path relative to the task directory, `/`-separated, as globs see it.
+    pub rel: String,
+    pub path: PathBuf,
+    pub size: u64,
+}
+
+/// Every file in a task directory, plus the links that were refused.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub files: Vec<Entry>,
+    /// Symlinks that point outside the task directory (or nowhere): reported, never read.
+    pub escaping_links: Vec<String>,
+}
+
+/// Lists the task's files. A symlink whose target is inside the directory counts as the file it
+/// names (directories behind links are not entered, so a link loop cannot trap the walk).
+pub fn list(task: &Task) -> Listing {
+    let mut listing = Listing::default();
+    let walker = WalkDir::new(&task.dir)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| {
+            !(entry.file_type().is_dir() && entry.file_name() == ".git")
+                && !task.ignore.iter().any(|ignored| entry.path() == ignored)
+        });
+    for entry in walker.flatten() {
+        let Some(rel) = relative(&task.dir, entry.path()) else {
+            continue;
+        };
+        let file_type = entry.file_type();
+        if file_type.is_symlink() {
+            match entry.path().canonicalize() {
+                Ok(target) if target.starts_with(&task.dir) && target.is_file() => {
+                    let size = target.metadata().map(|m| m.len()).unwrap_or(0);
+                    listing.files.push(Entry {
+                        rel,
+                        path: entry.path().to_path_buf(),
+                        size,
+                    });
+                }
+                Ok(target) if target.starts_with(&task.dir) => {}
+                _ => listing.escaping_links.push(rel),
+            }
+        } else if file_type.is_file() {
+            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            listing.files.push(Entry {
+                rel,
+                path: entry.path().to_path_buf(),
+                size,
+            });
+        }
+    }
+    listing
+}
+
+fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    if rel.as_os_str().is_empty() {
+        return None;
+    }
+    Some(
+        rel.components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+    )
+}
+
+/// Resolves a relative path written in the rules file or by the worker (`junit:`, `cwd:`,
+/// `files_touched`) to a real path inside the task directory, or says why it may not be used.
+pub fn resolve_inside(task: &Task, rel: &str) -> Result<PathBuf, String> {
+    let path = Path::new(rel);
+    if path.components().any(|c| {
+        matches!(
+            c,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_)
+        )
+    }) {
+        return Err(format!("`{rel}` is not a path inside the task directory"));
+    }
+    let joined = task.dir.join(path);
+    let real = joined
+        .canonicalize()
+        .map_err(|err| format!("`{rel}`: {err}"))?;
+    if !real.starts_with(&task.dir) {
+        return Err(format!(
+            "`{rel}` is a link that points outside the task directory; it was not followed"
+        ));
+    }
+    Ok(real)
+}
+
+/// Opens a file for reading only if it really lies inside the task directory, and reads at most
+/// `cap` bytes. `Ok(None)` means the file is larger than `cap`; it was not read whole.
+pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
+    let real = path.canonicalize().map_err(|err| err.to_string())?;
+    if !real.starts_with(&task.dir) {
+        return Err("it points outside the task directory; it was not read".into());
+    }
+    let file = File::open(&real).map_err(|err| err.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|err: io::Error| err.to_string())?;
+    if bytes.len() as u64 > cap {
+        return Ok(None);
+    }
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn lists_files_and_refuses_links_that_leave() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/.git")).unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/config"), "x").unwrap();
+        std::fs::write(dir.path().join("src/a.rs"), "fn a() {}").unwrap();
+        symlink(outside.path().join("secret"), dir.path().join("leak")).unwrap();
+        symlink(dir.path().join("src/a.rs"), dir.path().join("alias.rs")).unwrap();
+        symlink(dir.path(), dir.path().join("loop")).unwrap();
+        let task = Task::new("t", dir.path()).unwrap();
+
+        let listing = list(&task);
+        let names: Vec<_> = listing.files.iter().map(|e| e.rel.as_str()).collect();
+        assert_eq!(names, ["alias.rs", "src/a.rs"]);
+        assert_eq!(listing.escaping_links, ["leak"]);
+        assert!(resolve_inside(&task, "leak").is_err());
+        assert!(resolve_inside(&task, "../x").is_err());
+        assert!(read_capped(&task, &dir.path().join("leak"), 10).is_err());
+        assert_eq!(
+            read_capped(&task, &dir.path().join("src/a.rs"), 3),
+            Ok(None)
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! The verdict: the document a run produces (DESIGN section 3), the feedback text an agent
+//! reads, and the output formats. Types here are plain data; `feedback` and `format` render them.
+
+pub mod feedback;
+pub mod format;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The `schema` value of every verdict document.
+pub const SCHEMA: &str = "validator.verdict/v1";
+
+/// What a run decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Decision {
+    Pass,
+    Fail,
+    Error,
+    Blocked,
+    Escalated,
+}
+
+impl Decision {
+    /// The exit code `validator check` ends with (DESIGN section 3).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Decision::Pass => 0,
+            Decision::Fail => 1,
+            Decision::Error => 2,
+            Decision::Blocked => 3,
+            Decision::Escalated => 4,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Pass => "PASS",
+            Decision::Fail => "FAIL",
+            Decision::Error => "ERROR",
+            Decision::Blocked => "BLOCKED",
+            Decision::Escalated => "ESCALATED",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How one gate execution ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GateOutcome {
+    Pass,
+    Fail,
+    Skipped,
+    Cached,
+    Error,
+}
+
+impl GateOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateOutcome::Pass => "pass",
+            GateOutcome::Fail => "fail",
+            GateOutcome::Skipped => "skipped",
+            GateOutcome::Cached => "cached",
+            GateOutcome::Error => "error",
+        }
+    }
+}
+
+/// Something a gate found, as precise as the tool that found it allowed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    pub message: String,
+}
+
+impl Finding {
+    pub fn new(message: impl Into<String>) -> Self {
+        Finding {
+            file: None,
+            line: None,
+            column: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn in_file(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding {
+            file: Some(file.into()),
+            ..Finding::new(message)
+        }
+    }
+
+    /// `file:line:col: message`, with whatever parts are known.
+    pub fn location(&self) -> Option<String> {
+        let file = self.file.as_deref()?;
+        Some(match (self.line, self.column) {
+            (Some(line), Some(col)) => format!("{file}:{line}:{col}"),
+            (Some(line), None) => format!("{file}:{line}"),
+            _ => file.to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.location() {
+            Some(at) => write!(f, "{at}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// One gate's entry in the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateReport {
+    pub name: String,
+    pub rule: String,
+    pub outcome: GateOutcome,
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<String>,
+}
+
+/// The done signal a verdict answers; `sha256` and `mtime` make the verdict current.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalInfo {
+    pub sha256: Option<String>,
+    pub mtime: Option<String>,
+    pub agent: Option<String>,
+    pub status: Option<String>,
+}
+
+/// The verdict document (`<task>.verdict.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub schema: String,
+    pub task: String,
+    pub verdict: Decision,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub pipeline: String,
+    pub signal: SignalInfo,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub gates: Vec<GateReport>,
+    pub reasons: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    pub fn to_json(&self) -> String {
+        // A struct of strings, numbers and vectors always serialises.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
