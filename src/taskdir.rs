@@ -35,8 +35,9 @@ pub fn list(task: &Task) -> Listing {
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|entry| {
-            !(entry.file_type().is_dir() && entry.file_name() == ".git")
-                && !task.ignore.iter().any(|ignored| entry.path() == ignored)
+            let git_dir = entry.file_type().is_dir() && entry.file_name() == ".git";
+            let ignored = task.ignore.iter().any(|ignored| entry.path() == ignored);
+            !git_dir && !ignored
         });
     for entry in walker.flatten() {
         let Some(rel) = relative(&task.dir, entry.path()) else {

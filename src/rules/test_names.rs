@@ -70,6 +70,21 @@ fn parse_line(line: &str) -> Option<Failed> {
         let name = rest.split(" (").next()?.trim();
         return (!name.is_empty()).then(|| Failed::named(name));
     }
+    // python -m unittest: `FAIL: test_divide (test_calc.TestCalc.test_divide)` (also ERROR:)
+    for status in ["FAIL: ", "ERROR: "] {
+        if let Some(rest) = line.strip_prefix(status) {
+            let name = match rest
+                .split_once(" (")
+                .and_then(|(short, full)| Some((short, full.strip_suffix(')')?)))
+            {
+                // Python 3.11+ prints the full id in the parentheses; older ones the class.
+                Some((short, full)) if full.ends_with(short) => full.to_owned(),
+                Some((short, class)) => format!("{class}.{short}"),
+                None => rest.to_owned(),
+            };
+            return (!name.is_empty() && !name.contains(' ')).then(|| Failed::named(&name));
+        }
+    }
     // nextest: `FAIL [   0.004s] (3/10) crate::bin tests::parses` (also TIMEOUT, SIGSEGV...)
     for status in ["FAIL [", "TIMEOUT [", "SIGSEGV [", "SIGABRT [", "SIGKILL ["] {
         if let Some(rest) = line.strip_prefix(status) {
@@ -205,6 +220,19 @@ mod tests {
         assert_eq!(found[0].name, "tests/test_a.py::test_one");
         assert_eq!(found[0].file.as_deref(), Some("tests/test_a.py"));
         assert_eq!(found[1].message.as_deref(), Some("ImportError"));
+    }
+
+    #[test]
+    fn python_unittest() {
+        let out = "======\nFAIL: test_divide (test_calc.TestCalc.test_divide)\n------\nERROR: test_load (test_io.TestIo.test_load)\nFAIL: test_old_style (test_calc.TestCalc)\n";
+        assert_eq!(
+            names(out),
+            [
+                "test_calc.TestCalc.test_divide",
+                "test_io.TestIo.test_load",
+                "test_calc.TestCalc.test_old_style"
+            ]
+        );
     }
 
     #[test]

@@ -24,9 +24,16 @@ pub fn render(verdict: &Verdict) -> String {
         .collect();
 
     let mut body = Vec::new();
-    if !verdict.reasons.is_empty() {
+    // Reasons that only repeat a failing gate's line are said once, under "What failed".
+    let repeats = |reason: &String| {
+        failing
+            .iter()
+            .any(|g| *reason == format!("{}: {}", g.name, g.summary))
+    };
+    let reasons: Vec<&String> = verdict.reasons.iter().filter(|r| !repeats(r)).collect();
+    if !reasons.is_empty() {
         body.push("## Why".to_string());
-        body.extend(verdict.reasons.iter().map(|r| format!("- {r}")));
+        body.extend(reasons.iter().map(|r| format!("- {r}")));
         body.push(String::new());
     }
     if !failing.is_empty() {

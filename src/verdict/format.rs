@@ -59,7 +59,9 @@ pub fn text(verdict: &Verdict) -> String {
                     gate.findings.len() - FINDINGS_SHOWN
                 );
             }
-            if gate.findings.is_empty() {
+            // Findings without a line (failed tests, a bare exit code) say what but not why;
+            // the output's tail does.
+            if gate.findings.iter().all(|f| f.line.is_none()) {
                 if let Some(tail) = &gate.output_tail {
                     let lines: Vec<&str> = tail.lines().collect();
                     for line in &lines[lines.len().saturating_sub(TAIL_SHOWN)..] {

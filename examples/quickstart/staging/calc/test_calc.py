@@ -1,0 +1,25 @@
+import unittest
+
+from calc import add, divide, multiply, subtract
+
+
+class TestCalc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_subtract(self):
+        self.assertEqual(subtract(2, 3), -1)
+
+    def test_multiply(self):
+        self.assertEqual(multiply(4, 2.5), 10)
+
+    def test_divide(self):
+        self.assertEqual(divide(7, 2), 3.5)
+
+    def test_divide_by_zero(self):
+        with self.assertRaises(ZeroDivisionError):
+            divide(1, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,119 @@
+//! A small builder for integration tests: a temporary project with a rules file, a task
+//! directory and a done signal, and the real `validator` binary run over it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub struct Project {
+    pub root: TempDir,
+}
+
+/// A rules file with one pipeline named `main` holding `gates` (YAML list items, indented 6).
+pub fn pipeline(gates: &str) -> String {
+    format!("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n{gates}")
+}
+
+impl Project {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(root.path().join("task")).expect("task dir");
+        Project { root }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn task_dir(&self) -> PathBuf {
+        self.root.path().join("task")
+    }
+
+    pub fn rules_path(&self) -> PathBuf {
+        self.root.path().join("validator.yaml")
+    }
+
+    /// Writes the rules file.
+    pub fn rules(&self, yaml: &str) -> &Self {
+        std::fs::write(self.rules_path(), yaml).expect("write rules");
+        self
+    }
+
+    /// Writes a file relative to the project root (schemas, scripts).
+    pub fn root_file(&self, rel: &str, content: &str) -> &Self {
+        let path = self.root.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write");
+        self
+    }
+
+    /// Writes a file in the task directory.
+    pub fn file(&self, rel: &str, content: &str) -> &Self {
+        let path = self.task_dir().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write");
+        self
+    }
+
+    /// Writes the done signal (`task.done` beside the task directory).
+    pub fn signal(&self, body: &str) -> &Self {
+        std::fs::write(self.signal_path(), body).expect("write signal");
+        self
+    }
+
+    pub fn signal_path(&self) -> PathBuf {
+        self.root.path().join("task.done")
+    }
+
+    /// `validator check` over the task, with the signal if one was written.
+    pub fn check(&self) -> Command {
+        let mut cmd = validator();
+        cmd.arg("check")
+            .arg("-c")
+            .arg(self.rules_path())
+            .arg("--task-dir")
+            .arg(self.task_dir());
+        if self.signal_path().exists() {
+            cmd.arg("--signal").arg(self.signal_path());
+        }
+        cmd
+    }
+
+    /// Runs `check --format json` and returns the exit code and the verdict document.
+    pub fn verdict(&self) -> (i32, Value) {
+        let output = self
+            .check()
+            .args(["--format", "json"])
+            .output()
+            .expect("run validator");
+        let code = output.status.code().expect("exit code");
+        let verdict: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+            panic!(
+                "stdout is not a verdict ({err}):\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        (code, verdict)
+    }
+}
+
+/// The real binary, with a clean environment for logging.
+pub fn validator() -> Command {
+    let mut cmd = Command::cargo_bin("validator").expect("binary");
+    cmd.env_remove("VALIDATOR_CONFIG")
+        .env_remove("VALIDATOR_LOG")
+        .env("NO_COLOR", "1");
+    cmd
+}
+
+/// The gate entry named `name` in a verdict.
+pub fn gate<'v>(verdict: &'v Value, name: &str) -> &'v Value {
+    verdict["gates"]
+        .as_array()
+        .and_then(|gates| gates.iter().find(|g| g["name"] == name))
+        .unwrap_or_else(|| panic!("no gate {name} in {verdict:#}"))
+}
