@@ -1,0 +1,48 @@
+//! The README's first command, kept true: the bundled quickstart fails for the reason the README
+//! shows, and the one-line fix it gives turns the verdict to PASS.
+
+mod common;
+
+use std::path::Path;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read example") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn quickstart_fails_on_the_bug_and_passes_after_the_fix() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart");
+    let copy = tempfile::tempdir().expect("temp dir");
+    copy_dir(&example, copy.path());
+    let run = || {
+        common::validator()
+            .current_dir(copy.path())
+            .args(["check", "--task-dir", "staging/calc", "--signal", "staging/calc.done"])
+            .output()
+            .expect("run validator")
+    };
+
+    let failed = run();
+    let text = String::from_utf8_lossy(&failed.stdout);
+    assert_eq!(failed.status.code(), Some(1), "{text}");
+    assert!(text.contains("1 test failed: test_calc.TestCalc.test_divide"), "{text}");
+    assert!(text.contains("AssertionError: 3 != 3.5"), "{text}");
+
+    let calc = copy.path().join("staging/calc/calc.py");
+    let source = std::fs::read_to_string(&calc).expect("read calc.py");
+    std::fs::write(&calc, source.replace("a // b", "a / b")).expect("fix calc.py");
+
+    let passed = run();
+    let text = String::from_utf8_lossy(&passed.stdout);
+    assert_eq!(passed.status.code(), Some(0), "{text}");
+    assert!(text.contains("PASS"), "{text}");
+}
