@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -86,7 +87,15 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
     })?;
     let group = handle.pids().first().map(|&pid| Pid::from_raw(pid as i32));
     let cap = spec.output_cap;
-    let collector = thread::spawn(move || read_tail(reader, cap));
+    let captured = Arc::new(Mutex::new(Tail::default()));
+    let (eof_tx, eof_rx) = mpsc::channel();
+    {
+        let captured = Arc::clone(&captured);
+        thread::spawn(move || {
+            read_tail(reader, cap, &captured);
+            let _ = eof_tx.send(());
+        });
+    }
 
     let deadline = started + spec.timeout;
     let waited = handle.wait_deadline(deadline);
@@ -96,7 +105,10 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
         let _ = killpg(group, Signal::SIGKILL);
     }
     let status = handle.wait().map(|output| output.status).map_err(io_err)?;
-    let (output, dropped) = collector.join().unwrap_or_default();
+    // A process that left the group (setsid) may still hold the pipe open; give the reader a
+    // moment for what is buffered, then stop waiting for an end-of-file that may never come.
+    let _ = eof_rx.recv_timeout(DRAIN_GRACE);
+    let Tail { kept: output, dropped } = std::mem::take(&mut *captured.lock().unwrap_or_else(|p| p.into_inner()));
     let exit = if timed_out {
         Exit::TimedOut
     } else if let Some(code) = status.code() {
@@ -112,32 +124,38 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
     })
 }
 
-/// Reads to end-of-file keeping only the last `cap` bytes, so a flood costs at most 2 × cap.
-fn read_tail(mut reader: impl Read, cap: usize) -> (Vec<u8>, u64) {
-    let mut kept = Vec::with_capacity(cap.min(64 * 1024));
-    let mut dropped = 0u64;
+/// How long to wait for the output pipe to close once the command's group is dead.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// The captured tail of a command's output.
+#[derive(Default)]
+struct Tail {
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+impl Tail {
+    fn push(&mut self, bytes: &[u8], cap: usize) {
+        self.kept.extend_from_slice(bytes);
+        if self.kept.len() > cap {
+            let excess = self.kept.len() - cap;
+            self.kept.drain(..excess);
+            self.dropped += excess as u64;
+        }
+    }
+}
+
+/// Reads to end-of-file into `tail`, keeping only the last `cap` bytes.
+fn read_tail(mut reader: impl Read, cap: usize, tail: &Mutex<Tail>) {
     let mut chunk = vec![0u8; 64 * 1024];
     loop {
         match reader.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => {
-                kept.extend_from_slice(&chunk[..n]);
-                if kept.len() > cap.saturating_mul(2).max(cap + chunk.len()) {
-                    let excess = kept.len() - cap;
-                    kept.drain(..excess);
-                    dropped += excess as u64;
-                }
-            }
+            Ok(n) => tail.lock().unwrap_or_else(|p| p.into_inner()).push(&chunk[..n], cap),
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         }
     }
-    if kept.len() > cap {
-        let excess = kept.len() - cap;
-        kept.drain(..excess);
-        dropped += excess as u64;
-    }
-    (kept, dropped)
 }
 
 #[cfg(test)]
@@ -203,6 +221,14 @@ mod tests {
         .unwrap();
         assert_eq!(done.exit, Exit::Code(0));
         assert!(done.elapsed < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_process_that_leaves_the_group_does_not_hang_the_gate() {
+        let done = spec_run(&["sh", "-c", "setsid sleep 5 & sleep 0.5; echo started"], Duration::from_secs(20), OUTPUT_CAP).unwrap();
+        assert_eq!(done.exit, Exit::Code(0));
+        assert!(done.elapsed < Duration::from_secs(10));
+        assert!(String::from_utf8_lossy(&done.output).contains("started"));
     }
 
     #[test]
