@@ -108,7 +108,10 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
     // A process that left the group (setsid) may still hold the pipe open; give the reader a
     // moment for what is buffered, then stop waiting for an end-of-file that may never come.
     let _ = eof_rx.recv_timeout(DRAIN_GRACE);
-    let Tail { kept: output, dropped } = std::mem::take(&mut *captured.lock().unwrap_or_else(|p| p.into_inner()));
+    let Tail {
+        kept: output,
+        dropped,
+    } = std::mem::take(&mut *captured.lock().unwrap_or_else(|p| p.into_inner()));
     let exit = if timed_out {
         Exit::TimedOut
     } else if let Some(code) = status.code() {
@@ -151,7 +154,10 @@ fn read_tail(mut reader: impl Read, cap: usize, tail: &Mutex<Tail>) {
     loop {
         match reader.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => tail.lock().unwrap_or_else(|p| p.into_inner()).push(&chunk[..n], cap),
+            Ok(n) => tail
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(&chunk[..n], cap),
             Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         }
@@ -225,7 +231,12 @@ mod tests {
 
     #[test]
     fn a_process_that_leaves_the_group_does_not_hang_the_gate() {
-        let done = spec_run(&["sh", "-c", "setsid sleep 5 & sleep 0.5; echo started"], Duration::from_secs(20), OUTPUT_CAP).unwrap();
+        let done = spec_run(
+            &["sh", "-c", "setsid sleep 5 & sleep 0.5; echo started"],
+            Duration::from_secs(20),
+            OUTPUT_CAP,
+        )
+        .unwrap();
         assert_eq!(done.exit, Exit::Code(0));
         assert!(done.elapsed < Duration::from_secs(10));
         assert!(String::from_utf8_lossy(&done.output).contains("started"));

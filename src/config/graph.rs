@@ -33,6 +33,14 @@ pub fn warnings(pipeline: &Pipeline) -> Vec<String> {
             pipeline.name, gate.name
         ));
     }
+    for gate in &pipeline.gates {
+        if let Some(problem) = gate.rule.preflight() {
+            warnings.push(format!(
+                "pipeline `{}`: gate `{}`: {problem}",
+                pipeline.name, gate.name
+            ));
+        }
+    }
     for cycle in cycles(pipeline) {
         let names: Vec<&str> = cycle
             .iter()

@@ -83,6 +83,22 @@ impl Command {
         })
     }
 
+    /// Says so when the program is a bare name that no PATH directory holds.
+    pub fn preflight(&self) -> Option<String> {
+        let program = &self.argv[0];
+        if program.contains('/') {
+            return None;
+        }
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let found = std::env::split_paths(&path).any(|dir| {
+            use std::os::unix::fs::PermissionsExt;
+            dir.join(program)
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        });
+        (!found).then(|| format!("command `{program}` is not on PATH here; the gate will end in ERROR unless it is installed where validator runs"))
+    }
+
     pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
         let task = ctx.task;
         let cwd = match &self.cwd {

@@ -192,6 +192,16 @@ impl Rule {
         }
     }
 
+    /// Problems visible without running anything (a schema that does not compile, a program
+    /// that is not on PATH), for `validator rules check`.
+    pub fn preflight(&self) -> Option<String> {
+        match self {
+            Rule::Lint(rule) | Rule::Test(rule) => rule.preflight(),
+            Rule::Schema(rule) => rule.preflight(),
+            Rule::Exists(_) | Rule::FileScope(_) | Rule::Status(_) => None,
+        }
+    }
+
     pub fn run(&self, ctx: &Context<'_>) -> Outcome {
         match self {
             Rule::Exists(rule) => rule.run(ctx),

@@ -103,6 +103,10 @@ impl Schema {
         Outcome::from_findings(findings, &ok, |n| format!("{n} schema problems"))
     }
 
+    pub fn preflight(&self) -> Option<String> {
+        self.compile().err()
+    }
+
     fn compile(&self) -> Result<jsonschema::Validator, String> {
         let shown = self.schema.display();
         let bytes = std::fs::File::open(&self.schema)
