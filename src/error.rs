@@ -1,5 +1,7 @@
 //! The library's error type: every failure that stops the validator from judging, carried as a
-//! value with its context (file, line, column, the fix) and rendered once, at the edge.
+//! value with its context (file, line, column, the fix) and rendered once, at the edge. An
+//! underlying I/O error is the `source`, not part of the message, so the edge's error chain
+//! shows it once.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -9,12 +11,12 @@ use std::path::PathBuf;
 pub enum Error {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,
         source: std::io::Error,

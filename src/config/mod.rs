@@ -444,6 +444,15 @@ fn hint_for(message: &str) -> String {
     if message.contains("unknown variant") && message.contains("file-scope") {
         return "rules are: exists, lint, test, schema, file-scope, status".into();
     }
+    if message.contains("does not compile") {
+        return "close every `[` and `{`, or escape a literal `*`, `?`, `[` or `{` with a backslash".into();
+    }
+    if message.contains("duration") {
+        return "write a duration such as 500ms, 30s, 10m or 1h".into();
+    }
+    if message.contains("leave") || message.contains("climbs out") || message.contains("absolute") {
+        return "write paths and globs relative to the task directory".into();
+    }
     if let Some(rest) = message.split("missing field `").nth(1) {
         let field = rest.split('`').next().unwrap_or_default();
         return format!("add `{field}:` here");

@@ -68,6 +68,15 @@ pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
             outcome,
         ));
 
+        if result != GateOutcome::Pass && Instant::now() >= deadline {
+            reasons.push(format!(
+                "the run's budget of {} ran out during gate `{}` ({})",
+                duration::format(rules.defaults.budget),
+                gate.name,
+                line
+            ));
+            break Decision::Fail;
+        }
         if let Some(reason) = blocked {
             reasons.push(format!("{}: {reason}", gate.name));
             break Decision::Blocked;

@@ -195,12 +195,13 @@ impl Command {
         };
         match parse {
             Parse::Findings => {
-                let found = relative_findings(ctx.task.dir.as_path(), findings::parse(text));
+                let mut found = relative_findings(ctx.task.dir.as_path(), findings::parse(text));
                 let summary = match (found.len(), failed) {
                     (0, true) => format!("`{program}` exited with {code}"),
                     (0, false) => "clean".to_string(),
                     (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
                 };
+                found.truncate(MAX_FINDINGS);
                 Outcome {
                     findings: found,
                     ..if failed {

@@ -4,8 +4,6 @@
 
 use crate::verdict::Finding;
 
-use super::MAX_FINDINGS;
-
 /// Removes ANSI escape sequences, which colourful tools emit even into pipes.
 pub fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -27,14 +25,11 @@ pub fn strip_ansi(text: &str) -> String {
     out
 }
 
-/// Finds every finding in `output`, at most `MAX_FINDINGS`.
+/// Finds every finding in `output` (already capped in size by the process runner).
 pub fn parse(output: &str) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut pending_header: Option<String> = None;
     for line in output.lines() {
-        if findings.len() >= MAX_FINDINGS {
-            break;
-        }
         let trimmed = line.trim_start();
         if let Some(rest) = trimmed.strip_prefix("--> ") {
             if let (Some(header), Some((file, line_no, col, _))) =
