@@ -20,6 +20,7 @@
 //! # Ok::<(), validator::Error>(())
 //! ```
 
+pub mod atomic;
 pub mod config;
 pub mod error;
 pub mod globs;
@@ -28,6 +29,7 @@ pub mod process;
 pub mod rules;
 pub mod signal;
 pub mod snapshot;
+pub mod staging;
 pub mod task;
 pub mod taskdir;
 pub mod verdict;

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -59,7 +59,7 @@ pub fn take(task: &Task, state_dir: &Path) -> Result<(PathBuf, Baseline), Error>
         files,
     };
     let target = path(state_dir, &task.name);
-    write_atomic(
+    crate::atomic::write(
         &target,
         &serde_json::to_vec_pretty(&baseline).unwrap_or_default(),
     )?;
@@ -111,21 +111,6 @@ fn hash_file(path: &Path) -> io::Result<String> {
     let mut hasher = Sha256::new();
     io::copy(&mut File::open(path)?, &mut hasher)?;
     Ok(format!("{:x}", hasher.finalize()))
-}
-
-/// Writes `bytes` to `target` so a reader sees the old file or the new one, never a part.
-fn write_atomic(target: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let write_err = |source| Error::Write {
-        path: target.to_path_buf(),
-        source,
-    };
-    let dir = target.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(write_err)?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(write_err)?;
-    temp.write_all(bytes).map_err(write_err)?;
-    temp.as_file().sync_all().map_err(write_err)?;
-    temp.persist(target).map_err(|err| write_err(err.error))?;
-    Ok(())
 }
 
 #[cfg(test)]

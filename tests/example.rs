@@ -26,7 +26,13 @@ fn quickstart_fails_on_the_bug_and_passes_after_the_fix() {
     let run = || {
         common::validator()
             .current_dir(copy.path())
-            .args(["check", "--task-dir", "staging/calc", "--signal", "staging/calc.done"])
+            .args([
+                "check",
+                "--task-dir",
+                "staging/calc",
+                "--signal",
+                "staging/calc.done",
+            ])
             .output()
             .expect("run validator")
     };
@@ -34,7 +40,10 @@ fn quickstart_fails_on_the_bug_and_passes_after_the_fix() {
     let failed = run();
     let text = String::from_utf8_lossy(&failed.stdout);
     assert_eq!(failed.status.code(), Some(1), "{text}");
-    assert!(text.contains("1 test failed: test_calc.TestCalc.test_divide"), "{text}");
+    assert!(
+        text.contains("1 test failed: test_calc.TestCalc.test_divide"),
+        "{text}"
+    );
     assert!(text.contains("AssertionError: 3 != 3.5"), "{text}");
 
     let calc = copy.path().join("staging/calc/calc.py");

@@ -23,10 +23,20 @@ pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
     let mut reasons = Vec::new();
     let mut warnings = Vec::new();
     let mut next = Some(0);
+    // A done signal that cannot be read is the worker's failure whatever the gates are
+    // (DESIGN section 4): no gate runs on it.
+    if let Err(why) = &task.signal.report {
+        reasons.push(format!("done signal: {why}"));
+        next = None;
+    }
 
     let decision = loop {
         let Some(index) = next.filter(|&i| i < pipeline.gates.len()) else {
-            break Decision::Pass;
+            break if reasons.is_empty() {
+                Decision::Pass
+            } else {
+                Decision::Fail
+            };
         };
         if gates.len() >= MAX_GATE_RUNS {
             reasons.push(format!(

@@ -119,12 +119,22 @@ impl Command {
         env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
 
         let base: Vec<OsString> = self.argv.iter().map(OsString::from).collect();
+        let mut refused = Vec::new();
         let batches = match &self.files {
             None => vec![Vec::new()],
             Some(globs) => {
-                let files = matching_files(task, globs, &cwd);
+                let (files, escaping) = matching_files(task, globs, &cwd);
+                refused = escaping
+                    .into_iter()
+                    .map(|link| Finding::in_file(link, "is a link that points outside the task directory; it was not passed to the command"))
+                    .collect();
                 if files.is_empty() {
-                    return Outcome::pass("no file matches `files:`; nothing to check");
+                    return match refused.is_empty() {
+                        true => Outcome::pass("no file matches `files:`; nothing to check"),
+                        false => Outcome::from_findings(refused, "", |n| {
+                            format!("{n} links point outside the task directory")
+                        }),
+                    };
                 }
                 batches(files, arg_budget(&base, &env))
             }
@@ -165,7 +175,18 @@ impl Command {
             }
         }
         let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
-        let mut outcome = self.judge(ctx, parse, exit, &text);
+        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd);
+        if !refused.is_empty() {
+            let count = refused.len();
+            refused.append(&mut outcome.findings);
+            outcome.findings = refused;
+            outcome.findings.truncate(MAX_FINDINGS);
+            outcome.outcome = crate::verdict::GateOutcome::Fail;
+            outcome.summary = format!(
+                "{count} link(s) in `files:` point outside the task directory; {}",
+                outcome.summary
+            );
+        }
         outcome.exit_code = match exit {
             Exit::Code(code) => Some(code),
             _ => None,
@@ -174,7 +195,14 @@ impl Command {
         outcome
     }
 
-    fn judge(&self, ctx: &Context<'_>, parse: Parse, exit: Exit, text: &str) -> Outcome {
+    fn judge(
+        &self,
+        ctx: &Context<'_>,
+        parse: Parse,
+        exit: Exit,
+        text: &str,
+        cwd: &Path,
+    ) -> Outcome {
         let program = &self.argv[0];
         match exit {
             Exit::TimedOut => {
@@ -195,7 +223,7 @@ impl Command {
         };
         match parse {
             Parse::Findings => {
-                let mut found = relative_findings(ctx.task.dir.as_path(), findings::parse(text));
+                let mut found = relative_findings(&ctx.task.dir, cwd, findings::parse(text));
                 let summary = match (found.len(), failed) {
                     (0, true) => format!("`{program}` exited with {code}"),
                     (0, false) => "clean".to_string(),
@@ -253,7 +281,7 @@ impl Command {
                     .map(test_names::Failed::into_finding)
                     .collect();
                 Outcome {
-                    findings: relative_findings(ctx.task.dir.as_path(), found),
+                    findings: relative_findings(&ctx.task.dir, cwd, found),
                     ..Outcome::fail(summary)
                 }
             }
@@ -284,26 +312,53 @@ fn read_junit(ctx: &Context<'_>, report: &str) -> Result<Vec<test_names::Failed>
     test_names::from_junit(&String::from_utf8_lossy(&bytes))
 }
 
-/// Paths the tool printed absolute or with `./` become relative to the task directory.
-fn relative_findings(task_dir: &Path, mut found: Vec<Finding>) -> Vec<Finding> {
-    let prefix = format!("{}/", task_dir.display());
+/// File paths as the tool printed them (absolute, or relative to the command's `cwd`) become
+/// relative to the task directory; paths outside it are left as printed.
+fn relative_findings(task_dir: &Path, cwd: &Path, mut found: Vec<Finding>) -> Vec<Finding> {
     for finding in &mut found {
         if let Some(file) = &mut finding.file {
-            if let Some(rel) = file
-                .strip_prefix(&prefix)
-                .or_else(|| file.strip_prefix("./"))
-            {
-                *file = rel.to_owned();
+            let absolute = normalize(&cwd.join(file.as_str()));
+            if let Ok(rel) = absolute.strip_prefix(task_dir) {
+                if !rel.as_os_str().is_empty() {
+                    *file = rel.to_string_lossy().into_owned();
+                }
             }
         }
     }
     found
 }
 
-/// The files matching `globs`, as arguments for a command running in `cwd`. A name that starts
-/// with `-` gets a `./` so no tool mistakes it for an option.
-fn matching_files(task: &crate::task::Task, globs: &PatternSet, cwd: &Path) -> Vec<OsString> {
-    taskdir::list(task)
+/// Resolves `.` and `..` without touching the file system (the file may not exist).
+fn normalize(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The files matching `globs`, as arguments for a command running in `cwd`, and the matching
+/// links that point outside the task (never passed on). A name that starts with `-` gets a
+/// `./` so no tool mistakes it for an option.
+fn matching_files(
+    task: &crate::task::Task,
+    globs: &PatternSet,
+    cwd: &Path,
+) -> (Vec<OsString>, Vec<String>) {
+    let listing = taskdir::list(task);
+    let escaping = listing
+        .escaping_links
+        .into_iter()
+        .filter(|link| globs.is_match(link))
+        .collect();
+    let files = listing
         .files
         .into_iter()
         .filter(|entry| globs.is_match(&entry.rel))
@@ -318,7 +373,8 @@ fn matching_files(task: &crate::task::Task, globs: &PatternSet, cwd: &Path) -> V
                 entry.path.into_os_string()
             }
         })
-        .collect()
+        .collect();
+    (files, escaping)
 }
 
 fn task_relative(dir: &Path, path: &Path) -> OsString {

@@ -114,13 +114,16 @@ impl FileScope {
 
     fn changed(&self, ctx: &Context<'_>) -> Result<(Source, BTreeSet<String>), String> {
         let task = ctx.task;
-        let changed = if inside_git_work_tree(&task.dir) {
+        // An explicit baseline wins over git: the coordinator took it on purpose, while a git
+        // repository inside the task directory may be the worker's own, committed to hide its
+        // changes.
+        let changed = if let Some(baseline) = snapshot::load(ctx.state_dir, &task.name)? {
+            (Source::Baseline, snapshot::changes(task, &baseline)?)
+        } else if inside_git_work_tree(&task.dir) {
             (
                 Source::Git(self.base.clone()),
                 git_changes(&task.dir, &self.base)?,
             )
-        } else if let Some(baseline) = snapshot::load(ctx.state_dir, &task.name)? {
-            (Source::Baseline, snapshot::changes(task, &baseline)?)
         } else {
             (
                 Source::Everything,
@@ -217,8 +220,19 @@ fn git_changes(dir: &Path, base: &str) -> Result<BTreeSet<String>, String> {
             "git has no revision `{base}` here; fix `base:` in the rules file or fetch it"
         ));
     }
-    let untracked = git(dir, ["ls-files", "-z", "--others", "--exclude-standard"])
-        .map_err(|err| format!("git ls-files failed: {err}"))?;
+    // Only `.gitignore` files in the tree may hide untracked files: a change to one of them is
+    // itself visible. `.git/info/exclude` and `core.excludesFile` are not, and a worker can
+    // write the first, so `--exclude-standard` is not used.
+    let untracked = git(
+        dir,
+        [
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-per-directory=.gitignore",
+        ],
+    )
+    .map_err(|err| format!("git ls-files failed: {err}"))?;
     files.extend(split_z(&untracked));
     Ok(files)
 }

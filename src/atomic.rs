@@ -1,0 +1,46 @@
+//! Durable, atomic file replacement: write a temporary file in the same directory, flush it,
+//! rename it over the target, flush the directory. A reader sees the old file or the new one.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::Error;
+
+/// Replaces `target` with `bytes` atomically and durably.
+pub fn write(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let write_err = |source| Error::Write {
+        path: target.to_path_buf(),
+        source,
+    };
+    let dir = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(write_err)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".validator-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(write_err)?;
+    temp.write_all(bytes).map_err(write_err)?;
+    temp.as_file().sync_all().map_err(write_err)?;
+    temp.persist(target).map_err(|err| write_err(err.error))?;
+    // The rename is durable only once the directory entry is.
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(write_err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a.verdict.json");
+        write(&target, b"one").unwrap();
+        write(&target, b"two").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

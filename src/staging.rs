@@ -1,0 +1,83 @@
+//! The staging protocol (DESIGN section 1): which files are done signals, where a task's
+//! directory and verdict live, and when a verdict is current for a signal.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::signal::Signal;
+use crate::task;
+use crate::verdict::Verdict;
+
+pub const DONE_SUFFIX: &str = ".done";
+const VERDICT_SUFFIX: &str = ".verdict.json";
+const FEEDBACK_SUFFIX: &str = ".feedback.md";
+/// Verdict files are small; one larger than this was not written by validator.
+const MAX_VERDICT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The task a file name signals: `None` if it is not a done file at all, an error if its
+/// name is not a valid task name.
+pub fn task_of_signal(file_name: &OsStr) -> Option<Result<String, Error>> {
+    let name = file_name.to_str()?;
+    let task = name.strip_suffix(DONE_SUFFIX)?;
+    Some(task::validate_name(task).map(|()| task.to_owned()))
+}
+
+pub fn done_path(staging: &Path, task: &str) -> PathBuf {
+    staging.join(format!("{task}{DONE_SUFFIX}"))
+}
+
+pub fn verdict_path(dir: &Path, task: &str) -> PathBuf {
+    dir.join(format!("{task}{VERDICT_SUFFIX}"))
+}
+
+pub fn feedback_path(dir: &Path, task: &str) -> PathBuf {
+    dir.join(format!("{task}{FEEDBACK_SUFFIX}"))
+}
+
+/// The task's directory: `staging/<task>/` if it exists, else `staging/` (single-task mode).
+pub fn task_dir(staging: &Path, task: &str) -> PathBuf {
+    let own = staging.join(task);
+    if own.is_dir() {
+        own
+    } else {
+        staging.to_path_buf()
+    }
+}
+
+/// Reads the verdict for `task` from `dir`, if there is a readable one.
+pub fn read_verdict(dir: &Path, task: &str) -> Option<Verdict> {
+    let file = File::open(verdict_path(dir, task)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_VERDICT_BYTES).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// A verdict is current when it answers exactly this signal: same body hash, same mtime.
+pub fn is_current(verdict: &Verdict, signal: &Signal) -> bool {
+    let info = crate::pipeline::signal_info(signal);
+    info.sha256.is_some()
+        && verdict.signal.sha256 == info.sha256
+        && verdict.signal.mtime == info.mtime
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn done_files_name_their_task() {
+        assert_eq!(
+            task_of_signal(OsStr::new("svc-auth.done"))
+                .unwrap()
+                .unwrap(),
+            "svc-auth"
+        );
+        assert!(task_of_signal(OsStr::new("svc-auth.verdict.json")).is_none());
+        assert!(task_of_signal(OsStr::new(".hidden.done")).unwrap().is_err());
+        assert!(task_of_signal(OsStr::new("a b.done")).unwrap().is_err());
+        assert!(task_of_signal(OsStr::new(".done")).unwrap().is_err());
+    }
+}
