@@ -7,6 +7,9 @@ use std::path::Path;
 
 use crate::error::Error;
 
+/// Temporary files start with this, so watchers and listings can tell them apart.
+pub const TEMP_PREFIX: &str = ".validator-";
+
 /// Replaces `target` with `bytes` atomically and durably.
 pub fn write(target: &Path, bytes: &[u8]) -> Result<(), Error> {
     let write_err = |source| Error::Write {
@@ -16,7 +19,7 @@ pub fn write(target: &Path, bytes: &[u8]) -> Result<(), Error> {
     let dir = target.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(write_err)?;
     let mut temp = tempfile::Builder::new()
-        .prefix(".validator-")
+        .prefix(TEMP_PREFIX)
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(write_err)?;

@@ -35,6 +35,10 @@ pub enum Error {
         name: String,
         available: String,
     },
+    #[error("cannot watch {}: {message}", path.display())]
+    Watch { path: PathBuf, message: String },
+    #[error("cannot install the SIGTERM/SIGINT handler")]
+    Signals(#[source] std::io::Error),
     #[error(
         "invalid task name `{name}`: {reason}\n  help: task names are 1-128 characters of A-Z a-z 0-9 . _ - and do not start with `.`"
     )]

@@ -33,6 +33,7 @@ pub mod staging;
 pub mod task;
 pub mod taskdir;
 pub mod verdict;
+pub mod watch;
 
 pub use config::Rules;
 pub use error::{ConfigError, Error};

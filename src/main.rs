@@ -1,16 +1,18 @@
 //! The `validator` command line: parse arguments, call the library, print, and map the verdict
 //! to an exit code. Nothing here judges anything.
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use validator::config::graph;
 use validator::verdict::{feedback, format};
-use validator::{Rules, Signal, Task, snapshot, task};
+use validator::watch::client;
+use validator::{Rules, Signal, Task, Verdict, snapshot, task};
 
 /// Exit code when the validator itself could not judge (bad rules file, bad arguments).
 const EXIT_ERROR: u8 = 2;
@@ -28,12 +30,61 @@ struct Cli {
     /// More log output on stderr (-v info, -vv debug); or set VALIDATOR_LOG
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// Log format on stderr: text for people, json for containers
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Watch the staging directory and judge every done signal (the sidecar)
+    Watch {
+        /// Tasks judged in parallel [default: the number of cores]
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Poll the file system at this interval instead of using OS notifications
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        poll: Option<Duration>,
+        /// After SIGTERM, how long running gates may finish before they are killed
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+        grace: Duration,
+    },
+    /// Write a task's done file atomically, asking the watcher for a run
+    Signal {
+        task: String,
+        #[arg(long, value_enum)]
+        status: Option<Status>,
+        #[arg(long)]
+        summary: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Block until a task has a current verdict, print its feedback; exit code as `check`
+    Wait {
+        task: String,
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+        timeout: Duration,
+        /// What to print
+        #[arg(long, value_enum, default_value_t = Format::Feedback)]
+        format: Format,
+    },
+    /// List tasks: last verdict, whether it is current, attempt, age
+    Status {
+        #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
+        format: StatusFormat,
+    },
+    /// Clear a task's attempts and circuit breakers after a person has decided
+    Reset { task: String },
     /// Run the pipeline once over a directory; the exit code is the verdict
     Check(CheckArgs),
     /// Work with the rules file
@@ -78,6 +129,20 @@ enum RulesCommand {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum Status {
+    #[value(name = "OK")]
+    Ok,
+    #[value(name = "BLOCKED")]
+    Blocked,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StatusFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum Format {
     /// For people: a line per gate, findings, the decision
     Text,
@@ -93,7 +158,7 @@ enum Format {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.log_format);
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -103,7 +168,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8) {
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    validator::config::duration::parse(text)
+}
+
+fn init_logging(verbose: u8, format: LogFormat) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -111,11 +180,14 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("VALIDATOR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().init(),
+    }
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -126,6 +198,58 @@ fn run(cli: Cli) -> Result<ExitCode> {
             command: RulesCommand::Check,
         } => rules_check(&config),
         Command::Snapshot { task, task_dir } => snapshot(&config, &task, task_dir),
+        Command::Watch { jobs, poll, grace } => watch(config, jobs, poll, grace),
+        Command::Signal {
+            task,
+            status,
+            summary,
+            reason,
+            agent,
+        } => {
+            let rules = load(&config)?;
+            let body = client::SignalBody {
+                agent,
+                status: status.map(|s| match s {
+                    Status::Ok => "OK".to_owned(),
+                    Status::Blocked => "BLOCKED".to_owned(),
+                }),
+                summary,
+                reason,
+            };
+            let path = client::signal(&rules, &task, &body)?;
+            println!("signalled {task}: {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Wait {
+            task,
+            timeout,
+            format,
+        } => {
+            let rules = load(&config)?;
+            match client::wait(&rules, &task, timeout)? {
+                Some(verdict) => print_verdict(&verdict, format),
+                None => bail!(
+                    "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
+                    validator::config::duration::format(timeout)
+                ),
+            }
+        }
+        Command::Status { format } => status(&config, format),
+        Command::Reset { task } => {
+            let rules = load(&config)?;
+            task::validate_name(&task)?;
+            let cleared = validator::watch::state::TaskState::reset(&rules.state, &task)?;
+            if let Ok(log) = validator::watch::events::EventLog::open(&rules.state) {
+                log.record(Some(&task), None, "reset", serde_json::Value::Null);
+            }
+            match cleared {
+                true => println!(
+                    "reset {task}: attempts and circuit breakers cleared; its next signal is attempt 1"
+                ),
+                false => println!("reset {task}: nothing to clear"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -162,18 +286,94 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
     }
     let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
     let verdict = validator::run(&rules, pipeline, &task);
-    let rendered = match args.format {
-        Format::Text => format::text(&verdict),
+    print_verdict(&verdict, args.format)
+}
+
+fn print_verdict(verdict: &Verdict, format: Format) -> Result<ExitCode> {
+    let rendered = match format {
+        Format::Text => format::text(verdict),
         Format::Json => verdict.to_json() + "\n",
-        Format::Junit => format::junit(&verdict),
-        Format::Github => format::github(&verdict),
-        Format::Feedback => feedback::render(&verdict),
+        Format::Junit => format::junit(verdict),
+        Format::Github => format::github(verdict),
+        Format::Feedback => feedback::render(verdict),
     };
     let mut out = anstream::stdout();
     out.write_all(rendered.as_bytes())
         .and_then(|()| out.flush())
         .context("cannot write the verdict to stdout")?;
     Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+}
+
+fn watch(
+    config: PathBuf,
+    jobs: Option<usize>,
+    poll: Option<Duration>,
+    grace: Duration,
+) -> Result<ExitCode> {
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let options = validator::watch::Options {
+        config,
+        jobs,
+        poll,
+        grace,
+    };
+    let report = Box::new(|verdict: &Verdict| {
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        let why = verdict
+            .reasons
+            .first()
+            .map(|r| format!("  {r}"))
+            .unwrap_or_default();
+        let mut out = anstream::stdout();
+        let _ = writeln!(
+            out,
+            "{now} {:<9} {} (attempt {}/{}){why}",
+            verdict.verdict, verdict.task, verdict.attempt, verdict.max_attempts
+        );
+    });
+    validator::watch::watch(options, report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
+    let rules = load(config)?;
+    let tasks = client::status(&rules);
+    let mut out = anstream::stdout();
+    match format {
+        StatusFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&tasks)?)?,
+        StatusFormat::Text if tasks.is_empty() => {
+            writeln!(out, "no tasks in {}", rules.staging.display())?
+        }
+        StatusFormat::Text => {
+            let width = tasks.iter().map(|t| t.task.len()).max().unwrap_or(4).max(4);
+            writeln!(
+                out,
+                "{:<width$}  {:<9}  {:<7}  {:>7}  {:>8}",
+                "TASK", "VERDICT", "CURRENT", "ATTEMPT", "AGE"
+            )?;
+            for task in &tasks {
+                let verdict = task.verdict.map_or("-", |v| v.as_str());
+                let age = task.age_secs.map_or("-".to_owned(), human_age);
+                let current = if task.current { "yes" } else { "no" };
+                let attempt = format!("{}/{}", task.attempt, task.max_attempts);
+                writeln!(
+                    out,
+                    "{:<width$}  {verdict:<9}  {current:<7}  {attempt:>7}  {age:>8}",
+                    task.task
+                )?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human_age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
 }
 
 fn read_signal(path: &Path) -> Result<Signal> {

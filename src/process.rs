@@ -2,10 +2,12 @@
 //! (the tail is kept), a deadline after which the whole group is killed, and no shell anywhere.
 //! This is the only place the validator starts or kills a worker-facing process.
 
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -16,6 +18,47 @@ use nix::unistd::Pid;
 /// Default cap on captured output per command.
 pub const OUTPUT_CAP: usize = 1024 * 1024;
 
+/// Lets a supervisor stop every command started under it: the watcher cancels on shutdown,
+/// which kills each running command's process group and refuses to start new ones.
+#[derive(Debug, Default)]
+pub struct Cancel {
+    cancelled: AtomicBool,
+    groups: Mutex<HashSet<i32>>,
+}
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        for group in self.lock().iter() {
+            let _ = killpg(Pid::from_raw(*group), Signal::SIGKILL);
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Records a running group; `false` if cancellation already happened (the caller kills it).
+    fn register(&self, group: i32) -> bool {
+        let mut groups = self.lock();
+        if self.is_cancelled() {
+            return false;
+        }
+        groups.insert(group);
+        true
+    }
+
+    fn unregister(&self, group: i32) {
+        self.lock().remove(&group);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<i32>> {
+        self.groups
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 /// What to run and under which limits.
 pub struct Spec<'a> {
     pub argv: &'a [OsString],
@@ -23,6 +66,7 @@ pub struct Spec<'a> {
     pub env: &'a [(OsString, OsString)],
     pub timeout: Duration,
     pub output_cap: usize,
+    pub cancel: Option<&'a Cancel>,
 }
 
 /// How a command ended.
@@ -31,6 +75,8 @@ pub enum Exit {
     Code(i32),
     Signal(i32),
     TimedOut,
+    /// The supervisor cancelled the run (shutdown).
+    Cancelled,
 }
 
 #[derive(Debug)]
@@ -86,6 +132,11 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
         _ => io_err(source),
     })?;
     let group = handle.pids().first().map(|&pid| Pid::from_raw(pid as i32));
+    if let (Some(cancel), Some(group)) = (spec.cancel, group) {
+        if !cancel.register(group.as_raw()) {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+    }
     let cap = spec.output_cap;
     let captured = Arc::new(Mutex::new(Tail::default()));
     let (eof_tx, eof_rx) = mpsc::channel();
@@ -112,7 +163,12 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
         kept: output,
         dropped,
     } = std::mem::take(&mut *captured.lock().unwrap_or_else(|p| p.into_inner()));
-    let exit = if timed_out {
+    if let (Some(cancel), Some(group)) = (spec.cancel, group) {
+        cancel.unregister(group.as_raw());
+    }
+    let exit = if spec.cancel.is_some_and(Cancel::is_cancelled) {
+        Exit::Cancelled
+    } else if timed_out {
         Exit::TimedOut
     } else if let Some(code) = status.code() {
         Exit::Code(code)
@@ -176,6 +232,7 @@ mod tests {
             env: &[],
             timeout,
             output_cap: cap,
+            cancel: None,
         })
     }
 
@@ -240,6 +297,30 @@ mod tests {
         assert_eq!(done.exit, Exit::Code(0));
         assert!(done.elapsed < Duration::from_secs(10));
         assert!(String::from_utf8_lossy(&done.output).contains("started"));
+    }
+
+    #[test]
+    fn cancel_kills_running_commands_and_refuses_new_ones() {
+        let cancel = Arc::new(Cancel::default());
+        let canceller = Arc::clone(&cancel);
+        let killer = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(300));
+            canceller.cancel();
+        });
+        let argv: Vec<OsString> = ["sleep", "30"].iter().map(OsString::from).collect();
+        let spec = Spec {
+            argv: &argv,
+            cwd: Path::new("."),
+            env: &[],
+            timeout: Duration::from_secs(60),
+            output_cap: OUTPUT_CAP,
+            cancel: Some(&cancel),
+        };
+        let done = run(&spec).unwrap();
+        killer.join().unwrap();
+        assert_eq!(done.exit, Exit::Cancelled);
+        assert!(done.elapsed < Duration::from_secs(10));
+        assert_eq!(run(&spec).unwrap().exit, Exit::Cancelled);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::time::{Instant, SystemTime};
 
 use crate::config::{Pipeline, Route, Rules, duration};
+use crate::process::Cancel;
 use crate::rules::{Context, Outcome};
 use crate::signal::Signal;
 use crate::task::Task;
@@ -13,8 +14,34 @@ use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verd
 /// The most gate runs one run may make before it is judged a loop.
 pub const MAX_GATE_RUNS: usize = 64;
 
+/// Hears about each gate as the run goes (the watcher's event log, progress displays).
+pub trait Observer: Sync {
+    fn gate_started(&self, _task: &Task, _gate: &str) {}
+    fn gate_finished(&self, _task: &Task, _report: &GateReport) {}
+}
+
+/// What a supervisor adds to a run: a way to cancel it and an observer.
+#[derive(Clone, Copy, Default)]
+pub struct Supervision<'a> {
+    /// Once cancelled, no further gate starts and running commands are killed; the verdict of
+    /// a cancelled run must not be published.
+    pub cancel: Option<&'a Cancel>,
+    pub observer: Option<&'a dyn Observer>,
+}
+
 /// Runs `pipeline` over `task` and decides.
 pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
+    run_with(rules, pipeline, task, Supervision::default())
+}
+
+/// As [`run`], supervised.
+pub fn run_with(
+    rules: &Rules,
+    pipeline: &Pipeline,
+    task: &Task,
+    supervision: Supervision<'_>,
+) -> Verdict {
+    let cancel = supervision.cancel;
     let started_at = SystemTime::now();
     let started = Instant::now();
     let deadline = started + rules.defaults.budget;
@@ -44,6 +71,10 @@ pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
             ));
             break Decision::Error;
         }
+        if cancel.is_some_and(Cancel::is_cancelled) {
+            reasons.push("cancelled: validator is shutting down".into());
+            break Decision::Error;
+        }
         let gate = &pipeline.gates[index];
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
@@ -62,8 +93,12 @@ pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
                 .unwrap_or(rules.defaults.timeout)
                 .min(remaining),
             state_dir: &rules.state,
+            cancel,
         };
         tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
+        if let Some(observer) = supervision.observer {
+            observer.gate_started(task, &gate.name);
+        }
         let gate_started = Instant::now();
         let outcome = gate.rule.run(&ctx);
         tracing::debug!(task = %task.name, gate = %gate.name, outcome = outcome.outcome.as_str(), "gate finished");
@@ -77,6 +112,9 @@ pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
             gate_started,
             outcome,
         ));
+        if let (Some(observer), Some(finished)) = (supervision.observer, gates.last()) {
+            observer.gate_finished(task, finished);
+        }
 
         if result != GateOutcome::Pass && Instant::now() >= deadline {
             reasons.push(format!(
@@ -124,16 +162,7 @@ pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
     };
 
     for (gate, _) in pipeline.gates.iter().zip(&ran).filter(|(_, ran)| !**ran) {
-        gates.push(GateReport {
-            name: gate.name.clone(),
-            rule: gate.kind().as_str().into(),
-            outcome: GateOutcome::Skipped,
-            duration_ms: 0,
-            exit_code: None,
-            summary: String::new(),
-            findings: Vec::new(),
-            output_tail: None,
-        });
+        gates.push(skipped(gate));
     }
 
     Verdict {
@@ -149,6 +178,46 @@ pub fn run(rules: &Rules, pipeline: &Pipeline, task: &Task) -> Verdict {
         gates,
         reasons,
         warnings,
+    }
+}
+
+fn skipped(gate: &crate::config::Gate) -> GateReport {
+    GateReport {
+        name: gate.name.clone(),
+        rule: gate.kind().as_str().into(),
+        outcome: GateOutcome::Skipped,
+        duration_ms: 0,
+        exit_code: None,
+        summary: String::new(),
+        findings: Vec::new(),
+        output_tail: None,
+    }
+}
+
+/// A verdict reached without running any gate (a tripped circuit breaker, no pipeline for the
+/// task): every gate of `pipeline`, if there is one, is reported skipped.
+pub fn decide_without_running(
+    rules: &Rules,
+    pipeline: Option<&Pipeline>,
+    task: &Task,
+    decision: Decision,
+    reason: String,
+) -> Verdict {
+    Verdict {
+        schema: SCHEMA.into(),
+        task: task.name.clone(),
+        verdict: decision,
+        attempt: task.attempt,
+        max_attempts: rules.defaults.max_attempts,
+        pipeline: pipeline.map(|p| p.name.clone()).unwrap_or_default(),
+        signal: signal_info(&task.signal),
+        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        duration_ms: 0,
+        gates: pipeline
+            .map(|p| p.gates.iter().map(skipped).collect())
+            .unwrap_or_default(),
+        reasons: vec![reason],
+        warnings: Vec::new(),
     }
 }
 

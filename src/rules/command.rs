@@ -152,6 +152,7 @@ impl Command {
                 env: &env,
                 timeout: deadline.saturating_duration_since(Instant::now()),
                 output_cap: OUTPUT_CAP,
+                cancel: ctx.cancel,
             };
             let finished = match process::run(&spec) {
                 Ok(finished) => finished,
@@ -214,6 +215,7 @@ impl Command {
             Exit::Signal(signal) => {
                 return Outcome::fail(format!("`{program}` was killed by signal {signal}"));
             }
+            Exit::Cancelled => return Outcome::error("cancelled: validator is shutting down"),
             Exit::Code(_) => {}
         }
         let failed = exit != Exit::Code(0);

@@ -29,6 +29,8 @@ pub struct Context<'a> {
     pub timeout: Duration,
     /// The rules file's state directory (baselines live there).
     pub state_dir: &'a Path,
+    /// Set by a supervisor (the watcher) that may stop the run.
+    pub cancel: Option<&'a crate::process::Cancel>,
 }
 
 /// The result of running a rule once.

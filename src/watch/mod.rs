@@ -1,0 +1,422 @@
+//! `validator watch`: the sidecar. It watches the staging directory for done signals, runs each
+//! signalled task through the engine on a pool of threads (one run per task at a time; signals
+//! that arrive during a run coalesce into one more run), and publishes verdicts atomically. At
+//! start it runs every signal without a current verdict, so nothing is lost across a crash.
+//!
+//! Threads: the main loop owns the scheduler and the file watcher and blocks on one channel
+//! (file events, finished runs, shutdown), so an idle watcher costs nothing; `jobs` workers
+//! judge tasks; one thread turns SIGTERM/SIGINT into a shutdown message.
+
+pub mod client;
+pub mod events;
+pub mod run;
+pub mod state;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
+use notify::{EventKind, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
+use serde_json::json;
+
+use crate::config::Rules;
+use crate::error::Error;
+use crate::staging;
+use crate::verdict::Verdict;
+use run::{Judged, Shared};
+
+/// How the watcher runs.
+pub struct Options {
+    pub config: PathBuf,
+    /// Tasks judged in parallel.
+    pub jobs: usize,
+    /// Poll at this interval instead of using OS notifications.
+    pub poll: Option<Duration>,
+    /// How long running gates may finish after SIGTERM before they are killed.
+    pub grace: Duration,
+}
+
+/// Called with each published verdict (the CLI prints a line).
+pub type Reporter = Box<dyn Fn(&Verdict) + Send + Sync>;
+
+enum Message {
+    Fs(notify::Result<notify::Event>),
+    Finished(String),
+    Shutdown,
+}
+
+/// Runs until SIGTERM or SIGINT, then finishes or cancels the running gates within the grace
+/// period and returns.
+pub fn watch(options: Options, report: Reporter) -> Result<(), Error> {
+    let rules = Rules::load(&options.config)?;
+    std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
+        path: rules.staging.clone(),
+        source,
+    })?;
+    warn_about_layout(&rules);
+    let shared = Arc::new(Shared::new(rules)?);
+    let report = Arc::new(report);
+    let (tx, rx) = mpsc::channel();
+    spawn_signal_thread(tx.clone())?;
+
+    let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
+    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..options.jobs.max(1))
+        .map(|_| {
+            let (shared, report, jobs, done, stopping) = (
+                Arc::clone(&shared),
+                Arc::clone(&report),
+                Arc::clone(&jobs_rx),
+                tx.clone(),
+                Arc::clone(&stopping),
+            );
+            thread::spawn(move || worker(&shared, &report, &jobs, &done, &stopping))
+        })
+        .collect();
+
+    let mut watches = Watches::start(&options, tx.clone(), &shared.rules())?;
+    let mut scheduler = Scheduler::new(jobs_tx);
+    rescan(&shared, &mut scheduler);
+    tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
+
+    for message in &rx {
+        match message {
+            Message::Fs(Ok(event)) => {
+                on_fs_event(&event, &options, &shared, &mut watches, &mut scheduler)
+            }
+            Message::Fs(Err(err)) => {
+                tracing::error!(%err, "file watcher error");
+                shared
+                    .events
+                    .record(None, None, "error", json!({"watcher": err.to_string()}));
+            }
+            Message::Finished(task) => scheduler.finished(&task),
+            Message::Shutdown => break,
+        }
+    }
+
+    tracing::info!("shutting down");
+    drop(watches);
+    stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+    scheduler.close();
+    let deadline = Instant::now() + options.grace;
+    while !scheduler.running.is_empty() {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Message::Finished(task)) => {
+                scheduler.running.remove(&task);
+            }
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => {
+                tracing::warn!(
+                    running = scheduler.running.len(),
+                    "grace period over; killing running gates"
+                );
+                shared.cancel.cancel();
+                break;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    drop(tx);
+    for worker in workers {
+        let _ = worker.join();
+    }
+    Ok(())
+}
+
+fn worker(
+    shared: &Shared,
+    report: &Reporter,
+    jobs: &Mutex<Receiver<String>>,
+    done: &Sender<Message>,
+    stopping: &std::sync::atomic::AtomicBool,
+) {
+    loop {
+        let next = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(task) = next else { return };
+        if !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            match run::judge(shared, &task) {
+                Ok(Judged::Published(verdict)) => report(&verdict),
+                Ok(Judged::Cancelled) => {
+                    tracing::info!(task, "run cancelled; it runs again at the next start")
+                }
+                Ok(Judged::NoSignal | Judged::AlreadyCurrent) => {}
+                Err(err) => {
+                    tracing::error!(task, %err, "cannot judge the task");
+                    shared.events.record(
+                        Some(&task),
+                        None,
+                        "error",
+                        json!({"error": err.to_string()}),
+                    );
+                }
+            }
+        }
+        if done.send(Message::Finished(task)).is_err() {
+            return;
+        }
+    }
+}
+
+/// One run per task at a time; a signal during a run asks for exactly one more run after it.
+struct Scheduler {
+    jobs: Option<Sender<String>>,
+    running: HashSet<String>,
+    again: HashSet<String>,
+    /// Done files with bad names already reported: one file fires several events.
+    refused: HashSet<PathBuf>,
+}
+
+impl Scheduler {
+    fn new(jobs: Sender<String>) -> Self {
+        Scheduler {
+            jobs: Some(jobs),
+            running: HashSet::new(),
+            again: HashSet::new(),
+            refused: HashSet::new(),
+        }
+    }
+
+    fn request(&mut self, task: String) {
+        if self.running.contains(&task) {
+            self.again.insert(task);
+        } else if let Some(jobs) = &self.jobs {
+            if jobs.send(task.clone()).is_ok() {
+                self.running.insert(task);
+            }
+        }
+    }
+
+    fn finished(&mut self, task: &str) {
+        self.running.remove(task);
+        if self.again.remove(task) {
+            self.request(task.to_owned());
+        }
+    }
+
+    fn close(&mut self) {
+        self.jobs = None;
+        self.again.clear();
+    }
+}
+
+/// Requests a run for every done signal in staging; the run itself skips current verdicts.
+fn rescan(shared: &Shared, scheduler: &mut Scheduler) {
+    let rules = shared.rules();
+    let Ok(entries) = std::fs::read_dir(&rules.staging) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if let Some(task) = task_of(shared, scheduler, &entry.path()) {
+            scheduler.request(task);
+        }
+    }
+}
+
+/// The task a path signals, logging (once, not failing on) a done file with a bad name.
+fn task_of(shared: &Shared, scheduler: &mut Scheduler, path: &Path) -> Option<String> {
+    match staging::task_of_signal(path.file_name()?)? {
+        Ok(task) => Some(task),
+        Err(err) => {
+            if scheduler.refused.insert(path.to_path_buf()) {
+                tracing::error!(path = %path.display(), %err, "skipping a done signal with a bad task name");
+                shared.events.record(
+                    None,
+                    None,
+                    "error",
+                    json!({"path": path.display().to_string(), "error": err.to_string()}),
+                );
+            }
+            None
+        }
+    }
+}
+
+fn on_fs_event(
+    event: &notify::Event,
+    options: &Options,
+    shared: &Shared,
+    watches: &mut Watches,
+    scheduler: &mut Scheduler,
+) {
+    let rules = shared.rules();
+    for path in &event.paths {
+        if same_file(path, &options.config) {
+            if !matches!(event.kind, EventKind::Access(_) | EventKind::Remove(_)) {
+                reload(options, shared, watches, scheduler);
+            }
+        } else if path.parent() == Some(rules.staging.as_path()) {
+            if signals_a_run(&event.kind, path) {
+                if let Some(task) = task_of(shared, scheduler, path) {
+                    scheduler.request(task);
+                }
+            }
+        } else if path == &rules.staging && matches!(event.kind, EventKind::Create(_)) {
+            tracing::info!(staging = %rules.staging.display(), "staging directory is back; watching it again");
+            watches.watch_staging(&rules.staging);
+            rescan(shared, scheduler);
+        }
+    }
+}
+
+/// Events that mean a done file was written, replaced or touched. An empty file just created is
+/// skipped: its writer is still at work and its close (or rename) will follow.
+fn signals_a_run(kind: &EventKind, path: &Path) -> bool {
+    match kind {
+        EventKind::Create(CreateKind::File | CreateKind::Any) => {
+            path.metadata().is_ok_and(|m| m.len() > 0)
+        }
+        EventKind::Modify(ModifyKind::Name(RenameMode::From)) => false,
+        EventKind::Modify(_) => true,
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        _ => false,
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || (a.file_name() == b.file_name()
+            && a.parent().and_then(|p| p.canonicalize().ok())
+                == b.parent().and_then(|p| p.canonicalize().ok()))
+}
+
+fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: &mut Scheduler) {
+    match Rules::load(&options.config) {
+        Ok(rules) => {
+            let old_staging = shared.rules().staging.clone();
+            let new_staging = rules.staging.clone();
+            shared.replace_rules(rules);
+            tracing::info!(config = %options.config.display(), "rules reloaded");
+            shared.events.record(
+                None,
+                None,
+                "config_reloaded",
+                json!({"config": options.config.display().to_string()}),
+            );
+            if new_staging != old_staging {
+                let _ = std::fs::create_dir_all(&new_staging);
+                watches.watch_staging(&new_staging);
+                rescan(shared, scheduler);
+            }
+        }
+        Err(err) => {
+            tracing::error!("rules file not reloaded, keeping the previous rules: {err}");
+            shared
+                .events
+                .record(None, None, "error", json!({"config": err.to_string()}));
+        }
+    }
+}
+
+/// The directories under watch: staging (signals), its parent (staging removed and created
+/// again) and the rules file's directory (hot reload). Falls back to polling when the OS
+/// refuses a watch.
+struct Watches {
+    watcher: Box<dyn Watcher + Send>,
+}
+
+impl Watches {
+    fn start(options: &Options, tx: Sender<Message>, rules: &Rules) -> Result<Self, Error> {
+        let handler = move |event| {
+            let _ = tx.send(Message::Fs(event));
+        };
+        let watch_err = |err: notify::Error| Error::Watch {
+            path: rules.staging.clone(),
+            message: err.to_string(),
+        };
+        let mut dirs = vec![rules.staging.clone()];
+        for extra in [rules.staging.parent(), options.config.parent()]
+            .into_iter()
+            .flatten()
+        {
+            let extra = if extra.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                extra
+            };
+            if !dirs.iter().any(|d| d == extra) {
+                dirs.push(extra.to_path_buf());
+            }
+        }
+        if let Some(interval) = options.poll {
+            let watcher = PollWatcher::new(
+                handler,
+                notify::Config::default().with_poll_interval(interval),
+            )
+            .map_err(watch_err)?;
+            return Ok(Watches::watching(Box::new(watcher), &dirs));
+        }
+        let native = RecommendedWatcher::new(handler.clone(), notify::Config::default()).and_then(
+            |mut watcher| {
+                watcher.watch(&rules.staging, RecursiveMode::NonRecursive)?;
+                Ok(watcher)
+            },
+        );
+        match native {
+            Ok(watcher) => Ok(Watches::watching(Box::new(watcher), &dirs)),
+            Err(err) => {
+                tracing::warn!(%err, "the OS refused a file watch (inotify limit or network file system?); polling every second instead");
+                let watcher = PollWatcher::new(
+                    handler,
+                    notify::Config::default().with_poll_interval(Duration::from_secs(1)),
+                )
+                .map_err(watch_err)?;
+                Ok(Watches::watching(Box::new(watcher), &dirs))
+            }
+        }
+    }
+
+    fn watching(mut watcher: Box<dyn Watcher + Send>, dirs: &[PathBuf]) -> Self {
+        for dir in dirs {
+            if let Err(err) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+                tracing::warn!(dir = %dir.display(), %err, "cannot watch directory");
+            }
+        }
+        Watches { watcher }
+    }
+
+    fn watch_staging(&mut self, staging: &Path) {
+        let _ = self.watcher.unwatch(staging);
+        if let Err(err) = self.watcher.watch(staging, RecursiveMode::NonRecursive) {
+            tracing::warn!(dir = %staging.display(), %err, "cannot watch the staging directory");
+        }
+    }
+}
+
+fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGTERM, SIGINT]).map_err(Error::Signals)?;
+    thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let _ = tx.send(Message::Shutdown);
+        }
+    });
+    Ok(())
+}
+
+/// A worker that can write its own rules or forge its own verdicts defeats the gate.
+fn warn_about_layout(rules: &Rules) {
+    let inside = |path: &Path| {
+        let staging = rules
+            .staging
+            .canonicalize()
+            .unwrap_or_else(|_| rules.staging.clone());
+        path.canonicalize()
+            .unwrap_or_else(|_| path.to_path_buf())
+            .starts_with(&staging)
+    };
+    if inside(&rules.path) {
+        tracing::warn!("the rules file is inside staging: a worker could rewrite its own rules");
+    }
+    if inside(&rules.state) {
+        tracing::warn!(
+            "the state directory is inside staging: a worker could reset its own attempts"
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! Judging one signalled task for the watcher: skip it if its verdict is already current,
+//! count the attempt, apply the circuit breakers, run the engine, and publish the verdict, the
+//! state and the events. Everything here is safe to repeat after a crash: a signal keeps its
+//! attempt number until it has a current verdict.
+
+use std::io;
+use std::sync::{Arc, RwLock};
+
+use serde_json::json;
+
+use super::events::EventLog;
+use super::state::{self, TaskState};
+use crate::config::Rules;
+use crate::error::Error;
+use crate::pipeline::{self, Observer, Supervision};
+use crate::process::Cancel;
+use crate::signal::Signal;
+use crate::staging;
+use crate::task::Task;
+use crate::verdict::{Decision, GateReport, Verdict, write};
+
+/// What the watcher's threads share.
+pub struct Shared {
+    rules: RwLock<Arc<Rules>>,
+    pub events: EventLog,
+    pub cancel: Cancel,
+}
+
+/// How a request to judge a task ended.
+#[derive(Debug)]
+pub enum Judged {
+    /// The done file is gone.
+    NoSignal,
+    /// The verdict on disk already answers this signal.
+    AlreadyCurrent,
+    /// Shutdown interrupted the run; nothing was published.
+    Cancelled,
+    Published(Box<Verdict>),
+}
+
+impl Shared {
+    pub fn new(rules: Rules) -> Result<Self, Error> {
+        let events = EventLog::open(&rules.state)?;
+        Ok(Shared {
+            rules: RwLock::new(Arc::new(rules)),
+            events,
+            cancel: Cancel::default(),
+        })
+    }
+
+    /// The rules in force now; a reload affects the runs that start after it.
+    pub fn rules(&self) -> Arc<Rules> {
+        Arc::clone(&self.rules.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn replace_rules(&self, rules: Rules) {
+        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(rules);
+    }
+}
+
+/// Writes `gate_started` / `gate_finished` events as the engine goes.
+struct GateEvents<'a> {
+    log: &'a EventLog,
+    agent: Option<&'a str>,
+}
+
+impl Observer for GateEvents<'_> {
+    fn gate_started(&self, task: &Task, gate: &str) {
+        self.log.record(
+            Some(&task.name),
+            self.agent,
+            "gate_started",
+            json!({"gate": gate}),
+        );
+    }
+
+    fn gate_finished(&self, task: &Task, report: &GateReport) {
+        self.log.record(
+            Some(&task.name),
+            self.agent,
+            "gate_finished",
+            json!({"gate": report.name, "outcome": report.outcome, "duration_ms": report.duration_ms, "summary": report.summary}),
+        );
+    }
+}
+
+/// Judges `task` if its done signal has no current verdict.
+pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
+    let rules = shared.rules();
+    let done = staging::done_path(&rules.staging, name);
+    let signal = match Signal::read(&done) {
+        Ok(signal) => signal,
+        Err(Error::Read { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(Judged::NoSignal);
+        }
+        Err(err) => return Err(err),
+    };
+    if staging::read_verdict(&rules.verdicts, name)
+        .is_some_and(|verdict| staging::is_current(&verdict, &signal))
+    {
+        return Ok(Judged::AlreadyCurrent);
+    }
+    let agent = signal.report.as_ref().ok().and_then(|r| r.agent.clone());
+    let agent = agent.as_deref();
+    shared.events.record(
+        Some(name),
+        agent,
+        "signal_seen",
+        json!({"sha256": signal.sha256}),
+    );
+
+    let mut state = TaskState::load(&rules.state, name);
+    let info = pipeline::signal_info(&signal);
+    let key = info.sha256.clone().zip(info.mtime.clone());
+    if state.signal != key {
+        state.attempt += 1;
+        state.signal = key;
+        // Saved before the run: a crash mid-run re-runs this signal as the same attempt.
+        state.save(&rules.state, name)?;
+    }
+
+    let task_dir = staging::task_dir(&rules.staging, name);
+    let task = protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
+        .with_attempt(state.attempt)
+        .with_signal(signal);
+    let pipeline = rules.pipeline_for(name, None);
+
+    let mut verdict = if let Some(why) = state.escalated.clone() {
+        pipeline::decide_without_running(
+            &rules,
+            pipeline.as_ref().ok().copied(),
+            &task,
+            Decision::Escalated,
+            why,
+        )
+    } else if state.attempt > rules.defaults.max_attempts {
+        let why = format!(
+            "attempt {} is over max_attempts ({}): a person must look; `validator reset {name}` after deciding",
+            state.attempt, rules.defaults.max_attempts
+        );
+        state.escalated = Some(why.clone());
+        shared.events.record(
+            Some(name),
+            agent,
+            "escalated",
+            json!({"breaker": "max_attempts", "reason": why}),
+        );
+        pipeline::decide_without_running(
+            &rules,
+            pipeline.as_ref().ok().copied(),
+            &task,
+            Decision::Escalated,
+            why,
+        )
+    } else {
+        match pipeline {
+            Ok(pipeline) => {
+                shared.events.record(
+                    Some(name),
+                    agent,
+                    "run_started",
+                    json!({"pipeline": pipeline.name, "attempt": state.attempt}),
+                );
+                let observer = GateEvents {
+                    log: &shared.events,
+                    agent,
+                };
+                let supervision = Supervision {
+                    cancel: Some(&shared.cancel),
+                    observer: Some(&observer),
+                };
+                pipeline::run_with(&rules, pipeline, &task, supervision)
+            }
+            Err(err) => pipeline::decide_without_running(
+                &rules,
+                None,
+                &task,
+                Decision::Error,
+                err.to_string(),
+            ),
+        }
+    };
+    if shared.cancel.is_cancelled() {
+        return Ok(Judged::Cancelled);
+    }
+
+    apply_strikes(
+        &mut state,
+        &mut verdict,
+        rules.defaults.strikes,
+        shared,
+        agent,
+    );
+    if verdict.verdict == Decision::Pass {
+        state.attempt = 0;
+        state.strikes = 0;
+        state.signature = None;
+    }
+    state.last_verdict = Some(verdict.verdict);
+    write::write(&rules.verdicts, &verdict)?;
+    state.save(&rules.state, name)?;
+    shared.events.record(
+        Some(name),
+        agent,
+        "verdict_written",
+        json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
+    );
+    Ok(Judged::Published(Box::new(verdict)))
+}
+
+/// The strikes breaker: the same failure `strikes` runs in a row escalates the task.
+fn apply_strikes(
+    state: &mut TaskState,
+    verdict: &mut Verdict,
+    strikes: u32,
+    shared: &Shared,
+    agent: Option<&str>,
+) {
+    if verdict.verdict != Decision::Fail {
+        return;
+    }
+    let signature = state::failure_signature(verdict);
+    state.strikes = if state.signature.as_deref() == Some(signature.as_str()) {
+        state.strikes + 1
+    } else {
+        1
+    };
+    state.signature = Some(signature);
+    if state.strikes >= strikes {
+        let why = format!(
+            "the same failure {} times in a row: a person must look; `validator reset {}` after deciding",
+            state.strikes, verdict.task
+        );
+        shared.events.record(
+            Some(&verdict.task),
+            agent,
+            "escalated",
+            json!({"breaker": "strikes", "reason": why}),
+        );
+        verdict.verdict = Decision::Escalated;
+        verdict.reasons.push(why.clone());
+        state.escalated = Some(why);
+    }
+}
+
+/// Hides the protocol's own files from the rules: the state and verdict directories and, when
+/// the task's directory is the staging directory itself, every signal, verdict and feedback file.
+fn protocol_ignored(mut task: Task, rules: &Rules, name: &str) -> Task {
+    task = task
+        .ignoring(&rules.state)
+        .ignoring(&rules.verdicts)
+        .ignoring(&staging::done_path(&rules.staging, name));
+    let single_task_mode = rules
+        .staging
+        .canonicalize()
+        .is_ok_and(|staging| staging == task.dir);
+    if single_task_mode {
+        if let Ok(entries) = std::fs::read_dir(&rules.staging) {
+            for entry in entries.flatten() {
+                if staging::is_protocol_file(&entry.file_name()) {
+                    task = task.ignoring(&entry.path());
+                }
+            }
+        }
+    }
+    task
+}

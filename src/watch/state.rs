@@ -1,0 +1,148 @@
+//! Per-task state under `<state>/tasks/<task>.json`: the attempt count, the signal that attempt
+//! answers (so a run repeated after a crash keeps its number), and the recent failure signature
+//! for the strikes breaker. Written atomically; survives restarts; `validator reset` clears it.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::verdict::{Decision, GateOutcome, Verdict};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskState {
+    /// Attempts since the last PASS or reset.
+    pub attempt: u32,
+    /// The signal (sha256, mtime) the current attempt answers.
+    pub signal: Option<(String, String)>,
+    /// The last failure's signature and how many runs in a row ended with it.
+    pub signature: Option<String>,
+    pub strikes: u32,
+    /// Set when a breaker tripped: every signal is ESCALATED until a person resets the task.
+    pub escalated: Option<String>,
+    pub last_verdict: Option<Decision>,
+    pub updated_at: Option<String>,
+}
+
+pub fn path(state_dir: &Path, task: &str) -> PathBuf {
+    state_dir.join("tasks").join(format!("{task}.json"))
+}
+
+impl TaskState {
+    /// The task's state; a missing file is a fresh task. A damaged file is treated as fresh too,
+    /// with a warning: refusing to judge would block the worker forever.
+    pub fn load(state_dir: &Path, task: &str) -> Self {
+        let file = path(state_dir, task);
+        match std::fs::read(&file) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
+                tracing::warn!(path = %file.display(), %err, "task state is damaged; starting the task afresh");
+                TaskState::default()
+            }),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => TaskState::default(),
+            Err(err) => {
+                tracing::warn!(path = %file.display(), %err, "cannot read task state; starting the task afresh");
+                TaskState::default()
+            }
+        }
+    }
+
+    pub fn save(&mut self, state_dir: &Path, task: &str) -> Result<(), Error> {
+        self.updated_at =
+            Some(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+        let bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        crate::atomic::write(&path(state_dir, task), &bytes)
+    }
+
+    /// Clears the task (after a person has decided). Returns whether there was anything to clear.
+    pub fn reset(state_dir: &Path, task: &str) -> Result<bool, Error> {
+        let file = path(state_dir, task);
+        match std::fs::remove_file(&file) {
+            Ok(()) => Ok(true),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(Error::Write { path: file, source }),
+        }
+    }
+}
+
+/// What makes two failures "the same": the failing gates and their findings, with numbers,
+/// hex ids and temporary paths taken out so timestamps and temp dirs do not make them differ.
+pub fn failure_signature(verdict: &Verdict) -> String {
+    let mut hasher = Sha256::new();
+    for gate in verdict
+        .gates
+        .iter()
+        .filter(|g| matches!(g.outcome, GateOutcome::Fail | GateOutcome::Error))
+    {
+        hasher.update(gate.name.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(normalise(&gate.summary).as_bytes());
+        for finding in &gate.findings {
+            hasher.update(b"\0");
+            hasher.update(normalise(&finding.to_string()).as_bytes());
+        }
+        hasher.update(b"\n");
+    }
+    for reason in &verdict.reasons {
+        hasher.update(normalise(reason).as_bytes());
+    }
+    format!("{:x}", hasher.finalize())[..16].to_owned()
+}
+
+fn normalise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in
+        text.split_inclusive(|c: char| c.is_whitespace() || c == '\'' || c == '"' || c == '`')
+    {
+        if ["/tmp/", "/var/folders/", "/private/tmp/"]
+            .iter()
+            .any(|tmp| word.contains(tmp))
+        {
+            out.push_str("<tmp>");
+            continue;
+        }
+        let mut last_digit = false;
+        for c in word.chars() {
+            if c.is_ascii_digit() {
+                if !last_digit {
+                    out.push('#');
+                }
+                last_digit = true;
+            } else {
+                out.push(c);
+                last_digit = false;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_ignore_times_numbers_and_temp_paths() {
+        assert_eq!(
+            normalise("took 1532ms in /tmp/.tmpAbC12/x.rs"),
+            normalise("took 87ms in /tmp/.tmpZZZ/y.rs")
+        );
+        assert_ne!(normalise("lint failed"), normalise("test failed"));
+    }
+
+    #[test]
+    fn state_round_trips_and_resets() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = TaskState {
+            attempt: 2,
+            strikes: 1,
+            ..TaskState::default()
+        };
+        state.save(dir.path(), "t").unwrap();
+        assert_eq!(TaskState::load(dir.path(), "t").attempt, 2);
+        assert!(TaskState::reset(dir.path(), "t").unwrap());
+        assert_eq!(TaskState::load(dir.path(), "t"), TaskState::default());
+        assert!(!TaskState::reset(dir.path(), "t").unwrap());
+    }
+}
