@@ -12,6 +12,34 @@ pub const TEMP_PREFIX: &str = ".validator-";
 
 /// Replaces `target` with `bytes` atomically and durably.
 pub fn write(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    replace(target, bytes)?;
+    sync_dir(target.parent().unwrap_or(Path::new(".")))
+}
+
+/// Flushes a directory's entries: renames into it are durable once this returns.
+pub fn sync_dir(dir: &Path) -> Result<(), Error> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| Error::Write {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// Replaces `target` atomically; durable once its directory is synced ([`sync_dir`]), so
+/// several files in one directory can share one directory flush.
+pub fn replace(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    replace_with(target, bytes, true)
+}
+
+/// Replaces `target` atomically without flushing it to the disk: it survives a crash of the
+/// process (the page cache does), not necessarily a power loss. For state that a lost update
+/// only makes slightly stale.
+pub fn replace_unsynced(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    replace_with(target, bytes, false)
+}
+
+fn replace_with(target: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
     let write_err = |source| Error::Write {
         path: target.to_path_buf(),
         source,
@@ -24,12 +52,10 @@ pub fn write(target: &Path, bytes: &[u8]) -> Result<(), Error> {
         .tempfile_in(dir)
         .map_err(write_err)?;
     temp.write_all(bytes).map_err(write_err)?;
-    temp.as_file().sync_all().map_err(write_err)?;
+    if sync {
+        temp.as_file().sync_all().map_err(write_err)?;
+    }
     temp.persist(target).map_err(|err| write_err(err.error))?;
-    // The rename is durable only once the directory entry is.
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(write_err)?;
     Ok(())
 }
 

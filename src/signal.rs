@@ -72,13 +72,23 @@ impl Signal {
             path: path.to_path_buf(),
             source,
         };
-        let file = File::open(path).map_err(read_err)?;
+        let mut file = File::open(path).map_err(read_err)?;
         let mtime = file.metadata().and_then(|m| m.modified()).ok();
         let mut body = Vec::new();
-        file.take(MAX_BODY as u64 + 1)
+        (&mut file)
+            .take(MAX_BODY as u64 + 1)
             .read_to_end(&mut body)
             .map_err(read_err)?;
-        Ok(Signal::from_bytes(&body, mtime))
+        let mut signal = Signal::from_bytes(&body, mtime);
+        if body.len() > MAX_BODY {
+            // The identity is the whole file's hash (what `sha256sum` says), though only the
+            // head was kept; the rest streams through the hasher.
+            let mut hasher = Sha256::new();
+            hasher.update(&body);
+            std::io::copy(&mut file, &mut hasher).map_err(read_err)?;
+            signal.sha256 = Some(format!("{:x}", hasher.finalize()));
+        }
+        Ok(signal)
     }
 
     pub fn from_bytes(body: &[u8], mtime: Option<SystemTime>) -> Self {

@@ -17,6 +17,9 @@ pub struct Task {
     /// Paths inside `dir` that belong to the validator or the protocol (the done file, the state
     /// and verdict directories); rules treat them as if they were not there.
     pub ignore: Vec<PathBuf>,
+    /// The task directory is a staging directory (single-task mode): the signal, verdict and
+    /// feedback files at its top level are the protocol's, not the worker's output.
+    pub protocol_root: bool,
 }
 
 impl Task {
@@ -37,6 +40,7 @@ impl Task {
             attempt: 1,
             signal: Signal::none(),
             ignore: Vec::new(),
+            protocol_root: false,
         })
     }
 
@@ -48,6 +52,24 @@ impl Task {
     pub fn with_attempt(mut self, attempt: u32) -> Self {
         self.attempt = attempt.max(1);
         self
+    }
+
+    /// Marks the task directory as a staging directory (see `protocol_root`).
+    pub fn in_staging_root(mut self) -> Self {
+        self.protocol_root = true;
+        self
+    }
+
+    /// Whether rules must not see `rel` (a `/`-separated path inside the task directory).
+    pub fn is_ignored(&self, rel: &str) -> bool {
+        if self.protocol_root
+            && !rel.contains('/')
+            && crate::staging::is_protocol_file(std::ffi::OsStr::new(rel))
+        {
+            return true;
+        }
+        let path = self.dir.join(rel);
+        self.ignore.iter().any(|ignored| path.starts_with(ignored))
     }
 
     /// Hides `path` from the rules if it lies inside the task directory.

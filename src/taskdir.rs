@@ -36,8 +36,11 @@ pub fn list(task: &Task) -> Listing {
         .into_iter()
         .filter_entry(|entry| {
             let git_dir = entry.file_type().is_dir() && entry.file_name() == ".git";
+            let protocol = task.protocol_root
+                && entry.depth() == 1
+                && crate::staging::is_protocol_file(entry.file_name());
             let ignored = task.ignore.iter().any(|ignored| entry.path() == ignored);
-            !git_dir && !ignored
+            !git_dir && !protocol && !ignored
         });
     for entry in walker.flatten() {
         let Some(rel) = relative(&task.dir, entry.path()) else {

@@ -136,12 +136,7 @@ impl FileScope {
         };
         let (source, mut files) = changed;
         // The validator's own files (state, verdicts, the done file) are never the worker's change.
-        files.retain(|rel| {
-            !task
-                .ignore
-                .iter()
-                .any(|ignored| task.dir.join(rel).starts_with(ignored))
-        });
+        files.retain(|rel| !task.is_ignored(rel));
         Ok((source, files))
     }
 }

@@ -7,7 +7,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -35,8 +34,8 @@ pub struct Event {
 #[derive(Debug)]
 pub struct EventLog {
     path: PathBuf,
-    file: Mutex<File>,
-    sequence: AtomicU64,
+    /// The file and the last id written (nanoseconds since the epoch).
+    file: Mutex<(File, u128)>,
 }
 
 impl EventLog {
@@ -58,23 +57,24 @@ impl EventLog {
         }
         Ok(EventLog {
             path,
-            file: Mutex::new(file),
-            sequence: AtomicU64::new(0),
+            file: Mutex::new((file, 0)),
         })
     }
 
     /// Appends an event. A log that cannot be written is reported on stderr, never fatal: the
     /// verdicts matter more than the history.
     pub fn record(&self, task: Option<&str>, agent: Option<&str>, event: &str, details: Value) {
+        let mut log = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        // The id is taken under the lock, so ids increase in file order; a clock that steps
+        // back cannot make them repeat.
         let now = SystemTime::now();
         let nanos = now
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let sequence = self.sequence.fetch_add(1, Ordering::Relaxed);
+            .map_or(0, |d| d.as_nanos())
+            .max(log.1 + 1);
+        log.1 = nanos;
         let line = Event {
-            // Zero-padded hex sorts as text in time order; the sequence separates equal times.
-            id: format!("{nanos:024x}-{sequence:08x}"),
+            id: format!("{nanos:024x}"),
             time: humantime::format_rfc3339_millis(now).to_string(),
             task: task.map(str::to_owned),
             agent: agent.map(str::to_owned),
@@ -83,9 +83,8 @@ impl EventLog {
         };
         let mut text = serde_json::to_string(&line).unwrap_or_default();
         text.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         // One write per line, so a crash tears at most the last line.
-        if let Err(err) = file.write_all(text.as_bytes()) {
+        if let Err(err) = log.0.write_all(text.as_bytes()) {
             tracing::error!(path = %self.path.display(), %err, "cannot append to the event log");
         }
     }

@@ -12,7 +12,7 @@ pub mod events;
 pub mod run;
 pub mod state;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
-use notify::{EventKind, PollWatcher, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use serde_json::json;
 
 use crate::config::Rules;
@@ -45,6 +45,8 @@ pub type Reporter = Box<dyn Fn(&Verdict) + Send + Sync>;
 
 enum Message {
     Fs(notify::Result<notify::Event>),
+    /// Polling mode: time to look at the staging directory and the rules file again.
+    Tick,
     Finished(String),
     Shutdown,
 }
@@ -94,6 +96,12 @@ pub fn watch(options: Options, report: Reporter) -> Result<(), Error> {
                 shared
                     .events
                     .record(None, None, "error", json!({"watcher": err.to_string()}));
+            }
+            Message::Tick => {
+                if watches.rules_changed(&options.config) {
+                    reload(&options, &shared, &mut watches, &mut scheduler);
+                }
+                rescan(&shared, &mut scheduler);
             }
             Message::Finished(task) => scheduler.finished(&task),
             Message::Shutdown => break,
@@ -170,6 +178,29 @@ struct Scheduler {
     again: HashSet<String>,
     /// Done files with bad names already reported: one file fires several events.
     refused: HashSet<PathBuf>,
+    /// What each done file looked like when its run was last requested, so a rescan (polling
+    /// mode) requests runs only for signals that changed.
+    seen: HashMap<String, Fingerprint>,
+}
+
+/// Identifies one version of a file: a rewrite, a rename over it or a touch changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    inode: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+impl Fingerprint {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = path.metadata().ok()?;
+        Some(Fingerprint {
+            inode: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        })
+    }
 }
 
 impl Scheduler {
@@ -179,6 +210,7 @@ impl Scheduler {
             running: HashSet::new(),
             again: HashSet::new(),
             refused: HashSet::new(),
+            seen: HashMap::new(),
         }
     }
 
@@ -205,15 +237,21 @@ impl Scheduler {
     }
 }
 
-/// Requests a run for every done signal in staging; the run itself skips current verdicts.
+/// Requests a run for every done signal in staging that changed since its last request (all
+/// of them at start); the run itself skips signals whose verdict is current.
 fn rescan(shared: &Shared, scheduler: &mut Scheduler) {
     let rules = shared.rules();
     let Ok(entries) = std::fs::read_dir(&rules.staging) else {
         return;
     };
     for entry in entries.flatten() {
-        if let Some(task) = task_of(shared, scheduler, &entry.path()) {
-            scheduler.request(task);
+        let path = entry.path();
+        if let Some(task) = task_of(shared, scheduler, &path) {
+            let now = Fingerprint::of(&path);
+            if now.is_some() && scheduler.seen.get(&task) != now.as_ref() {
+                scheduler.seen.extend(now.map(|f| (task.clone(), f)));
+                scheduler.request(task);
+            }
         }
     }
 }
@@ -314,21 +352,25 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
 }
 
 /// The directories under watch: staging (signals), its parent (staging removed and created
-/// again) and the rules file's directory (hot reload). Falls back to polling when the OS
-/// refuses a watch.
+/// again) and the rules file's directory (hot reload). When polling (asked for, or because the
+/// OS refused a watch) there is no watcher: a ticker asks for a rescan at each interval, which
+/// compares inodes, sizes and nanosecond mtimes, so it misses nothing a notification would see.
 struct Watches {
-    watcher: Box<dyn Watcher + Send>,
+    watcher: Option<Box<dyn Watcher + Send>>,
+    rules_seen: Option<Fingerprint>,
 }
 
 impl Watches {
     fn start(options: &Options, tx: Sender<Message>, rules: &Rules) -> Result<Self, Error> {
-        let handler = move |event| {
-            let _ = tx.send(Message::Fs(event));
-        };
-        let watch_err = |err: notify::Error| Error::Watch {
-            path: rules.staging.clone(),
-            message: err.to_string(),
-        };
+        let rules_seen = Fingerprint::of(&options.config);
+        if let Some(interval) = options.poll {
+            tracing::info!(interval = %crate::config::duration::format(interval), "polling the staging directory");
+            spawn_ticker(tx, interval);
+            return Ok(Watches {
+                watcher: None,
+                rules_seen,
+            });
+        }
         let mut dirs = vec![rules.staging.clone()];
         for extra in [rules.staging.parent(), options.config.parent()]
             .into_iter()
@@ -343,49 +385,62 @@ impl Watches {
                 dirs.push(extra.to_path_buf());
             }
         }
-        if let Some(interval) = options.poll {
-            let watcher = PollWatcher::new(
-                handler,
-                notify::Config::default().with_poll_interval(interval),
-            )
-            .map_err(watch_err)?;
-            return Ok(Watches::watching(Box::new(watcher), &dirs));
-        }
-        let native = RecommendedWatcher::new(handler.clone(), notify::Config::default()).and_then(
-            |mut watcher| {
-                watcher.watch(&rules.staging, RecursiveMode::NonRecursive)?;
-                Ok(watcher)
+        let events = tx.clone();
+        let native = RecommendedWatcher::new(
+            move |event| {
+                let _ = events.send(Message::Fs(event));
             },
-        );
+            notify::Config::default(),
+        )
+        .and_then(|mut watcher| {
+            // Staging must be watched; the others only add staging re-creation and hot reload.
+            watcher.watch(&dirs[0], RecursiveMode::NonRecursive)?;
+            for dir in &dirs[1..] {
+                if let Err(err) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+                    tracing::warn!(dir = %dir.display(), %err, "cannot watch directory");
+                }
+            }
+            Ok(watcher)
+        });
         match native {
-            Ok(watcher) => Ok(Watches::watching(Box::new(watcher), &dirs)),
+            Ok(watcher) => Ok(Watches {
+                watcher: Some(Box::new(watcher)),
+                rules_seen,
+            }),
             Err(err) => {
-                tracing::warn!(%err, "the OS refused a file watch (inotify limit or network file system?); polling every second instead");
-                let watcher = PollWatcher::new(
-                    handler,
-                    notify::Config::default().with_poll_interval(Duration::from_secs(1)),
-                )
-                .map_err(watch_err)?;
-                Ok(Watches::watching(Box::new(watcher), &dirs))
+                tracing::warn!(%err, "the OS refused a file watch (inotify limit or a network file system?); polling every second instead");
+                spawn_ticker(tx, Duration::from_secs(1));
+                Ok(Watches {
+                    watcher: None,
+                    rules_seen,
+                })
             }
         }
     }
 
-    fn watching(mut watcher: Box<dyn Watcher + Send>, dirs: &[PathBuf]) -> Self {
-        for dir in dirs {
-            if let Err(err) = watcher.watch(dir, RecursiveMode::NonRecursive) {
-                tracing::warn!(dir = %dir.display(), %err, "cannot watch directory");
-            }
-        }
-        Watches { watcher }
+    /// Polling mode: whether the rules file changed since the last look.
+    fn rules_changed(&mut self, config: &Path) -> bool {
+        let now = Fingerprint::of(config);
+        now.is_some() && std::mem::replace(&mut self.rules_seen, now) != now
     }
 
     fn watch_staging(&mut self, staging: &Path) {
-        let _ = self.watcher.unwatch(staging);
-        if let Err(err) = self.watcher.watch(staging, RecursiveMode::NonRecursive) {
+        let Some(watcher) = self.watcher.as_mut() else {
+            return;
+        };
+        let _ = watcher.unwatch(staging);
+        if let Err(err) = watcher.watch(staging, RecursiveMode::NonRecursive) {
             tracing::warn!(dir = %staging.display(), %err, "cannot watch the staging directory");
         }
     }
+}
+
+fn spawn_ticker(tx: Sender<Message>, interval: Duration) {
+    thread::spawn(move || {
+        while tx.send(Message::Tick).is_ok() {
+            thread::sleep(interval);
+        }
+    });
 }
 
 fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {

@@ -109,15 +109,12 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         json!({"sha256": signal.sha256}),
     );
 
+    // Nothing is saved before the run: a crash mid-run leaves the state as it was, so the
+    // repeated run computes the same attempt number.
     let mut state = TaskState::load(&rules.state, name);
     let info = pipeline::signal_info(&signal);
     let key = info.sha256.clone().zip(info.mtime.clone());
-    if state.signal != key {
-        state.attempt += 1;
-        state.signal = key;
-        // Saved before the run: a crash mid-run re-runs this signal as the same attempt.
-        state.save(&rules.state, name)?;
-    }
+    state.attempt_for(key.clone());
 
     let task_dir = staging::task_dir(&rules.staging, name);
     let task = protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
@@ -184,21 +181,25 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         return Ok(Judged::Cancelled);
     }
 
-    apply_strikes(
-        &mut state,
-        &mut verdict,
-        rules.defaults.strikes,
-        shared,
-        agent,
-    );
-    if verdict.verdict == Decision::Pass {
-        state.attempt = 0;
-        state.strikes = 0;
-        state.signature = None;
+    if state.judged != key {
+        apply_strikes(
+            &mut state,
+            &mut verdict,
+            rules.defaults.strikes,
+            shared,
+            agent,
+        );
+        if verdict.verdict == Decision::Pass {
+            state.strikes = 0;
+            state.signature = None;
+        }
+        state.last_verdict = Some(verdict.verdict);
+        state.judged = key;
     }
-    state.last_verdict = Some(verdict.verdict);
-    write::write(&rules.verdicts, &verdict)?;
+    // State first: a crash between the two re-runs the signal (its verdict is not current)
+    // with the same attempt and without counting it twice.
     state.save(&rules.state, name)?;
+    write::write(&rules.verdicts, &verdict)?;
     shared.events.record(
         Some(name),
         agent,
@@ -245,8 +246,8 @@ fn apply_strikes(
 
 /// Hides the protocol's own files from the rules: the state and verdict directories and, when
 /// the task's directory is the staging directory itself, every signal, verdict and feedback file.
-fn protocol_ignored(mut task: Task, rules: &Rules, name: &str) -> Task {
-    task = task
+fn protocol_ignored(task: Task, rules: &Rules, name: &str) -> Task {
+    let task = task
         .ignoring(&rules.state)
         .ignoring(&rules.verdicts)
         .ignoring(&staging::done_path(&rules.staging, name));
@@ -255,13 +256,8 @@ fn protocol_ignored(mut task: Task, rules: &Rules, name: &str) -> Task {
         .canonicalize()
         .is_ok_and(|staging| staging == task.dir);
     if single_task_mode {
-        if let Ok(entries) = std::fs::read_dir(&rules.staging) {
-            for entry in entries.flatten() {
-                if staging::is_protocol_file(&entry.file_name()) {
-                    task = task.ignoring(&entry.path());
-                }
-            }
-        }
+        task.in_staging_root()
+    } else {
+        task
     }
-    task
 }

@@ -13,10 +13,13 @@ use crate::verdict::{Decision, GateOutcome, Verdict};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskState {
-    /// Attempts since the last PASS or reset.
+    /// The attempt number of `signal`: attempts since the last PASS or reset.
     pub attempt: u32,
     /// The signal (sha256, mtime) the current attempt answers.
     pub signal: Option<(String, String)>,
+    /// The signal whose outcome was last counted (strikes, last verdict), so a run repeated
+    /// after a crash is not counted twice.
+    pub judged: Option<(String, String)>,
     /// The last failure's signature and how many runs in a row ended with it.
     pub signature: Option<String>,
     pub strikes: u32,
@@ -31,6 +34,20 @@ pub fn path(state_dir: &Path, task: &str) -> PathBuf {
 }
 
 impl TaskState {
+    /// The attempt number for a run answering `signal`: the same signal keeps its number (a
+    /// run repeated after a crash); a new one counts up, from 1 after a PASS.
+    pub fn attempt_for(&mut self, signal: Option<(String, String)>) -> u32 {
+        if self.signal != signal {
+            self.attempt = if self.last_verdict == Some(Decision::Pass) {
+                1
+            } else {
+                self.attempt + 1
+            };
+            self.signal = signal;
+        }
+        self.attempt
+    }
+
     /// The task's state; a missing file is a fresh task. A damaged file is treated as fresh too,
     /// with a warning: refusing to judge would block the worker forever.
     pub fn load(state_dir: &Path, task: &str) -> Self {
@@ -52,7 +69,9 @@ impl TaskState {
         self.updated_at =
             Some(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
         let bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
-        crate::atomic::write(&path(state_dir, task), &bytes)
+        // A crash keeps the page cache, so this survives `kill -9`; only a power loss could lose
+        // the last update, which makes an attempt count one short, never a verdict wrong.
+        crate::atomic::replace_unsynced(&path(state_dir, task), &bytes)
     }
 
     /// Clears the task (after a person has decided). Returns whether there was anything to clear.

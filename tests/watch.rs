@@ -1,0 +1,1235 @@
+// `validator watch` as a sidecar runs: a real watcher process over a temp directory, done
+// signals written beside it, verdicts read back from a verdicts directory outside staging.
+// Every test owns its directory and its watcher; a watcher never outlives its test (SIGKILL on
+// drop). Waiting is done by polling for a condition, never by sleeping for a guessed time.
+
+use std::fs;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_validator");
+
+/// A gate that needs `STATUS: OK` in the done signal.
+const STATUS: &str = "      - {name: status, rule: status}\n";
+/// A gate that needs `out.txt` in the task directory.
+const OUT: &str = "      - {name: out, rule: exists, paths: [\"out.txt\"]}\n";
+/// How long any single verdict may take to appear before a test gives up.
+const VERDICT_TIMEOUT: &str = "20s";
+
+/// A `lint` gate running `script` under `sh -c` (the script is the test's, not a worker's).
+fn sh_gate(name: &str, script: &str) -> String {
+    format!("      - {{name: {name}, rule: lint, run: [\"sh\", \"-c\", \"{script}\"]}}\n")
+}
+
+/// A rules file with verdicts and state outside staging; `defaults` is a YAML line or empty.
+fn rules(defaults: &str, gates: &str) -> String {
+    format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\n{defaults}pipelines:\n  - name: main\n    gates:\n{gates}"
+    )
+}
+
+/// Writes `bytes` to `target` through a temporary file in the same directory and a rename, as
+/// `validator signal` does: a watcher never reads half of it.
+fn write_atomic(target: &Path, bytes: &[u8]) {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let temp = target
+        .parent()
+        .expect("parent")
+        .join(format!(".test-tmp-{}-{n}", std::process::id()));
+    fs::write(&temp, bytes).expect("write temp file");
+    fs::rename(&temp, target).expect("rename temp file");
+}
+
+/// The hex SHA-256 of a file, by the `sha256sum` program.
+fn sha256sum(path: &Path) -> String {
+    let output = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("run sha256sum");
+    assert!(output.status.success(), "sha256sum {}", path.display());
+    String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .next()
+        .expect("a hash")
+        .to_owned()
+}
+
+/// Polls `cond` every 20 ms until it holds; false once `timeout` passed.
+fn poll(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` is gone or a zombie (dead, not yet reaped).
+fn dead(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// A temp project with a rules file, a staging directory and (once started) a watcher.
+struct Watcher {
+    root: TempDir,
+    child: Option<Child>,
+    starts: usize,
+}
+
+impl Watcher {
+    /// A project whose rules file is `yaml`; no watcher runs yet.
+    fn new(yaml: &str) -> Self {
+        let root = tempfile::tempdir().expect("temp dir");
+        let watcher = Watcher {
+            root,
+            child: None,
+            starts: 0,
+        };
+        fs::write(watcher.rules_path(), yaml).expect("write rules");
+        fs::create_dir_all(watcher.staging()).expect("staging");
+        // Logs go in a subdirectory: the watcher watches the project root (not recursively).
+        fs::create_dir_all(watcher.root.path().join("logs")).expect("logs");
+        watcher
+    }
+
+    /// A project whose rules file is `yaml`, with a watcher started with `args`.
+    fn started(yaml: &str, args: &[&str]) -> Self {
+        let mut watcher = Watcher::new(yaml);
+        watcher.start(args);
+        watcher
+    }
+
+    fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn rules_path(&self) -> PathBuf {
+        self.path().join("validator.yaml")
+    }
+
+    fn staging(&self) -> PathBuf {
+        self.path().join("staging")
+    }
+
+    fn verdicts(&self) -> PathBuf {
+        self.path().join("verdicts")
+    }
+
+    fn state(&self) -> PathBuf {
+        self.path().join("state")
+    }
+
+    fn done_path(&self, task: &str) -> PathBuf {
+        self.staging().join(format!("{task}.done"))
+    }
+
+    fn verdict_path(&self, task: &str) -> PathBuf {
+        self.verdicts().join(format!("{task}.verdict.json"))
+    }
+
+    /// Replaces the rules file atomically (temp file + rename), as a careful operator does.
+    fn write_rules(&self, yaml: &str) {
+        write_atomic(&self.rules_path(), yaml.as_bytes());
+    }
+
+    /// Spawns `validator watch -c <rules> ARGS` and waits until it says it is watching.
+    fn start(&mut self, args: &[&str]) {
+        assert!(self.child.is_none(), "a watcher is already running");
+        self.starts += 1;
+        let (stdout, stderr) = self.log_paths(self.starts);
+        let child = Command::new(BIN)
+            .arg("watch")
+            .arg("-c")
+            .arg(self.rules_path())
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("VALIDATOR_CONFIG")
+            .env("VALIDATOR_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(stdout).expect("stdout log"))
+            .stderr(fs::File::create(&stderr).expect("stderr log"))
+            .spawn()
+            .expect("spawn validator watch");
+        self.child = Some(child);
+        let ready = poll(Duration::from_secs(10), || {
+            fs::read_to_string(&stderr).is_ok_and(|log| log.contains("watching"))
+        });
+        if !ready {
+            panic!("the watcher did not start within 10 s\n{}", self.logs());
+        }
+    }
+
+    fn log_paths(&self, start: usize) -> (PathBuf, PathBuf) {
+        let logs = self.path().join("logs");
+        (
+            logs.join(format!("watch-{start}.stdout")),
+            logs.join(format!("watch-{start}.stderr")),
+        )
+    }
+
+    /// Everything every watcher of this project printed, for failure messages.
+    fn logs(&self) -> String {
+        let mut text = String::new();
+        for start in 1..=self.starts {
+            let (stdout, stderr) = self.log_paths(start);
+            text += &format!(
+                "--- watcher {start} stdout ---\n{}\n--- watcher {start} stderr ---\n{}\n",
+                fs::read_to_string(stdout).unwrap_or_default(),
+                fs::read_to_string(stderr).unwrap_or_default()
+            );
+        }
+        text
+    }
+
+    /// The stderr of every watcher of this project.
+    fn stderr(&self) -> String {
+        (1..=self.starts)
+            .map(|start| fs::read_to_string(self.log_paths(start).1).unwrap_or_default())
+            .collect()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("a running watcher").id()
+    }
+
+    /// Whether the watcher process is still running.
+    fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| child.try_wait().expect("try_wait").is_none())
+    }
+
+    /// SIGKILL, as a crash or an OOM kill would.
+    fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the watcher to exit; `None` if it did not.
+    fn sigterm(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        let child = self.child.as_mut().expect("a running watcher");
+        let mut exit = None;
+        poll(timeout, || {
+            exit = child.try_wait().expect("try_wait");
+            exit.is_some()
+        });
+        if exit.is_some() {
+            self.child = None;
+        }
+        exit
+    }
+
+    /// Creates `staging/<task>/` with `files` (relative path, content).
+    fn task(&self, task: &str, files: &[(&str, &str)]) {
+        let dir = self.staging().join(task);
+        fs::create_dir_all(&dir).expect("task dir");
+        for (rel, content) in files {
+            fs::write(dir.join(rel), content).expect("task file");
+        }
+    }
+
+    /// Writes the task's done file atomically with `body`.
+    fn signal(&self, task: &str, body: &str) {
+        write_atomic(&self.done_path(task), body.as_bytes());
+    }
+
+    /// Runs `validator -c <rules> ARGS` in the project directory.
+    fn cli(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("-c")
+            .arg(self.rules_path())
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("VALIDATOR_CONFIG")
+            .env_remove("VALIDATOR_LOG")
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run validator")
+    }
+
+    /// `validator wait TASK --format json`: the exit code and the current verdict. The verdict
+    /// must answer the done file as it is now (its hash, checked here by `sha256sum` too).
+    fn wait_verdict(&self, task: &str) -> (i32, Value) {
+        let (code, verdict) = self.wait_unchecked(task);
+        assert_eq!(
+            verdict["signal"]["sha256"].as_str(),
+            Some(sha256sum(&self.done_path(task)).as_str()),
+            "the verdict of {task} does not answer its done file: {verdict:#}"
+        );
+        (code, verdict)
+    }
+
+    /// Polls `verdicts/<task>.verdict.json` every 20 ms until it parses and its `signal.sha256`
+    /// is the hash of the done file (for tests whose done bodies are all different).
+    fn poll_verdict(&self, task: &str, timeout: Duration) -> Value {
+        let sha = sha256sum(&self.done_path(task));
+        let mut verdict = Value::Null;
+        let found = poll(timeout, || {
+            verdict = fs::read(self.verdict_path(task))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+                .unwrap_or(Value::Null);
+            verdict["signal"]["sha256"] == sha.as_str()
+        });
+        assert!(
+            found,
+            "no current verdict for {task} within {timeout:?}; last: {verdict}\n{}",
+            self.logs()
+        );
+        verdict
+    }
+
+    /// `validator wait TASK --format json` without checking the hash independently.
+    fn wait_unchecked(&self, task: &str) -> (i32, Value) {
+        let output = self.cli(&[
+            "wait",
+            task,
+            "--timeout",
+            VERDICT_TIMEOUT,
+            "--format",
+            "json",
+        ]);
+        let verdict: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+            panic!(
+                "no current verdict for {task} ({err}); wait exited {:?}\nstdout:\n{}\nstderr:\n{}\n{}",
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+                self.logs()
+            )
+        });
+        assert_eq!(verdict["task"], task, "{verdict:#}");
+        (output.status.code().expect("exit code"), verdict)
+    }
+
+    /// Signals `task` with `body` and waits for the verdict that answers it.
+    fn judge(&self, task: &str, body: &str) -> (i32, Value) {
+        self.signal(task, body);
+        self.wait_verdict(task)
+    }
+
+    /// Every event in `state/events.jsonl`; every line must be a JSON object.
+    fn events(&self) -> Vec<Value> {
+        let text = fs::read_to_string(self.state().join("events.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| {
+                serde_json::from_str(line)
+                    .unwrap_or_else(|err| panic!("event line is not JSON ({err}): {line}"))
+            })
+            .collect()
+    }
+
+    /// The events named `event` for `task`.
+    fn events_of(&self, task: &str, event: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e["task"] == task && e["event"] == event)
+            .collect()
+    }
+
+    /// Waits until an event matching `pred` is in the log.
+    fn wait_event(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let mut found = None;
+        poll(Duration::from_secs(20), || {
+            found = self.events().into_iter().find(|e| pred(e));
+            found.is_some()
+        });
+        found.unwrap_or_else(|| {
+            panic!(
+                "no {what} event within 20 s; events:\n{}\n{}",
+                self.events()
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                self.logs()
+            )
+        })
+    }
+
+    /// `validator status --format json`.
+    fn status(&self) -> Vec<Value> {
+        let output = self.cli(&["status", "--format", "json"]);
+        assert!(output.status.success(), "{output:?}");
+        let status: Value = serde_json::from_slice(&output.stdout).expect("status JSON");
+        status.as_array().expect("a list of tasks").clone()
+    }
+
+    /// Waits until each of `tasks` has a current verdict (by `validator status`); returns them.
+    fn wait_all_current(&self, tasks: &[String], timeout: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        let verdicts = self.verdicts();
+        let without_verdict = || -> Vec<&String> {
+            tasks
+                .iter()
+                .filter(|t| !verdicts.join(format!("{t}.verdict.json")).exists())
+                .collect()
+        };
+        if !poll(timeout, || without_verdict().is_empty()) {
+            let missing = without_verdict();
+            let sizes: Vec<_> = missing
+                .iter()
+                .take(10)
+                .map(|t| (t, fs::metadata(self.done_path(t)).map(|m| m.len()).ok()))
+                .collect();
+            panic!(
+                "{} of {} tasks have no verdict after {timeout:?}; e.g. (task, done file size) {sizes:?}\n{}",
+                missing.len(),
+                tasks.len(),
+                self.logs()
+            );
+        }
+        let mut last = Vec::new();
+        let not_current = |last: &[Value]| -> Vec<String> {
+            tasks
+                .iter()
+                .filter(|t| {
+                    !last
+                        .iter()
+                        .any(|s| s["task"] == t.as_str() && s["current"] == true)
+                })
+                .cloned()
+                .collect()
+        };
+        let current = poll(deadline.saturating_duration_since(Instant::now()), || {
+            last = self.status();
+            not_current(&last).is_empty()
+        });
+        if !current {
+            let stale = not_current(&last);
+            panic!(
+                "{} of {} tasks have a verdict but not a current one after {timeout:?}; e.g. {:?}\n{}",
+                stale.len(),
+                tasks.len(),
+                &stale[..stale.len().min(10)],
+                self.logs()
+            );
+        }
+        last.retain(|s| tasks.iter().any(|t| s["task"] == t.as_str()));
+        last
+    }
+
+    /// Every file and directory under `dir`, relative, sorted.
+    fn listing(dir: &Path) -> Vec<String> {
+        fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+            for entry in fs::read_dir(dir).expect("read dir").flatten() {
+                let path = entry.path();
+                out.push(
+                    path.strip_prefix(base)
+                        .expect("prefix")
+                        .display()
+                        .to_string(),
+                );
+                if path.is_dir() {
+                    walk(base, &path, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, dir, &mut out);
+        out.sort();
+        out
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn reasons(verdict: &Value) -> String {
+    verdict["reasons"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i:03}")).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. PASS and FAIL; feedback; nothing written into staging.
+
+fn pass_and_fail(args: &[&str]) {
+    let w = Watcher::started(&rules("", &format!("{STATUS}{OUT}")), args);
+    w.task("t1", &[("out.txt", "done")]);
+    w.task("t2", &[("notes.txt", "no out.txt here")]);
+
+    let (code, pass) = w.judge("t1", "STATUS: OK\n");
+    assert_eq!(
+        (code, pass["verdict"].as_str()),
+        (0, Some("PASS")),
+        "{pass:#}"
+    );
+    assert_eq!(pass["schema"], "validator.verdict/v1");
+    assert_eq!(pass["attempt"], 1);
+
+    let (code, fail) = w.judge("t2", "STATUS: OK\n");
+    assert_eq!(
+        (code, fail["verdict"].as_str()),
+        (1, Some("FAIL")),
+        "{fail:#}"
+    );
+    assert!(reasons(&fail).contains("out"), "{fail:#}");
+
+    for task in ["t1", "t2"] {
+        let feedback = w.verdicts().join(format!("{task}.feedback.md"));
+        let text = fs::read_to_string(&feedback)
+            .unwrap_or_else(|err| panic!("{}: {err}", feedback.display()));
+        assert!(!text.trim().is_empty(), "empty feedback for {task}");
+        assert!(
+            text.lines().count() <= 60,
+            "feedback for {task} has {} lines",
+            text.lines().count()
+        );
+        let on_disk: Value =
+            serde_json::from_slice(&fs::read(w.verdict_path(task)).expect("verdict file"))
+                .expect("verdict JSON");
+        assert_eq!(on_disk["task"], task);
+    }
+    assert!(fail_feedback_names_the_gate(&w, "t2"));
+
+    assert_eq!(
+        Watcher::listing(&w.staging()),
+        [
+            "t1",
+            "t1.done",
+            "t1/out.txt",
+            "t2",
+            "t2.done",
+            "t2/notes.txt"
+        ],
+        "the watcher wrote into staging"
+    );
+    assert_eq!(
+        Watcher::listing(&w.verdicts()),
+        [
+            "t1.feedback.md",
+            "t1.verdict.json",
+            "t2.feedback.md",
+            "t2.verdict.json"
+        ]
+    );
+}
+
+fn fail_feedback_names_the_gate(w: &Watcher, task: &str) -> bool {
+    fs::read_to_string(w.verdicts().join(format!("{task}.feedback.md")))
+        .is_ok_and(|text| text.contains("FAIL") && text.contains("out"))
+}
+
+#[test]
+fn pass_and_fail_verdicts_go_to_the_verdicts_directory() {
+    pass_and_fail(&[]);
+}
+
+#[test]
+fn polling_pass_and_fail_verdicts() {
+    pass_and_fail(&["--poll", "100ms"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Attempts count up per signal and start again after a PASS.
+
+#[test]
+fn attempts_count_retries_and_a_pass_resets_them() {
+    let w = Watcher::started(
+        &rules("defaults: {max_attempts: 5, strikes: 100}\n", OUT),
+        &[],
+    );
+    w.task("t", &[]);
+
+    let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: first\n");
+    assert_eq!(
+        (code, v["verdict"].as_str(), v["attempt"].as_u64()),
+        (1, Some("FAIL"), Some(1))
+    );
+
+    // The same body again, later: a touch asks for a new run.
+    std::thread::sleep(Duration::from_millis(20));
+    let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: first\n");
+    assert_eq!(
+        (code, v["verdict"].as_str(), v["attempt"].as_u64()),
+        (1, Some("FAIL"), Some(2)),
+        "{v:#}"
+    );
+
+    let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: third\n");
+    assert_eq!(
+        (v["verdict"].as_str(), v["attempt"].as_u64()),
+        (Some("FAIL"), Some(3))
+    );
+    assert_eq!(code, 1);
+
+    w.task("t", &[("out.txt", "fixed")]);
+    let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: fixed\n");
+    assert_eq!(
+        (code, v["verdict"].as_str(), v["attempt"].as_u64()),
+        (0, Some("PASS"), Some(4)),
+        "{v:#}"
+    );
+
+    fs::remove_file(w.staging().join("t/out.txt")).unwrap();
+    let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: broke it again\n");
+    assert_eq!(
+        (code, v["verdict"].as_str(), v["attempt"].as_u64()),
+        (1, Some("FAIL"), Some(1)),
+        "a PASS resets the attempts: {v:#}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. and 4. Circuit breakers.
+
+#[test]
+fn max_attempts_escalates_and_reset_starts_over() {
+    let w = Watcher::started(
+        &rules(
+            "defaults: {max_attempts: 2, strikes: 100}\n",
+            "      - {name: files, rule: exists, paths: [\"a.txt\", \"b.txt\", \"c.txt\"]}\n",
+        ),
+        &[],
+    );
+    let dir = w.staging().join("t");
+    w.task("t", &[("a.txt", "a")]);
+    let (code, v1) = w.judge("t", "try 1");
+    assert_eq!((code, v1["attempt"].as_u64()), (1, Some(1)), "{v1:#}");
+
+    fs::remove_file(dir.join("a.txt")).unwrap();
+    w.task("t", &[("b.txt", "b")]);
+    let (code, v2) = w.judge("t", "try 2");
+    assert_eq!((code, v2["attempt"].as_u64()), (1, Some(2)), "{v2:#}");
+    assert_ne!(
+        v1["gates"][0]["findings"], v2["gates"][0]["findings"],
+        "the failures should differ"
+    );
+
+    fs::remove_file(dir.join("b.txt")).unwrap();
+    w.task("t", &[("c.txt", "c")]);
+    let (code, v3) = w.judge("t", "try 3");
+    assert_eq!(
+        (code, v3["verdict"].as_str(), v3["attempt"].as_u64()),
+        (4, Some("ESCALATED"), Some(3)),
+        "{v3:#}"
+    );
+    assert!(reasons(&v3).contains("max_attempts"), "{v3:#}");
+    assert!(!w.events_of("t", "escalated").is_empty());
+
+    let reset = w.cli(&["reset", "t"]);
+    assert!(reset.status.success(), "{reset:?}");
+    w.task("t", &[("a.txt", "a"), ("b.txt", "b")]);
+    let (code, v4) = w.judge("t", "after reset");
+    assert_eq!(
+        (code, v4["verdict"].as_str(), v4["attempt"].as_u64()),
+        (0, Some("PASS"), Some(1)),
+        "after a reset the next signal runs again as attempt 1: {v4:#}"
+    );
+}
+
+#[test]
+fn the_same_failure_three_times_escalates() {
+    let w = Watcher::started(
+        &rules("defaults: {max_attempts: 10, strikes: 3}\n", OUT),
+        &[],
+    );
+    w.task("t", &[]);
+    for attempt in 1..=2 {
+        let (code, v) = w.judge("t", &format!("try {attempt}"));
+        assert_eq!(
+            (code, v["verdict"].as_str(), v["attempt"].as_u64()),
+            (1, Some("FAIL"), Some(attempt)),
+            "{v:#}"
+        );
+    }
+    let (code, v) = w.judge("t", "try 3");
+    assert_eq!(
+        (code, v["verdict"].as_str(), v["attempt"].as_u64()),
+        (4, Some("ESCALATED"), Some(3)),
+        "{v:#}"
+    );
+    let escalated = w.events_of("t", "escalated");
+    assert_eq!(escalated.len(), 1, "{escalated:?}");
+    assert_eq!(escalated[0]["details"]["breaker"], "strikes");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. and 6. Nothing is lost across a restart or a crash.
+
+#[test]
+fn signals_made_while_the_watcher_was_down_are_run_at_start() {
+    let mut w = Watcher::new(&rules("", &format!("{STATUS}{OUT}")));
+    let tasks = names("t", 5);
+    for task in &tasks {
+        w.task(task, &[("out.txt", "x")]);
+        w.signal(task, "STATUS: OK\n");
+    }
+    w.start(&[]);
+    for task in &tasks {
+        let (code, v) = w.wait_verdict(task);
+        assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")), "{v:#}");
+    }
+    assert_eq!(Watcher::listing(&w.verdicts()).len(), 10);
+}
+
+#[test]
+fn a_crash_mid_gate_reruns_the_signal_as_the_same_attempt() {
+    let mut w = Watcher::started(
+        &rules(
+            "",
+            &format!("{OUT}{}", sh_gate("slow", "echo $$ > pid; sleep 3")),
+        ),
+        &[],
+    );
+    w.task("t", &[("out.txt", "x")]);
+    w.signal("t", "STATUS: OK\n");
+    // The gate is running once it has written its pid.
+    let pid_file = w.staging().join("t/pid");
+    let mut pid = None;
+    let running = poll(Duration::from_secs(20), || {
+        pid = fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse::<i32>().ok());
+        pid.is_some()
+    });
+    assert!(running, "the slow gate never started\n{}", w.logs());
+    w.kill9();
+    assert!(
+        !w.verdict_path("t").exists(),
+        "no verdict before the gate ended"
+    );
+    // The orphaned gate (its own process group) is no longer anyone's: do not let it linger.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", pid.unwrap())])
+        .status();
+
+    w.start(&[]);
+    let (code, v) = w.wait_verdict("t");
+    assert_eq!(
+        (code, v["verdict"].as_str(), v["attempt"].as_u64()),
+        (0, Some("PASS"), Some(1)),
+        "{v:#}"
+    );
+    let on_disk: Value =
+        serde_json::from_slice(&fs::read(w.verdict_path("t")).unwrap()).expect("verdict parses");
+    assert_eq!(on_disk, v);
+    w.wait_event("verdict_written", |e| {
+        e["task"] == "t" && e["event"] == "verdict_written"
+    });
+    assert_eq!(w.events_of("t", "verdict_written").len(), 1);
+    let runs = w.events_of("t", "run_started");
+    assert_eq!(
+        runs.len(),
+        2,
+        "one run before the crash, one after: {runs:?}"
+    );
+    assert!(
+        runs.iter().all(|r| r["details"]["attempt"] == 1),
+        "{runs:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. A burst of signals.
+
+fn burst(n: usize, args: &[&str], bound: Duration) {
+    let mut w = Watcher::new(&rules("", &format!("{STATUS}{OUT}")));
+    let tasks = names("t", n);
+    for task in &tasks {
+        w.task(task, &[("out.txt", "x")]);
+    }
+    w.start(args);
+    let started = Instant::now();
+    // As fast as possible, and as a worker would: straight into the done file.
+    for task in &tasks {
+        fs::write(w.done_path(task), "STATUS: OK\n").expect("done file");
+    }
+    let statuses = w.wait_all_current(&tasks, bound);
+    let elapsed = started.elapsed();
+    assert_eq!(statuses.len(), n);
+    let not_pass: Vec<_> = statuses
+        .iter()
+        .filter(|s| s["verdict"] != "PASS")
+        .take(5)
+        .collect();
+    assert!(not_pass.is_empty(), "{not_pass:?}");
+    assert!(
+        elapsed < Duration::from_secs(60),
+        "{n} signals took {elapsed:?}"
+    );
+    assert!(w.running(), "{}", w.logs());
+    let errors: Vec<_> = w
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn a_burst_of_500_signals_gets_500_current_verdicts() {
+    burst(500, &["--jobs", "2"], Duration::from_secs(60));
+}
+
+#[test]
+fn polling_a_burst_of_100_signals() {
+    burst(
+        100,
+        &["--jobs", "2", "--poll", "100ms"],
+        Duration::from_secs(30),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Untrusted done files.
+
+#[test]
+fn bad_done_files_never_stop_the_watcher() {
+    let mut w = Watcher::started(&rules("", &format!("{STATUS}{OUT}")), &[]);
+    for task in ["broken", "big", "good"] {
+        w.task(task, &[("out.txt", "x")]);
+    }
+    fs::write(w.staging().join("bad name.done"), "STATUS: OK\n").unwrap();
+    fs::write(w.staging().join(".hidden.done"), "STATUS: OK\n").unwrap();
+    w.signal("broken", "{nope");
+    let mut big = "STATUS: OK\n".to_owned();
+    big.push_str(&"x".repeat(2 * 1024 * 1024));
+    w.signal("big", &big);
+
+    let (code, broken) = w.wait_verdict("broken");
+    assert_eq!(
+        (code, broken["verdict"].as_str()),
+        (1, Some("FAIL")),
+        "{broken:#}"
+    );
+    assert!(reasons(&broken).contains("JSON"), "{broken:#}");
+
+    // The hash is checked on its own in `an_oversized_signal_is_answered_by_its_own_hash`.
+    let (code, big) = w.wait_unchecked("big");
+    assert_eq!(
+        (code, big["verdict"].as_str()),
+        (1, Some("FAIL")),
+        "{big:#}"
+    );
+    assert!(
+        reasons(&big).contains("KiB"),
+        "the verdict says why: {big:#}"
+    );
+
+    assert!(w.running(), "{}", w.logs());
+    let (code, good) = w.judge("good", "STATUS: OK\n");
+    assert_eq!(
+        (code, good["verdict"].as_str()),
+        (0, Some("PASS")),
+        "{good:#}"
+    );
+
+    let bad = w.wait_event("error for `bad name.done`", |e| {
+        e["event"] == "error"
+            && e["details"]["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("bad name.done"))
+    });
+    assert!(bad["task"].is_null(), "{bad}");
+    let verdicts = Watcher::listing(&w.verdicts());
+    assert!(
+        verdicts.iter().all(|f| ["broken.", "big.", "good."]
+            .iter()
+            .any(|t| f.starts_with(t))),
+        "no verdict for a bad task name: {verdicts:?}"
+    );
+    assert!(w.running(), "{}", w.logs());
+}
+
+/// DESIGN 1 and 3: a verdict is current when its `signal.sha256` matches the done file; that is
+/// the SHA-256 of the file a client hashes, however long it is.
+#[test]
+fn an_oversized_signal_is_answered_by_its_own_hash() {
+    let w = Watcher::started(&rules("", OUT), &[]);
+    w.task("big", &[("out.txt", "x")]);
+    w.signal("big", &"y".repeat(2 * 1024 * 1024));
+    let (code, verdict) = w.wait_verdict("big");
+    assert_eq!(code, 1, "{verdict:#}");
+}
+
+/// DESIGN 1 and 4: the done file may be empty (`touch staging/t.done`).
+fn empty_done_file(args: &[&str]) {
+    let w = Watcher::started(&rules("", OUT), args);
+    w.task("t", &[("out.txt", "x")]);
+    fs::File::create(w.done_path("t")).expect("create an empty done file");
+    let v = w.poll_verdict("t", Duration::from_secs(10));
+    assert_eq!(v["verdict"], "PASS", "{v:#}");
+}
+
+#[test]
+fn an_empty_done_file_is_a_signal() {
+    empty_done_file(&[]);
+}
+
+#[test]
+fn polling_an_empty_done_file_is_a_signal() {
+    empty_done_file(&["--poll", "100ms"]);
+}
+
+/// DESIGN 1: writing the done file again asks for a new run, however soon after the last one.
+/// The two signals here are given modification times within the same second, as two quick
+/// writes have.
+fn second_signal_within_the_same_second(args: &[&str]) {
+    let w = Watcher::started(&rules("", OUT), args);
+    w.task("t", &[]);
+    let second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 60;
+    let at = |millis: u64| {
+        std::time::UNIX_EPOCH + Duration::from_secs(second) + Duration::from_millis(millis)
+    };
+    let signal_at = |body: &str, mtime| {
+        let temp = w.staging().join(".test-tmp-signal");
+        fs::write(&temp, body).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&temp)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        fs::rename(&temp, w.done_path("t")).unwrap();
+    };
+
+    signal_at("first", at(100));
+    let v = w.poll_verdict("t", Duration::from_secs(10));
+    assert_eq!(
+        (v["verdict"].as_str(), v["attempt"].as_u64()),
+        (Some("FAIL"), Some(1))
+    );
+
+    w.task("t", &[("out.txt", "fixed")]);
+    signal_at("second", at(600));
+    let v = w.poll_verdict("t", Duration::from_secs(10));
+    assert_eq!(
+        (v["verdict"].as_str(), v["attempt"].as_u64()),
+        (Some("PASS"), Some(2)),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn a_second_signal_within_the_same_second_is_seen() {
+    second_signal_within_the_same_second(&[]);
+}
+
+#[test]
+fn polling_a_second_signal_within_the_same_second_is_seen() {
+    second_signal_within_the_same_second(&["--poll", "100ms"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. SIGTERM.
+
+#[test]
+fn sigterm_when_idle_exits_0() {
+    let mut w = Watcher::started(&rules("", OUT), &[]);
+    let status = w.sigterm(Duration::from_secs(5));
+    let status = status.unwrap_or_else(|| panic!("still running 5 s after SIGTERM\n{}", w.logs()));
+    assert_eq!(status.code(), Some(0), "{status:?}\n{}", w.logs());
+}
+
+#[test]
+fn sigterm_during_a_slow_gate_kills_it_after_the_grace_period() {
+    let mut w = Watcher::started(
+        &rules(
+            "",
+            &sh_gate(
+                "slow",
+                "echo $$ > sh.pid; sleep 30 & echo $! > sleep.pid.tmp; mv sleep.pid.tmp sleep.pid; wait",
+            ),
+        ),
+        &["--grace", "500ms"],
+    );
+    w.task("t", &[]);
+    w.signal("t", "STATUS: OK\n");
+    let sleep_pid = w.staging().join("t/sleep.pid");
+    assert!(
+        poll(Duration::from_secs(20), || sleep_pid.exists()),
+        "the gate never started\n{}",
+        w.logs()
+    );
+    let pid = |file: &str| -> u32 {
+        fs::read_to_string(w.staging().join("t").join(file))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (sh, sleep) = (pid("sh.pid"), pid("sleep.pid"));
+
+    let started = Instant::now();
+    let status = w.sigterm(Duration::from_secs(5));
+    let status = status.unwrap_or_else(|| panic!("still running 5 s after SIGTERM\n{}", w.logs()));
+    assert_eq!(
+        (status.code(), status.signal()),
+        (Some(0), None),
+        "{}",
+        w.logs()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(
+        poll(Duration::from_secs(2), || dead(sh) && dead(sleep)),
+        "the gate outlived the watcher: sh {sh} dead {}, sleep {sleep} dead {}",
+        dead(sh),
+        dead(sleep)
+    );
+    assert!(
+        !w.verdict_path("t").exists(),
+        "a cancelled run publishes nothing"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. Coalescing.
+
+#[test]
+fn signals_during_a_run_coalesce_into_one_more_run() {
+    let w = Watcher::started(&rules("", &sh_gate("slow", "sleep 2")), &[]);
+    w.task("t", &[]);
+    w.signal("t", "signal 0");
+    w.wait_event("run_started", |e| {
+        e["task"] == "t" && e["event"] == "run_started"
+    });
+    for i in 1..=10 {
+        w.signal("t", &format!("signal {i}"));
+    }
+    let (code, v) = w.wait_verdict("t");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(
+        fs::read_to_string(w.done_path("t")).unwrap(),
+        "signal 10",
+        "the verdict answers the last write"
+    );
+    // The event follows the verdict file; let it land.
+    assert!(poll(Duration::from_secs(5), || w
+        .events_of("t", "verdict_written")
+        .len()
+        >= 2));
+    let runs = w.events_of("t", "run_started");
+    assert_eq!(
+        runs.len(),
+        2,
+        "the first run and exactly one coalesced run: {runs:?}"
+    );
+    assert_eq!(w.events_of("t", "verdict_written").len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 11. `wait` exit codes.
+
+#[test]
+fn wait_exit_codes_follow_the_verdict() {
+    let w = Watcher::started(
+        &rules(
+            "defaults: {max_attempts: 1, strikes: 100}\n",
+            &format!("{STATUS}{OUT}"),
+        ),
+        &[],
+    );
+    w.task("pass", &[("out.txt", "x")]);
+    w.task("fail", &[]);
+    w.task("blocked", &[("out.txt", "x")]);
+    w.task("escalated", &[]);
+
+    let (code, v) = w.judge("pass", "STATUS: OK\n");
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")));
+    let (code, v) = w.judge("fail", "STATUS: OK\n");
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("FAIL")));
+    let (code, v) = w.judge("blocked", "STATUS: BLOCKED\nREASON: the plan is wrong\n");
+    assert_eq!((code, v["verdict"].as_str()), (3, Some("BLOCKED")), "{v:#}");
+    let (code, v) = w.judge("escalated", "STATUS: OK\n");
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("FAIL")));
+    let (code, v) = w.judge("escalated", "STATUS: OK\nSUMMARY: again\n");
+    assert_eq!(
+        (code, v["verdict"].as_str()),
+        (4, Some("ESCALATED")),
+        "{v:#}"
+    );
+
+    // The default format is the feedback text, with the same exit code.
+    let output = w.cli(&["wait", "fail", "--timeout", "5s"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("FAIL"));
+}
+
+#[test]
+fn wait_times_out_with_exit_2_when_no_watcher_runs() {
+    let w = Watcher::new(&rules("", OUT));
+    let signal = w.cli(&["signal", "t", "--status", "OK", "--summary", "done"]);
+    assert!(signal.status.success(), "{signal:?}");
+    let body: Value =
+        serde_json::from_slice(&fs::read(w.done_path("t")).unwrap()).expect("a JSON body");
+    assert_eq!(body["status"], "OK");
+
+    let started = Instant::now();
+    let output = w.cli(&["wait", "t", "--timeout", "500ms"]);
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no current verdict for t"), "{stderr}");
+    assert!(
+        elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(5),
+        "{elapsed:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 12. The event log.
+
+fn assert_ids_increase(events: &[Value]) {
+    for pair in events.windows(2) {
+        let (a, b) = (pair[0]["id"].as_str(), pair[1]["id"].as_str());
+        assert!(
+            a < b,
+            "event ids do not increase in the log:\n{}\n{}",
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+/// DESIGN 3: ids are sortable; the log is appended in order, so reading it in order must read
+/// the ids in order too, even with several runs writing at once.
+#[test]
+fn event_ids_increase_in_log_order_with_parallel_runs() {
+    let mut w = Watcher::new(&rules("", &format!("{STATUS}{OUT}")));
+    let tasks = names("t", 200);
+    for task in &tasks {
+        w.task(task, &[("out.txt", "x")]);
+        w.signal(task, "STATUS: OK\n");
+    }
+    w.start(&["--jobs", "4"]);
+    w.wait_all_current(&tasks, Duration::from_secs(60));
+    assert_ids_increase(&w.events());
+}
+
+#[test]
+fn the_event_log_records_every_step() {
+    let w = Watcher::started(&rules("", &format!("{STATUS}{OUT}")), &[]);
+    w.task("t", &[("out.txt", "x")]);
+    let output = w.cli(&["signal", "t", "--status", "OK", "--agent", "claude"]);
+    assert!(output.status.success(), "{output:?}");
+    let (code, _) = w.wait_verdict("t");
+    assert_eq!(code, 0);
+    w.wait_event("verdict_written", |e| {
+        e["task"] == "t" && e["event"] == "verdict_written"
+    });
+
+    let events = w.events();
+    for event in &events {
+        for key in ["id", "time", "event"] {
+            assert!(event[key].is_string(), "no {key}: {event}");
+        }
+    }
+    assert_ids_increase(&events);
+    for name in [
+        "signal_seen",
+        "run_started",
+        "gate_started",
+        "gate_finished",
+        "verdict_written",
+    ] {
+        let found = w.events_of("t", name);
+        assert!(!found.is_empty(), "no {name} event: {events:?}");
+        assert!(found.iter().all(|e| e["agent"] == "claude"), "{found:?}");
+    }
+    assert_eq!(w.events_of("t", "gate_started").len(), 2);
+    assert_eq!(w.events_of("t", "gate_finished").len(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 13. Hot reload.
+
+#[test]
+fn rules_reload_and_a_broken_rules_file_keeps_the_previous_rules() {
+    let mut w = Watcher::started(&rules("", STATUS), &[]);
+    w.task("t", &[]);
+    let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: one\n");
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")), "{v:#}");
+
+    w.write_rules(&rules(
+        "",
+        &format!("{STATUS}      - {{name: needs, rule: exists, paths: [\"missing.txt\"]}}\n"),
+    ));
+    w.wait_event("config_reloaded", |e| e["event"] == "config_reloaded");
+    let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: two\n");
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("FAIL")), "{v:#}");
+    assert!(reasons(&v).contains("missing.txt"), "{v:#}");
+
+    w.write_rules(&rules("", "      - {name: s, rule: no-such-rule}\n"));
+    w.wait_event("error about the rules file", |e| {
+        e["event"] == "error" && !e["details"]["config"].is_null()
+    });
+    assert!(w.stderr().contains("ERROR"), "{}", w.logs());
+    assert!(w.running(), "{}", w.logs());
+    // `validator wait` itself refuses the broken rules file: read the verdict directly.
+    w.signal("t", "STATUS: OK\nSUMMARY: three\n");
+    let v = w.poll_verdict("t", Duration::from_secs(20));
+    assert_eq!(
+        v["verdict"].as_str(),
+        Some("FAIL"),
+        "still judged by the previous rules: {v:#}"
+    );
+    assert!(reasons(&v).contains("missing.txt"), "{v:#}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 14. Staging removed and created again.
+
+#[test]
+fn staging_removed_and_recreated_is_watched_again() {
+    let w = Watcher::started(&rules("", OUT), &[]);
+    w.task("t1", &[("out.txt", "x")]);
+    let (code, _) = w.judge("t1", "one");
+    assert_eq!(code, 0);
+
+    fs::remove_dir_all(w.staging()).unwrap();
+    fs::create_dir(w.staging()).unwrap();
+    w.task("t2", &[("out.txt", "x")]);
+    let (code, v) = w.judge("t2", "two");
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")), "{v:#}");
+
+    // And it keeps watching it.
+    w.task("t3", &[("out.txt", "x")]);
+    let (code, _) = w.judge("t3", "three");
+    assert_eq!(code, 0);
+}
