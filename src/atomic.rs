@@ -53,7 +53,7 @@ fn replace_with(target: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
         .map_err(write_err)?;
     temp.write_all(bytes).map_err(write_err)?;
     if sync {
-        temp.as_file().sync_all().map_err(write_err)?;
+        temp.as_file().sync_data().map_err(write_err)?;
     }
     temp.persist(target).map_err(|err| write_err(err.error))?;
     Ok(())
