@@ -109,6 +109,21 @@ pub fn resolve_inside(task: &Task, rel: &str) -> Result<PathBuf, String> {
     Ok(real)
 }
 
+/// Opens `path` for reading only if it is a regular file: a FIFO, a device (`/dev/zero`) or a
+/// socket would block or never end. The check is made on the opened descriptor, so the file
+/// cannot be swapped between the check and the read.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok(file)
+}
+
 /// Opens a file for reading only if it really lies inside the task directory, and reads at most
 /// `cap` bytes. `Ok(None)` means the file is larger than `cap`; it was not read whole.
 pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
@@ -116,7 +131,7 @@ pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>
     if !real.starts_with(&task.dir) {
         return Err("it points outside the task directory; it was not read".into());
     }
-    let file = File::open(&real).map_err(|err| err.to_string())?;
+    let file = open_regular(&real).map_err(|err| err.to_string())?;
     let mut bytes = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
