@@ -108,6 +108,9 @@ struct CheckArgs {
     /// The directory to judge
     #[arg(long, value_name = "DIR", default_value = ".")]
     task_dir: PathBuf,
+    /// The task's name (picks the pipeline and the snapshot baseline) [default: DIR's name]
+    #[arg(long, value_name = "NAME")]
+    task: Option<String>,
     /// The done signal's body: a file, or - for standard input
     #[arg(long, value_name = "FILE")]
     signal: Option<PathBuf>,
@@ -276,11 +279,13 @@ fn load(config: &Path) -> Result<Rules> {
 
 fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
     let rules = load(config)?;
-    let name = task::name_from_dir(&args.task_dir);
-    let mut task = Task::new(name, &args.task_dir)?
-        .with_attempt(args.attempt)
-        .ignoring(&rules.state)
-        .ignoring(&rules.verdicts);
+    let name = args
+        .task
+        .clone()
+        .unwrap_or_else(|| task::name_from_dir(&args.task_dir));
+    // The state and verdict directories are not hidden from the rules here: inside a task
+    // directory they are the worker's to write, so the rules must see them.
+    let mut task = Task::new(name, &args.task_dir)?.with_attempt(args.attempt);
     if let Some(signal) = &args.signal {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
     }
@@ -416,14 +421,10 @@ fn rules_check(config: &Path) -> Result<ExitCode> {
 fn snapshot(config: &Path, name: &str, task_dir: Option<PathBuf>) -> Result<ExitCode> {
     let rules = load(config)?;
     task::validate_name(name)?;
-    let dir = task_dir.unwrap_or_else(|| {
-        let own = rules.staging.join(name);
-        if own.is_dir() {
-            own
-        } else {
-            rules.staging.clone()
-        }
-    });
+    let dir = match task_dir {
+        Some(dir) => dir,
+        None => validator::staging::task_dir(&rules.staging, name).map_err(anyhow::Error::msg)?,
+    };
     let task = Task::new(name, &dir)?
         .ignoring(&rules.state)
         .ignoring(&rules.verdicts);

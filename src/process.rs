@@ -67,6 +67,9 @@ pub struct Spec<'a> {
     pub timeout: Duration,
     pub output_cap: usize,
     pub cancel: Option<&'a Cancel>,
+    /// Keep stderr apart (in `Finished::errors`) instead of interleaving it with stdout, for
+    /// tools whose stdout is data (git).
+    pub separate_stderr: bool,
 }
 
 /// How a command ended.
@@ -86,6 +89,8 @@ pub struct Finished {
     pub output: Vec<u8>,
     /// Bytes that were written before the kept tail and dropped.
     pub dropped: u64,
+    /// Standard error's tail, when `separate_stderr` was asked for.
+    pub errors: Vec<u8>,
     pub elapsed: Duration,
 }
 
@@ -108,7 +113,12 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
     };
     let started = Instant::now();
     let (reader, writer) = os_pipe::pipe().map_err(io_err)?;
-    let writer_for_stderr = writer.try_clone().map_err(io_err)?;
+    let (error_reader, writer_for_stderr) = if spec.separate_stderr {
+        let (error_reader, error_writer) = os_pipe::pipe().map_err(io_err)?;
+        (Some(error_reader), error_writer)
+    } else {
+        (None, writer.try_clone().map_err(io_err)?)
+    };
 
     let mut expression = duct::cmd(&program, &spec.argv[1..])
         .dir(spec.cwd)
@@ -137,16 +147,8 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
             let _ = killpg(group, Signal::SIGKILL);
         }
     }
-    let cap = spec.output_cap;
-    let captured = Arc::new(Mutex::new(Tail::default()));
-    let (eof_tx, eof_rx) = mpsc::channel();
-    {
-        let captured = Arc::clone(&captured);
-        thread::spawn(move || {
-            read_tail(reader, cap, &captured);
-            let _ = eof_tx.send(());
-        });
-    }
+    let output = Capture::start(reader, spec.output_cap);
+    let errors = error_reader.map(|reader| Capture::start(reader, spec.output_cap));
 
     let deadline = started + spec.timeout;
     let waited = handle.wait_deadline(deadline);
@@ -156,13 +158,14 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
         let _ = killpg(group, Signal::SIGKILL);
     }
     let status = handle.wait().map(|output| output.status).map_err(io_err)?;
-    // A process that left the group (setsid) may still hold the pipe open; give the reader a
-    // moment for what is buffered, then stop waiting for an end-of-file that may never come.
-    let _ = eof_rx.recv_timeout(DRAIN_GRACE);
+    let drained_by = Instant::now() + DRAIN_GRACE;
     let Tail {
         kept: output,
         dropped,
-    } = std::mem::take(&mut *captured.lock().unwrap_or_else(|p| p.into_inner()));
+    } = output.finish(drained_by);
+    let errors = errors
+        .map(|capture| capture.finish(drained_by).kept)
+        .unwrap_or_default();
     if let (Some(cancel), Some(group)) = (spec.cancel, group) {
         cancel.unregister(group.as_raw());
     }
@@ -179,8 +182,37 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
         exit,
         output,
         dropped,
+        errors,
         elapsed: started.elapsed(),
     })
+}
+
+/// A pipe being read into a capped tail on its own thread.
+struct Capture {
+    tail: Arc<Mutex<Tail>>,
+    eof: mpsc::Receiver<()>,
+}
+
+impl Capture {
+    fn start(reader: os_pipe::PipeReader, cap: usize) -> Self {
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let (eof_tx, eof) = mpsc::channel();
+        let shared = Arc::clone(&tail);
+        thread::spawn(move || {
+            read_tail(reader, cap, &shared);
+            let _ = eof_tx.send(());
+        });
+        Capture { tail, eof }
+    }
+
+    /// What was read. A process that left the group (setsid) may still hold the pipe open;
+    /// wait for end-of-file only until `by`, then take what is buffered.
+    fn finish(self, by: Instant) -> Tail {
+        let _ = self
+            .eof
+            .recv_timeout(by.saturating_duration_since(Instant::now()));
+        std::mem::take(&mut *self.tail.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 /// How long to wait for the output pipe to close once the command's group is dead.
@@ -233,6 +265,7 @@ mod tests {
             timeout,
             output_cap: cap,
             cancel: None,
+            separate_stderr: false,
         })
     }
 
@@ -315,6 +348,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             output_cap: OUTPUT_CAP,
             cancel: Some(&cancel),
+            separate_stderr: false,
         };
         let done = run(&spec).unwrap();
         killer.join().unwrap();

@@ -48,12 +48,16 @@ pub fn feedback_path(dir: &Path, task: &str) -> PathBuf {
 }
 
 /// The task's directory: `staging/<task>/` if it exists, else `staging/` (single-task mode).
-pub fn task_dir(staging: &Path, task: &str) -> PathBuf {
+/// A `staging/<task>` that is a symlink is refused: it would make the validator judge whatever
+/// directory the worker points it at.
+pub fn task_dir(staging: &Path, task: &str) -> Result<PathBuf, String> {
     let own = staging.join(task);
-    if own.is_dir() {
-        own
-    } else {
-        staging.to_path_buf()
+    match own.symlink_metadata() {
+        Ok(meta) if meta.file_type().is_symlink() => Err(format!(
+            "staging/{task} is a link; a task directory must be a real directory in staging, so it was not followed"
+        )),
+        Ok(meta) if meta.is_dir() => Ok(own),
+        _ => Ok(staging.to_path_buf()),
     }
 }
 
@@ -76,6 +80,20 @@ pub fn is_current(verdict: &Verdict, signal: &Signal) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_directory_that_is_a_link_is_refused() {
+        let staging = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir(staging.path().join("real")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), staging.path().join("linked")).unwrap();
+        assert_eq!(
+            task_dir(staging.path(), "real").unwrap(),
+            staging.path().join("real")
+        );
+        assert_eq!(task_dir(staging.path(), "single").unwrap(), staging.path());
+        assert!(task_dir(staging.path(), "linked").is_err());
+    }
 
     #[test]
     fn done_files_name_their_task() {

@@ -24,10 +24,13 @@ pub struct Listing {
     pub files: Vec<Entry>,
     /// Symlinks that point outside the task directory (or nowhere): reported, never read.
     pub escaping_links: Vec<String>,
+    /// Directories the walk could not enter: what is inside them cannot be judged.
+    pub unreadable: Vec<String>,
 }
 
 /// Lists the task's files. A symlink whose target is inside the directory counts as the file it
-/// names (directories behind links are not entered, so a link loop cannot trap the walk).
+/// names (directories behind links are not entered, so a link loop cannot trap the walk). Only
+/// the top-level `.git` is skipped: a `.git` deeper down is the worker's to fill.
 pub fn list(task: &Task) -> Listing {
     let mut listing = Listing::default();
     let walker = WalkDir::new(&task.dir)
@@ -35,14 +38,26 @@ pub fn list(task: &Task) -> Listing {
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|entry| {
-            let git_dir = entry.file_type().is_dir() && entry.file_name() == ".git";
+            let git_dir =
+                entry.depth() == 1 && entry.file_type().is_dir() && entry.file_name() == ".git";
             let protocol = task.protocol_root
                 && entry.depth() == 1
                 && crate::staging::is_protocol_file(entry.file_name());
             let ignored = task.ignore.iter().any(|ignored| entry.path() == ignored);
             !git_dir && !protocol && !ignored
         });
-    for entry in walker.flatten() {
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(err) => {
+                let at = err
+                    .path()
+                    .and_then(|p| relative(&task.dir, p))
+                    .unwrap_or_else(|| ".".into());
+                listing.unreadable.push(at);
+                continue;
+            }
+        };
         let Some(rel) = relative(&task.dir, entry.path()) else {
             continue;
         };
@@ -119,7 +134,10 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
         .open(path)?;
     if !file.metadata()?.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
     }
     Ok(file)
 }

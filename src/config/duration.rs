@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::Deserializer;
 
+const MAX: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Parses `500ms`, `30s`, `10m`, `1h` and concatenations such as `1h30m`.
 pub fn parse(text: &str) -> Result<Duration, String> {
     let text = text.trim();
@@ -35,6 +37,12 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         };
         total = total.saturating_add(part);
         rest = &rest[unit_len..];
+    }
+    // Deadlines are computed as now + duration; keep them far from overflow.
+    if total > MAX {
+        return Err(format!(
+            "`{text}` is longer than the longest allowed duration, 8760h (a year)"
+        ));
     }
     Ok(total)
 }
@@ -80,7 +88,17 @@ mod tests {
 
     #[test]
     fn refuses_what_is_not_a_duration() {
-        for bad in ["", "10", "m", "10 minutes", "1.5s", "-1s", "10d"] {
+        for bad in [
+            "",
+            "10",
+            "m",
+            "10 minutes",
+            "1.5s",
+            "-1s",
+            "10d",
+            "18446744073709551615s",
+            "9000h",
+        ] {
             assert!(parse(bad).is_err(), "{bad} should not parse");
         }
     }

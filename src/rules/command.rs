@@ -105,10 +105,11 @@ impl Command {
             None => task.dir.clone(),
             Some(rel) => match taskdir::resolve_inside(task, rel) {
                 Ok(dir) if dir.is_dir() => dir,
+                // The directory is part of the task's output: its absence is the worker's doing.
                 Ok(_) => {
-                    return Outcome::error(format!("cwd `{rel}` is not a directory in the task"));
+                    return Outcome::fail(format!("cwd `{rel}` is not a directory in the task"));
                 }
-                Err(why) => return Outcome::error(format!("cwd {why}")),
+                Err(why) => return Outcome::fail(format!("cwd {why}")),
             },
         };
         let mut env: Vec<(OsString, OsString)> = vec![
@@ -153,9 +154,18 @@ impl Command {
                 timeout: deadline.saturating_duration_since(Instant::now()),
                 output_cap: OUTPUT_CAP,
                 cancel: ctx.cancel,
+                separate_stderr: false,
             };
             let finished = match process::run(&spec) {
                 Ok(finished) => finished,
+                // A relative path names a file of the task: missing is the worker's doing.
+                Err(SpawnError::NotFound(program))
+                    if program.contains('/') && !program.starts_with('/') =>
+                {
+                    return Outcome::fail(format!(
+                        "`{program}` is missing from the task directory; the command cannot run"
+                    ));
+                }
                 Err(SpawnError::NotFound(program)) => {
                     return Outcome::error(format!(
                         "command not found: `{program}`; install it where validator runs, or fix `run:` in the rules file"
@@ -366,10 +376,13 @@ fn matching_files(
         .filter(|entry| globs.is_match(&entry.rel))
         .map(|entry| {
             if cwd == task.dir {
-                if entry.rel.starts_with('-') {
-                    OsString::from(format!("./{}", entry.rel))
+                let rel = task_relative(&task.dir, &entry.path);
+                if rel.as_encoded_bytes().starts_with(b"-") {
+                    let mut dotted = OsString::from("./");
+                    dotted.push(rel);
+                    dotted
                 } else {
-                    task_relative(&task.dir, &entry.path)
+                    rel
                 }
             } else {
                 entry.path.into_os_string()
@@ -436,13 +449,9 @@ fn tail(text: &str, dropped: u64) -> Option<String> {
         start += 1;
     }
     let mut kept = &text[start..];
-    let lines: Vec<&str> = kept.lines().collect();
-    if lines.len() > TAIL_LINES {
-        let skip: usize = lines[..lines.len() - TAIL_LINES]
-            .iter()
-            .map(|l| l.len() + 1)
-            .sum();
-        kept = &kept[skip.min(kept.len())..];
+    // Cut after the TAIL_LINES-th newline from the end; `\n` is always a char boundary.
+    if let Some((cut, _)) = kept.match_indices('\n').rev().nth(TAIL_LINES - 1) {
+        kept = &kept[cut + 1..];
     }
     let cut = start > 0 || kept.len() < text.len() || dropped > 0;
     Some(if cut {
@@ -484,5 +493,12 @@ mod tests {
         assert!(kept.starts_with("…\nline 60"));
         assert!(kept.ends_with("line 99"));
         assert_eq!(tail("short\n", 0).as_deref(), Some("short"));
+    }
+
+    #[test]
+    fn tail_is_safe_on_crlf_and_multibyte_text() {
+        let text = format!("{}é\r\n{}", "a\r\n".repeat(2), "x\r\n".repeat(40));
+        let kept = tail(&text, 0).unwrap();
+        assert_eq!(kept.lines().filter(|l| l.starts_with('x')).count(), 40);
     }
 }

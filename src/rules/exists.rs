@@ -71,6 +71,12 @@ impl Exists {
                 findings.push(Finding::new(format!("`{pattern}`: {wanted}")));
             }
         }
+        for dir in &listing.unreadable {
+            findings.push(Finding::in_file(
+                dir,
+                "cannot be read, so what it holds cannot be checked; make it readable",
+            ));
+        }
         for link in &listing.escaping_links {
             if self.paths.is_match(link) || self.forbid.is_match(link) {
                 findings.push(Finding::in_file(

@@ -1,20 +1,26 @@
-//! `file-scope`: the worker changed only what it was allowed to. "Changed" comes from git
-//! (against `base`, untracked files included) in a work tree, else from a baseline taken by
-//! `validator snapshot`, else every file in the task directory counts. A declared
-//! `files_touched` list is checked against what really changed, in both directions.
+//! `file-scope`: the worker changed only what it was allowed to. "Changed" comes from a
+//! baseline taken by `validator snapshot` before the worker started, else from git (against
+//! `base`, untracked files included) in a work tree, else every file in the task directory
+//! counts. A declared `files_touched` list is checked against what really changed, in both
+//! directions. The task directory, its `.git` included, is the worker's: git runs hardened
+//! and under the gate's deadline, and the tricks that would hide a change from it (ignore
+//! files, index flags, nested repositories) are detected.
 
 use std::collections::BTreeSet;
-use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::path::Path;
-use std::process::Command;
 
 use super::{Context, KeyError, Outcome};
 use crate::config::raw::GateSpec;
 use crate::globs::PatternSet;
+use crate::process::{self, Exit, SpawnError};
 use crate::verdict::Finding;
 use crate::{snapshot, taskdir};
 
 pub const KEYS: &[&str] = &["allow", "readonly", "deny", "base"];
+
+/// Most bytes of path listings read from git.
+const GIT_OUTPUT_CAP: usize = 64 * 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct FileScope {
@@ -29,6 +35,21 @@ enum Source {
     Git(String),
     Baseline,
     Everything,
+}
+
+/// Why the changes could not be listed: the validator's problem (ERROR) or the worker's (FAIL,
+/// e.g. a repository it broke).
+enum Problem {
+    Judge(String),
+    Worker(String),
+}
+
+/// The changed files, and findings about how they were found (hidden changes, refused links).
+struct Changes {
+    source: Source,
+    files: BTreeSet<String>,
+    findings: Vec<Finding>,
+    note: Option<&'static str>,
 }
 
 impl FileScope {
@@ -54,11 +75,16 @@ impl FileScope {
     }
 
     pub fn run(&self, ctx: &Context<'_>) -> Outcome {
-        let (source, changed) = match self.changed(ctx) {
+        let Changes {
+            source,
+            files: changed,
+            mut findings,
+            note,
+        } = match self.changed(ctx) {
             Ok(found) => found,
-            Err(why) => return Outcome::error(why),
+            Err(Problem::Judge(why)) => return Outcome::error(why),
+            Err(Problem::Worker(why)) => return Outcome::fail(why),
         };
-        let mut findings = Vec::new();
         for file in &changed {
             let broke = if self.deny.is_match(file) {
                 Some("changed, but it is in `deny`".to_string())
@@ -102,6 +128,10 @@ impl FileScope {
             Source::Baseline => "the snapshot baseline".into(),
             Source::Everything => "every file: no git and no baseline".into(),
         };
+        let from = match note {
+            Some(note) => format!("{from}; {note}"),
+            None => from,
+        };
         let count = changed.len();
         let ok = format!(
             "{count} changed file{} in scope ({from})",
@@ -111,125 +141,267 @@ impl FileScope {
             format!("{n} scope violations among {count} changed files ({from})")
         })
     }
+}
 
-    fn changed(&self, ctx: &Context<'_>) -> Result<(Source, BTreeSet<String>), String> {
+impl FileScope {
+    fn changed(&self, ctx: &Context<'_>) -> Result<Changes, Problem> {
         let task = ctx.task;
-        // An explicit baseline wins over git: the coordinator took it on purpose, while a git
-        // repository inside the task directory may be the worker's own, committed to hide its
-        // changes.
-        let changed = if let Some(baseline) = snapshot::load(ctx.state_dir, &task.name)? {
-            (Source::Baseline, snapshot::changes(task, &baseline)?)
-        } else if inside_git_work_tree(&task.dir) {
-            (
-                Source::Git(self.base.clone()),
-                git_changes(&task.dir, &self.base)?,
-            )
+        let mut note = None;
+        // A baseline the worker could have written is no baseline.
+        let state_inside_task = normalized(ctx.state_dir).starts_with(&task.dir);
+        let baseline = if state_inside_task {
+            if snapshot::path(ctx.state_dir, &task.name).exists() {
+                note = Some(
+                    "a baseline inside the task directory was ignored: move `state:` out of it",
+                );
+            }
+            None
         } else {
-            (
-                Source::Everything,
-                taskdir::list(task)
-                    .files
-                    .into_iter()
-                    .map(|e| e.rel)
-                    .collect(),
-            )
+            snapshot::load(ctx.state_dir, &task.name).map_err(Problem::Judge)?
         };
-        let (source, mut files) = changed;
+        let mut changes = if let Some(baseline) = baseline {
+            // An explicit baseline wins over git: the coordinator took it on purpose, while a
+            // repository inside the task directory may be the worker's own.
+            let files = snapshot::changes(task, &baseline).map_err(Problem::Worker)?;
+            let findings = listing_problems(&taskdir::list(task));
+            Changes {
+                source: Source::Baseline,
+                files,
+                findings,
+                note,
+            }
+        } else if let Some(git) = Git::open(ctx) {
+            git.changes(&self.base, note)?
+        } else {
+            let listing = taskdir::list(task);
+            let findings = listing_problems(&listing);
+            let files = listing.files.into_iter().map(|e| e.rel).collect();
+            Changes {
+                source: Source::Everything,
+                files,
+                findings,
+                note,
+            }
+        };
         // The validator's own files (state, verdicts, the done file) are never the worker's change.
-        files.retain(|rel| !task.is_ignored(rel));
-        Ok((source, files))
+        changes.files.retain(|rel| !task.is_ignored(rel));
+        Ok(changes)
     }
 }
 
-/// Runs git read-only and hardened: the repository may be the worker's, and a repository's
-/// own config can name programs (fsmonitor, external diff) that must not run.
-fn git<I, S>(dir: &Path, args: I) -> Result<Vec<u8>, String>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let output = Command::new("git")
-        .arg("--no-optional-locks")
-        .args([
+fn normalized(path: &Path) -> std::path::PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What a listing could not see or refused to follow: each is a finding, never silence.
+fn listing_problems(listing: &taskdir::Listing) -> Vec<Finding> {
+    let unreadable = listing.unreadable.iter().map(|dir| {
+        Finding::in_file(
+            dir,
+            "cannot be read, so its changes cannot be seen; make it readable",
+        )
+    });
+    let links = listing
+        .escaping_links
+        .iter()
+        .map(|link| Finding::in_file(link, "is a link that points outside the task directory"));
+    unreadable.chain(links).collect()
+}
+
+/// git, run read-only over the worker's repository: under the gate's deadline and process
+/// group, with hooks, fsmonitor, external diff and every configured filter or textconv
+/// program switched off (the repository's config is the worker's to write).
+struct Git<'a> {
+    ctx: &'a Context<'a>,
+    neutralised: Vec<String>,
+}
+
+impl<'a> Git<'a> {
+    /// `None` when the task directory is not in a git work tree (or git is not installed).
+    fn open(ctx: &'a Context<'a>) -> Option<Self> {
+        let mut git = Git {
+            ctx,
+            neutralised: Vec::new(),
+        };
+        match git.run(&["rev-parse", "--is-inside-work-tree"]) {
+            Ok(out) if out.starts_with(b"true") => {}
+            _ => return None,
+        }
+        // Reading config runs nothing; what it names must not run either.
+        let pattern = r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$";
+        if let Ok(names) = git.run(&["config", "--name-only", "-z", "--get-regexp", pattern]) {
+            git.neutralised = split_z(&names).map(|name| format!("{name}=")).collect();
+        }
+        Some(git)
+    }
+
+    fn run(&self, args: &[&str]) -> Result<Vec<u8>, String> {
+        let hardening = [
+            "git",
+            "--no-optional-locks",
             "-c",
             "core.fsmonitor=false",
             "-c",
             "core.hooksPath=/dev/null",
             "-c",
             "diff.external=",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|err| format!("cannot run git: {err}"))?;
-    if output.status.success() {
-        Ok(output.stdout)
-    } else {
-        Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+        ];
+        let mut argv: Vec<OsString> = hardening.iter().map(OsString::from).collect();
+        for setting in &self.neutralised {
+            argv.push("-c".into());
+            argv.push(setting.into());
+        }
+        argv.extend(args.iter().map(OsString::from));
+        let env = [
+            ("GIT_TERMINAL_PROMPT".into(), "0".into()),
+            ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
+        ];
+        let spec = process::Spec {
+            argv: &argv,
+            cwd: &self.ctx.task.dir,
+            env: &env,
+            timeout: self.ctx.timeout,
+            output_cap: GIT_OUTPUT_CAP,
+            cancel: self.ctx.cancel,
+            separate_stderr: true,
+        };
+        let done = process::run(&spec).map_err(|err| match err {
+            SpawnError::NotFound(_) => "git is not installed".to_string(),
+            other => other.to_string(),
+        })?;
+        match done.exit {
+            Exit::Code(0) if done.dropped == 0 => Ok(done.output),
+            Exit::Code(0) => Err(format!(
+                "git listed more than {} MiB of paths",
+                GIT_OUTPUT_CAP / 1024 / 1024
+            )),
+            Exit::TimedOut => Err("git did not finish within the gate's timeout".into()),
+            _ => Err(String::from_utf8_lossy(&done.errors).trim().to_owned()),
+        }
     }
-}
 
-fn inside_git_work_tree(dir: &Path) -> bool {
-    matches!(git(dir, ["rev-parse", "--is-inside-work-tree"]), Ok(out) if out.starts_with(b"true"))
-}
-
-fn git_changes(dir: &Path, base: &str) -> Result<BTreeSet<String>, String> {
-    let base_exists = git(
-        dir,
-        [
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{base}^{{commit}}"),
-        ],
-    )
-    .is_ok();
-    let mut files = BTreeSet::new();
-    if base_exists {
-        let diff = git(
-            dir,
-            [
-                "diff",
-                "--name-only",
+    fn changes(&self, base: &str, note: Option<&'static str>) -> Result<Changes, Problem> {
+        let worker = |what: &'static str| {
+            move |err: String| {
+                Problem::Worker(format!(
+                    "git cannot read the task's repository ({what}): {err}"
+                ))
+            }
+        };
+        let mut files = BTreeSet::new();
+        let mut findings = Vec::new();
+        let base_exists = self
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{base}^{{commit}}"),
+            ])
+            .is_ok();
+        if base_exists {
+            let diff = self
+                .run(&[
+                    "diff",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--relative",
+                    base,
+                    "--",
+                ])
+                .map_err(worker("diff"))?;
+            files.extend(split_z(&diff));
+        } else if base == "HEAD" {
+            // A repository without commits: everything it tracks is new.
+            files.extend(split_z(
+                &self
+                    .run(&["ls-files", "-z", "--cached"])
+                    .map_err(worker("ls-files"))?,
+            ));
+        } else {
+            return Err(Problem::Judge(format!(
+                "git has no revision `{base}` here; fix `base:` in the rules file or fetch it"
+            )));
+        }
+        // Index flags make git skip a file's changes; a worker may have set them.
+        let flagged = self
+            .run(&["ls-files", "-z", "-v"])
+            .map_err(worker("ls-files -v"))?;
+        for entry in split_z(&flagged) {
+            if let Some((tag, path)) = entry.split_once(' ') {
+                if tag == "S" || tag.chars().all(|c| c.is_ascii_lowercase()) {
+                    findings.push(Finding::in_file(path, "has git's assume-unchanged or skip-worktree flag set, which hides its changes; clear it"));
+                }
+            }
+        }
+        // Only `.gitignore` files may hide untracked files (not `.git/info/exclude`, which the
+        // worker can write), and only committed, unchanged ones: a new or edited `.gitignore`
+        // (even one that ignores itself) makes every untracked file count.
+        let ignored_gitignores = self
+            .run(&[
+                "ls-files",
                 "-z",
-                "--no-renames",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--relative",
-                base,
+                "--others",
+                "--ignored",
+                "--exclude-per-directory=.gitignore",
                 "--",
-            ],
-        )
-        .map_err(|err| format!("git diff against {base} failed: {err}"))?;
-        files.extend(split_z(&diff));
-    } else if base == "HEAD" {
-        // A repository without commits: everything it tracks is new.
-        let cached = git(dir, ["ls-files", "-z", "--cached"])
-            .map_err(|err| format!("git ls-files failed: {err}"))?;
-        files.extend(split_z(&cached));
-    } else {
-        return Err(format!(
-            "git has no revision `{base}` here; fix `base:` in the rules file or fetch it"
-        ));
+                ":(glob)**/.gitignore",
+            ])
+            .map_err(worker("ls-files"))?;
+        let ignore_files_changed =
+            files.iter().any(|f| is_gitignore(f)) || !ignored_gitignores.is_empty();
+        let mut untracked_args = vec!["ls-files", "-z", "--others"];
+        if !ignore_files_changed {
+            untracked_args.push("--exclude-per-directory=.gitignore");
+        }
+        let untracked = self.run(&untracked_args).map_err(worker("ls-files"))?;
+        let mut nested = Vec::new();
+        for path in split_z(&untracked) {
+            // A directory entry is a repository nested in the task: git does not look inside.
+            match path.strip_suffix('/') {
+                Some(dir) => nested.push(format!("{dir}/")),
+                None => {
+                    files.insert(path);
+                }
+            }
+        }
+        if !nested.is_empty() {
+            for entry in taskdir::list(self.ctx.task).files {
+                if nested.iter().any(|dir| entry.rel.starts_with(dir.as_str())) {
+                    files.insert(entry.rel);
+                }
+            }
+        }
+        for file in &files {
+            if is_escaping_link(self.ctx.task, file) {
+                findings.push(Finding::in_file(
+                    file,
+                    "is a link that points outside the task directory",
+                ));
+            }
+        }
+        Ok(Changes {
+            source: Source::Git(base.to_owned()),
+            files,
+            findings,
+            note,
+        })
     }
-    // Only `.gitignore` files in the tree may hide untracked files: a change to one of them is
-    // itself visible. `.git/info/exclude` and `core.excludesFile` are not, and a worker can
-    // write the first, so `--exclude-standard` is not used.
-    let untracked = git(
-        dir,
-        [
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude-per-directory=.gitignore",
-        ],
-    )
-    .map_err(|err| format!("git ls-files failed: {err}"))?;
-    files.extend(split_z(&untracked));
-    Ok(files)
+}
+
+fn is_gitignore(path: &str) -> bool {
+    path == ".gitignore" || path.ends_with("/.gitignore")
+}
+
+fn is_escaping_link(task: &crate::task::Task, rel: &str) -> bool {
+    let path = task.dir.join(rel);
+    path.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+        && !path
+            .canonicalize()
+            .is_ok_and(|target| target.starts_with(&task.dir))
 }
 
 fn split_z(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {

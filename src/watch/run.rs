@@ -117,12 +117,22 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     state.attempt_for(key.clone());
 
     let task_dir = staging::task_dir(&rules.staging, name);
+    let refused = task_dir.as_ref().err().cloned();
+    let task_dir = task_dir.unwrap_or_else(|_| rules.staging.clone());
     let task = protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
         .with_attempt(state.attempt)
         .with_signal(signal);
     let pipeline = rules.pipeline_for(name, None);
 
-    let mut verdict = if let Some(why) = state.escalated.clone() {
+    let mut verdict = if let Some(why) = refused {
+        pipeline::decide_without_running(
+            &rules,
+            pipeline.as_ref().ok().copied(),
+            &task,
+            Decision::Fail,
+            why,
+        )
+    } else if let Some(why) = state.escalated.clone() {
         pipeline::decide_without_running(
             &rules,
             pipeline.as_ref().ok().copied(),

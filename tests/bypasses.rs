@@ -1,0 +1,228 @@
+//! Ways a worker could get past the gate, found in review, each shut and kept shut: forged
+//! baselines, git tricks that hide changes, files the gate could not see, crashes on its output.
+
+mod common;
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::{Project, gate};
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("git");
+    assert!(status.success(), "git {args:?}");
+}
+
+/// A committed repository as the task directory, with a scope gate.
+fn repo(scope: &str) -> Project {
+    let project = Project::new();
+    project
+        .rules(&format!(
+            "version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n{scope}"
+        ))
+        .file("src/lib.rs", "fn a() {}\n")
+        .file("Cargo.lock", "lock\n");
+    let task = project.task_dir();
+    git(&task, &["init", "-q"]);
+    git(&task, &["add", "-A"]);
+    git(&task, &["commit", "-q", "-m", "base"]);
+    project
+}
+
+fn findings_text(verdict: &serde_json::Value, name: &str) -> String {
+    gate(verdict, name)["findings"].to_string()
+}
+
+#[test]
+fn a_gitignore_that_ignores_itself_hides_nothing() {
+    let project = repo("        allow: [\"src/**\"]\n");
+    project
+        .file(".gitignore", "*\n")
+        .file("evil.sh", "rm -rf /\n");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings_text(&verdict, "scope");
+    assert!(
+        found.contains("evil.sh") && found.contains(".gitignore"),
+        "{found}"
+    );
+}
+
+#[test]
+fn git_index_flags_cannot_hide_an_edit() {
+    let project = repo("        readonly: [\"Cargo.lock\"]\n");
+    git(
+        &project.task_dir(),
+        &["update-index", "--assume-unchanged", "Cargo.lock"],
+    );
+    project.file("Cargo.lock", "tampered\n");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        findings_text(&verdict, "scope").contains("assume-unchanged"),
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn files_inside_a_nested_repository_count_as_changes() {
+    let project = repo("        deny: [\"**/*.sh\"]\n");
+    project.file("src/vendor/evil.sh", "echo\n");
+    git(&project.task_dir().join("src/vendor"), &["init", "-q"]);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        findings_text(&verdict, "scope").contains("src/vendor/evil.sh"),
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn a_filter_in_the_workers_git_config_never_runs() {
+    let project = repo("        allow: [\"**\"]\n");
+    let marker = project.path().join("PWNED");
+    git(
+        &project.task_dir(),
+        &[
+            "config",
+            "filter.x.clean",
+            &format!("sh -c 'touch {}; cat'", marker.display()),
+        ],
+    );
+    project
+        .file(".gitattributes", "* filter=x\n")
+        .file("src/lib.rs", "fn b() {}\n");
+    let (code, verdict) = project.verdict();
+    assert!(!marker.exists(), "the repository's filter ran");
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
+#[test]
+fn a_broken_repository_is_the_workers_failure_not_an_error() {
+    let project = repo("        allow: [\"**\"]\n");
+    std::fs::write(project.task_dir().join(".git/index"), "garbage").expect("break index");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(gate(&verdict, "scope")["outcome"], "fail");
+}
+
+#[test]
+fn a_baseline_inside_the_task_directory_is_not_trusted() {
+    // The rules file sits in the task directory, so `state:` is inside it: the worker's to write.
+    let project = Project::new();
+    project.file(
+        "validator.yaml",
+        "version: 1\nstate: .validator\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n        allow: [\"src/**\"]\n",
+    );
+    project
+        .file("src/lib.rs", "fn a() {}\n")
+        .file("evil.sh", "x\n");
+    // A forged baseline listing every current file as unchanged.
+    let forged = serde_json::json!({"schema": "validator.baseline/v1", "task": "task", "taken_at": "x", "files": {}});
+    project.file(".validator/baselines/task.json", &forged.to_string());
+    let output = common::validator()
+        .args(["check", "--format", "json", "-c"])
+        .arg(project.task_dir().join("validator.yaml"))
+        .arg("--task-dir")
+        .arg(project.task_dir())
+        .output()
+        .expect("run");
+    let verdict: serde_json::Value = serde_json::from_slice(&output.stdout).expect("verdict");
+    assert_eq!(output.status.code(), Some(1), "{verdict:#}");
+    let scope = gate(&verdict, "scope");
+    assert!(
+        scope["summary"]
+            .to_string()
+            .contains("baseline inside the task directory was ignored"),
+        "{scope:#}"
+    );
+    assert!(
+        findings_text(&verdict, "scope").contains("evil.sh"),
+        "{scope:#}"
+    );
+}
+
+#[test]
+fn a_link_out_of_the_task_is_a_scope_violation_without_git() {
+    let project = Project::new();
+    project.rules(&common::pipeline(
+        "      - name: scope\n        rule: file-scope\n        allow: [\"**\"]\n",
+    ));
+    std::os::unix::fs::symlink("/etc/passwd", project.task_dir().join("leak")).expect("link");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        findings_text(&verdict, "scope").contains("points outside"),
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn a_forbidden_file_inside_a_nested_git_directory_is_seen() {
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - name: outputs\n        rule: exists\n        forbid: [\"**/*.orig\"]\n",
+        ))
+        .file("docs/.git/p.orig", "x\n");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+}
+
+#[test]
+fn crlf_output_with_multibyte_text_does_not_crash_the_gate() {
+    let project = Project::new();
+    project.rules(&common::pipeline(
+        "      - name: lint\n        rule: lint\n        run: [\"python3\", \"-c\", \"import sys; sys.stdout.buffer.write(b'a\\\\r\\\\n' * 2 + 'é\\\\r\\\\n'.encode() + b'x\\\\r\\\\n' * 40)\"]\n",
+    ));
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
+#[test]
+fn a_missing_script_or_cwd_in_the_task_fails_the_worker() {
+    let project = Project::new();
+    project.rules(&common::pipeline(
+        "      - name: script\n        rule: test\n        run: [\"./run-tests.sh\"]\n        on_fail: CONTINUE\n      - name: sub\n        rule: test\n        run: [\"true\"]\n        cwd: pkg\n",
+    ));
+    let (code, verdict) = project.verdict();
+    assert_eq!(gate(&verdict, "script")["outcome"], "fail", "{verdict:#}");
+    assert_eq!(gate(&verdict, "sub")["outcome"], "fail", "{verdict:#}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_non_utf8_name_starting_with_a_dash_reaches_the_command_intact() {
+    let project = Project::new();
+    project.rules(&common::pipeline(
+        "      - name: lint\n        rule: lint\n        run: [\"sh\", \"-c\", \"for a; do [ -e \\\"$a\\\" ] || { echo \\\"missing $a\\\"; exit 1; }; done\", \"sh\"]\n        files: [\"*.py\"]\n",
+    ));
+    let name = std::ffi::OsStr::from_bytes(b"-\xff.py");
+    std::fs::write(project.task_dir().join(name), "x\n").expect("write");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
+#[test]
+fn durations_too_long_to_add_to_a_clock_are_refused_at_load() {
+    let project = Project::new();
+    project.rules("version: 1\ndefaults:\n  budget: 18446744073709551615s\npipelines:\n  - name: main\n    gates:\n      - name: status\n        rule: status\n");
+    project
+        .check()
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("longest allowed duration"));
+}
