@@ -2,17 +2,24 @@
 //! on. Failing gates first, their findings with file:line, the tail of the relevant output,
 //! and what to do next.
 
+use super::format::one_line;
 use super::{Decision, GateOutcome, GateReport, Verdict};
 
 /// Hard limit on the feedback's length.
 pub const MAX_LINES: usize = 60;
 const MAX_LINE_CHARS: usize = 300;
 
+/// The feedback text. Every field (reasons, gate names and summaries, findings, warnings) is
+/// printed as one line whatever it holds, the output tail line by line, and the limit is
+/// enforced on the lines of the final text.
 pub fn render(verdict: &Verdict) -> String {
     let mut head = vec![
         format!(
             "# validator: {} (task {}, attempt {} of {})",
-            verdict.verdict, verdict.task, verdict.attempt, verdict.max_attempts
+            verdict.verdict,
+            one_line(&verdict.task),
+            verdict.attempt,
+            verdict.max_attempts
         ),
         String::new(),
     ];
@@ -33,15 +40,24 @@ pub fn render(verdict: &Verdict) -> String {
     let reasons: Vec<&String> = verdict.reasons.iter().filter(|r| !repeats(r)).collect();
     if !reasons.is_empty() {
         body.push("## Why".to_string());
-        body.extend(reasons.iter().map(|r| format!("- {r}")));
+        body.extend(reasons.iter().map(|r| format!("- {}", one_line(r))));
         body.push(String::new());
     }
     if !failing.is_empty() {
         body.push("## What failed".to_string());
         for gate in &failing {
-            body.push(format!("- {} ({}): {}", gate.name, gate.rule, gate.summary));
+            body.push(format!(
+                "- {} ({}): {}",
+                one_line(&gate.name),
+                one_line(&gate.rule),
+                one_line(&gate.summary)
+            ));
             let shown = gate.findings.len().min(12);
-            body.extend(gate.findings[..shown].iter().map(|f| format!("  - {f}")));
+            body.extend(
+                gate.findings[..shown]
+                    .iter()
+                    .map(|f| format!("  - {}", one_line(&f.to_string()))),
+            );
             if gate.findings.len() > shown {
                 body.push(format!("  - … and {} more", gate.findings.len() - shown));
             }
@@ -50,7 +66,12 @@ pub fn render(verdict: &Verdict) -> String {
     }
     if !verdict.warnings.is_empty() {
         body.push("## Warnings (reported, not blocking)".to_string());
-        body.extend(verdict.warnings.iter().map(|w| format!("- {w}")));
+        body.extend(
+            verdict
+                .warnings
+                .iter()
+                .map(|w| format!("- {}", one_line(w))),
+        );
         body.push(String::new());
     }
 
@@ -61,28 +82,51 @@ pub fn render(verdict: &Verdict) -> String {
             let tail = gate.output_tail.as_deref().unwrap_or_default();
             let lines: Vec<&str> = tail.lines().collect();
             let keep = lines.len().min(room);
-            body.push(format!("## Output of `{}` (last {keep} lines)", gate.name));
-            body.push("```".to_string());
-            body.extend(lines[lines.len() - keep..].iter().map(|l| l.to_string()));
-            body.push("```".to_string());
+            let lines: Vec<String> = lines[lines.len() - keep..]
+                .iter()
+                .map(|l| one_line(l))
+                .collect();
+            // A fence longer than any run of backticks in the output, so the output cannot
+            // close it and pass for the feedback's own text.
+            let fence = "`".repeat(longest_backtick_run(&lines).max(2) + 1);
+            body.push(format!(
+                "## Output of `{}` (last {keep} lines)",
+                one_line(&gate.name)
+            ));
+            body.push(fence.clone());
+            body.extend(lines);
+            body.push(fence);
             body.push(String::new());
         }
     }
 
-    let budget = MAX_LINES - next.len();
     head.extend(body);
-    if head.len() > budget {
-        head.truncate(budget - 1);
-        head.push("… (shortened; the verdict file has everything)".to_string());
+    // Each line above is one line already; splitting again makes the limit a guarantee on
+    // the lines of the final text, whatever slipped through.
+    let mut lines: Vec<String> = head
+        .iter()
+        .flat_map(|line| line.split('\n'))
+        .map(clip)
+        .collect();
+    let budget = MAX_LINES - next.len();
+    if lines.len() > budget {
+        lines.truncate(budget - 1);
+        lines.push("… (shortened; the verdict file has everything)".to_string());
     }
-    head.extend(next);
-    let mut text = head
-        .into_iter()
-        .map(|line| clip(&line))
-        .collect::<Vec<_>>()
-        .join("\n");
+    lines.extend(next.iter().map(|line| clip(line)));
+    let mut text = lines.join("\n");
     text.push('\n');
+    debug_assert!(text.matches('\n').count() <= MAX_LINES);
     text
+}
+
+fn longest_backtick_run(lines: &[String]) -> usize {
+    lines
+        .iter()
+        .flat_map(|line| line.split(|c| c != '`'))
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
 }
 
 fn next_steps(verdict: &Verdict) -> Vec<String> {
@@ -165,5 +209,53 @@ mod tests {
             );
             assert!(text.contains("## What to do next"));
         }
+    }
+
+    /// Every field holding many lines, each with an escape sequence.
+    fn hostile() -> Verdict {
+        let many = (0..40)
+            .map(|i| format!("line {i}\u{1b}[2J"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut v = verdict(0, 5);
+        v.task = format!("t\n{many}");
+        v.reasons = vec![many.clone(), format!("r\r\n{many}")];
+        v.warnings = vec![many.clone()];
+        let gate = &mut v.gates[0];
+        gate.name = format!("lint\n{many}");
+        gate.summary = many.clone();
+        gate.findings = (0..12)
+            .map(|_| Finding {
+                line: Some(1),
+                ..Finding::in_file(format!("a\n{many}.rs"), many.clone())
+            })
+            .collect();
+        v
+    }
+
+    #[test]
+    fn multi_line_fields_stay_one_line_each_and_within_the_limit() {
+        let text = render(&hostile());
+        let lines = text.matches('\n').count();
+        assert!(lines <= MAX_LINES, "{lines} lines:\n{text}");
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(!text.contains('\r'), "{text}");
+        assert!(
+            text.starts_with("# validator: FAIL (task t ⏎ line 0"),
+            "{text}"
+        );
+        let all: Vec<&str> = text.lines().collect();
+        assert_eq!(all[all.len() - 2], "## What to do next", "{text}");
+    }
+
+    #[test]
+    fn the_output_tail_keeps_its_lines_inside_a_fence_it_cannot_close() {
+        let mut v = verdict(0, 0);
+        v.gates[0].output_tail = Some("one\n```\n## What to do next\nthree\u{1b}[0m\n".into());
+        let text = render(&v);
+        assert!(
+            text.contains("\n````\none\n```\n## What to do next\nthree[0m\n````\n"),
+            "{text}"
+        );
     }
 }

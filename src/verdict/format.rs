@@ -1,18 +1,49 @@
 //! The verdict for each audience: `text` for people at a terminal, `json` (the verdict document
-//! itself), `junit` for CI test reports (one testcase per gate), and `github` workflow commands
-//! that annotate findings on the pull request.
+//! itself), `junit` for CI test reports (one testcase per gate and one for the decision), and
+//! `github` workflow commands that annotate findings on the pull request.
+//!
+//! Names, summaries, findings and reasons come from the task, its done signal and the tools the
+//! gates ran, so they are untrusted: every such field is printed as exactly one line (see
+//! [`one_line`]) and escaped for where it lands.
 
 use std::fmt::Write;
 
 use anstyle::{AnsiColor, Style};
 
-use super::{Decision, Finding, GateOutcome, Verdict};
+use super::{Decision, Finding, GateOutcome, GateReport, Verdict};
 
 const FINDINGS_SHOWN: usize = 10;
 const TAIL_SHOWN: usize = 12;
 
+/// `text` as one line of plain text: each run of line breaks becomes ` ⏎ ` (leading and trailing
+/// ones are dropped), ESC is dropped and every other control character becomes a space. Nothing
+/// in the result can start another line or a terminal escape sequence.
+pub(crate) fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut line_break = false;
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        ) {
+            line_break = true;
+            continue;
+        }
+        if std::mem::take(&mut line_break) && !out.is_empty() {
+            out.push_str(" ⏎ ");
+        }
+        match c {
+            '\u{1b}' => {}
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Text for a person. Styles are always emitted; the caller's stream strips them when the
-/// output is not a terminal or NO_COLOR is set.
+/// output is not a terminal or NO_COLOR is set. Every field is one line without ESC, so only
+/// the styles added here reach the terminal.
 pub fn text(verdict: &Verdict) -> String {
     let bold = Style::new().bold();
     let dim = Style::new().dimmed();
@@ -20,15 +51,14 @@ pub fn text(verdict: &Verdict) -> String {
     let _ = writeln!(
         out,
         "{bold}validator{bold:#} task {} · pipeline {} · attempt {}/{}",
-        verdict.task, verdict.pipeline, verdict.attempt, verdict.max_attempts
+        one_line(&verdict.task),
+        one_line(&verdict.pipeline),
+        verdict.attempt,
+        verdict.max_attempts
     );
-    let width = verdict
-        .gates
-        .iter()
-        .map(|g| g.name.len())
-        .max()
-        .unwrap_or(0);
-    for gate in &verdict.gates {
+    let names: Vec<String> = verdict.gates.iter().map(|g| one_line(&g.name)).collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for (gate, name) in verdict.gates.iter().zip(&names) {
         let (mark, style) = match gate.outcome {
             GateOutcome::Pass => ("✓", AnsiColor::Green.on_default()),
             GateOutcome::Cached => ("✓", AnsiColor::Green.on_default()),
@@ -43,14 +73,13 @@ pub fn text(verdict: &Verdict) -> String {
         };
         let _ = writeln!(
             out,
-            "  {style}{mark} {:<width$}  {:<7}{style:#} {dim}{time:>7}{dim:#}  {}",
-            gate.name,
+            "  {style}{mark} {name:<width$}  {:<7}{style:#} {dim}{time:>7}{dim:#}  {}",
             gate.outcome.as_str(),
-            gate.summary
+            one_line(&gate.summary)
         );
         if matches!(gate.outcome, GateOutcome::Fail | GateOutcome::Error) {
             for finding in gate.findings.iter().take(FINDINGS_SHOWN) {
-                let _ = writeln!(out, "      {finding}");
+                let _ = writeln!(out, "      {}", one_line(&finding.to_string()));
             }
             if gate.findings.len() > FINDINGS_SHOWN {
                 let _ = writeln!(
@@ -65,7 +94,7 @@ pub fn text(verdict: &Verdict) -> String {
                 if let Some(tail) = &gate.output_tail {
                     let lines: Vec<&str> = tail.lines().collect();
                     for line in &lines[lines.len().saturating_sub(TAIL_SHOWN)..] {
-                        let _ = writeln!(out, "      {dim}│{dim:#} {line}");
+                        let _ = writeln!(out, "      {dim}│{dim:#} {}", one_line(line));
                     }
                 }
             }
@@ -80,9 +109,9 @@ pub fn text(verdict: &Verdict) -> String {
     let _ = write!(out, "{decision_style}{}{decision_style:#}", verdict.verdict);
     match verdict.reasons.first() {
         Some(first) => {
-            let _ = writeln!(out, "  {first}");
+            let _ = writeln!(out, "  {}", one_line(first));
             for reason in &verdict.reasons[1..] {
-                let _ = writeln!(out, "      {reason}");
+                let _ = writeln!(out, "      {}", one_line(reason));
             }
         }
         None => {
@@ -101,7 +130,7 @@ pub fn text(verdict: &Verdict) -> String {
     }
     let warn = AnsiColor::Yellow.on_default();
     for warning in &verdict.warnings {
-        let _ = writeln!(out, "{warn}warning{warn:#}: {warning}");
+        let _ = writeln!(out, "{warn}warning{warn:#}: {}", one_line(warning));
     }
     out
 }
@@ -114,69 +143,137 @@ fn human_ms(ms: u64) -> String {
     }
 }
 
-/// JUnit XML: one testsuite, one testcase per gate.
+/// The warning under which `gate`'s failure was routed on (`on_fail: CONTINUE`, a jump, PASS),
+/// if it was: the run records such a failure as `name: summary` in `verdict.warnings`.
+fn routed_on<'v>(verdict: &'v Verdict, gate: &GateReport) -> Option<&'v str> {
+    if gate.outcome != GateOutcome::Fail {
+        return None;
+    }
+    let line = format!("{}: {}", gate.name, gate.summary);
+    let prefix = format!("{}:", gate.name);
+    verdict
+        .warnings
+        .iter()
+        .find(|w| **w == line)
+        .or_else(|| verdict.warnings.iter().find(|w| w.starts_with(&prefix)))
+        .map(String::as_str)
+}
+
+/// JUnit XML: one testsuite; one testcase per gate run, then a testcase named `verdict` that
+/// fails (or errs) exactly when the run's decision is not PASS, so a CI report agrees with the
+/// exit code. A gate whose failure was routed on is a passing testcase carrying its warning.
 pub fn junit(verdict: &Verdict) -> String {
-    let count = |outcome: GateOutcome| {
-        verdict
-            .gates
-            .iter()
-            .filter(|g| g.outcome == outcome)
-            .count()
-    };
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuite name=\"validator.{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\">",
-        xml(&verdict.pipeline),
-        verdict.gates.len(),
-        count(GateOutcome::Fail),
-        count(GateOutcome::Error),
-        count(GateOutcome::Skipped),
-        verdict.duration_ms as f64 / 1000.0
-    );
+    let pipeline = xml(&verdict.pipeline);
+    let (mut failures, mut errors, mut skipped) = (0, 0, 0);
+    let mut cases = String::new();
     for gate in &verdict.gates {
         let _ = write!(
-            out,
-            "  <testcase classname=\"validator.{}.{}\" name=\"{}\" time=\"{:.3}\"",
-            xml(&verdict.pipeline),
+            cases,
+            "  <testcase classname=\"validator.{pipeline}.{}\" name=\"{}\" time=\"{}\"",
             xml(&gate.rule),
             xml(&gate.name),
-            gate.duration_ms as f64 / 1000.0
+            seconds(gate.duration_ms)
         );
-        let element = match gate.outcome {
-            GateOutcome::Fail => Some("failure"),
-            GateOutcome::Error => Some("error"),
-            _ => None,
-        };
-        match (element, gate.outcome) {
-            (Some(element), _) => {
-                let mut body = String::new();
-                for finding in &gate.findings {
-                    let _ = writeln!(body, "{finding}");
-                }
-                if let Some(tail) = &gate.output_tail {
-                    let _ = writeln!(body, "{tail}");
-                }
+        match (gate.outcome, routed_on(verdict, gate)) {
+            (GateOutcome::Fail, Some(warning)) => {
+                let body = format!("warning: {warning}\n{}", gate_details(gate));
                 let _ = writeln!(
-                    out,
-                    ">\n    <{element} message=\"{}\">{}</{element}>\n  </testcase>",
-                    xml(&gate.summary),
+                    cases,
+                    ">\n    <system-out>{}</system-out>\n  </testcase>",
                     xml(&body)
                 );
             }
-            (None, GateOutcome::Skipped) => {
+            (outcome @ (GateOutcome::Fail | GateOutcome::Error), None) => {
+                let element = if outcome == GateOutcome::Fail {
+                    failures += 1;
+                    "failure"
+                } else {
+                    errors += 1;
+                    "error"
+                };
                 let _ = writeln!(
-                    out,
+                    cases,
+                    ">\n    <{element} message=\"{}\">{}</{element}>\n  </testcase>",
+                    xml(&gate.summary),
+                    xml(&gate_details(gate))
+                );
+            }
+            (GateOutcome::Skipped, _) => {
+                skipped += 1;
+                let _ = writeln!(
+                    cases,
                     ">\n    <skipped message=\"not reached\"/>\n  </testcase>"
                 );
             }
             _ => {
-                let _ = writeln!(out, "/>");
+                let _ = writeln!(cases, "/>");
             }
         }
     }
+
+    // The decision itself: a broken done signal, the loop guard, the budget or on_pass: BLOCK
+    // decide a run without any gate failing. It takes no time of its own (the suite's time is
+    // the run's).
+    let _ = write!(
+        cases,
+        "  <testcase classname=\"validator.{pipeline}\" name=\"verdict\" time=\"0.000\""
+    );
+    let element = match verdict.verdict {
+        Decision::Pass => None,
+        Decision::Error => {
+            errors += 1;
+            Some("error")
+        }
+        Decision::Fail | Decision::Blocked | Decision::Escalated => {
+            failures += 1;
+            Some("failure")
+        }
+    };
+    match element {
+        Some(element) => {
+            let mut body = String::new();
+            for reason in &verdict.reasons {
+                let _ = writeln!(body, "{reason}");
+            }
+            let _ = writeln!(
+                cases,
+                ">\n    <{element} message=\"{}\" type=\"{}\">{}</{element}>\n  </testcase>",
+                verdict.verdict,
+                verdict.verdict,
+                xml(&body)
+            );
+        }
+        None => {
+            let _ = writeln!(cases, "/>");
+        }
+    }
+
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuite name=\"validator.{pipeline}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">",
+        verdict.gates.len() + 1,
+        seconds(verdict.duration_ms)
+    );
+    out.push_str(&cases);
     out.push_str("</testsuite>\n");
     out
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.3}", ms as f64 / 1000.0)
+}
+
+/// A gate's findings, then its output's tail.
+fn gate_details(gate: &GateReport) -> String {
+    let mut body = String::new();
+    for finding in &gate.findings {
+        let _ = writeln!(body, "{finding}");
+    }
+    if let Some(tail) = &gate.output_tail {
+        let _ = writeln!(body, "{tail}");
+    }
+    body
 }
 
 /// Escapes text for XML, dropping characters XML 1.0 cannot hold at all.
@@ -198,17 +295,14 @@ fn xml(text: &str) -> String {
 }
 
 /// GitHub Actions workflow commands: an annotation per finding (or per failing gate without
-/// findings), then the decision as a plain line.
+/// findings), then the decision and its reasons as plain lines. Every line printed is one line:
+/// annotation properties and data are escaped ([`property`], [`data`]), and plain text goes
+/// through [`github_plain`], so nothing a worker or a tool wrote can issue a command.
 pub fn github(verdict: &Verdict) -> String {
     let mut out = String::new();
-    let warned: Vec<&str> = verdict
-        .warnings
-        .iter()
-        .filter_map(|w| w.split(':').next())
-        .collect();
     for gate in &verdict.gates {
         let level = match gate.outcome {
-            GateOutcome::Fail if warned.contains(&gate.name.as_str()) => "warning",
+            GateOutcome::Fail if routed_on(verdict, gate).is_some() => "warning",
             GateOutcome::Fail | GateOutcome::Error => "error",
             _ => continue,
         };
@@ -232,13 +326,60 @@ pub fn github(verdict: &Verdict) -> String {
     }
     let _ = writeln!(
         out,
-        "validator: {} ({} / {})",
-        verdict.verdict, verdict.task, verdict.pipeline
+        "{}",
+        github_plain(&format!(
+            "validator: {} ({} / {})",
+            verdict.verdict, verdict.task, verdict.pipeline
+        ))
     );
     for reason in &verdict.reasons {
-        let _ = writeln!(out, "  {reason}");
+        let _ = writeln!(out, "{}", github_plain(&format!("  {reason}")));
     }
     out
+}
+
+/// A plain (non-command) line for the GitHub runner's log that the runner cannot take for a
+/// workflow command: [`one_line`], without invisible (default-ignorable) characters, not
+/// starting with `::` once the leading whitespace the runner trims is gone, and without the
+/// legacy `##[command]` prefix, which the runner looks for anywhere in a line.
+fn github_plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in one_line(text).chars().filter(|&c| !ignorable(c)) {
+        if c == '[' && out.ends_with("##") {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    let indent = out.len() - out.trim_start().len();
+    if out[indent..].starts_with("::") {
+        out.insert(indent + 1, ' ');
+    }
+    out
+}
+
+/// Unicode's default-ignorable code points: invisible, and skipped by culture-aware matching,
+/// so `#\u{AD}#[` could still read as `##[`.
+fn ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{AD}'
+            | '\u{34F}'
+            | '\u{61C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
 }
 
 fn annotation_properties(finding: &Finding, title: &str) -> String {
@@ -269,6 +410,52 @@ fn property(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::{SCHEMA, SignalInfo};
+
+    fn gate(name: &str, outcome: GateOutcome, summary: &str) -> GateReport {
+        GateReport {
+            name: name.into(),
+            rule: "lint".into(),
+            outcome,
+            duration_ms: 5,
+            exit_code: None,
+            summary: summary.into(),
+            findings: Vec::new(),
+            output_tail: None,
+        }
+    }
+
+    fn verdict(decision: Decision, gates: Vec<GateReport>, reasons: &[&str]) -> Verdict {
+        Verdict {
+            schema: SCHEMA.into(),
+            task: "t".into(),
+            verdict: decision,
+            attempt: 1,
+            max_attempts: 3,
+            pipeline: "p".into(),
+            signal: SignalInfo::default(),
+            started_at: String::new(),
+            duration_ms: 10,
+            gates,
+            reasons: reasons.iter().map(|r| r.to_string()).collect(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The testcase named `name`, from its opening tag to the next one.
+    fn case<'x>(xml: &'x str, name: &str) -> &'x str {
+        xml.split("<testcase ")
+            .find(|c| c.contains(&format!("name=\"{name}\"")))
+            .unwrap_or_else(|| panic!("no testcase {name} in {xml}"))
+    }
+
+    fn attribute<'x>(xml: &'x str, key: &str) -> &'x str {
+        let start = xml.find(&format!(" {key}=\"")).expect("attribute") + key.len() + 3;
+        let len = xml[start..].find('"').expect("closing quote");
+        &xml[start..start + len]
+    }
+
+    const INJECTED: &str = "x\n::error file=a,line=1::forged\r\n::add-mask::validator\n";
 
     #[test]
     fn xml_escapes_markup_and_drops_control_characters() {
@@ -290,5 +477,183 @@ mod tests {
             "file=src/a%2Cb%3Ac.rs,line=3,col=4,title=validator lint"
         );
         assert_eq!(data("50% done\nnext"), "50%25 done%0Anext");
+    }
+
+    #[test]
+    fn one_line_collapses_breaks_and_drops_escapes() {
+        assert_eq!(one_line("a\r\nb\n\nc\n"), "a ⏎ b ⏎ c");
+        assert_eq!(one_line("\nlead\u{2028}x"), "lead ⏎ x");
+        assert_eq!(
+            one_line("\u{1b}[31mred\u{1b}[0m\tend\u{7}"),
+            "[31mred[0m end "
+        );
+        assert_eq!(one_line("plain text"), "plain text");
+    }
+
+    #[test]
+    fn github_prints_one_line_per_reason_and_no_forged_command() {
+        let mut v = verdict(
+            Decision::Blocked,
+            vec![gate(
+                "status",
+                GateOutcome::Fail,
+                &format!("STATUS: BLOCKED: {INJECTED}"),
+            )],
+            &[
+                &format!("status: worker reported BLOCKED: {INJECTED}"),
+                "::warning::starts like a command",
+                "a ##[error]legacy and #\u{AD}#[add-mask]hidden",
+            ],
+        );
+        v.task = "task\n::error::in the name".into();
+        let out = github(&v);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 5, "{out}");
+        assert!(
+            lines[0].starts_with("::error title=validator status::"),
+            "{out}"
+        );
+        for line in &lines[1..] {
+            assert!(!line.trim_start().starts_with("::"), "{out}");
+            assert!(!line.contains("##["), "{out}");
+        }
+        assert!(
+            lines[2].contains("x ⏎ ::error file=a,line=1::forged"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn github_plain_neutralises_command_prefixes() {
+        assert_eq!(github_plain("  ::error::x"), "  : :error::x");
+        assert_eq!(github_plain("\u{200B}::x"), ": :x");
+        assert_eq!(github_plain("a ###[b]"), "a ### [b]");
+        assert_eq!(github_plain("#\u{AD}#[x]"), "## [x]");
+        assert_eq!(
+            github_plain("validator: PASS (t / p)"),
+            "validator: PASS (t / p)"
+        );
+    }
+
+    #[test]
+    fn github_warns_for_routed_failures_even_when_names_hold_colons() {
+        let mut v = verdict(
+            Decision::Pass,
+            vec![gate("lint:strict", GateOutcome::Fail, "2 findings")],
+            &[],
+        );
+        v.warnings = vec!["lint:strict: 2 findings".into()];
+        assert!(github(&v).starts_with("::warning "), "{}", github(&v));
+    }
+
+    #[test]
+    fn text_keeps_every_field_on_its_line_without_escapes() {
+        let mut failing = gate("bad\nname", GateOutcome::Fail, "sum\nmary\u{1b}[2J");
+        failing.findings = vec![Finding::in_file("a\nb.rs", "msg\u{1b}]0;title\u{7}\nmore")];
+        failing.output_tail = Some("one\u{1b}[31m\ntwo\r\n".into());
+        let mut v = verdict(Decision::Fail, vec![failing], &["r1\nforged", "r2"]);
+        v.warnings = vec!["w\nx".into()];
+        let out = text(&v);
+        let plain = anstream::adapter::strip_str(&out).to_string();
+        assert_eq!(plain.lines().count(), 9, "{plain}");
+        // Only styles validator adds reach the terminal: each ESC begins one of them.
+        for (at, _) in out.match_indices('\u{1b}') {
+            assert!(out[at..].starts_with("\u{1b}["), "{out:?}");
+            let styled = &out[at + 2..];
+            let end = styled.find('m').expect("SGR");
+            assert!(
+                styled[..end]
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == ';'),
+                "{out:?}"
+            );
+        }
+        assert!(plain.contains("bad ⏎ name"), "{plain}");
+        assert!(plain.contains("FAIL  r1 ⏎ forged"), "{plain}");
+    }
+
+    #[test]
+    fn junit_has_a_verdict_testcase_that_agrees_with_the_decision() {
+        for (decision, element) in [
+            (Decision::Fail, Some("failure")),
+            (Decision::Blocked, Some("failure")),
+            (Decision::Escalated, Some("failure")),
+            (Decision::Error, Some("error")),
+            (Decision::Pass, None),
+        ] {
+            let v = verdict(
+                decision,
+                vec![gate("a", GateOutcome::Skipped, "")],
+                &["first <reason>", "second"],
+            );
+            let out = junit(&v);
+            let verdict_case = case(&out, "verdict");
+            assert!(verdict_case.contains("classname=\"validator.p\""), "{out}");
+            match element {
+                Some(element) => {
+                    assert!(
+                        verdict_case.contains(&format!("<{element} message=\"{decision}\"")),
+                        "{out}"
+                    );
+                    assert!(
+                        verdict_case.contains("first &lt;reason&gt;\nsecond"),
+                        "{out}"
+                    );
+                }
+                None => assert!(
+                    !verdict_case.contains("<failure") && !verdict_case.contains("<error"),
+                    "{out}"
+                ),
+            }
+            assert_eq!(attribute(&out, "tests"), "2", "{out}");
+            assert_eq!(attribute(&out, "skipped"), "1", "{out}");
+            let failures = usize::from(element == Some("failure"));
+            let errors = usize::from(element == Some("error"));
+            assert_eq!(attribute(&out, "failures"), failures.to_string(), "{out}");
+            assert_eq!(attribute(&out, "errors"), errors.to_string(), "{out}");
+            assert_eq!(out.matches("<failure ").count(), failures, "{out}");
+            assert_eq!(out.matches("<error ").count(), errors, "{out}");
+        }
+    }
+
+    #[test]
+    fn junit_reports_a_failure_routed_on_as_a_passing_testcase_with_its_warning() {
+        let mut v = verdict(
+            Decision::Pass,
+            vec![
+                gate("soft", GateOutcome::Fail, "1 finding"),
+                gate("ok", GateOutcome::Pass, "fine"),
+            ],
+            &[],
+        );
+        v.warnings = vec!["soft: 1 finding".into()];
+        let out = junit(&v);
+        assert_eq!(attribute(&out, "tests"), "3", "{out}");
+        assert_eq!(attribute(&out, "failures"), "0", "{out}");
+        assert_eq!(attribute(&out, "errors"), "0", "{out}");
+        let soft = case(&out, "soft");
+        assert!(
+            soft.contains("<system-out>warning: soft: 1 finding"),
+            "{out}"
+        );
+        assert!(!out.contains("<failure"), "{out}");
+    }
+
+    #[test]
+    fn junit_counts_failed_and_errored_gates_and_the_verdict() {
+        let v = verdict(
+            Decision::Error,
+            vec![
+                gate("a", GateOutcome::Fail, "bad"),
+                gate("b", GateOutcome::Error, "broken"),
+                gate("c", GateOutcome::Cached, "cached"),
+            ],
+            &["b: broken"],
+        );
+        let out = junit(&v);
+        assert_eq!(attribute(&out, "tests"), "4", "{out}");
+        assert_eq!(attribute(&out, "failures"), "1", "{out}");
+        assert_eq!(attribute(&out, "errors"), "2", "{out}");
+        assert_eq!(out.matches("<testcase ").count(), 4, "{out}");
     }
 }
