@@ -124,22 +124,11 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         .with_signal(signal);
     let pipeline = rules.pipeline_for(name, None);
 
-    let mut verdict = if let Some(why) = refused {
-        pipeline::decide_without_running(
-            &rules,
-            pipeline.as_ref().ok().copied(),
-            &task,
-            Decision::Fail,
-            why,
-        )
+    // Reasons to decide without running any gate, in order of precedence.
+    let precluded = if let Some(why) = refused {
+        Some((Decision::Fail, why))
     } else if let Some(why) = state.escalated.clone() {
-        pipeline::decide_without_running(
-            &rules,
-            pipeline.as_ref().ok().copied(),
-            &task,
-            Decision::Escalated,
-            why,
-        )
+        Some((Decision::Escalated, why))
     } else if state.attempt > rules.defaults.max_attempts {
         let why = format!(
             "attempt {} is over max_attempts ({}): a person must look; `validator reset {name}` after deciding",
@@ -152,39 +141,33 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
             "escalated",
             json!({"breaker": "max_attempts", "reason": why}),
         );
-        pipeline::decide_without_running(
-            &rules,
-            pipeline.as_ref().ok().copied(),
-            &task,
-            Decision::Escalated,
-            why,
-        )
+        Some((Decision::Escalated, why))
     } else {
-        match pipeline {
-            Ok(pipeline) => {
-                shared.events.record(
-                    Some(name),
-                    agent,
-                    "run_started",
-                    json!({"pipeline": pipeline.name, "attempt": state.attempt}),
-                );
-                let observer = GateEvents {
-                    log: &shared.events,
-                    agent,
-                };
-                let supervision = Supervision {
-                    cancel: Some(&shared.cancel),
-                    observer: Some(&observer),
-                };
-                pipeline::run_with(&rules, pipeline, &task, supervision)
-            }
-            Err(err) => pipeline::decide_without_running(
-                &rules,
-                None,
-                &task,
-                Decision::Error,
-                err.to_string(),
-            ),
+        None
+    };
+    let mut verdict = match (precluded, pipeline) {
+        (Some((decision, why)), pipeline) => {
+            pipeline::decide_without_running(&rules, pipeline.ok(), &task, decision, why)
+        }
+        (None, Ok(pipeline)) => {
+            shared.events.record(
+                Some(name),
+                agent,
+                "run_started",
+                json!({"pipeline": pipeline.name, "attempt": state.attempt}),
+            );
+            let observer = GateEvents {
+                log: &shared.events,
+                agent,
+            };
+            let supervision = Supervision {
+                cancel: Some(&shared.cancel),
+                observer: Some(&observer),
+            };
+            pipeline::run_with(&rules, pipeline, &task, supervision)
+        }
+        (None, Err(err)) => {
+            pipeline::decide_without_running(&rules, None, &task, Decision::Error, err.to_string())
         }
     };
     if shared.cancel.is_cancelled() {
