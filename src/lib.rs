@@ -34,6 +34,7 @@ pub mod task;
 pub mod taskdir;
 pub mod verdict;
 pub mod watch;
+pub mod yaml;
 
 pub use config::Rules;
 pub use error::{ConfigError, Error};

@@ -2,7 +2,7 @@
 //! (DESIGN section 4). The body is untrusted: it is size-capped, never executed, and a body
 //! that does not parse becomes a reason to fail, never a crash.
 
-use std::fs::File;
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 use std::time::SystemTime;
@@ -14,6 +14,20 @@ use crate::error::Error;
 
 /// Bodies larger than this are refused without being parsed.
 pub const MAX_BODY: usize = 1024 * 1024;
+
+/// An oversized body's identity is its whole file's hash only up to this size; past it, hashing
+/// would take too long (a 20 GB sparse file), and the body is refused anyway.
+pub const MAX_HASHED: u64 = 64 * 1024 * 1024;
+
+/// The keys of a report, as a YAML mapping spells them.
+const REPORT_KEYS: &[&str] = &[
+    "agent",
+    "status",
+    "summary",
+    "reason",
+    "task",
+    "files_touched",
+];
 
 /// What the worker reported about its own run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -66,26 +80,38 @@ impl Signal {
         }
     }
 
-    /// Reads a done file, never more than `MAX_BODY + 1` bytes of it.
+    /// Reads a done file, never more than `MAX_BODY + 1` bytes of it. Only a regular file is
+    /// opened: a FIFO, a device (`/dev/zero`) or a socket is refused with [`Error::Read`] rather
+    /// than blocking or never ending, as the watcher reads every signal it sees.
+    ///
+    /// The identity of an oversized body is the whole file's hash (what `sha256sum` says) when
+    /// the file is at most [`MAX_HASHED`] bytes, else the hash of the head that was read; either
+    /// way such a signal is refused.
     pub fn read(path: &Path) -> Result<Self, Error> {
         let read_err = |source| Error::Read {
             path: path.to_path_buf(),
             source,
         };
-        let mut file = File::open(path).map_err(read_err)?;
-        let mtime = file.metadata().and_then(|m| m.modified()).ok();
+        let mut file = crate::taskdir::open_regular(path).map_err(read_err)?;
+        let metadata = file.metadata().ok();
+        let mtime = metadata.as_ref().and_then(|m| m.modified().ok());
+        let size = metadata.map(|m| m.len());
         let mut body = Vec::new();
         (&mut file)
             .take(MAX_BODY as u64 + 1)
             .read_to_end(&mut body)
             .map_err(read_err)?;
         let mut signal = Signal::from_bytes(&body, mtime);
-        if body.len() > MAX_BODY {
-            // The identity is the whole file's hash (what `sha256sum` says), though only the
-            // head was kept; the rest streams through the hasher.
+        if body.len() > MAX_BODY && size.is_some_and(|size| size <= MAX_HASHED) {
+            // Only the head was kept; the rest streams through the hasher, never past
+            // MAX_HASHED even if the file grows meanwhile.
             let mut hasher = Sha256::new();
             hasher.update(&body);
-            std::io::copy(&mut file, &mut hasher).map_err(read_err)?;
+            std::io::copy(
+                &mut (&mut file).take(MAX_HASHED.saturating_sub(body.len() as u64)),
+                &mut hasher,
+            )
+            .map_err(read_err)?;
             signal.sha256 = Some(format!("{:x}", hasher.finalize()));
         }
         Ok(signal)
@@ -113,7 +139,9 @@ impl Signal {
 }
 
 /// Parses a body: empty, JSON (if it starts with `{`), a STATUS block, a YAML mapping, or else
-/// plain text kept as the summary.
+/// plain text kept as the summary. Text that does not parse as YAML is still a summary, unless
+/// it was plainly meant as a YAML report (it opens with `---` or with a report key such as
+/// `status:`): then it is an error that says why, so a broken report cannot pass as prose.
 pub fn parse(text: &str) -> Result<Report, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -128,27 +156,79 @@ pub fn parse(text: &str) -> Result<Report, String> {
         return Ok(report);
     }
     // Prose often looks like YAML by accident ("Note: done"). Only a mapping that uses the
-    // report's own keys is read as one; an explicit `---` document must parse.
-    match yaml_serde::from_str::<yaml_serde::Value>(trimmed) {
+    // report's own keys is read as one.
+    let summary = || {
+        Ok(Report {
+            summary: Some(trimmed.to_owned()),
+            ..Report::default()
+        })
+    };
+    match parse_yaml(&yaml_input(text, trimmed)) {
         Ok(yaml_serde::Value::Mapping(map)) if map.keys().any(is_report_key) => {
             yaml_serde::from_value::<Report>(yaml_serde::Value::Mapping(map))
                 .map_err(|err| format!("the done signal is a YAML report with a bad field: {err}"))
         }
-        Err(err) if trimmed.starts_with("---") => Err(format!(
-            "the done signal starts a YAML document (`---`) that does not parse: {err}"
-        )),
-        _ => Ok(Report {
-            summary: Some(trimmed.to_owned()),
-            ..Report::default()
-        }),
+        Ok(_) => summary(),
+        Err(why) => match report_opening(trimmed) {
+            Some("---") => Err(format!(
+                "the done signal starts a YAML document (`---`) that does not parse: {why}"
+            )),
+            Some(key) => Err(format!(
+                "the done signal opens like a YAML report (`{key}:`) but is not valid YAML: {why}"
+            )),
+            None => summary(),
+        },
     }
 }
 
+/// The text handed to the YAML parser: the trimmed body, after as many line breaks as were
+/// trimmed off its head, so that the parser's line numbers are the file's.
+fn yaml_input<'t>(text: &'t str, trimmed: &'t str) -> Cow<'t, str> {
+    let head = &text[..text.len() - text.trim_start().len()];
+    match head.matches('\n').count() {
+        0 => Cow::Borrowed(trimmed),
+        lines => Cow::Owned("\n".repeat(lines) + trimmed),
+    }
+}
+
+/// Parses YAML, refusing first (in linear time) what is nested too deep to parse in time.
+fn parse_yaml(yaml: &str) -> Result<yaml_serde::Value, String> {
+    crate::yaml::check_flow_depth(yaml.as_bytes()).map_err(|too_deep| too_deep.to_string())?;
+    yaml_serde::from_str::<yaml_serde::Value>(yaml).map_err(|err| err.to_string())
+}
+
+/// How a body that fails to parse as YAML shows it was meant as a report: its first line that
+/// is neither blank nor a comment is `---` (returned as is) or opens with a report key and a
+/// colon (the key is returned).
+fn report_opening(trimmed: &str) -> Option<&'static str> {
+    let line = trimmed
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('#'))?;
+    if line.starts_with("---") {
+        return Some("---");
+    }
+    let (quote, unquoted) = match line.chars().next() {
+        Some(q @ ('"' | '\'')) => (Some(q), &line[1..]),
+        _ => (None, line),
+    };
+    REPORT_KEYS.iter().copied().find(|key| {
+        let Some(rest) = unquoted.strip_prefix(key) else {
+            return false;
+        };
+        let rest = match quote {
+            Some(q) => match rest.strip_prefix(q) {
+                Some(rest) => rest,
+                None => return false,
+            },
+            None => rest,
+        };
+        rest.trim_start_matches([' ', '\t']).starts_with(':')
+    })
+}
+
 fn is_report_key(key: &yaml_serde::Value) -> bool {
-    matches!(
-        key.as_str(),
-        Some("agent" | "status" | "summary" | "reason" | "task" | "files_touched")
-    )
+    key.as_str().is_some_and(|key| REPORT_KEYS.contains(&key))
 }
 
 /// Reads `STATUS:` / `REASON:` / `TASK:` / `SUMMARY:` / `AGENT:` lines anywhere in the text, as an
@@ -220,6 +300,94 @@ mod tests {
     fn oversized_bodies_are_refused_unparsed() {
         let body = vec![b'a'; MAX_BODY + 1];
         assert!(Signal::from_bytes(&body, None).report.is_err());
+    }
+
+    #[test]
+    fn a_broken_yaml_report_is_an_error_not_a_summary() {
+        let why = parse("status: OK\nfiles_touched: [src/a.rs").unwrap_err();
+        assert!(why.contains("YAML"), "{why}");
+        assert!(why.contains("`status:`"), "{why}");
+        assert!(why.contains("line 3"), "{why}");
+        // Blank lines and comments before the report are skipped, and lines count from the file's
+        // first line.
+        let why = parse("\n\n# report\nfiles_touched: [a\n").unwrap_err();
+        assert!(why.contains("line 5"), "{why}");
+        let why = parse("\"summary\" : [\nstatus: OK").unwrap_err();
+        assert!(why.contains("`summary:`"), "{why}");
+        let why = parse("---\nstatus: [\n").unwrap_err();
+        assert!(why.contains("`---`"), "{why}");
+    }
+
+    #[test]
+    fn prose_that_is_not_yaml_stays_a_summary() {
+        for prose in [
+            "I fixed [the bug in parse: it was {off by one",
+            "Note: all done, see: report\n  - and: [this",
+            "statuses: [unclosed",
+            "it's done: 'really",
+        ] {
+            let report = parse(prose).unwrap();
+            assert_eq!(report.summary.as_deref(), Some(prose));
+            assert_eq!(report.declared(), Declared::Missing);
+        }
+    }
+
+    #[test]
+    fn block_nesting_by_indentation_parses_in_linear_time() {
+        let mut body = String::from("status: OK\nsummary:\n");
+        let mut indent = 1;
+        while body.len() < MAX_BODY - 4 * 1024 {
+            body.push_str(&" ".repeat(indent));
+            body.push_str("a:\n");
+            indent += 1;
+        }
+        let started = std::time::Instant::now();
+        assert!(parse(&body).is_err());
+        let dashes = format!("status:\n{}x", "- ".repeat(MAX_BODY / 2 - 8));
+        assert!(parse(&dashes).is_err());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn special_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("task.done");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(matches!(Signal::read(&fifo), Err(Error::Read { .. })));
+        let zero = dir.path().join("zero.done");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(matches!(Signal::read(&zero), Err(Error::Read { .. })));
+        assert!(matches!(Signal::read(dir.path()), Err(Error::Read { .. })));
+    }
+
+    #[test]
+    fn an_oversized_body_is_hashed_whole_only_up_to_max_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small.done");
+        let body = vec![b'x'; 2 * MAX_BODY];
+        std::fs::write(&small, &body).unwrap();
+        let signal = Signal::read(&small).unwrap();
+        assert!(signal.report.is_err());
+        assert_eq!(signal.sha256, Some(format!("{:x}", Sha256::digest(&body))));
+
+        // A 20 GB sparse file: only its head is hashed.
+        let huge = dir.path().join("huge.done");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(20_000_000_000)
+            .unwrap();
+        let started = std::time::Instant::now();
+        let signal = Signal::read(&huge).unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(signal.report.is_err());
+        assert_eq!(
+            signal.sha256,
+            Some(format!("{:x}", Sha256::digest(vec![0u8; MAX_BODY + 1])))
+        );
     }
 
     #[test]

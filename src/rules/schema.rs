@@ -2,6 +2,7 @@
 //! to 2020-12, picked from `$schema`). The schema is compiled once per run of the gate; `$ref`
 //! may name local files, never a URL: the validator does not fetch anything.
 
+use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -17,6 +18,9 @@ pub const KEYS: &[&str] = &["schema", "files", "max_bytes"];
 /// Default largest document read: 10 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
 const MAX_SCHEMA_BYTES: u64 = 16 * 1024 * 1024;
+/// Longest finding message, in characters: the validator's messages quote the offending
+/// instance, which may be the whole (10 MiB) document.
+const MAX_MESSAGE_CHARS: usize = 300;
 
 #[derive(Debug, Clone)]
 pub struct Schema {
@@ -76,7 +80,10 @@ impl Schema {
                     "" => "/".to_owned(),
                     path => path.to_owned(),
                 };
-                findings.push(Finding::in_file(&entry.rel, format!("{at}: {error}")));
+                findings.push(Finding::in_file(
+                    &entry.rel,
+                    clipped(format_args!("{at}: {error}")),
+                ));
             }
         }
         for link in listing
@@ -170,13 +177,55 @@ impl std::fmt::Display for ParseError {
     }
 }
 
-/// Reads JSON, or YAML for `.yaml`/`.yml` files (YAML's alias limit guards against bombs).
+/// Formats a message, keeping at most [`MAX_MESSAGE_CHARS`] characters of it (then `…`); the
+/// formatting stops there, so a huge instance is never copied whole.
+fn clipped(message: fmt::Arguments<'_>) -> String {
+    struct Clip {
+        text: String,
+        chars: usize,
+        clipped: bool,
+    }
+    impl fmt::Write for Clip {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            for c in s.chars() {
+                if self.chars == MAX_MESSAGE_CHARS {
+                    self.clipped = true;
+                    return Err(fmt::Error);
+                }
+                self.text.push(c);
+                self.chars += 1;
+            }
+            Ok(())
+        }
+    }
+    let mut clip = Clip {
+        text: String::new(),
+        chars: 0,
+        clipped: false,
+    };
+    // An error here is the clip stopping the formatting.
+    let _ = clip.write_fmt(message);
+    if clip.clipped {
+        clip.text.push('…');
+    }
+    clip.text
+}
+
+/// Reads JSON, or YAML for `.yaml`/`.yml` files (YAML's alias limit guards against bombs, and
+/// a linear pre-check against flow collections nested too deep for its quadratic parser).
 fn parse_document(path: &Path, bytes: &[u8]) -> Result<Value, ParseError> {
     let is_yaml = matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml")
     );
     if is_yaml {
+        if let Err(too_deep) = crate::yaml::check_flow_depth(bytes) {
+            return Err(ParseError {
+                message: format!("does not parse as YAML: {too_deep}"),
+                line: Some(too_deep.line as u32),
+                column: None,
+            });
+        }
         yaml_serde::from_slice::<Value>(bytes).map_err(|err| {
             let at = err.location();
             ParseError {
@@ -191,5 +240,53 @@ fn parse_document(path: &Path, bytes: &[u8]) -> Result<Value, ParseError> {
             line: Some(err.line() as u32),
             column: Some(err.column() as u32),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn yaml_nested_too_deep_is_a_parse_error_not_a_hang() {
+        let n = 5 * 1024 * 1024;
+        let bomb = format!("a: {}{}", "[".repeat(n), "]".repeat(n));
+        let started = Instant::now();
+        let Err(why) = parse_document(Path::new("doc.yaml"), bomb.as_bytes()) else {
+            panic!("a 10 MiB bomb parsed");
+        };
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(why.message.contains("does not parse as YAML"), "{why}");
+        assert!(why.message.contains("128"), "{why}");
+        assert_eq!(why.line, Some(1));
+        // JSON has its own (linear) recursion limit.
+        let json = format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse_document(Path::new("doc.json"), json.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_large_shallow_yaml_document_is_checked_quickly() {
+        // Dense with brackets and quotes, the slow case (10 MiB take 0.25 s in a release build).
+        let doc = "- [1, {b: \"x]\", c: 'y['}]\n".repeat(150_000);
+        let started = Instant::now();
+        assert_eq!(crate::yaml::check_flow_depth(doc.as_bytes()), Ok(()));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn messages_are_clipped_on_a_char_boundary() {
+        let short = clipped(format_args!("/: {}", "é".repeat(10)));
+        assert_eq!(short, format!("/: {}", "é".repeat(10)));
+        let exact = clipped(format_args!("{}", "é".repeat(MAX_MESSAGE_CHARS)));
+        assert!(!exact.ends_with('…'));
+        let long = clipped(format_args!("/: {}", "é".repeat(1_000_000)));
+        assert_eq!(long.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert!(long.starts_with("/: éé") && long.ends_with("é…"), "{long}");
     }
 }
