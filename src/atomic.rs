@@ -55,6 +55,14 @@ fn replace_with(target: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
     if sync {
         temp.as_file().sync_data().map_err(write_err)?;
     }
+    // Temporary files are created 0600; what validator publishes is for others to read (a
+    // worker reading its verdict, a sidecar under another user).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(write_err)?;
+    }
     temp.persist(target).map_err(|err| write_err(err.error))?;
     Ok(())
 }

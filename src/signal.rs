@@ -66,6 +66,9 @@ pub struct Signal {
     /// Hex SHA-256 of the body; `None` when no signal was given at all.
     pub sha256: Option<String>,
     pub mtime: Option<SystemTime>,
+    /// The done file's status-change time (seconds, nanoseconds). Unlike the mtime, no one but
+    /// the kernel sets it, so a worker cannot replay an old signal identity with `touch -d`.
+    pub changed: Option<(i64, i64)>,
     /// The parsed body, or why it could not be parsed.
     pub report: Result<Report, String>,
 }
@@ -76,6 +79,7 @@ impl Signal {
         Signal {
             sha256: None,
             mtime: None,
+            changed: None,
             report: Ok(Report::default()),
         }
     }
@@ -95,6 +99,10 @@ impl Signal {
         let mut file = crate::taskdir::open_regular(path).map_err(read_err)?;
         let metadata = file.metadata().ok();
         let mtime = metadata.as_ref().and_then(|m| m.modified().ok());
+        let changed = metadata.as_ref().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.ctime(), m.ctime_nsec())
+        });
         let size = metadata.map(|m| m.len());
         let mut body = Vec::new();
         (&mut file)
@@ -102,6 +110,7 @@ impl Signal {
             .read_to_end(&mut body)
             .map_err(read_err)?;
         let mut signal = Signal::from_bytes(&body, mtime);
+        signal.changed = changed;
         if body.len() > MAX_BODY && size.is_some_and(|size| size <= MAX_HASHED) {
             // Only the head was kept; the rest streams through the hasher, never past
             // MAX_HASHED even if the file grows meanwhile.
@@ -133,6 +142,7 @@ impl Signal {
         Signal {
             sha256,
             mtime,
+            changed: None,
             report,
         }
     }

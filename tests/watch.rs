@@ -1233,3 +1233,122 @@ fn staging_removed_and_recreated_is_watched_again() {
     let (code, _) = w.judge("t3", "three");
     assert_eq!(code, 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Found in review: forged or replayed signals, and a relative rules path.
+
+/// Polls the file until it parses as a verdict satisfying `pred`.
+fn poll_file(path: &Path, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    let ok = poll(timeout, || {
+        last = fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        pred(&last)
+    });
+    assert!(ok, "no matching verdict in {}: {last:#}", path.display());
+    last
+}
+
+#[test]
+fn a_forged_verdict_beside_the_signal_is_not_trusted() {
+    // The default layout: verdicts go to staging, where the worker writes too.
+    let yaml = format!(
+        "version: 1\nstaging: staging\nstate: state\npipelines:\n  - name: main\n    gates:\n{OUT}"
+    );
+    let mut w = Watcher::new(&yaml);
+    w.task("t", &[]);
+    let prepared = w.path().join("t.done");
+    fs::write(&prepared, "STATUS: OK\n").expect("signal");
+    let status = Command::new("touch")
+        .args(["-d", "@1700000000"])
+        .arg(&prepared)
+        .status()
+        .expect("touch");
+    assert!(status.success());
+    let forged = serde_json::json!({
+        "schema": "validator.verdict/v1", "task": "t", "verdict": "PASS", "attempt": 1, "max_attempts": 3,
+        "pipeline": "main", "started_at": "2023-11-14T22:13:20Z", "duration_ms": 0, "gates": [], "reasons": [], "warnings": [],
+        "signal": {"sha256": sha256sum(&prepared), "mtime": "2023-11-14T22:13:20.000000000Z", "agent": null, "status": "OK"}
+    });
+    fs::write(w.staging().join("t.verdict.json"), forged.to_string()).expect("forge");
+    fs::rename(&prepared, w.done_path("t")).expect("move signal in");
+    w.start(&[]);
+    let verdict = poll_file(
+        &w.staging().join("t.verdict.json"),
+        Duration::from_secs(20),
+        |v| v["verdict"] == "FAIL",
+    );
+    assert_eq!(verdict["attempt"], 1, "{verdict:#}");
+}
+
+#[test]
+fn deleting_the_verdict_and_backdating_the_signal_is_a_new_attempt() {
+    let w = Watcher::started(
+        &rules("defaults: {max_attempts: 1, strikes: 100}\n", OUT),
+        &[],
+    );
+    w.task("t", &[]);
+    let (code, first) = w.judge("t", "STATUS: OK\n");
+    assert_eq!((code, first["attempt"].as_u64()), (1, Some(1)), "{first:#}");
+    let mtime = fs::metadata(w.done_path("t"))
+        .expect("done")
+        .modified()
+        .expect("mtime");
+    fs::remove_file(w.verdict_path("t")).expect("delete verdict");
+    let stamp = format!(
+        "@{}",
+        mtime
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("epoch")
+            .as_secs_f64()
+    );
+    let status = Command::new("touch")
+        .args(["-d", &stamp])
+        .arg(w.done_path("t"))
+        .status()
+        .expect("touch");
+    assert!(status.success());
+    let verdict = poll_file(&w.verdict_path("t"), Duration::from_secs(20), |v| {
+        v.is_object()
+    });
+    assert_eq!(verdict["verdict"], "ESCALATED", "{verdict:#}");
+    assert_eq!(verdict["attempt"], 2, "{verdict:#}");
+}
+
+#[test]
+fn hot_reload_works_with_a_relative_rules_path() {
+    let w = Watcher::new(&rules("", "      - {name: status, rule: status}\n"));
+    let stderr = fs::File::create(w.path().join("logs/relative.err")).expect("log");
+    let mut child = Command::new(BIN)
+        .current_dir(w.path())
+        .args(["watch", "-c", "validator.yaml"])
+        .env("NO_COLOR", "1")
+        .env("VALIDATOR_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("watch");
+    let started = poll(Duration::from_secs(10), || {
+        fs::read_to_string(w.path().join("logs/relative.err")).is_ok_and(|l| l.contains("watching"))
+    });
+    assert!(started, "the watcher did not start");
+    w.write_rules(&rules("", OUT));
+    let reloaded = poll(Duration::from_secs(10), || {
+        !w.events_of("", "config_reloaded").is_empty()
+            || w.events().iter().any(|e| e["event"] == "config_reloaded")
+    });
+    w.task("t", &[]);
+    w.signal("t", "STATUS: OK\n");
+    let verdict = poll_file(&w.verdict_path("t"), Duration::from_secs(20), |v| {
+        v.is_object()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(reloaded, "no config_reloaded event");
+    assert_eq!(
+        verdict["verdict"], "FAIL",
+        "the new rules were not used: {verdict:#}"
+    );
+}

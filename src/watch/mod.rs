@@ -53,14 +53,17 @@ enum Message {
 
 /// Runs until SIGTERM or SIGINT, then finishes or cancels the running gates within the grace
 /// period and returns.
-pub fn watch(options: Options, report: Reporter) -> Result<(), Error> {
+pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
+    // Events name absolute paths; so must the rules file, or hot reload never matches it.
+    options.config = std::path::absolute(&options.config).unwrap_or(options.config);
     let rules = Rules::load(&options.config)?;
     std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
         path: rules.staging.clone(),
         source,
     })?;
-    warn_about_layout(&rules);
     let shared = Arc::new(Shared::new(rules)?);
+    warn_about_layout(&shared.rules());
+    remove_stale_temp_files(&shared.rules());
     let report = Arc::new(report);
     let (tx, rx) = mpsc::channel();
     spawn_signal_thread(tx.clone())?;
@@ -81,13 +84,27 @@ pub fn watch(options: Options, report: Reporter) -> Result<(), Error> {
         })
         .collect();
 
-    let mut watches = Watches::start(&options, tx.clone(), &shared.rules())?;
+    let tick_pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut watches = Watches::start(&options, tx.clone(), &shared.rules(), &tick_pending)?;
     let mut scheduler = Scheduler::new(jobs_tx);
     rescan(&shared, &mut scheduler);
     tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
 
     for message in &rx {
         match message {
+            Message::Fs(Ok(event)) if event.need_rescan() => {
+                // The OS dropped events (its queue overflowed): look at everything again.
+                tracing::warn!(
+                    "file events were lost (notification queue overflow); rescanning staging"
+                );
+                shared.events.record(
+                    None,
+                    None,
+                    "error",
+                    json!({"watcher": "event queue overflow; rescanned"}),
+                );
+                rescan(&shared, &mut scheduler);
+            }
             Message::Fs(Ok(event)) => {
                 on_fs_event(&event, &options, &shared, &mut watches, &mut scheduler)
             }
@@ -98,10 +115,11 @@ pub fn watch(options: Options, report: Reporter) -> Result<(), Error> {
                     .record(None, None, "error", json!({"watcher": err.to_string()}));
             }
             Message::Tick => {
+                tick_pending.store(false, std::sync::atomic::Ordering::SeqCst);
                 if watches.rules_changed(&options.config) {
                     reload(&options, &shared, &mut watches, &mut scheduler);
                 }
-                rescan(&shared, &mut scheduler);
+                poll(&shared, &mut scheduler);
             }
             Message::Finished(task) => scheduler.finished(&task),
             Message::Shutdown => break,
@@ -181,6 +199,8 @@ struct Scheduler {
     /// What each done file looked like when its run was last requested, so a rescan (polling
     /// mode) requests runs only for signals that changed.
     seen: HashMap<String, Fingerprint>,
+    /// Polling mode: each done file's fingerprint at the last tick.
+    observed: HashMap<String, Fingerprint>,
 }
 
 /// Identifies one version of a file: a rewrite, a rename over it or a touch changes it.
@@ -211,6 +231,7 @@ impl Scheduler {
             again: HashSet::new(),
             refused: HashSet::new(),
             seen: HashMap::new(),
+            observed: HashMap::new(),
         }
     }
 
@@ -256,6 +277,32 @@ fn rescan(shared: &Shared, scheduler: &mut Scheduler) {
     }
 }
 
+/// Polling mode: requests a run for each done file that changed and then held still for one
+/// interval, so a signal still being written is not judged half-written. Forgets files that
+/// are gone.
+fn poll(shared: &Shared, scheduler: &mut Scheduler) {
+    let rules = shared.rules();
+    let Ok(entries) = std::fs::read_dir(&rules.staging) else {
+        return;
+    };
+    let mut observed = HashMap::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let (Some(task), Some(now)) = (task_of(shared, scheduler, &path), Fingerprint::of(&path))
+        else {
+            continue;
+        };
+        let settled = scheduler.observed.get(&task) == Some(&now);
+        if settled && scheduler.seen.get(&task) != Some(&now) {
+            scheduler.seen.insert(task.clone(), now);
+            scheduler.request(task.clone());
+        }
+        observed.insert(task, now);
+    }
+    scheduler.seen.retain(|task, _| observed.contains_key(task));
+    scheduler.observed = observed;
+}
+
 /// The task a path signals, logging (once, not failing on) a done file with a bad name.
 fn task_of(shared: &Shared, scheduler: &mut Scheduler, path: &Path) -> Option<String> {
     match staging::task_of_signal(path.file_name()?)? {
@@ -294,7 +341,12 @@ fn on_fs_event(
                     scheduler.request(task);
                 }
             }
-        } else if path == &rules.staging && matches!(event.kind, EventKind::Create(_)) {
+        } else if path == &rules.staging
+            && matches!(
+                event.kind,
+                EventKind::Create(_) | EventKind::Modify(ModifyKind::Name(_))
+            )
+        {
             tracing::info!(staging = %rules.staging.display(), "staging directory is back; watching it again");
             watches.watch_staging(&rules.staging);
             rescan(shared, scheduler);
@@ -302,16 +354,18 @@ fn on_fs_event(
     }
 }
 
-/// Events that mean a done file was written, replaced or touched. An empty file just created is
-/// skipped: its writer is still at work and its close (or rename) will follow.
+/// Events that mean a done file is complete: closed after writing, renamed into place,
+/// touched, or hard-linked in. A plain create or a write is not: the writer is still at work,
+/// and reading now would judge half a signal (and spend an attempt on it).
 fn signals_a_run(kind: &EventKind, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
     match kind {
-        EventKind::Create(CreateKind::File | CreateKind::Any) => {
-            path.metadata().is_ok_and(|m| m.len() > 0)
-        }
-        EventKind::Modify(ModifyKind::Name(RenameMode::From)) => false,
-        EventKind::Modify(_) => true,
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Modify(ModifyKind::Name(RenameMode::From)) => false,
+        EventKind::Modify(ModifyKind::Name(_) | ModifyKind::Metadata(_)) => true,
+        EventKind::Create(CreateKind::File | CreateKind::Any) => path
+            .symlink_metadata()
+            .is_ok_and(|m| m.nlink() > 1 || m.file_type().is_symlink()),
         _ => false,
     }
 }
@@ -361,11 +415,16 @@ struct Watches {
 }
 
 impl Watches {
-    fn start(options: &Options, tx: Sender<Message>, rules: &Rules) -> Result<Self, Error> {
+    fn start(
+        options: &Options,
+        tx: Sender<Message>,
+        rules: &Rules,
+        tick_pending: &Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<Self, Error> {
         let rules_seen = Fingerprint::of(&options.config);
         if let Some(interval) = options.poll {
             tracing::info!(interval = %crate::config::duration::format(interval), "polling the staging directory");
-            spawn_ticker(tx, interval);
+            spawn_ticker(tx, interval, Arc::clone(tick_pending));
             return Ok(Watches {
                 watcher: None,
                 rules_seen,
@@ -409,7 +468,7 @@ impl Watches {
             }),
             Err(err) => {
                 tracing::warn!(%err, "the OS refused a file watch (inotify limit or a network file system?); polling every second instead");
-                spawn_ticker(tx, Duration::from_secs(1));
+                spawn_ticker(tx, Duration::from_secs(1), Arc::clone(tick_pending));
                 Ok(Watches {
                     watcher: None,
                     rules_seen,
@@ -435,12 +494,41 @@ impl Watches {
     }
 }
 
-fn spawn_ticker(tx: Sender<Message>, interval: Duration) {
+/// Asks for a rescan every `interval`, but never queues a tick while the last one is still
+/// waiting: a rescan slower than the interval must not pile up work (or delay shutdown).
+fn spawn_ticker(
+    tx: Sender<Message>,
+    interval: Duration,
+    pending: Arc<std::sync::atomic::AtomicBool>,
+) {
+    use std::sync::atomic::Ordering;
     thread::spawn(move || {
-        while tx.send(Message::Tick).is_ok() {
+        loop {
+            if !pending.swap(true, Ordering::SeqCst) && tx.send(Message::Tick).is_err() {
+                return;
+            }
             thread::sleep(interval);
         }
     });
+}
+
+/// Temporary files of atomic writes interrupted by a crash, in the directories only the
+/// validator writes (never staging, where `validator signal` may be writing right now).
+fn remove_stale_temp_files(rules: &Rules) {
+    for dir in [rules.verdicts.clone(), rules.state.join("tasks")] {
+        if dir == rules.staging {
+            continue;
+        }
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(crate::atomic::TEMP_PREFIX)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
 }
 
 fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {
@@ -468,6 +556,11 @@ fn warn_about_layout(rules: &Rules) {
     };
     if inside(&rules.path) {
         tracing::warn!("the rules file is inside staging: a worker could rewrite its own rules");
+    }
+    if inside(&rules.verdicts) {
+        tracing::warn!(
+            "the verdicts directory is inside staging: a worker can rewrite verdicts there; set `verdicts:` outside staging"
+        );
     }
     if inside(&rules.state) {
         tracing::warn!(

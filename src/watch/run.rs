@@ -95,8 +95,23 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         }
         Err(err) => return Err(err),
     };
-    if staging::read_verdict(&rules.verdicts, name)
-        .is_some_and(|verdict| staging::is_current(&verdict, &signal))
+    // The identity a run answers: the body, its mtime (what makes a verdict current) and its
+    // ctime (which no worker can set back, so deleting a verdict and `touch -d` cannot replay
+    // an attempt).
+    let info = pipeline::signal_info(&signal);
+    let key = match (&info.sha256, &info.mtime, signal.changed) {
+        (Some(sha), Some(mtime), Some((secs, nanos))) => {
+            Some(format!("{sha} {mtime} {secs}.{nanos:09}"))
+        }
+        _ => None,
+    };
+    let state_existed = state::path(&rules.state, name).exists();
+    let mut state = TaskState::load(&rules.state, name);
+    // Current only if this watcher published it: a verdict file alone could be forged where
+    // the worker can write (verdicts inside staging).
+    if state.judged == key
+        && staging::read_verdict(&rules.verdicts, name)
+            .is_some_and(|verdict| staging::is_current(&verdict, &signal))
     {
         return Ok(Judged::AlreadyCurrent);
     }
@@ -111,9 +126,6 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
 
     // Nothing is saved before the run: a crash mid-run leaves the state as it was, so the
     // repeated run computes the same attempt number.
-    let mut state = TaskState::load(&rules.state, name);
-    let info = pipeline::signal_info(&signal);
-    let key = info.sha256.clone().zip(info.mtime.clone());
     state.attempt_for(key.clone());
 
     let task_dir = staging::task_dir(&rules.staging, name);
@@ -191,7 +203,12 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     }
     // State first: a crash between the two re-runs the signal (its verdict is not current)
     // with the same attempt and without counting it twice.
-    state.save(&rules.state, name)?;
+    // A `validator reset` during the run removed the state file: keep it removed, so the
+    // person's decision stands and the next signal is attempt 1.
+    let reset_meanwhile = state_existed && !state::path(&rules.state, name).exists();
+    if !reset_meanwhile {
+        state.save(&rules.state, name)?;
+    }
     write::write(&rules.verdicts, &verdict)?;
     shared.events.record(
         Some(name),

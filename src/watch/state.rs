@@ -16,10 +16,10 @@ pub struct TaskState {
     /// The attempt number of `signal`: attempts since the last PASS or reset.
     pub attempt: u32,
     /// The signal (sha256, mtime) the current attempt answers.
-    pub signal: Option<(String, String)>,
+    pub signal: Option<String>,
     /// The signal whose outcome was last counted (strikes, last verdict), so a run repeated
     /// after a crash is not counted twice.
-    pub judged: Option<(String, String)>,
+    pub judged: Option<String>,
     /// The last failure's signature and how many runs in a row ended with it.
     pub signature: Option<String>,
     pub strikes: u32,
@@ -36,7 +36,7 @@ pub fn path(state_dir: &Path, task: &str) -> PathBuf {
 impl TaskState {
     /// The attempt number for a run answering `signal`: the same signal keeps its number (a
     /// run repeated after a crash); a new one counts up, from 1 after a PASS.
-    pub fn attempt_for(&mut self, signal: Option<(String, String)>) -> u32 {
+    pub fn attempt_for(&mut self, signal: Option<String>) -> u32 {
         if self.signal != signal {
             self.attempt = if self.last_verdict == Some(Decision::Pass) {
                 1
@@ -98,8 +98,12 @@ pub fn failure_signature(verdict: &Verdict) -> String {
         hasher.update(b"\0");
         hasher.update(normalise(&gate.summary).as_bytes());
         for finding in &gate.findings {
+            // The file is kept as written: a failure that moves to another file is another
+            // failure. Line numbers and the message's numbers may drift between equal failures.
             hasher.update(b"\0");
-            hasher.update(normalise(&finding.to_string()).as_bytes());
+            hasher.update(finding.file.as_deref().unwrap_or_default().as_bytes());
+            hasher.update(b"\0");
+            hasher.update(normalise(&finding.message).as_bytes());
         }
         hasher.update(b"\n");
     }
