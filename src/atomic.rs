@@ -46,22 +46,19 @@ fn replace_with(target: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
     };
     let dir = target.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(write_err)?;
+    // Temporary files default to 0600; what validator publishes is for others to read (a
+    // worker reading its verdict, a sidecar under another user). Set at creation, so no
+    // metadata change follows the flush.
+    use std::os::unix::fs::PermissionsExt;
     let mut temp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
         .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(write_err)?;
     temp.write_all(bytes).map_err(write_err)?;
     if sync {
         temp.as_file().sync_data().map_err(write_err)?;
-    }
-    // Temporary files are created 0600; what validator publishes is for others to read (a
-    // worker reading its verdict, a sidecar under another user).
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(write_err)?;
     }
     temp.persist(target).map_err(|err| write_err(err.error))?;
     Ok(())
