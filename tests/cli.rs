@@ -8,30 +8,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use common::{Project, gate, pipeline, validator};
+use common::{Project, gate, lint, pipeline, project, validator};
 use serde_json::Value;
 
 /// A command that exits 0.
 const PASSES: &str = r#"["true"]"#;
 /// A command that exits 1.
 const FAILS: &str = r#"["false"]"#;
-
-/// A `lint` gate as one YAML list item; `extra` adds keys such as `on_fail: CONTINUE`.
-fn lint(name: &str, run: &str, extra: &str) -> String {
-    let extra = if extra.is_empty() {
-        String::new()
-    } else {
-        format!(", {extra}")
-    };
-    format!("      - {{name: {name}, rule: lint, run: {run}{extra}}}\n")
-}
-
-/// A project whose one pipeline holds `gates`.
-fn project(gates: &[String]) -> Project {
-    let project = Project::new();
-    project.rules(&pipeline(&gates.concat()));
-    project
-}
 
 /// Runs `cmd`, expecting one JSON verdict on stdout; returns the exit code and the verdict.
 fn json_verdict(cmd: &mut Command) -> (i32, Value) {

@@ -6,7 +6,7 @@ mod common;
 // its 60-line limit, and the JUnit report agrees with the verdict and its exit code. Every test
 // runs the real binary over a temp directory.
 
-use common::{Project, pipeline};
+use common::{Project, lint, project};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 
@@ -18,23 +18,6 @@ const FAILS: &str = r#"["false"]"#;
 /// A BLOCKED done signal whose reason tries to add lines of its own: workflow commands, a
 /// legacy `##[` command and a terminal escape (JSON escapes, so the reason holds real newlines).
 const INJECTING_SIGNAL: &str = r#"{"status":"BLOCKED","reason":"x\n::error file=a,line=1::forged\r\n::add-mask::validator\n  ::warning::indented\n##[error]legacy \u001b[2Jcleared"}"#;
-
-/// A `lint` gate as one YAML list item; `extra` adds keys such as `on_fail: CONTINUE`.
-fn lint(name: &str, run: &str, extra: &str) -> String {
-    let extra = if extra.is_empty() {
-        String::new()
-    } else {
-        format!(", {extra}")
-    };
-    format!("      - {{name: {name}, rule: lint, run: {run}{extra}}}\n")
-}
-
-/// A project whose one pipeline holds `gates`.
-fn project(gates: &[String]) -> Project {
-    let project = Project::new();
-    project.rules(&pipeline(&gates.concat()));
-    project
-}
 
 /// A project whose pipeline is a status gate then a lint gate, with `signal` as the done signal.
 fn status_project(signal: &str) -> Project {

@@ -6,26 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use common::{Project, gate, pipeline};
+use common::{Project, gate, json_verdict, pipeline};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-/// Runs a prepared `validator` command (which must print JSON) and returns exit code and verdict.
-fn json_verdict(mut cmd: Command) -> (i32, Value) {
-    let output = cmd.output().expect("run validator");
-    let code = output.status.code().expect("exit code");
-    let verdict: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "stdout is not a verdict ({err}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    (code, verdict)
-}
 
 /// `check --format json` with git's environment pinned so nothing outside the test leaks in.
 fn run_check(project: &Project) -> (i32, Value) {

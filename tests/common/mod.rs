@@ -84,20 +84,9 @@ impl Project {
 
     /// Runs `check --format json` and returns the exit code and the verdict document.
     pub fn verdict(&self) -> (i32, Value) {
-        let output = self
-            .check()
-            .args(["--format", "json"])
-            .output()
-            .expect("run validator");
-        let code = output.status.code().expect("exit code");
-        let verdict: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-            panic!(
-                "stdout is not a verdict ({err}):\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            )
-        });
-        (code, verdict)
+        let mut cmd = self.check();
+        cmd.args(["--format", "json"]);
+        json_verdict(cmd)
     }
 }
 
@@ -116,4 +105,35 @@ pub fn gate<'v>(verdict: &'v Value, name: &str) -> &'v Value {
         .as_array()
         .and_then(|gates| gates.iter().find(|g| g["name"] == name))
         .unwrap_or_else(|| panic!("no gate {name} in {verdict:#}"))
+}
+
+/// Runs a prepared `validator` command (which must print JSON) and returns exit code and verdict.
+pub fn json_verdict(mut cmd: Command) -> (i32, Value) {
+    let output = cmd.output().expect("run validator");
+    let code = output.status.code().expect("exit code");
+    let verdict: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout is not a verdict ({err}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (code, verdict)
+}
+
+/// A `lint` gate as one YAML list item; `extra` adds keys such as `on_fail: CONTINUE`.
+pub fn lint(name: &str, run: &str, extra: &str) -> String {
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(", {extra}")
+    };
+    format!("      - {{name: {name}, rule: lint, run: {run}{extra}}}\n")
+}
+
+/// A project whose one pipeline holds `gates`.
+pub fn project(gates: &[String]) -> Project {
+    let project = Project::new();
+    project.rules(&pipeline(&gates.concat()));
+    project
 }
