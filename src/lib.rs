@@ -22,6 +22,7 @@
 
 pub mod atomic;
 pub mod config;
+pub mod contract;
 pub mod error;
 pub mod globs;
 pub mod pipeline;

@@ -20,6 +20,8 @@ pub struct Task {
     /// The task directory is a staging directory (single-task mode): the signal, verdict and
     /// feedback files at its top level are the protocol's, not the worker's output.
     pub protocol_root: bool,
+    /// The coordinator's handoff contract for this task, if there is one.
+    pub contract: Option<std::sync::Arc<crate::contract::Contract>>,
 }
 
 impl Task {
@@ -41,6 +43,7 @@ impl Task {
             signal: Signal::none(),
             ignore: Vec::new(),
             protocol_root: false,
+            contract: None,
         })
     }
 
@@ -51,6 +54,11 @@ impl Task {
 
     pub fn with_attempt(mut self, attempt: u32) -> Self {
         self.attempt = attempt.max(1);
+        self
+    }
+
+    pub fn with_contract(mut self, contract: Option<crate::contract::Contract>) -> Self {
+        self.contract = contract.map(std::sync::Arc::new);
         self
     }
 

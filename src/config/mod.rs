@@ -3,7 +3,7 @@
 
 pub mod duration;
 pub mod graph;
-mod locate;
+pub(crate) mod locate;
 pub mod raw;
 pub(crate) mod scalar;
 
@@ -31,6 +31,10 @@ pub struct Rules {
     pub staging: PathBuf,
     pub verdicts: PathBuf,
     pub state: PathBuf,
+    /// Where `<task>.yaml` handoff contracts live, if the rules file names a directory.
+    pub contracts: Option<PathBuf>,
+    /// The key file named by `signing_key_file:`, if any.
+    pub signing_key_file: Option<PathBuf>,
     pub defaults: Defaults,
     pub pipelines: Vec<Pipeline>,
 }
@@ -215,20 +219,6 @@ impl Loader<'_> {
                 "write `version: 1`",
             ));
         }
-        if raw.contracts.is_some() {
-            return Err(self.error(
-                &[Step::Key("contracts")],
-                "`contracts:` is not supported by this version of validator yet",
-                "remove it; contract enforcement is planned",
-            ));
-        }
-        if raw.signing_key_file.is_some() {
-            return Err(self.error(
-                &[Step::Key("signing_key_file")],
-                "`signing_key_file:` is not supported by this version of validator yet",
-                "remove it; verdict signing is planned",
-            ));
-        }
         let fallback = Defaults::default();
         let defaults = Defaults {
             timeout: raw.defaults.timeout.unwrap_or(fallback.timeout),
@@ -306,6 +296,8 @@ impl Loader<'_> {
             staging: resolve(raw.staging.clone(), "staging"),
             verdicts: resolve(raw.verdicts.or(raw.staging), "staging"),
             state: resolve(raw.state, ".validator"),
+            contracts: raw.contracts.map(|p| dir.join(p)),
+            signing_key_file: raw.signing_key_file.map(|p| dir.join(p)),
             dir,
             defaults,
             pipelines,

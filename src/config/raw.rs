@@ -118,6 +118,35 @@ pub struct GateSpec {
 }
 
 impl GateSpec {
+    /// A gate with no keys but its name and rule, for gates made outside the rules file
+    /// (a contract's success criteria).
+    pub fn new(name: String, rule: RuleKind) -> Self {
+        GateSpec {
+            name,
+            rule,
+            on_pass: None,
+            on_fail: None,
+            timeout: None,
+            inputs: None,
+            paths: None,
+            forbid: None,
+            non_empty: None,
+            min_count: None,
+            run: None,
+            files: None,
+            env: None,
+            cwd: None,
+            junit: None,
+            schema: None,
+            max_bytes: None,
+            allow: None,
+            readonly: None,
+            deny: None,
+            base: None,
+            require_summary: None,
+        }
+    }
+
     /// The rule-specific keys this gate sets, to refuse the ones its rule does not take.
     pub fn rule_keys(&self) -> Vec<&'static str> {
         let set = [
