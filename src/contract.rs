@@ -9,8 +9,10 @@ use serde::Deserialize;
 
 use crate::config::locate::{Step, locate};
 use crate::config::raw::{Argv, GateSpec, RuleKind};
+use crate::config::{Gate, Pipeline, Route, Rules};
 use crate::error::{ConfigError, Error};
 use crate::globs::Pattern;
+use crate::rules::{Rule, dependencies::Dependencies, scope::FileScope};
 use crate::task;
 
 /// Largest contract read: a contract is a page, not a data set.
@@ -155,7 +157,10 @@ impl Contract {
                     "task_id `{}` does not match the task `{task}` this file is named for",
                     raw.task_id
                 ),
-                format!("write `task_id: {task}`, or rename the file to {}.yaml", raw.task_id),
+                format!(
+                    "write `task_id: {task}`, or rename the file to {}.yaml",
+                    raw.task_id
+                ),
             ));
         }
         for (i, dependency) in raw.dependencies_completed.iter().enumerate() {
@@ -212,6 +217,76 @@ impl Contract {
             .collect()
     }
 
+    /// The pipeline this contract asks for, built from `pipeline`:
+    /// - `contract.dependencies` first, when the contract names dependencies, so nothing runs
+    ///   before the work it builds on is done;
+    /// - the pipeline's own gates, each `file-scope` gate holding the contract's file lists too;
+    /// - then `contract.scope` (only if the pipeline has no `file-scope` gate: a contract's
+    ///   ownership is never left unenforced) and a `contract.criterion-N` gate per checkable
+    ///   criterion. A pipeline gate that routes to PASS goes on to these instead: a fast path
+    ///   through the pipeline is not a way around the contract.
+    ///
+    /// The added gates route as any gate does by default (CONTINUE on pass, BLOCK on fail).
+    pub fn expand(&self, pipeline: &Pipeline, rules: &Rules) -> Result<Pipeline, String> {
+        let gate = |name: &str, rule: Rule, about: Option<String>| Gate {
+            name: format!("contract.{name}"),
+            rule,
+            on_pass: Route::Continue,
+            on_fail: Route::Block,
+            timeout: None,
+            about,
+        };
+        let mut first = Vec::new();
+        if !self.dependencies_completed.is_empty() {
+            let rule = Rule::Dependencies(Dependencies {
+                tasks: self.dependencies_completed.clone(),
+                staging: rules.staging.clone(),
+                verdicts: rules.verdicts.clone(),
+            });
+            first.push(gate("dependencies", rule, None));
+        }
+        let mut last = Vec::new();
+        let has_scope = pipeline
+            .gates
+            .iter()
+            .any(|g| matches!(g.rule, Rule::FileScope(_)));
+        let has_lists = !self.files_owned.is_empty() || !self.files_readonly.is_empty();
+        if has_lists && !has_scope {
+            let rule = Rule::FileScope(FileScope::from_contract(
+                &self.files_owned,
+                &self.files_readonly,
+            ));
+            last.push(gate("scope", rule, None));
+        }
+        for (spec, text) in self.gate_specs() {
+            let rule = Rule::from_spec(&spec, &rules.dir)
+                .map_err(|err| format!("criterion `{text}`: {}", err.message))?;
+            last.push(gate(&spec.name, rule, Some(text)));
+        }
+
+        let shift = first.len();
+        let after_own = shift + pipeline.gates.len();
+        let reroute = |route: Route| match route {
+            Route::Goto(index) => Route::Goto(index + shift),
+            Route::Pass if !last.is_empty() => Route::Goto(after_own),
+            other => other,
+        };
+        let own = pipeline.gates.iter().map(|own| {
+            let mut gate = own.clone();
+            if let Rule::FileScope(scope) = &own.rule {
+                gate.rule =
+                    Rule::FileScope(scope.with_contract(&self.files_owned, &self.files_readonly));
+            }
+            gate.on_pass = reroute(own.on_pass);
+            gate.on_fail = reroute(own.on_fail);
+            gate
+        });
+        let gates: Vec<Gate> = first.iter().cloned().chain(own).collect();
+        let mut expanded = pipeline.clone();
+        expanded.gates = gates.into_iter().chain(last).collect();
+        Ok(expanded)
+    }
+
     /// A gate spec for each checkable criterion, named `criterion-N` (N counts from 1 in the
     /// contract's list), with the default routing: CONTINUE on pass, BLOCK on fail.
     pub fn gate_specs(&self) -> Vec<(GateSpec, String)> {
@@ -241,6 +316,45 @@ impl Contract {
             })
             .collect()
     }
+}
+
+/// A way a run broke its contract, for the `contract_violation` event a coordinator learns from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Violation {
+    /// `scope`, `readonly`, `undeclared change`, `criterion` or `dependency`.
+    pub kind: &'static str,
+    pub gate: String,
+    pub detail: String,
+}
+
+/// The contract violations a verdict reports (for a task that ran under a contract).
+pub fn violations(verdict: &crate::verdict::Verdict) -> Vec<Violation> {
+    use crate::verdict::GateOutcome;
+    let mut found = Vec::new();
+    for gate in &verdict.gates {
+        if gate.outcome != GateOutcome::Fail {
+            continue;
+        }
+        let whole = |kind| Violation {
+            kind,
+            gate: gate.name.clone(),
+            detail: gate.summary.clone(),
+        };
+        if gate.rule == RuleKind::FileScope.as_str() {
+            found.extend(gate.findings.iter().filter_map(|finding| {
+                Some(Violation {
+                    kind: crate::rules::scope::violation_kind(finding)?,
+                    gate: gate.name.clone(),
+                    detail: finding.to_string(),
+                })
+            }));
+        } else if gate.rule == RuleKind::Dependencies.as_str() {
+            found.push(whole("dependency"));
+        } else if gate.name.starts_with("contract.criterion-") {
+            found.push(whole("criterion"));
+        }
+    }
+    found
 }
 
 impl Criterion {
@@ -315,7 +429,8 @@ mod tests {
         assert!(err.message.contains("unknown field `files_ownd`"), "{err}");
         let err = parse("task_id: other\n").unwrap_err();
         assert_eq!((err.line, err.column), (Some(1), Some(10)));
-        let err = parse("task_id: svc\nsuccess_criteria:\n  - \"Tests pass: 'oops\"\n").unwrap_err();
+        let err =
+            parse("task_id: svc\nsuccess_criteria:\n  - \"Tests pass: 'oops\"\n").unwrap_err();
         assert_eq!(err.line, Some(3));
         let err = parse("task_id: svc\nfiles_owned: [\"../x\"]\n").unwrap_err();
         assert_eq!(err.line, Some(2));

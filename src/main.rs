@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use validator::config::graph;
 use validator::verdict::{feedback, format};
 use validator::watch::client;
-use validator::{Rules, Signal, Task, Verdict, snapshot, task};
+use validator::{Decision, Rules, Signal, Task, Verdict, snapshot, task};
 
 /// Exit code when the validator itself could not judge (bad rules file, bad arguments).
 const EXIT_ERROR: u8 = 2;
@@ -290,8 +290,47 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
     }
     let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
-    let verdict = validator::run(&rules, pipeline, &task);
+    let verdict = match rules.contract_for(&task.name) {
+        Ok(contract) => {
+            let task = task.with_contract(contract);
+            let verdict = validator::run(&rules, pipeline, &task);
+            if task.contract.is_some() {
+                record_violations(&rules, &verdict);
+            }
+            verdict
+        }
+        // A broken contract is the coordinator's to fix: the task cannot be judged without it.
+        Err(err) => validator::pipeline::decide_without_running(
+            &rules,
+            Some(pipeline),
+            &task,
+            Decision::Error,
+            format!("{err:#}"),
+        ),
+    };
     print_verdict(&verdict, args.format)
+}
+
+/// A coordinator learns from contract violations wherever the run happened, so `check` logs
+/// them to the same event log as the watcher.
+fn record_violations(rules: &Rules, verdict: &Verdict) {
+    let violations = validator::contract::violations(verdict);
+    if violations.is_empty() {
+        return;
+    }
+    match validator::watch::events::EventLog::open(&rules.state) {
+        Ok(log) => {
+            for violation in violations {
+                log.record(
+                    Some(&verdict.task),
+                    verdict.signal.agent.as_deref(),
+                    "contract_violation",
+                    serde_json::json!(violation),
+                );
+            }
+        }
+        Err(err) => tracing::warn!("contract violations not logged: {err:#}"),
+    }
 }
 
 fn print_verdict(verdict: &Verdict, format: Format) -> Result<ExitCode> {

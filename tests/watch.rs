@@ -1352,3 +1352,44 @@ fn hot_reload_works_with_a_relative_rules_path() {
         "the new rules were not used: {verdict:#}"
     );
 }
+
+#[test]
+fn the_watcher_holds_a_task_to_its_contract_and_logs_the_violations() {
+    let w = Watcher::started(
+        &rules("", STATUS).replace("state: state\n", "state: state\ncontracts: contracts\n"),
+        &[],
+    );
+    fs::create_dir_all(w.path().join("contracts")).expect("contracts dir");
+    fs::write(
+        w.path().join("contracts/svc.yaml"),
+        "task_id: svc\nsuccess_criteria: [\"File exists: out.txt\", \"the API is documented\"]\ndependencies_completed: [base]\n",
+    )
+    .expect("contract");
+    w.task("base", &[]);
+    w.task("svc", &[]);
+    w.signal("svc", "STATUS: OK\n");
+    let (code, verdict) = w.wait_verdict("svc");
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        reasons(&verdict).contains("base: not signalled done and no verdict"),
+        "{verdict:#}"
+    );
+
+    w.signal("base", "STATUS: OK\n");
+    assert_eq!(w.wait_verdict("base").0, 0);
+    w.task("svc", &[("out.txt", "done")]);
+    w.signal("svc", "STATUS: OK\nagain\n");
+    let (code, verdict) = w.wait_verdict("svc");
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(verdict["unchecked"][0], "the API is documented");
+
+    let log = fs::read_to_string(w.state().join("events.jsonl")).expect("event log");
+    let violations: Vec<Value> = log
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["event"] == "contract_violation")
+        .collect();
+    assert_eq!(violations.len(), 1, "{log}");
+    assert_eq!(violations[0]["details"]["kind"], "dependency");
+    assert_eq!(violations[0]["task"], "svc");
+}

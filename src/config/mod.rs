@@ -92,6 +92,9 @@ pub struct Gate {
     pub on_pass: Route,
     pub on_fail: Route,
     pub timeout: Option<Duration>,
+    /// What the gate checks, in the words of whoever asked for it (a contract's criterion);
+    /// the report's summary starts with it.
+    pub about: Option<String>,
 }
 
 impl Gate {
@@ -123,6 +126,15 @@ impl Rules {
         let loader = Loader { path, source };
         let raw: RawRules = yaml_serde::from_str(source).map_err(|err| loader.yaml_error(&err))?;
         loader.check(raw, dir)
+    }
+
+    /// The handoff contract for `task`, if the rules file names a contracts directory and the
+    /// coordinator wrote one. A contract that cannot be read or checked is an error.
+    pub fn contract_for(&self, task: &str) -> Result<Option<crate::contract::Contract>, Error> {
+        match &self.contracts {
+            Some(dir) => crate::contract::Contract::find(dir, task),
+            None => Ok(None),
+        }
     }
 
     /// The pipeline for `task`: the one named, or the first whose `tasks` globs match.
@@ -360,6 +372,7 @@ impl Loader<'_> {
                 on_pass: route(&spec.on_pass, "on_pass", Route::Continue)?,
                 on_fail: route(&spec.on_fail, "on_fail", Route::Block)?,
                 timeout: spec.timeout,
+                about: None,
                 rule,
             });
         }

@@ -60,6 +60,9 @@ pub enum RuleKind {
     Review,
     FileScope,
     Status,
+    /// A contract's `dependencies_completed`; added by the contract, never written in a rules file.
+    #[serde(skip_deserializing)]
+    Dependencies,
 }
 
 impl RuleKind {
@@ -72,6 +75,7 @@ impl RuleKind {
             RuleKind::Review => "review",
             RuleKind::FileScope => "file-scope",
             RuleKind::Status => "status",
+            RuleKind::Dependencies => "dependencies",
         }
     }
 }

@@ -41,6 +41,23 @@ pub fn run_with(
     task: &Task,
     supervision: Supervision<'_>,
 ) -> Verdict {
+    let own_gates = pipeline.gates.len();
+    let expanded;
+    let pipeline = match task.contract.as_deref() {
+        None => pipeline,
+        Some(contract) => match contract.expand(pipeline, rules) {
+            Ok(pipeline) => {
+                expanded = pipeline;
+                &expanded
+            }
+            Err(why) => {
+                let why = format!("contract {}: {why}", contract.path.display());
+                return decide_without_running(rules, Some(pipeline), task, Decision::Error, why);
+            }
+        },
+    };
+    // A contract's gates run on top of the pipeline's: they do not eat into its loop guard.
+    let max_runs = MAX_GATE_RUNS + (pipeline.gates.len() - own_gates);
     let cancel = supervision.cancel;
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -65,9 +82,9 @@ pub fn run_with(
                 Decision::Fail
             };
         };
-        if gates.len() >= MAX_GATE_RUNS {
+        if gates.len() >= max_runs {
             reasons.push(format!(
-                "loop guard: {MAX_GATE_RUNS} gates ran without the run ending; check the on_pass/on_fail jumps for a cycle (`validator rules check` shows it)"
+                "loop guard: {max_runs} gates ran without the run ending; check the on_pass/on_fail jumps for a cycle (`validator rules check` shows it)"
             ));
             break Decision::Error;
         }
@@ -100,7 +117,10 @@ pub fn run_with(
             observer.gate_started(task, &gate.name);
         }
         let gate_started = Instant::now();
-        let outcome = gate.rule.run(&ctx);
+        let mut outcome = gate.rule.run(&ctx);
+        if let Some(about) = &gate.about {
+            outcome.summary = format!("{about} — {}", outcome.summary);
+        }
         tracing::debug!(task = %task.name, gate = %gate.name, outcome = outcome.outcome.as_str(), "gate finished");
         ran[index] = true;
         let line = format!("{}: {}", gate.name, outcome.summary);
@@ -178,7 +198,20 @@ pub fn run_with(
         gates,
         reasons,
         warnings,
+        unchecked: unchecked(task),
+        context: context(task),
     }
+}
+
+fn unchecked(task: &Task) -> Vec<String> {
+    task.contract
+        .as_deref()
+        .map(|c| c.unchecked())
+        .unwrap_or_default()
+}
+
+fn context(task: &Task) -> Option<String> {
+    task.contract.as_deref().and_then(|c| c.context.clone())
 }
 
 fn skipped(gate: &crate::config::Gate) -> GateReport {
@@ -218,6 +251,8 @@ pub fn decide_without_running(
             .unwrap_or_default(),
         reasons: vec![reason],
         warnings: Vec::new(),
+        unchecked: unchecked(task),
+        context: context(task),
     }
 }
 

@@ -4,6 +4,7 @@
 //! [`Rule::from_spec`].
 
 pub mod command;
+pub mod dependencies;
 pub mod exists;
 pub mod findings;
 pub mod schema;
@@ -128,6 +129,7 @@ pub enum Rule {
     Schema(schema::Schema),
     FileScope(scope::FileScope),
     Status(status::Status),
+    Dependencies(dependencies::Dependencies),
 }
 
 impl Rule {
@@ -141,6 +143,7 @@ impl Rule {
             RuleKind::FileScope => scope::KEYS,
             RuleKind::Status => status::KEYS,
             RuleKind::Review => &["run"],
+            RuleKind::Dependencies => &[],
         }
     }
 
@@ -173,6 +176,13 @@ impl Rule {
             RuleKind::Schema => Rule::Schema(schema::Schema::from_spec(spec, rules_dir)?),
             RuleKind::FileScope => Rule::FileScope(scope::FileScope::from_spec(spec)?),
             RuleKind::Status => Rule::Status(status::Status::from_spec(spec)),
+            RuleKind::Dependencies => {
+                return Err(KeyError::new(
+                    "rule",
+                    "rule `dependencies` comes from a contract's `dependencies_completed`",
+                    "list the tasks under `dependencies_completed:` in contracts/<task>.yaml",
+                ));
+            }
             RuleKind::Review => {
                 return Err(KeyError::new(
                     "rule",
@@ -191,6 +201,7 @@ impl Rule {
             Rule::Schema(_) => RuleKind::Schema,
             Rule::FileScope(_) => RuleKind::FileScope,
             Rule::Status(_) => RuleKind::Status,
+            Rule::Dependencies(_) => RuleKind::Dependencies,
         }
     }
 
@@ -200,7 +211,7 @@ impl Rule {
         match self {
             Rule::Lint(rule) | Rule::Test(rule) => rule.preflight(),
             Rule::Schema(rule) => rule.preflight(),
-            Rule::Exists(_) | Rule::FileScope(_) | Rule::Status(_) => None,
+            Rule::Exists(_) | Rule::FileScope(_) | Rule::Status(_) | Rule::Dependencies(_) => None,
         }
     }
 
@@ -212,6 +223,7 @@ impl Rule {
             Rule::Schema(rule) => rule.run(ctx),
             Rule::FileScope(rule) => rule.run(ctx),
             Rule::Status(rule) => rule.run(ctx),
+            Rule::Dependencies(rule) => rule.run(ctx),
         }
     }
 }

@@ -12,12 +12,33 @@ use std::path::Path;
 
 use super::{Context, KeyError, Outcome};
 use crate::config::raw::GateSpec;
-use crate::globs::PatternSet;
+use crate::globs::{Pattern, PatternSet};
 use crate::process::{self, Exit, SpawnError};
 use crate::verdict::Finding;
 use crate::{snapshot, taskdir};
 
 pub const KEYS: &[&str] = &["allow", "readonly", "deny", "base"];
+
+const READONLY: &str = "`readonly`";
+const OUTSIDE: &str = "outside `allow`";
+const UNDECLARED: &str = "changed, but not declared in files_touched";
+const UNCHANGED: &str = "declared in files_touched, but it did not change";
+
+/// The kind of scope violation a finding of this rule reports, for the `contract_violation`
+/// event: `scope`, `readonly` or `undeclared change`. `None` for findings about how the
+/// changes were found.
+pub fn violation_kind(finding: &Finding) -> Option<&'static str> {
+    let message = finding.message.as_str();
+    if message == UNDECLARED || message == UNCHANGED {
+        Some("undeclared change")
+    } else if message.ends_with(READONLY) {
+        Some("readonly")
+    } else if message.contains(OUTSIDE) || message.ends_with("in `deny`") {
+        Some("scope")
+    } else {
+        None
+    }
+}
 
 /// Most bytes of path listings read from git.
 const GIT_OUTPUT_CAP: usize = 64 * 1024 * 1024;
@@ -74,6 +95,33 @@ impl FileScope {
         })
     }
 
+    /// This gate under a contract: the contract's owned files join `allow`, its read-only
+    /// files join `readonly`. A gate that allowed everything now allows only what the contract
+    /// and the gate name, which is the point of a contract.
+    pub fn with_contract(&self, owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
+        let join = |contract: &[Pattern], own: &PatternSet| {
+            let mut all = contract.to_vec();
+            all.extend(own.patterns().iter().cloned());
+            PatternSet::new(&all)
+        };
+        FileScope {
+            allow: join(owned, &self.allow),
+            readonly: join(readonly, &self.readonly),
+            deny: self.deny.clone(),
+            base: self.base.clone(),
+        }
+    }
+
+    /// A gate that holds a contract's file lists when the pipeline has no `file-scope` gate.
+    pub fn from_contract(owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
+        FileScope {
+            allow: PatternSet::new(owned),
+            readonly: PatternSet::new(readonly),
+            deny: PatternSet::new(&[]),
+            base: "HEAD".into(),
+        }
+    }
+
     pub fn run(&self, ctx: &Context<'_>) -> Outcome {
         let Changes {
             source,
@@ -89,11 +137,11 @@ impl FileScope {
             let broke = if self.deny.is_match(file) {
                 Some("changed, but it is in `deny`".to_string())
             } else if self.readonly.is_match(file) {
-                Some("changed, but it is `readonly`".to_string())
+                Some(format!("changed, but it is {READONLY}"))
             } else if !self.allow.is_empty() && !self.allow.is_match(file) {
                 let allow: Vec<&str> = self.allow.patterns().iter().map(|p| p.as_str()).collect();
                 Some(format!(
-                    "changed, but it is outside `allow` ({})",
+                    "changed, but it is {OUTSIDE} ({})",
                     allow.join(", ")
                 ))
             } else {
@@ -110,16 +158,10 @@ impl FileScope {
                     .map(|f| f.trim_start_matches("./").to_owned())
                     .collect();
                 for file in changed.difference(&declared) {
-                    findings.push(Finding::in_file(
-                        file,
-                        "changed, but not declared in files_touched",
-                    ));
+                    findings.push(Finding::in_file(file, UNDECLARED));
                 }
                 for file in declared.difference(&changed) {
-                    findings.push(Finding::in_file(
-                        file,
-                        "declared in files_touched, but it did not change",
-                    ));
+                    findings.push(Finding::in_file(file, UNCHANGED));
                 }
             }
         }

@@ -8,6 +8,8 @@ use super::{Decision, GateOutcome, GateReport, Verdict};
 /// Hard limit on the feedback's length.
 pub const MAX_LINES: usize = 60;
 const MAX_LINE_CHARS: usize = 300;
+const MAX_UNCHECKED: usize = 8;
+const MAX_CONTEXT_LINES: usize = 8;
 
 /// The feedback text. Every field (reasons, gate names and summaries, findings, warnings) is
 /// printed as one line whatever it holds, the output tail line by line, and the limit is
@@ -73,6 +75,36 @@ pub fn render(verdict: &Verdict) -> String {
                 .map(|w| format!("- {}", one_line(w))),
         );
         body.push(String::new());
+    }
+
+    if !verdict.unchecked.is_empty() {
+        body.push("## Not checked by a machine (a person will)".to_string());
+        body.extend(
+            verdict
+                .unchecked
+                .iter()
+                .take(MAX_UNCHECKED)
+                .map(|c| format!("- {}", one_line(c))),
+        );
+        if verdict.unchecked.len() > MAX_UNCHECKED {
+            body.push(format!(
+                "- … and {} more",
+                verdict.unchecked.len() - MAX_UNCHECKED
+            ));
+        }
+        body.push(String::new());
+    }
+    // The contract's context keeps the why in front of a worker that is about to retry.
+    if let Some(context) = verdict.context.as_deref().filter(|c| !c.trim().is_empty()) {
+        if verdict.verdict != Decision::Pass {
+            body.push("## Context (from the task's contract)".to_string());
+            let lines: Vec<&str> = context.trim().lines().collect();
+            body.extend(lines.iter().take(MAX_CONTEXT_LINES).map(|l| one_line(l)));
+            if lines.len() > MAX_CONTEXT_LINES {
+                body.push("… (the contract has the rest)".to_string());
+            }
+            body.push(String::new());
+        }
     }
 
     // The output tail of the first failing gate that has one fills whatever room is left.
@@ -186,7 +218,26 @@ mod tests {
             }],
             reasons: vec!["lint: findings".into()],
             warnings: vec![],
+            unchecked: vec![],
+            context: None,
         }
+    }
+
+    #[test]
+    fn keeps_the_contract_in_view() {
+        let mut v = verdict(1, 0);
+        v.unchecked = vec!["login returns a token".into()];
+        v.context = Some("The auth service moves to OAuth2.\nKeep the old API.".into());
+        let text = render(&v);
+        assert!(text.contains("## Not checked by a machine"), "{text}");
+        assert!(text.contains("- login returns a token"), "{text}");
+        assert!(
+            text.contains("The auth service moves to OAuth2.\nKeep the old API."),
+            "{text}"
+        );
+        v.context = Some("x\n".repeat(500));
+        v.unchecked = vec!["c".into(); 500];
+        assert!(render(&v).lines().count() <= MAX_LINES);
     }
 
     #[test]

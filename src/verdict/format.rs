@@ -100,6 +100,15 @@ pub fn text(verdict: &Verdict) -> String {
             }
         }
     }
+    if !verdict.unchecked.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {dim}not checked by a machine (a person must):{dim:#}"
+        );
+        for criterion in &verdict.unchecked {
+            let _ = writeln!(out, "    {dim}?{dim:#} {}", one_line(criterion));
+        }
+    }
     let decision_style = match verdict.verdict {
         Decision::Pass => AnsiColor::Green.on_default().bold(),
         Decision::Fail => AnsiColor::Red.on_default().bold(),
@@ -439,6 +448,8 @@ mod tests {
             gates,
             reasons: reasons.iter().map(|r| r.to_string()).collect(),
             warnings: Vec::new(),
+            unchecked: Vec::new(),
+            context: None,
         }
     }
 

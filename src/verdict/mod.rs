@@ -165,6 +165,12 @@ pub struct Verdict {
     pub gates: Vec<GateReport>,
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
+    /// The contract's success criteria no machine checked: a person must.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchecked: Vec<String>,
+    /// The contract's `context`: why the task exists, kept in front of the worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 impl Verdict {

@@ -135,10 +135,17 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         .with_attempt(state.attempt)
         .with_signal(signal);
     let pipeline = rules.pipeline_for(name, None);
+    let (task, contract_error) = match rules.contract_for(name) {
+        Ok(contract) => (task.with_contract(contract), None),
+        Err(err) => (task, Some(format!("{err:#}"))),
+    };
 
     // Reasons to decide without running any gate, in order of precedence.
     let precluded = if let Some(why) = refused {
         Some((Decision::Fail, why))
+    } else if let Some(why) = contract_error {
+        // The coordinator's contract is broken: the validator cannot judge against it.
+        Some((Decision::Error, why))
     } else if let Some(why) = state.escalated.clone() {
         Some((Decision::Escalated, why))
     } else if state.attempt > rules.defaults.max_attempts {
@@ -210,6 +217,13 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         state.save(&rules.state, name)?;
     }
     write::write(&rules.verdicts, &verdict)?;
+    if task.contract.is_some() {
+        for violation in crate::contract::violations(&verdict) {
+            shared
+                .events
+                .record(Some(name), agent, "contract_violation", json!(violation));
+        }
+    }
     shared.events.record(
         Some(name),
         agent,
