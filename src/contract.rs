@@ -235,6 +235,8 @@ impl Contract {
             on_fail: Route::Block,
             timeout: None,
             about,
+            inputs: None,
+            definition: String::new(),
         };
         let mut first = Vec::new();
         if !self.dependencies_completed.is_empty() {
@@ -378,7 +380,13 @@ impl Criterion {
                     "close the quote; the command runs without a shell".into(),
                 )
             })?;
-            Ok(Argv(words))
+            match words.first() {
+                Some(program) if !program.is_empty() => Ok(Argv(words)),
+                _ => Err((
+                    format!("criterion `{text}` names no program to run"),
+                    "write the command after the colon, e.g. `Tests pass: cargo test auth`".into(),
+                )),
+            }
         };
         let kind = match *prefix {
             "tests pass:" => CheckKind::Tests(command()?),

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod atomic;
+pub mod cache;
 pub mod config;
 pub mod contract;
 pub mod error;

@@ -56,6 +56,9 @@ enum Command {
         /// After SIGTERM, how long running gates may finish before they are killed
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
         grace: Duration,
+        /// Run every gate, even those whose `inputs:` are unchanged since they passed
+        #[arg(long)]
+        no_cache: bool,
     },
     /// Write a task's done file atomically, asking the watcher for a run
     Signal {
@@ -123,6 +126,9 @@ struct CheckArgs {
     /// The attempt number to record in the verdict
     #[arg(long, default_value_t = 1, value_name = "N")]
     attempt: u32,
+    /// Run every gate, even those whose `inputs:` are unchanged since they passed
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(Subcommand)]
@@ -201,7 +207,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             command: RulesCommand::Check,
         } => rules_check(&config),
         Command::Snapshot { task, task_dir } => snapshot(&config, &task, task_dir),
-        Command::Watch { jobs, poll, grace } => watch(config, jobs, poll, grace),
+        Command::Watch {
+            jobs,
+            poll,
+            grace,
+            no_cache,
+        } => watch(config, jobs, poll, grace, no_cache),
         Command::Signal {
             task,
             status,
@@ -293,7 +304,12 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
     let verdict = match rules.contract_for(&task.name) {
         Ok(contract) => {
             let task = task.with_contract(contract);
-            let verdict = validator::run(&rules, pipeline, &task);
+            let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
+            let supervision = validator::pipeline::Supervision {
+                cache: cache.as_ref(),
+                ..Default::default()
+            };
+            let verdict = validator::pipeline::run_with(&rules, pipeline, &task, supervision);
             if task.contract.is_some() {
                 record_violations(&rules, &verdict);
             }
@@ -353,6 +369,7 @@ fn watch(
     jobs: Option<usize>,
     poll: Option<Duration>,
     grace: Duration,
+    no_cache: bool,
 ) -> Result<ExitCode> {
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let options = validator::watch::Options {
@@ -360,6 +377,7 @@ fn watch(
         jobs,
         poll,
         grace,
+        no_cache,
     };
     let report = Box::new(|verdict: &Verdict| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());

@@ -13,6 +13,7 @@ use std::time::Duration;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::error::{ConfigError, Error};
+use crate::globs::PatternSet;
 use crate::rules::Rule;
 use locate::{Step, locate};
 use raw::{GateSpec, RawRules, RuleKind};
@@ -95,6 +96,11 @@ pub struct Gate {
     /// What the gate checks, in the words of whoever asked for it (a contract's criterion);
     /// the report's summary starts with it.
     pub about: Option<String>,
+    /// `inputs:` globs: while the files they match, the definition and the tools are
+    /// unchanged since the gate passed, it is not run again (see `cache`).
+    pub inputs: Option<PatternSet>,
+    /// The gate as written, in a canonical form: part of its cache key.
+    pub definition: String,
 }
 
 impl Gate {
@@ -339,11 +345,11 @@ impl Loader<'_> {
                     "gate names are unique within a pipeline; rename one",
                 ));
             }
-            if spec.inputs.is_some() {
+            if spec.inputs.as_ref().is_some_and(Vec::is_empty) {
                 return Err(self.error(
                     &gate_at(g, "inputs"),
-                    "`inputs:` (result caching) is not supported by this version of validator yet",
-                    "remove it; the gate will run every time",
+                    "`inputs:` is empty, so the gate would be cached forever once it passed",
+                    "list the files the gate reads, e.g. `inputs: [\"src/**/*.rs\", \"Cargo.toml\"]`, or remove the key",
                 ));
             }
             if spec.timeout.is_some_and(|t| t.is_zero()) {
@@ -373,6 +379,8 @@ impl Loader<'_> {
                 on_fail: route(&spec.on_fail, "on_fail", Route::Block)?,
                 timeout: spec.timeout,
                 about: None,
+                inputs: spec.inputs.as_deref().map(PatternSet::new),
+                definition: serde_json::to_string(spec).unwrap_or_default(),
                 rule,
             });
         }

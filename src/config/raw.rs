@@ -88,7 +88,7 @@ impl fmt::Display for RuleKind {
 
 /// One gate exactly as written. Each rule reads the keys it owns from here
 /// (`rules::*::from_spec`) and the loader refuses keys that belong to other rules.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GateSpec {
     pub name: String,
@@ -179,7 +179,7 @@ impl GateSpec {
 }
 
 /// `on_pass` / `on_fail` as written; resolved against the gate names after parsing.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(transparent)]
 pub struct RouteText(pub String);
 

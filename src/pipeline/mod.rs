@@ -4,6 +4,7 @@
 
 use std::time::{Instant, SystemTime};
 
+use crate::cache::{self, Cache};
 use crate::config::{Pipeline, Route, Rules, duration};
 use crate::process::Cancel;
 use crate::rules::{Context, Outcome};
@@ -27,6 +28,9 @@ pub struct Supervision<'a> {
     /// a cancelled run must not be published.
     pub cancel: Option<&'a Cancel>,
     pub observer: Option<&'a dyn Observer>,
+    /// Where gates with `inputs:` remember their passes; without it every gate runs. The one
+    /// thing a run writes, and only through this.
+    pub cache: Option<&'a Cache>,
 }
 
 /// Runs `pipeline` over `task` and decides.
@@ -117,7 +121,26 @@ pub fn run_with(
             observer.gate_started(task, &gate.name);
         }
         let gate_started = Instant::now();
-        let mut outcome = gate.rule.run(&ctx);
+        let cache_key = supervision
+            .cache
+            .and_then(|_| cache::key(task, &pipeline.name, gate));
+        let cached = match (supervision.cache, &cache_key) {
+            (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, key),
+            _ => false,
+        };
+        let mut outcome = if cached {
+            Outcome {
+                outcome: GateOutcome::Cached,
+                ..Outcome::pass("passed before; its inputs, definition and tools are unchanged")
+            }
+        } else {
+            gate.rule.run(&ctx)
+        };
+        if let (Some(cache), Some(key), GateOutcome::Pass) =
+            (supervision.cache, &cache_key, outcome.outcome)
+        {
+            cache.store(&task.name, &gate.name, key);
+        }
         if let Some(about) = &gate.about {
             outcome.summary = format!("{about} — {}", outcome.summary);
         }

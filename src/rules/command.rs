@@ -83,6 +83,10 @@ impl Command {
         })
     }
 
+    pub fn program(&self) -> &str {
+        &self.argv[0]
+    }
+
     /// Says so when the program is a bare name that no PATH directory holds.
     pub fn preflight(&self) -> Option<String> {
         let program = &self.argv[0];

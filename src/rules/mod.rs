@@ -227,3 +227,22 @@ impl Rule {
         }
     }
 }
+
+impl Rule {
+    /// Files outside the task that decide the outcome as much as the gate's keys (a schema):
+    /// part of the gate's cache key.
+    pub fn definition_files(&self) -> Vec<&Path> {
+        match self {
+            Rule::Schema(rule) => vec![rule.schema_path()],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The program a command gate runs, whose version is part of its cache key.
+    pub fn program(&self) -> Option<&str> {
+        match self {
+            Rule::Lint(rule) | Rule::Test(rule) => Some(rule.program()),
+            _ => None,
+        }
+    }
+}

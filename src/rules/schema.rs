@@ -52,6 +52,10 @@ impl Schema {
         })
     }
 
+    pub fn schema_path(&self) -> &Path {
+        &self.schema
+    }
+
     pub fn run(&self, ctx: &Context<'_>) -> Outcome {
         let validator = match self.compile() {
             Ok(validator) => validator,

@@ -38,6 +38,8 @@ pub struct Options {
     pub poll: Option<Duration>,
     /// How long running gates may finish after SIGTERM before they are killed.
     pub grace: Duration,
+    /// Run every gate, even those whose `inputs:` are unchanged since they passed.
+    pub no_cache: bool,
 }
 
 /// Called with each published verdict (the CLI prints a line).
@@ -61,7 +63,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         path: rules.staging.clone(),
         source,
     })?;
-    let shared = Arc::new(Shared::new(rules)?);
+    let shared = Arc::new(Shared::new(rules, !options.no_cache)?);
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
     let report = Arc::new(report);

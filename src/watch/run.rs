@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::events::EventLog;
 use super::state::{self, TaskState};
+use crate::cache::Cache;
 use crate::config::Rules;
 use crate::error::Error;
 use crate::pipeline::{self, Observer, Supervision};
@@ -24,6 +25,8 @@ pub struct Shared {
     rules: RwLock<Arc<Rules>>,
     pub events: EventLog,
     pub cancel: Cancel,
+    /// Whether gates with `inputs:` may be skipped as `cached`.
+    use_cache: bool,
 }
 
 /// How a request to judge a task ended.
@@ -39,12 +42,13 @@ pub enum Judged {
 }
 
 impl Shared {
-    pub fn new(rules: Rules) -> Result<Self, Error> {
+    pub fn new(rules: Rules, use_cache: bool) -> Result<Self, Error> {
         let events = EventLog::open(&rules.state)?;
         Ok(Shared {
             rules: RwLock::new(Arc::new(rules)),
             events,
             cancel: Cancel::default(),
+            use_cache,
         })
     }
 
@@ -179,9 +183,11 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
                 log: &shared.events,
                 agent,
             };
+            let cache = shared.use_cache.then(|| Cache::new(&rules.state));
             let supervision = Supervision {
                 cancel: Some(&shared.cancel),
                 observer: Some(&observer),
+                cache: cache.as_ref(),
             };
             pipeline::run_with(&rules, pipeline, &task, supervision)
         }

@@ -1,0 +1,194 @@
+//! The result cache for gates that declare `inputs:`. A gate that passed is not run again while
+//! nothing it depends on changed: the content of the files its `inputs` globs match, its own
+//! definition (and the schema file a `schema` gate reads), the program it runs (path, size,
+//! modification time: a new tool version is a new binary), the task, and the task's contract.
+//! Such a gate reports `cached`. Only passes are remembered: a failure always runs again.
+//!
+//! Entries live in `<state>/cache/<task>.json`, one key per gate, replaced atomically. The cache
+//! is an optimisation that must never pass something that would fail, so whenever the key
+//! cannot be computed exactly (an input too large to hash, unreadable, or a link out of the
+//! task directory) the gate simply runs.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::config::Gate;
+use crate::task::{self, Task};
+use crate::taskdir;
+
+/// Most input bytes hashed for one gate; past this the gate runs instead of being hashed.
+const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+/// Largest cache file read (a task's cache holds a key per gate).
+const MAX_CACHE_BYTES: u64 = 1024 * 1024;
+
+/// Remembers which gates passed with which key, under a state directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+impl Cache {
+    pub fn new(state_dir: &Path) -> Self {
+        Cache {
+            dir: state_dir.join("cache"),
+        }
+    }
+
+    fn path(&self, task: &str) -> PathBuf {
+        self.dir.join(format!("{task}.json"))
+    }
+
+    fn entries(&self, task: &str) -> BTreeMap<String, String> {
+        let Ok(file) = std::fs::File::open(self.path(task)) else {
+            return BTreeMap::new();
+        };
+        let mut bytes = Vec::new();
+        if file.take(MAX_CACHE_BYTES).read_to_end(&mut bytes).is_err() {
+            return BTreeMap::new();
+        }
+        serde_json::from_slice(&bytes).unwrap_or_default()
+    }
+
+    /// Whether `gate` passed for `task` with exactly this key.
+    pub fn hit(&self, task: &str, gate: &str, key: &str) -> bool {
+        task::validate_name(task).is_ok() && self.entries(task).get(gate).is_some_and(|k| k == key)
+    }
+
+    /// Records that `gate` passed with `key`. A cache that cannot be written costs a re-run
+    /// later, nothing else, so the failure is logged and dropped.
+    pub fn store(&self, task: &str, gate: &str, key: &str) {
+        if task::validate_name(task).is_err() {
+            return;
+        }
+        let mut entries = self.entries(task);
+        entries.insert(gate.to_owned(), key.to_owned());
+        let text = serde_json::to_string_pretty(&entries).unwrap_or_default();
+        let written = std::fs::create_dir_all(&self.dir)
+            .map_err(|err| err.to_string())
+            .and_then(|()| {
+                crate::atomic::replace_unsynced(&self.path(task), text.as_bytes())
+                    .map_err(|err| format!("{err:#}"))
+            });
+        if let Err(err) = written {
+            tracing::warn!(task, gate, %err, "cannot write the result cache");
+        }
+    }
+}
+
+/// The key of one run of `gate` over `task` under `pipeline`, or `None` when the gate has no
+/// `inputs:` or the key cannot be computed exactly.
+pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<String> {
+    let inputs = gate.inputs.as_ref()?;
+    let mut hash = Sha256::new();
+    let mut field = |label: &str, bytes: &[u8]| {
+        // Length-prefixed, so no two different field lists hash the same bytes.
+        hash.update(label.as_bytes());
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field("validator", env!("CARGO_PKG_VERSION").as_bytes());
+    field("task", task.name.as_bytes());
+    field("pipeline", pipeline.as_bytes());
+    field("gate", gate.definition.as_bytes());
+    if let Some(contract) = &task.contract {
+        field("contract", contract.source.as_bytes());
+    }
+    for file in gate.rule.definition_files() {
+        let bytes = read_whole(file)?;
+        field("definition file", &bytes);
+    }
+    if let Some(program) = gate.rule.program() {
+        field("program", program_identity(program, task)?.as_bytes());
+    }
+
+    let listing = taskdir::list(task);
+    // A link out of the task directory or a directory that cannot be read may hide an input:
+    // no exact key.
+    if listing
+        .escaping_links
+        .iter()
+        .chain(&listing.unreadable)
+        .any(|rel| inputs.is_match(rel) || rel == ".")
+    {
+        return None;
+    }
+    let mut budget = MAX_INPUT_BYTES;
+    let mut matched = 0usize;
+    for entry in listing.files.iter().filter(|e| inputs.is_match(&e.rel)) {
+        if task.is_ignored(&entry.rel) {
+            continue;
+        }
+        budget = budget.checked_sub(entry.size)?;
+        let digest = hash_file(task, &entry.path)?;
+        field("input", entry.rel.as_bytes());
+        field("content", &digest);
+        matched += 1;
+    }
+    field("inputs", &(matched as u64).to_le_bytes());
+    Some(format!("{:x}", hash.finalize()))
+}
+
+/// The SHA-256 of a file inside the task directory, streamed.
+fn hash_file(task: &Task, path: &Path) -> Option<Vec<u8>> {
+    let real = path.canonicalize().ok()?;
+    if !real.starts_with(&task.dir) {
+        return None;
+    }
+    let mut file = taskdir::open_regular(&real).ok()?;
+    let mut hash = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buffer).ok()?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > MAX_INPUT_BYTES {
+            return None;
+        }
+        hash.update(&buffer[..n]);
+    }
+    Some(hash.finalize().to_vec())
+}
+
+/// A file the rules file names (a schema), read whole under the cache file cap.
+fn read_whole(path: &Path) -> Option<Vec<u8>> {
+    let file = taskdir::open_regular(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_INPUT_BYTES).then_some(bytes)
+}
+
+/// Which program a command gate runs: its resolved path, size and modification time. Upgrading
+/// a tool replaces its binary, so this changes with the version without running the tool (a
+/// `--version` flag may do real work in a script). A program inside the task directory is the
+/// worker's, whose times it can set: its content counts instead.
+fn program_identity(program: &str, task: &Task) -> Option<String> {
+    let task_dir = &task.dir;
+    let path = if program.contains('/') {
+        task_dir.join(program)
+    } else {
+        let search = std::env::var_os("PATH")?;
+        std::env::split_paths(&search)
+            .map(|dir| dir.join(program))
+            .find(|candidate| candidate.is_file())?
+    };
+    let real = path.canonicalize().ok()?;
+    if real.starts_with(task_dir) {
+        let digest = hash_file(task, &real)?;
+        return Some(format!("{} {digest:02x?}", real.display()));
+    }
+    let meta = real.metadata().ok()?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Some(format!("{} {} {mtime}", real.display(), meta.len()))
+}
