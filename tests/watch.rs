@@ -1393,3 +1393,32 @@ fn the_watcher_holds_a_task_to_its_contract_and_logs_the_violations() {
     assert_eq!(violations[0]["details"]["kind"], "dependency");
     assert_eq!(violations[0]["task"], "svc");
 }
+
+#[test]
+fn a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed() {
+    let w = Watcher::new("");
+    let count = |name: &str| {
+        format!(
+            "      - {{name: {name}, rule: lint, run: [\"sh\", \"-c\", \"echo run >> {}/runs-{name}; test -f {name}.ok\"], inputs: [\"{name}.*\"]}}\n",
+            w.path().display()
+        )
+    };
+    w.write_rules(&rules("", &format!("{}{}", count("a"), count("b"))));
+    let mut w = w;
+    w.start(&[]);
+    w.task("svc", &[("a.ok", "")]);
+    w.signal("svc", "first\n");
+    assert_eq!(w.wait_verdict("svc").0, 1);
+    w.task("svc", &[("b.ok", "")]);
+    w.signal("svc", "second\n");
+    let (code, verdict) = w.wait_verdict("svc");
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(verdict["gates"][0]["outcome"], "cached", "{verdict:#}");
+    assert_eq!(verdict["gates"][1]["outcome"], "pass", "{verdict:#}");
+    let runs = |name: &str| {
+        fs::read_to_string(w.path().join(format!("runs-{name}")))
+            .map(|text| text.lines().count())
+            .unwrap_or(0)
+    };
+    assert_eq!((runs("a"), runs("b")), (1, 2));
+}
