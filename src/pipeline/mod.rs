@@ -178,6 +178,7 @@ pub fn run_with(
         gates,
         reasons,
         warnings,
+        signature: None,
     }
 }
 
@@ -218,6 +219,7 @@ pub fn decide_without_running(
             .unwrap_or_default(),
         reasons: vec![reason],
         warnings: Vec::new(),
+        signature: None,
     }
 }
 

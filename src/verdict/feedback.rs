@@ -186,6 +186,7 @@ mod tests {
             }],
             reasons: vec!["lint: findings".into()],
             warnings: vec![],
+            signature: None,
         }
     }
 

@@ -439,6 +439,7 @@ mod tests {
             gates,
             reasons: reasons.iter().map(|r| r.to_string()).collect(),
             warnings: Vec::new(),
+            signature: None,
         }
     }
 
