@@ -185,11 +185,11 @@ impl fmt::Debug for Key {
 /// Why a verdict document does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerifyError {
-    #[error("it is not signed, but a signing key is configured")]
+    #[error("unsigned: it carries no signature")]
     Unsigned,
-    #[error("its signature does not match: it was edited after signing or signed with another key")]
+    #[error("invalid signature: the verdict was edited after signing or signed with another key")]
     Mismatch,
-    #[error("it cannot be checked: {0}")]
+    #[error("cannot be checked: {0}")]
     Malformed(String),
 }
 
