@@ -417,6 +417,8 @@ fn verify(config: Option<PathBuf>, file: &Path, key: Option<PathBuf>) -> Result<
             path,
             source: KeySource::Flag,
         }),
+        // Without a rules file, only $VALIDATOR_KEY_FILE can name the key; a rules file is
+        // looked for only when it does not.
         None => match KeyFile::configured(None) {
             Some(from_env) => Some(from_env),
             None => {

@@ -107,11 +107,9 @@ impl KeyFile {
             named_by: self.source.clone(),
             reason,
         };
-        let mut file =
-            crate::taskdir::open_regular(&self.path).map_err(|err| fail(err.to_string()))?;
+        let file = crate::taskdir::open_regular(&self.path).map_err(|err| fail(err.to_string()))?;
         let mut bytes = Vec::new();
-        (&mut file)
-            .take(MAX_KEY_BYTES + 1)
+        file.take(MAX_KEY_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|err| fail(err.to_string()))?;
         if bytes.len() as u64 > MAX_KEY_BYTES {
@@ -122,7 +120,7 @@ impl KeyFile {
         // A trailing newline (from `echo` or `openssl rand -hex 32 > key`) is not part of the key.
         let secret = bytes.trim_ascii();
         if secret.is_empty() {
-            return Err(fail("it is empty".into()));
+            return Err(fail("it is empty (or only whitespace)".into()));
         }
         let mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|err| fail(err.to_string()))?;
         Ok(Key {
