@@ -240,10 +240,13 @@ impl Contract {
         };
         let mut first = Vec::new();
         if !self.dependencies_completed.is_empty() {
+            let key = crate::verdict::sign::configured_key(Some(rules))
+                .map_err(|err| format!("{err:#}"))?;
             let rule = Rule::Dependencies(Dependencies {
                 tasks: self.dependencies_completed.clone(),
                 staging: rules.staging.clone(),
                 verdicts: rules.verdicts.clone(),
+                key: key.map(std::sync::Arc::new),
             });
             first.push(gate("dependencies", rule, None));
         }

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use validator::config::graph;
+use validator::verdict::sign::{self, KeyFile, KeySource, VerifyError};
 use validator::verdict::{feedback, format};
 use validator::watch::client;
 use validator::{Decision, Rules, Signal, Task, Verdict, snapshot, task};
@@ -88,6 +89,14 @@ enum Command {
     },
     /// Clear a task's attempts and circuit breakers after a person has decided
     Reset { task: String },
+    /// Check a verdict file's signature: exit 0 valid, 1 unsigned or edited, 2 cannot check
+    Verify {
+        /// The verdict file (`<task>.verdict.json`, or `check --format json` output)
+        file: PathBuf,
+        /// The key file [default: $VALIDATOR_KEY_FILE, then the rules file's signing_key_file]
+        #[arg(long, value_name = "KEYFILE")]
+        key: Option<PathBuf>,
+    },
     /// Run the pipeline once over a directory; the exit code is the verdict
     Check(CheckArgs),
     /// Work with the rules file
@@ -200,8 +209,14 @@ fn init_logging(verbose: u8, format: LogFormat) {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    // `verify` needs a key, not a rules file: it must work where only the key is at hand.
+    let command = match cli.command {
+        Command::Verify { file, key } => return verify(cli.config, &file, key),
+        command => command,
+    };
     let config = config_path(cli.config)?;
-    match cli.command {
+    match command {
+        Command::Verify { file, key } => verify(Some(config), &file, key),
         Command::Check(args) => check(&config, args),
         Command::Rules {
             command: RulesCommand::Check,
@@ -240,7 +255,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             format,
         } => {
             let rules = load(&config)?;
-            match client::wait(&rules, &task, timeout)? {
+            let key = sign::configured_key(Some(&rules))?;
+            match client::wait(&rules, &task, timeout, key.as_ref())? {
                 Some(verdict) => print_verdict(&verdict, format),
                 None => bail!(
                     "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
@@ -301,7 +317,13 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
     }
     let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
-    let verdict = match rules.contract_for(&task.name) {
+    // Only the JSON document carries a signature; a key that is named but unreadable stops
+    // the run before any gate, never a silently unsigned verdict.
+    let key = match args.format {
+        Format::Json => sign::configured_key(Some(&rules))?,
+        _ => None,
+    };
+    let mut verdict = match rules.contract_for(&task.name) {
         Ok(contract) => {
             let task = task.with_contract(contract);
             let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
@@ -324,6 +346,9 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
             format!("{err:#}"),
         ),
     };
+    if let Some(key) = &key {
+        sign::sign(&mut verdict, key);
+    }
     print_verdict(&verdict, args.format)
 }
 
@@ -399,7 +424,8 @@ fn watch(
 
 fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
     let rules = load(config)?;
-    let tasks = client::status(&rules);
+    let key = sign::configured_key(Some(&rules))?;
+    let tasks = client::status(&rules, key.as_ref());
     let mut out = anstream::stdout();
     match format {
         StatusFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&tasks)?)?,
@@ -408,25 +434,98 @@ fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
         }
         StatusFormat::Text => {
             let width = tasks.iter().map(|t| t.task.len()).max().unwrap_or(4).max(4);
+            // The signature column appears only when a key is configured.
+            let signature_column = |text: &str| match key {
+                Some(_) => format!("  {text}"),
+                None => String::new(),
+            };
             writeln!(
                 out,
-                "{:<width$}  {:<9}  {:<7}  {:>7}  {:>8}",
-                "TASK", "VERDICT", "CURRENT", "ATTEMPT", "AGE"
+                "{:<width$}  {:<9}  {:<7}  {:>7}  {:>8}{}",
+                "TASK",
+                "VERDICT",
+                "CURRENT",
+                "ATTEMPT",
+                "AGE",
+                signature_column("SIGNATURE")
             )?;
             for task in &tasks {
                 let verdict = task.verdict.map_or("-", |v| v.as_str());
                 let age = task.age_secs.map_or("-".to_owned(), human_age);
                 let current = if task.current { "yes" } else { "no" };
                 let attempt = format!("{}/{}", task.attempt, task.max_attempts);
+                let signature = signature_column(task.signature.map_or("-", |s| s.as_str()));
                 writeln!(
                     out,
-                    "{:<width$}  {verdict:<9}  {current:<7}  {attempt:>7}  {age:>8}",
+                    "{:<width$}  {verdict:<9}  {current:<7}  {attempt:>7}  {age:>8}{signature}",
                     task.task
                 )?;
             }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `validator verify`: the key from `--key`, else `$VALIDATOR_KEY_FILE`, else the rules file's
+/// `signing_key_file:` (a rules file is looked for only then, and need not exist).
+fn verify(config: Option<PathBuf>, file: &Path, key: Option<PathBuf>) -> Result<ExitCode> {
+    let key_file = match key {
+        Some(path) => Some(KeyFile {
+            path,
+            source: KeySource::Flag,
+        }),
+        // Without a rules file, only $VALIDATOR_KEY_FILE can name the key; a rules file is
+        // looked for only when it does not.
+        None => match KeyFile::configured(None) {
+            Some(from_env) => Some(from_env),
+            None => {
+                let rules = match config_path(config) {
+                    Ok(path) => Some(load(&path)?),
+                    Err(_) => None,
+                };
+                KeyFile::configured(rules.as_ref())
+            }
+        },
+    };
+    let Some(key_file) = key_file else {
+        bail!(
+            "no signing key to check {} with\n  help: pass --key KEYFILE, set {}, or set `signing_key_file:` in the rules file (-c FILE); the key must be the one the watcher signs with",
+            file.display(),
+            sign::KEY_FILE_ENV
+        );
+    };
+    let key = key_file.read()?;
+    let document = sign::read_document(file).map_err(|err| {
+        anyhow!(
+            "cannot read the verdict {}: {err}\n  help: pass the path of a <task>.verdict.json file",
+            file.display()
+        )
+    })?;
+    match sign::verify(&document, &key) {
+        Ok(()) => {
+            let value: serde_json::Value = serde_json::from_str(&document)?;
+            let field = |name: &str| value[name].as_str().unwrap_or("?").to_owned();
+            println!(
+                "{}: task {}, verdict {}: signature valid",
+                file.display(),
+                field("task"),
+                field("verdict")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why @ (VerifyError::Unsigned | VerifyError::Mismatch)) => {
+            eprintln!(
+                "{}: {why}\n  help: do not trust this verdict (checked with the key in {}; the watcher must sign with the same key)",
+                file.display(),
+                key.path().display()
+            );
+            Ok(ExitCode::from(1))
+        }
+        Err(why @ VerifyError::Malformed(_)) => bail!(
+            "{}: {why}\n  help: pass a verdict document written by validator",
+            file.display()
+        ),
+    }
 }
 
 fn human_age(secs: u64) -> String {

@@ -380,3 +380,78 @@ fn without_a_contract_file_the_pipeline_runs_as_written() {
     assert_eq!(names(&verdict), ["status"]);
     assert!(verdict.get("unchecked").is_none());
 }
+
+#[test]
+fn with_a_signing_key_a_dependencys_verdict_must_verify() {
+    let project = Project::new();
+    project.rules(
+        &with_contracts(STATUS).replace("state: state\n", "state: state\nstaging: staging\n"),
+    );
+    project.root_file("key", "0123456789abcdef0123456789abcdef\n");
+    let key = project.path().join("key");
+    signed_verdict(
+        project.path(),
+        &project.rules_path(),
+        &key,
+        "dep-ok",
+        "STATUS: OK\n",
+    );
+    signed_verdict(
+        project.path(),
+        &project.rules_path(),
+        &key,
+        "dep-failed",
+        "",
+    );
+    project.signal("STATUS: OK\n");
+    contract(
+        &project,
+        "task_id: task\ndependencies_completed: [dep-ok, dep-failed]\n",
+    );
+    let verdict_of = |project: &Project| {
+        let mut cmd = project.check();
+        cmd.env("VALIDATOR_KEY_FILE", &key)
+            .args(["--format", "json"]);
+        common::json_verdict(cmd)
+    };
+    let (code, verdict) = verdict_of(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = messages(gate(&verdict, "contract.dependencies"));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].contains("dep-failed: verdict FAIL"), "{found:#?}");
+
+    // The FAIL turned into a PASS by hand does not count.
+    let path = project.path().join("staging/dep-failed.verdict.json");
+    let forged = fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"FAIL\"", "\"PASS\"");
+    fs::write(&path, forged).unwrap();
+    let (code, verdict) = verdict_of(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = messages(gate(&verdict, "contract.dependencies"));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].contains("dep-failed: its verdict does not count: invalid signature"),
+        "{found:#?}"
+    );
+}
+
+/// The verdict `check --format json` signs with `key`, kept where a watcher would write it.
+fn signed_verdict(root: &Path, rules: &Path, key: &Path, task: &str, body: &str) {
+    let staging = root.join("staging");
+    fs::create_dir_all(staging.join(task)).unwrap();
+    let done = staging.join(format!("{task}.done"));
+    fs::write(&done, body).unwrap();
+    let output = validator()
+        .env("VALIDATOR_KEY_FILE", key)
+        .args(["check", "--format", "json", "--task", task, "-c"])
+        .arg(rules)
+        .arg("--task-dir")
+        .arg(staging.join(task))
+        .arg("--signal")
+        .arg(&done)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&output.stdout).contains("hmac-sha256:"));
+    fs::write(staging.join(format!("{task}.verdict.json")), output.stdout).unwrap();
+}

@@ -223,6 +223,7 @@ pub fn run_with(
         warnings,
         unchecked: unchecked(task),
         context: context(task),
+        signature: None,
     }
 }
 
@@ -276,6 +277,7 @@ pub fn decide_without_running(
         warnings: Vec::new(),
         unchecked: unchecked(task),
         context: context(task),
+        signature: None,
     }
 }
 

@@ -3,10 +3,12 @@
 //! as the run's first gate, so a task whose inputs are not done fails before anything runs.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::{Context, Outcome};
 use crate::signal::Signal;
 use crate::staging;
+use crate::verdict::sign::{self, Key};
 use crate::verdict::{Decision, Finding};
 
 #[derive(Debug, Clone)]
@@ -14,6 +16,8 @@ pub struct Dependencies {
     pub tasks: Vec<String>,
     pub staging: PathBuf,
     pub verdicts: PathBuf,
+    /// With a signing key, a dependency's verdict counts only if its signature verifies.
+    pub key: Option<Arc<Key>>,
 }
 
 impl Dependencies {
@@ -39,6 +43,17 @@ impl Dependencies {
 
     /// Why `task` does not count as completed, or `None` if it does.
     fn unmet(&self, task: &str) -> Option<String> {
+        if let Some(key) = &self.key {
+            let path = staging::verdict_path(&self.verdicts, task);
+            if path.exists() {
+                let checked = sign::read_document(&path)
+                    .map_err(|err| err.to_string())
+                    .and_then(|text| sign::verify(&text, key).map_err(|err| err.to_string()));
+                if let Err(why) = checked {
+                    return Some(format!("its verdict does not count: {why}"));
+                }
+            }
+        }
         let verdict = staging::read_verdict(&self.verdicts, task);
         let signal = Signal::read(&staging::done_path(&self.staging, task)).ok();
         match (verdict, signal) {

@@ -220,6 +220,7 @@ mod tests {
             warnings: vec![],
             unchecked: vec![],
             context: None,
+            signature: None,
         }
     }
 

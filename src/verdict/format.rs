@@ -450,6 +450,7 @@ mod tests {
             warnings: Vec::new(),
             unchecked: Vec::new(),
             context: None,
+            signature: None,
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod feedback;
 pub mod format;
+pub mod sign;
 pub mod write;
 
 use std::fmt;
@@ -171,6 +172,10 @@ pub struct Verdict {
     /// The contract's `context`: why the task exists, kept in front of the worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// `hmac-sha256:<hex>` over the rest of the document, when a signing key is configured
+    /// ([`sign`]). Last, so a reader sees it after what it covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 impl Verdict {

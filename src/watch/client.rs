@@ -1,6 +1,7 @@
 //! What the other commands read from (or write for) a watcher: `signal` writes a done file,
 //! `wait` blocks until a task's verdict is current, `status` lists tasks. They read only the
-//! verdicts directory, never a verdict file a worker could have written elsewhere.
+//! verdicts directory, never a verdict file a worker could have written elsewhere, and with a
+//! signing key they trust only a verdict whose signature verifies.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -14,6 +15,7 @@ use super::state::TaskState;
 use crate::config::Rules;
 use crate::error::Error;
 use crate::signal::Signal;
+use crate::verdict::sign::{self, Key, VerifyError};
 use crate::verdict::{Decision, Verdict};
 use crate::{staging, task};
 
@@ -49,7 +51,14 @@ pub fn signal(rules: &Rules, task: &str, body: &SignalBody) -> Result<std::path:
 }
 
 /// Blocks until `task` has a verdict that answers its current done signal, or `timeout` passes.
-pub fn wait(rules: &Rules, task: &str, timeout: Duration) -> Result<Option<Verdict>, Error> {
+/// With a key, a current verdict that does not verify ends the wait with
+/// [`Error::Unverified`]: it is never returned as if the watcher had written it.
+pub fn wait(
+    rules: &Rules,
+    task: &str,
+    timeout: Duration,
+    key: Option<&Key>,
+) -> Result<Option<Verdict>, Error> {
     task::validate_name(task)?;
     let deadline = Instant::now() + timeout;
     let (tx, rx) = mpsc::channel();
@@ -63,7 +72,7 @@ pub fn wait(rules: &Rules, task: &str, timeout: Duration) -> Result<Option<Verdi
         let _ = watcher.watch(&rules.verdicts, RecursiveMode::NonRecursive);
     }
     loop {
-        if let Some(verdict) = current_verdict(rules, task) {
+        if let Some(verdict) = current_verdict(rules, task, key)? {
             return Ok(Some(verdict));
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -74,11 +83,76 @@ pub fn wait(rules: &Rules, task: &str, timeout: Duration) -> Result<Option<Verdi
     }
 }
 
-/// The task's verdict, if it answers the done file as it is now.
-pub fn current_verdict(rules: &Rules, task: &str) -> Option<Verdict> {
-    let signal = Signal::read(&staging::done_path(&rules.staging, task)).ok()?;
-    staging::read_verdict(&rules.verdicts, task)
-        .filter(|verdict| staging::is_current(verdict, &signal))
+/// The task's verdict, if it answers the done file as it is now. With a key, such a verdict
+/// whose signature does not verify is an error that names the file and why.
+pub fn current_verdict(
+    rules: &Rules,
+    task: &str,
+    key: Option<&Key>,
+) -> Result<Option<Verdict>, Error> {
+    let Some(read) = read_verdict(rules, task, key) else {
+        return Ok(None);
+    };
+    if !is_current(rules, task, &read.verdict) {
+        return Ok(None);
+    }
+    match read.signature {
+        Some(Err(why)) => Err(Error::Unverified {
+            path: staging::verdict_path(&rules.verdicts, task),
+            why,
+        }),
+        _ => Ok(Some(read.verdict)),
+    }
+}
+
+/// A verdict file as read, and (with a key) how its signature checked out.
+struct Read {
+    verdict: Verdict,
+    signature: Option<Result<(), VerifyError>>,
+}
+
+/// Reads the task's verdict once, so the bytes verified are the bytes parsed.
+fn read_verdict(rules: &Rules, task: &str, key: Option<&Key>) -> Option<Read> {
+    let document = sign::read_document(&staging::verdict_path(&rules.verdicts, task)).ok()?;
+    let verdict = serde_json::from_str(&document).ok()?;
+    Some(Read {
+        verdict,
+        signature: key.map(|key| sign::verify(&document, key)),
+    })
+}
+
+fn is_current(rules: &Rules, task: &str, verdict: &Verdict) -> bool {
+    Signal::read(&staging::done_path(&rules.staging, task))
+        .is_ok_and(|signal| staging::is_current(verdict, &signal))
+}
+
+/// How a verdict's signature checked out, in `validator status` (only with a key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignatureCheck {
+    Valid,
+    /// No signature at all.
+    Unsigned,
+    /// Edited after signing, signed with another key, or not a signature.
+    Invalid,
+}
+
+impl SignatureCheck {
+    fn of(check: &Result<(), VerifyError>) -> Self {
+        match check {
+            Ok(()) => SignatureCheck::Valid,
+            Err(VerifyError::Unsigned) => SignatureCheck::Unsigned,
+            Err(_) => SignatureCheck::Invalid,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureCheck::Valid => "valid",
+            SignatureCheck::Unsigned => "unsigned",
+            SignatureCheck::Invalid => "invalid",
+        }
+    }
 }
 
 /// One line of `validator status`.
@@ -86,8 +160,12 @@ pub fn current_verdict(rules: &Rules, task: &str) -> Option<Verdict> {
 pub struct TaskStatus {
     pub task: String,
     pub verdict: Option<Decision>,
-    /// Whether the verdict answers the done file as it is now (false: a run is due or under way).
+    /// Whether the verdict answers the done file as it is now (false: a run is due or under way,
+    /// or, with a key, the verdict's signature does not verify).
     pub current: bool,
+    /// With a signing key: whether the verdict's signature verifies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<SignatureCheck>,
     pub attempt: u32,
     pub max_attempts: u32,
     /// Seconds since the last verdict's run started.
@@ -95,8 +173,9 @@ pub struct TaskStatus {
     pub escalated: Option<String>,
 }
 
-/// Every task that has a done signal, a verdict or state.
-pub fn status(rules: &Rules) -> Vec<TaskStatus> {
+/// Every task that has a done signal, a verdict or state. With a key, a verdict is current only
+/// if its signature verifies.
+pub fn status(rules: &Rules, key: Option<&Key>) -> Vec<TaskStatus> {
     let mut names = BTreeSet::new();
     let mut collect = |dir: &Path, suffix: &str| {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -114,7 +193,12 @@ pub fn status(rules: &Rules) -> Vec<TaskStatus> {
     names
         .into_iter()
         .map(|task| {
-            let verdict = staging::read_verdict(&rules.verdicts, &task);
+            let read = read_verdict(rules, &task, key);
+            let signature = read
+                .as_ref()
+                .and_then(|r| r.signature.as_ref())
+                .map(SignatureCheck::of);
+            let verdict = read.map(|r| r.verdict);
             let state = TaskState::load(&rules.state, &task);
             let age_secs = verdict
                 .as_ref()
@@ -122,7 +206,11 @@ pub fn status(rules: &Rules) -> Vec<TaskStatus> {
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
                 .map(|d| d.as_secs());
             TaskStatus {
-                current: current_verdict(rules, &task).is_some(),
+                current: verdict
+                    .as_ref()
+                    .is_some_and(|v| is_current(rules, &task, v))
+                    && signature.is_none_or(|s| s == SignatureCheck::Valid),
+                signature,
                 verdict: verdict.as_ref().map(|v| v.verdict),
                 attempt: verdict.as_ref().map_or(state.attempt, |v| v.attempt),
                 max_attempts: rules.defaults.max_attempts,

@@ -26,7 +26,7 @@ use serde_json::json;
 use crate::config::Rules;
 use crate::error::Error;
 use crate::staging;
-use crate::verdict::Verdict;
+use crate::verdict::{Verdict, sign};
 use run::{Judged, Shared};
 
 /// How the watcher runs.
@@ -59,11 +59,17 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     // Events name absolute paths; so must the rules file, or hot reload never matches it.
     options.config = std::path::absolute(&options.config).unwrap_or(options.config);
     let rules = Rules::load(&options.config)?;
+    // A key that is named but unusable stops the start: publishing unsigned verdicts that every
+    // reader holding the key refuses would only look like a gate.
+    let key = sign::configured_key(Some(&rules))?;
     std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
         path: rules.staging.clone(),
         source,
     })?;
-    let shared = Arc::new(Shared::new(rules, !options.no_cache)?);
+    if let Some(key) = &key {
+        tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
+    }
+    let shared = Arc::new(Shared::new(rules, key, !options.no_cache)?);
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
     let report = Arc::new(report);
@@ -380,12 +386,19 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: &mut Scheduler) {
-    match Rules::load(&options.config) {
-        Ok(rules) => {
+    // The key is read again with the rules: they may name another one. A key that cannot be
+    // read keeps the previous rules and key in force, as a broken rules file does.
+    let loaded = Rules::load(&options.config).and_then(|rules| {
+        let key = sign::configured_key(Some(&rules))?;
+        Ok((rules, key))
+    });
+    match loaded {
+        Ok((rules, key)) => {
             let old_staging = shared.rules().staging.clone();
             let new_staging = rules.staging.clone();
-            shared.replace_rules(rules);
+            shared.replace_rules(rules, key);
             tracing::info!(config = %options.config.display(), "rules reloaded");
+            warn_about_layout(&shared.rules());
             shared.events.record(
                 None,
                 None,
@@ -545,28 +558,73 @@ fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {
     Ok(())
 }
 
-/// A worker that can write its own rules or forge its own verdicts defeats the gate.
+/// A worker that can write its own rules or forge its own verdicts defeats the gate. Each
+/// warning names the path, what a worker could do, and the fix.
 fn warn_about_layout(rules: &Rules) {
-    let inside = |path: &Path| {
-        let staging = rules
-            .staging
-            .canonicalize()
-            .unwrap_or_else(|_| rules.staging.clone());
-        path.canonicalize()
-            .unwrap_or_else(|_| path.to_path_buf())
-            .starts_with(&staging)
-    };
-    if inside(&rules.path) {
-        tracing::warn!("the rules file is inside staging: a worker could rewrite its own rules");
+    let staging = resolved(&rules.staging);
+    let inside = |path: &Path| resolved(path).starts_with(&staging);
+    let risks = [
+        (
+            Some(&rules.path),
+            "the rules file",
+            "a worker could rewrite its own rules",
+            "move the rules file outside staging",
+        ),
+        (
+            Some(&rules.verdicts),
+            "the verdicts directory",
+            "a worker could forge, edit or replay its verdicts (a signing key detects edits, not an old signed verdict put back)",
+            "set `verdicts:` to a directory outside staging",
+        ),
+        (
+            rules.contracts.as_ref(),
+            "the contracts directory",
+            "a worker could rewrite its own contract (the files it owns, its success criteria)",
+            "set `contracts:` to a directory outside staging",
+        ),
+        (
+            Some(&rules.state),
+            "the state directory",
+            "a worker could reset its own attempts and circuit breakers",
+            "set `state:` to a directory outside staging",
+        ),
+        (
+            rules.signing_key_file.as_ref(),
+            "the signing key",
+            "a worker could read it and sign verdicts of its own",
+            "keep the key outside staging, readable only by validator",
+        ),
+    ];
+    for (path, what, why, fix) in risks {
+        let Some(path) = path else { continue };
+        if inside(path) {
+            tracing::warn!(
+                path = %path.display(),
+                staging = %rules.staging.display(),
+                "{what} is inside staging: {why}; {fix}"
+            );
+        }
     }
-    if inside(&rules.verdicts) {
-        tracing::warn!(
-            "the verdicts directory is inside staging: a worker can rewrite verdicts there; set `verdicts:` outside staging"
-        );
-    }
-    if inside(&rules.state) {
-        tracing::warn!(
-            "the state directory is inside staging: a worker could reset its own attempts"
-        );
+}
+
+/// `path` with every existing part canonicalized (symlinks resolved), and the parts that do
+/// not exist yet appended as written: a directory the watcher creates later still compares.
+fn resolved(path: &Path) -> PathBuf {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return missing
+                .iter()
+                .rev()
+                .fold(real, |path, part| path.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
     }
 }

@@ -18,11 +18,14 @@ use crate::process::Cancel;
 use crate::signal::Signal;
 use crate::staging;
 use crate::task::Task;
+use crate::verdict::sign::{self, Key};
 use crate::verdict::{Decision, GateReport, Verdict, write};
 
 /// What the watcher's threads share.
 pub struct Shared {
-    rules: RwLock<Arc<Rules>>,
+    /// The rules and the signing key they configure, swapped together on reload so a run never
+    /// signs with a key the rules it ran under did not name.
+    config: RwLock<(Arc<Rules>, Option<Arc<Key>>)>,
     pub events: EventLog,
     pub cancel: Cancel,
     /// Whether gates with `inputs:` may be skipped as `cached`.
@@ -42,10 +45,10 @@ pub enum Judged {
 }
 
 impl Shared {
-    pub fn new(rules: Rules, use_cache: bool) -> Result<Self, Error> {
+    pub fn new(rules: Rules, key: Option<Key>, use_cache: bool) -> Result<Self, Error> {
         let events = EventLog::open(&rules.state)?;
         Ok(Shared {
-            rules: RwLock::new(Arc::new(rules)),
+            config: RwLock::new((Arc::new(rules), key.map(Arc::new))),
             events,
             cancel: Cancel::default(),
             use_cache,
@@ -54,11 +57,20 @@ impl Shared {
 
     /// The rules in force now; a reload affects the runs that start after it.
     pub fn rules(&self) -> Arc<Rules> {
-        Arc::clone(&self.rules.read().unwrap_or_else(|p| p.into_inner()))
+        self.config().0
     }
 
-    pub fn replace_rules(&self, rules: Rules) {
-        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(rules);
+    /// The rules in force now and the key that signs the verdicts of runs under them.
+    pub fn config(&self) -> (Arc<Rules>, Option<Arc<Key>>) {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn replace_rules(&self, rules: Rules, key: Option<Key>) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) =
+            (Arc::new(rules), key.map(Arc::new));
     }
 }
 
@@ -90,7 +102,7 @@ impl Observer for GateEvents<'_> {
 
 /// Judges `task` if its done signal has no current verdict.
 pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
-    let rules = shared.rules();
+    let (rules, signing) = shared.config();
     let done = staging::done_path(&rules.staging, name);
     let signal = match Signal::read(&done) {
         Ok(signal) => signal,
@@ -112,10 +124,16 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     let state_existed = state::path(&rules.state, name).exists();
     let mut state = TaskState::load(&rules.state, name);
     // Current only if this watcher published it: a verdict file alone could be forged where
-    // the worker can write (verdicts inside staging).
+    // the worker can write (verdicts inside staging). With a key, it must also still carry a
+    // valid signature: one edited since (or signed with an old key) is judged and published
+    // again, with the same attempt number.
     if state.judged == key
         && staging::read_verdict(&rules.verdicts, name)
             .is_some_and(|verdict| staging::is_current(&verdict, &signal))
+        && signing.as_deref().is_none_or(|signing| {
+            sign::read_document(&staging::verdict_path(&rules.verdicts, name))
+                .is_ok_and(|document| sign::verify(&document, signing).is_ok())
+        })
     {
         return Ok(Judged::AlreadyCurrent);
     }
@@ -221,6 +239,9 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     let reset_meanwhile = state_existed && !state::path(&rules.state, name).exists();
     if !reset_meanwhile {
         state.save(&rules.state, name)?;
+    }
+    if let Some(signing) = &signing {
+        sign::sign(&mut verdict, signing);
     }
     write::write(&rules.verdicts, &verdict)?;
     if task.contract.is_some() {
