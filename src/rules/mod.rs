@@ -6,6 +6,7 @@
 pub mod command;
 pub mod exists;
 pub mod findings;
+pub mod review;
 pub mod schema;
 pub mod scope;
 pub mod status;
@@ -128,6 +129,7 @@ pub enum Rule {
     Schema(schema::Schema),
     FileScope(scope::FileScope),
     Status(status::Status),
+    Review(review::Review),
 }
 
 impl Rule {
@@ -140,7 +142,7 @@ impl Rule {
             RuleKind::Schema => schema::KEYS,
             RuleKind::FileScope => scope::KEYS,
             RuleKind::Status => status::KEYS,
-            RuleKind::Review => &["run"],
+            RuleKind::Review => review::KEYS,
         }
     }
 
@@ -173,13 +175,7 @@ impl Rule {
             RuleKind::Schema => Rule::Schema(schema::Schema::from_spec(spec, rules_dir)?),
             RuleKind::FileScope => Rule::FileScope(scope::FileScope::from_spec(spec)?),
             RuleKind::Status => Rule::Status(status::Status::from_spec(spec)),
-            RuleKind::Review => {
-                return Err(KeyError::new(
-                    "rule",
-                    "rule `review` is not available in this version of validator",
-                    "remove the gate, or run your reviewer as a `test` gate that exits non-zero on REJECTED",
-                ));
-            }
+            RuleKind::Review => Rule::Review(review::Review::from_spec(spec, rules_dir)?),
         })
     }
 
@@ -191,6 +187,7 @@ impl Rule {
             Rule::Schema(_) => RuleKind::Schema,
             Rule::FileScope(_) => RuleKind::FileScope,
             Rule::Status(_) => RuleKind::Status,
+            Rule::Review(_) => RuleKind::Review,
         }
     }
 
@@ -200,6 +197,7 @@ impl Rule {
         match self {
             Rule::Lint(rule) | Rule::Test(rule) => rule.preflight(),
             Rule::Schema(rule) => rule.preflight(),
+            Rule::Review(rule) => rule.preflight(),
             Rule::Exists(_) | Rule::FileScope(_) | Rule::Status(_) => None,
         }
     }
@@ -212,6 +210,7 @@ impl Rule {
             Rule::Schema(rule) => rule.run(ctx),
             Rule::FileScope(rule) => rule.run(ctx),
             Rule::Status(rule) => rule.run(ctx),
+            Rule::Review(rule) => rule.run(ctx),
         }
     }
 }
