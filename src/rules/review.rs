@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use super::command::{env_from_spec, is_executable, on_path, relative_findings, tail};
@@ -87,7 +87,11 @@ impl Review {
         let argv = run.0.clone();
         let written = Path::new(&argv[0]);
         let program = if argv[0].contains('/') && written.is_relative() {
-            rules_dir.join(written)
+            let inside: PathBuf = written
+                .components()
+                .filter(|part| !matches!(part, Component::CurDir))
+                .collect();
+            rules_dir.join(inside)
         } else {
             written.to_path_buf()
         };
@@ -139,8 +143,14 @@ impl Review {
         let finished = match process::run_with_input(&spec, input.as_bytes()) {
             Ok(finished) => finished,
             Err(SpawnError::NotFound(program)) => {
+                let written = &self.argv[0];
+                let from = if written.contains('/') && Path::new(written).is_relative() {
+                    format!(" (`{written}`, relative to the rules file's directory)")
+                } else {
+                    String::new()
+                };
                 return Outcome::error(format!(
-                    "reviewer not found: `{program}`; install it where validator runs, or fix `run:` in the rules file"
+                    "reviewer not found: `{program}`{from}; install it where validator runs, or fix `run:` in the rules file"
                 ));
             }
             Err(err) => return Outcome::error(format!("reviewer: {err}")),
