@@ -478,3 +478,148 @@ fn a_reviewer_past_its_timeout_is_an_error_and_does_not_survive() {
     assert_eq!(pids.len(), 2, "{pids:?}");
     assert!(left.is_empty(), "still alive after the timeout: {left:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The shipped example: examples/review with a stub in place of the model CLI
+// ---------------------------------------------------------------------------------------------
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read example") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+/// A copy of examples/review whose `REVIEW_CLI` is `cli` (a stub model written from `model`,
+/// when given), checked; returns the exit code, the verdict and the copy.
+fn example_with(model: Option<&str>, cli: &str) -> (i32, Value, tempfile::TempDir) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/review");
+    let copy = tempfile::tempdir().expect("temp dir");
+    copy_dir(&example, copy.path());
+    let mut cli = cli.to_owned();
+    if let Some(body) = model {
+        let path = copy.path().join("fake-model");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("write model");
+        make_executable(&path);
+        cli = format!("{} {cli}", path.display());
+    }
+    let rules = copy.path().join("validator.yaml");
+    let text = std::fs::read_to_string(&rules).expect("rules");
+    let line = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("REVIEW_CLI:"))
+        .expect("the example sets REVIEW_CLI");
+    let indent = &line[..line.len() - line.trim_start().len()];
+    std::fs::write(
+        &rules,
+        text.replace(line, &format!("{indent}REVIEW_CLI: {cli}")),
+    )
+    .expect("write rules");
+    let mut cmd = common::validator();
+    cmd.current_dir(copy.path()).args([
+        "check",
+        "--task-dir",
+        "staging/stats",
+        "--signal",
+        "staging/stats.done",
+        "--format",
+        "json",
+    ]);
+    isolate_git(&mut cmd);
+    let (code, verdict) = json_verdict(cmd);
+    (code, verdict, copy)
+}
+
+#[test]
+fn the_example_reviewer_gives_the_model_the_prompt_and_the_context_and_passes_its_rejection_on() {
+    let (code, verdict, copy) = example_with(
+        Some(
+            "cat > \"$(dirname \"$0\")/model-input.md\"\necho 'Having read everything, my verdict:'\necho '**REJECTED**'\necho '- stats.py:11: median of an even-length list returns the upper middle value'\necho '- the signal says empty input is handled, but mean([]) raises ZeroDivisionError'\n",
+        ),
+        "--model reviewer",
+    );
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(gate(&verdict, "test")["outcome"], "pass");
+    let review = gate(&verdict, "review");
+    assert_eq!(review["outcome"], "fail");
+    assert_eq!(review["findings"][0]["file"], "stats.py");
+    assert_eq!(review["findings"][0]["line"], 11);
+    assert!(
+        text(&review["findings"][1], "message").contains("mean([])"),
+        "{review:#}"
+    );
+
+    let input = std::fs::read_to_string(copy.path().join("model-input.md")).expect("model input");
+    let prompt = std::fs::read_to_string(copy.path().join("prompt.md")).expect("prompt");
+    assert!(input.starts_with(&prompt), "{input}");
+    assert!(
+        input.contains("# Review: task `stats`, attempt 1"),
+        "{input}"
+    );
+    assert!(
+        input.contains("Both handle empty input and even-length lists."),
+        "{input}"
+    );
+    assert!(input.contains("stats.py\ntest_stats.py\n"), "{input}");
+    assert!(
+        input.contains("   5      return sum(values) / len(values)"),
+        "{input}"
+    );
+}
+
+#[test]
+fn the_example_reviewer_passes_an_approval_on() {
+    let (code, verdict, _copy) = example_with(Some("cat > /dev/null\necho APPROVED\n"), "");
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(gate(&verdict, "review")["outcome"], "pass");
+}
+
+#[test]
+fn the_example_reviewer_fails_closed_when_the_model_gives_no_verdict() {
+    let (code, verdict, _copy) = example_with(
+        Some("cat > /dev/null\necho 'Looks good to me overall.'\n"),
+        "",
+    );
+    assert_eq!(code, 1, "{verdict:#}");
+    let review = gate(&verdict, "review");
+    assert_eq!(review["outcome"], "fail");
+    assert!(
+        text(&review["findings"][0], "message").contains("without a line APPROVED or REJECTED"),
+        "{review:#}"
+    );
+
+    let (code, verdict, _copy) = example_with(
+        Some("cat > /dev/null\necho 'rate limited' >&2\nexit 7\n"),
+        "",
+    );
+    assert_eq!(code, 1, "{verdict:#}");
+    let review = gate(&verdict, "review");
+    assert!(
+        text(&review["findings"][0], "message").contains("failed (exit 7)"),
+        "{review:#}"
+    );
+    assert!(
+        text(review, "output_tail").contains("rate limited"),
+        "{review:#}"
+    );
+}
+
+#[test]
+fn the_example_reviewer_without_its_model_cli_is_an_error_not_an_approval() {
+    let (code, verdict, _copy) = example_with(None, "no-such-model-cli -p");
+    assert_eq!(code, 2, "{verdict:#}");
+    assert_eq!(verdict["verdict"], "ERROR");
+    let review = gate(&verdict, "review");
+    assert_eq!(review["outcome"], "error");
+    assert_eq!(review["exit_code"], 127);
+    assert!(
+        text(review, "output_tail").contains("'no-such-model-cli' is not installed"),
+        "{review:#}"
+    );
+}

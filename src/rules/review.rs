@@ -552,7 +552,9 @@ fn changed_section(
     if rest.is_empty() {
         return;
     }
-    out.push_str("## Contents of the changed files not in a patch\n\n");
+    out.push_str(
+        "## Changed files no patch shows\n\nTheir contents, with line numbers for `file:line` answers.\n\n",
+    );
     let mut left_out = Vec::new();
     for file in rest {
         if budget == 0 {
@@ -565,7 +567,7 @@ fn changed_section(
                 let _ = writeln!(out, "(binary, {size} bytes; not shown)\n");
             }
             Ok((bytes, size)) => {
-                fenced(out, "", &String::from_utf8_lossy(&bytes));
+                fenced(out, "", &numbered(&String::from_utf8_lossy(&bytes)));
                 budget = budget.saturating_sub(bytes.len());
                 if (bytes.len() as u64) < size {
                     let _ = writeln!(
@@ -619,6 +621,15 @@ fn read_head(task: &crate::task::Task, rel: &str, cap: usize) -> Result<(Vec<u8>
         .read_to_end(&mut bytes)
         .map_err(|err| err.to_string())?;
     Ok((bytes, size))
+}
+
+/// `text` with each line's number in front, as `cat -n` shows it.
+fn numbered(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for (index, line) in text.lines().enumerate() {
+        let _ = writeln!(out, "{:>4}  {line}", index + 1);
+    }
+    out
 }
 
 /// Appends `body` inside a fence of backticks longer than any run of backticks in it.
@@ -862,7 +873,7 @@ mod tests {
         );
         assert!(text.contains("```text\nsrc/auth.rs\n```"), "{text}");
         assert!(
-            text.contains("### src/auth.rs\n\n```\nfn login() -> Token { todo!() }\n```"),
+            text.contains("### src/auth.rs\n\n```\n   1  fn login() -> Token { todo!() }\n```"),
             "{text}"
         );
     }
@@ -903,7 +914,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("### test_calc.py\n\n```\nassert add(1, 2) == 3\n```"),
+            text.contains("### test_calc.py\n\n```\n   1  assert add(1, 2) == 3\n```"),
             "{text}"
         );
         assert!(!text.contains("### calc.py"), "{text}");
