@@ -1,10 +1,11 @@
 //! Running a gate's command: its own process group, merged stdout/stderr captured up to a cap
 //! (the tail is kept), a deadline after which the whole group is killed, and no shell anywhere.
-//! This is the only place the validator starts or kills a worker-facing process.
+//! Standard input is empty, or bytes fed from a thread of their own (a reviewer reads the task's
+//! context there). This is the only place the validator starts or kills a worker-facing process.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,7 +105,20 @@ pub enum SpawnError {
 
 /// Runs `spec` to completion or to its deadline. Whatever happens, no process of its group is
 /// left behind: the group is killed after the leader exits too, so daemonised children die.
+/// Standard input is empty (`/dev/null`).
 pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
+    start(spec, None)
+}
+
+/// As [`run`], with `input` on the command's standard input. The bytes are written from a thread
+/// of their own, so a command that never reads them, or reads slowly while it writes a lot,
+/// cannot stall the capture or the deadline; a command that closes its input early (a broken
+/// pipe) simply does not get the rest.
+pub fn run_with_input(spec: &Spec<'_>, input: &[u8]) -> Result<Finished, SpawnError> {
+    start(spec, Some(input))
+}
+
+fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let program_name = program.to_string_lossy().into_owned();
     let io_err = |source: io::Error| SpawnError::Io {
@@ -120,9 +134,20 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
         (None, writer.try_clone().map_err(io_err)?)
     };
 
-    let mut expression = duct::cmd(&program, &spec.argv[1..])
-        .dir(spec.cwd)
-        .stdin_null()
+    let (stdin_reader, stdin_writer) = match input {
+        Some(_) => {
+            let (reader, writer) = os_pipe::pipe().map_err(io_err)?;
+            (Some(reader), Some(writer))
+        }
+        None => (None, None),
+    };
+
+    let mut expression = duct::cmd(&program, &spec.argv[1..]).dir(spec.cwd);
+    expression = match stdin_reader {
+        Some(reader) => expression.stdin_file(reader),
+        None => expression.stdin_null(),
+    };
+    let mut expression = expression
         .stdout_file(writer)
         .stderr_file(writer_for_stderr)
         .unchecked()
@@ -135,7 +160,8 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
     }
     let started_handle = expression.start();
     // The expression holds our copies of the pipe's write end; close them so the reader sees
-    // end-of-file once the command's group is gone.
+    // end-of-file once the command's group is gone. It also holds our copy of the input's read
+    // end: once it is closed, a command that stops reading makes our writes fail, not block.
     drop(expression);
     let handle = started_handle.map_err(|source| match source.kind() {
         io::ErrorKind::NotFound => SpawnError::NotFound(program_name.clone()),
@@ -147,6 +173,10 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
             let _ = killpg(group, Signal::SIGKILL);
         }
     }
+    let feeder = match (stdin_writer, input) {
+        (Some(writer), Some(bytes)) => Some(Feeder::start(writer, bytes.to_vec())),
+        _ => None,
+    };
     let output = Capture::start(reader, spec.output_cap);
     let errors = error_reader.map(|reader| Capture::start(reader, spec.output_cap));
 
@@ -156,6 +186,10 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
     if let Some(group) = group {
         // ESRCH just means the group is already empty.
         let _ = killpg(group, Signal::SIGKILL);
+    }
+    // The group is dead; a process that left it may still hold the input open without reading.
+    if let Some(feeder) = feeder {
+        feeder.stop();
     }
     let status = handle.wait().map(|output| output.status).map_err(io_err)?;
     let drained_by = Instant::now() + DRAIN_GRACE;
@@ -185,6 +219,59 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
         errors,
         elapsed: started.elapsed(),
     })
+}
+
+/// Bytes being written to a command's standard input on their own thread. The pipe is
+/// non-blocking so that [`Feeder::stop`] is always heard: a blocked `write` could not be
+/// interrupted, and the thread would live as long as whoever holds the pipe's other end.
+struct Feeder {
+    stop: Arc<AtomicBool>,
+    done: thread::JoinHandle<()>,
+}
+
+impl Feeder {
+    fn start(writer: os_pipe::PipeWriter, input: Vec<u8>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let done = thread::spawn(move || feed(writer, &input, &stopped));
+        Feeder { stop, done }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // The thread checks the flag at least every FEED_PAUSE.
+        let _ = self.done.join();
+    }
+}
+
+/// The longest the input writer sleeps on a full pipe before trying again.
+const FEED_PAUSE: Duration = Duration::from_millis(20);
+
+/// Writes `input` until it is all written, the reader goes away (a broken pipe is the command's
+/// right, not an error) or `stop` is set. Dropping `writer` at the end is the command's
+/// end-of-file.
+fn feed(mut writer: os_pipe::PipeWriter, input: &[u8], stop: &AtomicBool) {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    if fcntl(&writer, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).is_err() {
+        return;
+    }
+    let mut rest = input;
+    let mut pause = Duration::from_millis(1);
+    while !rest.is_empty() && !stop.load(Ordering::SeqCst) {
+        match writer.write(rest) {
+            Ok(0) => break,
+            Ok(n) => {
+                rest = &rest[n..];
+                pause = Duration::from_millis(1);
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                thread::sleep(pause);
+                pause = (pause * 2).min(FEED_PAUSE);
+            }
+            Err(_) => break,
+        }
+    }
 }
 
 /// A pipe being read into a capped tail on its own thread.
@@ -355,6 +442,86 @@ mod tests {
         assert_eq!(done.exit, Exit::Cancelled);
         assert!(done.elapsed < Duration::from_secs(10));
         assert_eq!(run(&spec).unwrap().exit, Exit::Cancelled);
+    }
+
+    fn input_run(argv: &[&str], input: &[u8], timeout: Duration) -> Finished {
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        run_with_input(
+            &Spec {
+                argv: &argv,
+                cwd: Path::new("."),
+                env: &[],
+                timeout,
+                output_cap: OUTPUT_CAP,
+                cancel: None,
+                separate_stderr: false,
+            },
+            input,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn input_reaches_the_command_whole_and_then_ends() {
+        let input: Vec<u8> = (0..3_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let done = input_run(&["wc", "-c"], &input, Duration::from_secs(30));
+        assert_eq!(done.exit, Exit::Code(0));
+        assert_eq!(String::from_utf8_lossy(&done.output).trim(), "3000000");
+        let done = input_run(&["cat"], b"line one\nline two\n", Duration::from_secs(30));
+        assert_eq!(done.output, b"line one\nline two\n");
+    }
+
+    #[test]
+    fn a_command_that_writes_a_lot_before_reading_does_not_deadlock() {
+        let input = vec![b'x'; 2_000_000];
+        let done = input_run(
+            &["sh", "-c", "head -c 2000000 /dev/zero; wc -c"],
+            &input,
+            Duration::from_secs(30),
+        );
+        assert_eq!(done.exit, Exit::Code(0));
+        assert!(
+            done.output.ends_with(b"2000000\n"),
+            "{:?}",
+            done.output.len()
+        );
+    }
+
+    #[test]
+    fn a_command_that_never_reads_its_input_is_not_an_error() {
+        let input = vec![b'x'; 5_000_000];
+        let done = input_run(
+            &["sh", "-c", "echo ignored"],
+            &input,
+            Duration::from_secs(30),
+        );
+        assert_eq!(done.exit, Exit::Code(0));
+        assert_eq!(done.output, b"ignored\n");
+        assert!(done.elapsed < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn input_held_open_by_a_process_that_left_the_group_does_not_hang_the_gate() {
+        let input = vec![b'x'; 5_000_000];
+        let done = input_run(
+            &["sh", "-c", "setsid sleep 5 & sleep 0.3; echo started"],
+            &input,
+            Duration::from_secs(20),
+        );
+        assert_eq!(done.exit, Exit::Code(0));
+        assert!(done.elapsed < Duration::from_secs(4), "{:?}", done.elapsed);
+    }
+
+    #[test]
+    fn a_timeout_with_unread_input_still_kills_the_group() {
+        let input = vec![b'x'; 5_000_000];
+        let done = input_run(
+            &["sh", "-c", "sleep 30 & sleep 30"],
+            &input,
+            Duration::from_millis(300),
+        );
+        assert_eq!(done.exit, Exit::TimedOut);
+        assert!(done.elapsed < Duration::from_secs(10));
     }
 
     #[test]

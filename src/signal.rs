@@ -71,6 +71,18 @@ pub struct Signal {
     pub changed: Option<(i64, i64)>,
     /// The parsed body, or why it could not be parsed.
     pub report: Result<Report, String>,
+    /// The body as read, for readers that want the worker's own words (a reviewer).
+    body: Body,
+}
+
+/// A signal's raw body, shared between clones of a task and kept out of `Debug` output.
+#[derive(Clone, Default)]
+struct Body(std::sync::Arc<[u8]>);
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.0.len())
+    }
 }
 
 impl Signal {
@@ -81,7 +93,14 @@ impl Signal {
             mtime: None,
             changed: None,
             report: Ok(Report::default()),
+            body: Body::default(),
         }
+    }
+
+    /// The body as the worker wrote it, at most [`MAX_BODY`] bytes; empty when there was no
+    /// signal. Untrusted text: show it, never run it.
+    pub fn body(&self) -> &[u8] {
+        &self.body.0
     }
 
     /// Reads a done file, never more than `MAX_BODY + 1` bytes of it. Only a regular file is
@@ -144,6 +163,7 @@ impl Signal {
             mtime,
             changed: None,
             report,
+            body: Body(body[..body.len().min(MAX_BODY)].into()),
         }
     }
 }
@@ -309,7 +329,18 @@ mod tests {
     #[test]
     fn oversized_bodies_are_refused_unparsed() {
         let body = vec![b'a'; MAX_BODY + 1];
-        assert!(Signal::from_bytes(&body, None).report.is_err());
+        let signal = Signal::from_bytes(&body, None);
+        assert!(signal.report.is_err());
+        assert_eq!(signal.body().len(), MAX_BODY);
+    }
+
+    #[test]
+    fn the_raw_body_is_kept_as_written() {
+        let body = b"I did it.\n\nSTATUS: OK\n";
+        let signal = Signal::from_bytes(body, None);
+        assert_eq!(signal.body(), body);
+        assert!(Signal::none().body().is_empty());
+        assert_eq!(format!("{signal:?}").matches("STATUS").count(), 0);
     }
 
     #[test]

@@ -455,7 +455,7 @@ fn hint_for(message: &str) -> String {
         };
     }
     if message.contains("unknown variant") && message.contains("file-scope") {
-        return "rules are: exists, lint, test, schema, file-scope, status".into();
+        return "rules are: exists, lint, test, schema, review, file-scope, status".into();
     }
     if message.contains("does not compile") {
         return "close every `[` and `{`, or escape a literal `*`, `?`, `[` or `{` with a backslash".into();

@@ -50,19 +50,7 @@ impl Command {
             };
             return Err(KeyError::missing("run", spec.rule, example));
         };
-        if let Some(name) = spec
-            .env
-            .iter()
-            .flatten()
-            .map(|(k, _)| k)
-            .find(|k| k.is_empty() || k.contains('=') || k.contains('\0'))
-        {
-            return Err(KeyError::new(
-                "env",
-                format!("`{name}` is not an environment variable name"),
-                "use names such as RUST_LOG or CI",
-            ));
-        }
+        let env = env_from_spec(spec)?;
         for (key, value) in [("cwd", &spec.cwd), ("junit", &spec.junit)] {
             if let Some(path) = value {
                 if Path::new(path).is_absolute() || path.split('/').any(|part| part == "..") {
@@ -77,7 +65,7 @@ impl Command {
         Ok(Command {
             argv: run.0.clone(),
             files: spec.files.as_deref().map(PatternSet::new),
-            env: spec.env.clone().unwrap_or_default().into_iter().collect(),
+            env,
             cwd: spec.cwd.clone(),
             junit: spec.junit.clone(),
         })
@@ -90,17 +78,7 @@ impl Command {
     /// Says so when the program is a bare name that no PATH directory holds.
     pub fn preflight(&self) -> Option<String> {
         let program = &self.argv[0];
-        if program.contains('/') {
-            return None;
-        }
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let found = std::env::split_paths(&path).any(|dir| {
-            use std::os::unix::fs::PermissionsExt;
-            dir.join(program)
-                .metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        });
-        (!found).then(|| format!("command `{program}` is not on PATH here; the gate will end in ERROR unless it is installed where validator runs"))
+        (!program.contains('/') && !on_path(program)).then(|| format!("command `{program}` is not on PATH here; the gate will end in ERROR unless it is installed where validator runs"))
     }
 
     pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
@@ -305,6 +283,36 @@ impl Command {
     }
 }
 
+/// The gate's `env:`, its names checked (the values are the rules file's to choose).
+pub(super) fn env_from_spec(spec: &GateSpec) -> Result<Vec<(String, String)>, KeyError> {
+    if let Some(name) = spec
+        .env
+        .iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .find(|k| k.is_empty() || k.contains('=') || k.contains('\0'))
+    {
+        return Err(KeyError::new(
+            "env",
+            format!("`{name}` is not an environment variable name"),
+            "use names such as RUST_LOG or CI",
+        ));
+    }
+    Ok(spec.env.clone().unwrap_or_default().into_iter().collect())
+}
+
+/// Whether a PATH directory holds an executable file named `program`.
+pub(super) fn on_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
+}
+
+pub(super) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -330,7 +338,11 @@ fn read_junit(ctx: &Context<'_>, report: &str) -> Result<Vec<test_names::Failed>
 
 /// File paths as the tool printed them (absolute, or relative to the command's `cwd`) become
 /// relative to the task directory; paths outside it are left as printed.
-fn relative_findings(task_dir: &Path, cwd: &Path, mut found: Vec<Finding>) -> Vec<Finding> {
+pub(super) fn relative_findings(
+    task_dir: &Path,
+    cwd: &Path,
+    mut found: Vec<Finding>,
+) -> Vec<Finding> {
     for finding in &mut found {
         if let Some(file) = &mut finding.file {
             let absolute = normalize(&cwd.join(file.as_str()));
@@ -443,7 +455,7 @@ fn batches(files: Vec<OsString>, budget: usize) -> Vec<Vec<OsString>> {
 }
 
 /// The last lines of the output, for a person or an agent to read in the verdict.
-fn tail(text: &str, dropped: u64) -> Option<String> {
+pub(super) fn tail(text: &str, dropped: u64) -> Option<String> {
     let text = text.trim_end();
     if text.is_empty() {
         return None;

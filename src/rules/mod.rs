@@ -7,6 +7,7 @@ pub mod command;
 pub mod dependencies;
 pub mod exists;
 pub mod findings;
+pub mod review;
 pub mod schema;
 pub mod scope;
 pub mod status;
@@ -130,6 +131,7 @@ pub enum Rule {
     FileScope(scope::FileScope),
     Status(status::Status),
     Dependencies(dependencies::Dependencies),
+    Review(review::Review),
 }
 
 impl Rule {
@@ -142,7 +144,7 @@ impl Rule {
             RuleKind::Schema => schema::KEYS,
             RuleKind::FileScope => scope::KEYS,
             RuleKind::Status => status::KEYS,
-            RuleKind::Review => &["run"],
+            RuleKind::Review => review::KEYS,
             RuleKind::Dependencies => &[],
         }
     }
@@ -183,13 +185,7 @@ impl Rule {
                     "list the tasks under `dependencies_completed:` in contracts/<task>.yaml",
                 ));
             }
-            RuleKind::Review => {
-                return Err(KeyError::new(
-                    "rule",
-                    "rule `review` is not available in this version of validator",
-                    "remove the gate, or run your reviewer as a `test` gate that exits non-zero on REJECTED",
-                ));
-            }
+            RuleKind::Review => Rule::Review(review::Review::from_spec(spec, rules_dir)?),
         })
     }
 
@@ -202,6 +198,7 @@ impl Rule {
             Rule::FileScope(_) => RuleKind::FileScope,
             Rule::Status(_) => RuleKind::Status,
             Rule::Dependencies(_) => RuleKind::Dependencies,
+            Rule::Review(_) => RuleKind::Review,
         }
     }
 
@@ -211,6 +208,7 @@ impl Rule {
         match self {
             Rule::Lint(rule) | Rule::Test(rule) => rule.preflight(),
             Rule::Schema(rule) => rule.preflight(),
+            Rule::Review(rule) => rule.preflight(),
             Rule::Exists(_) | Rule::FileScope(_) | Rule::Status(_) | Rule::Dependencies(_) => None,
         }
     }
@@ -223,6 +221,7 @@ impl Rule {
             Rule::Schema(rule) => rule.run(ctx),
             Rule::FileScope(rule) => rule.run(ctx),
             Rule::Status(rule) => rule.run(ctx),
+            Rule::Review(rule) => rule.run(ctx),
             Rule::Dependencies(rule) => rule.run(ctx),
         }
     }
@@ -242,6 +241,8 @@ impl Rule {
     pub fn program(&self) -> Option<&str> {
         match self {
             Rule::Lint(rule) | Rule::Test(rule) => Some(rule.program()),
+            // A program path that is not UTF-8 has no key: the gate simply runs.
+            Rule::Review(rule) => rule.program().to_str(),
             _ => None,
         }
     }

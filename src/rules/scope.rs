@@ -5,10 +5,15 @@
 //! directions. The task directory, its `.git` included, is the worker's: git runs hardened
 //! and under the gate's deadline, and the tricks that would hide a change from it (ignore
 //! files, index flags, nested repositories) are detected.
+//!
+//! The same listing, and the patch git shows for it, serve the `review` rule through
+//! [`changed`] and [`diff`]; it is found one way only, here.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
+use std::fmt;
 use std::path::Path;
+use std::time::Instant;
 
 use super::{Context, KeyError, Outcome};
 use crate::config::raw::GateSpec;
@@ -52,25 +57,44 @@ pub struct FileScope {
 }
 
 /// Where the list of changed files came from, said in the summary so a reader can trust it.
-enum Source {
+pub(crate) enum Source {
     Git(String),
     Baseline,
     Everything,
 }
 
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Git(base) => write!(f, "git, against {base}"),
+            Source::Baseline => f.write_str("the snapshot baseline"),
+            Source::Everything => f.write_str("every file: no git and no baseline"),
+        }
+    }
+}
+
 /// Why the changes could not be listed: the validator's problem (ERROR) or the worker's (FAIL,
 /// e.g. a repository it broke).
-enum Problem {
+pub(crate) enum Problem {
     Judge(String),
     Worker(String),
 }
 
 /// The changed files, and findings about how they were found (hidden changes, refused links).
-struct Changes {
-    source: Source,
-    files: BTreeSet<String>,
-    findings: Vec<Finding>,
-    note: Option<&'static str>,
+pub(crate) struct Changes {
+    pub source: Source,
+    pub files: BTreeSet<String>,
+    pub findings: Vec<Finding>,
+    pub note: Option<&'static str>,
+}
+
+/// What git shows of the tracked files' changes against a base, cut to a size.
+pub(crate) struct Patch {
+    pub text: String,
+    /// Bytes of the patch that were left out.
+    pub cut: u64,
+    /// The patch was too large to read whole, so `text` does not start at its beginning.
+    pub from_middle: bool,
 }
 
 impl FileScope {
@@ -128,7 +152,7 @@ impl FileScope {
             files: changed,
             mut findings,
             note,
-        } = match self.changed(ctx) {
+        } = match changed(ctx, &self.base, Instant::now() + ctx.timeout) {
             Ok(found) => found,
             Err(Problem::Judge(why)) => return Outcome::error(why),
             Err(Problem::Worker(why)) => return Outcome::fail(why),
@@ -165,14 +189,9 @@ impl FileScope {
                 }
             }
         }
-        let from = match &source {
-            Source::Git(base) => format!("git, against {base}"),
-            Source::Baseline => "the snapshot baseline".into(),
-            Source::Everything => "every file: no git and no baseline".into(),
-        };
         let from = match note {
-            Some(note) => format!("{from}; {note}"),
-            None => from,
+            Some(note) => format!("{source}; {note}"),
+            None => source.to_string(),
         };
         let count = changed.len();
         let ok = format!(
@@ -185,51 +204,105 @@ impl FileScope {
     }
 }
 
-impl FileScope {
-    fn changed(&self, ctx: &Context<'_>) -> Result<Changes, Problem> {
-        let task = ctx.task;
-        let mut note = None;
-        // A baseline the worker could have written is no baseline.
-        let state_inside_task = normalized(ctx.state_dir).starts_with(&task.dir);
-        let baseline = if state_inside_task {
-            if snapshot::path(ctx.state_dir, &task.name).exists() {
-                note = Some(
-                    "a baseline inside the task directory was ignored: move `state:` out of it",
-                );
-            }
-            None
-        } else {
-            snapshot::load(ctx.state_dir, &task.name).map_err(Problem::Judge)?
-        };
-        let mut changes = if let Some(baseline) = baseline {
-            // An explicit baseline wins over git: the coordinator took it on purpose, while a
-            // repository inside the task directory may be the worker's own.
-            let files = snapshot::changes(task, &baseline).map_err(Problem::Worker)?;
-            let findings = listing_problems(&taskdir::list(task));
-            Changes {
-                source: Source::Baseline,
-                files,
-                findings,
-                note,
-            }
-        } else if let Some(git) = Git::open(ctx) {
-            git.changes(&self.base, note)?
-        } else {
-            let listing = taskdir::list(task);
-            let findings = listing_problems(&listing);
-            let files = listing.files.into_iter().map(|e| e.rel).collect();
-            Changes {
-                source: Source::Everything,
-                files,
-                findings,
-                note,
-            }
-        };
-        // The validator's own files (state, verdicts, the done file) are never the worker's change.
-        changes.files.retain(|rel| !task.is_ignored(rel));
-        Ok(changes)
-    }
+/// What the worker changed in the task directory: from the snapshot baseline, else git against
+/// `base` (untracked files included), else every file; the validator's own files left out.
+/// Any git it runs is hardened and ends by `deadline`.
+pub(crate) fn changed(
+    ctx: &Context<'_>,
+    base: &str,
+    deadline: Instant,
+) -> Result<Changes, Problem> {
+    let task = ctx.task;
+    let mut note = None;
+    // A baseline the worker could have written is no baseline.
+    let state_inside_task = normalized(ctx.state_dir).starts_with(&task.dir);
+    let baseline = if state_inside_task {
+        if snapshot::path(ctx.state_dir, &task.name).exists() {
+            note =
+                Some("a baseline inside the task directory was ignored: move `state:` out of it");
+        }
+        None
+    } else {
+        snapshot::load(ctx.state_dir, &task.name).map_err(Problem::Judge)?
+    };
+    let mut changes = if let Some(baseline) = baseline {
+        // An explicit baseline wins over git: the coordinator took it on purpose, while a
+        // repository inside the task directory may be the worker's own.
+        let files = snapshot::changes(task, &baseline).map_err(Problem::Worker)?;
+        let findings = listing_problems(&taskdir::list(task));
+        Changes {
+            source: Source::Baseline,
+            files,
+            findings,
+            note,
+        }
+    } else if let Some(git) = Git::open(ctx, deadline) {
+        git.changes(base, note)?
+    } else {
+        let listing = taskdir::list(task);
+        let findings = listing_problems(&listing);
+        let files = listing.files.into_iter().map(|e| e.rel).collect();
+        Changes {
+            source: Source::Everything,
+            files,
+            findings,
+            note,
+        }
+    };
+    // The validator's own files (state, verdicts, the done file) are never the worker's change.
+    changes.files.retain(|rel| !task.is_ignored(rel));
+    Ok(changes)
 }
+
+/// The patch of the tracked files against `base`, its head kept up to `cap` bytes; `Ok(None)`
+/// outside a git work tree or when `base` is not a commit. Hardened like every git run here:
+/// no external diff, no textconv, no filter program of the repository's runs.
+pub(crate) fn diff(
+    ctx: &Context<'_>,
+    base: &str,
+    deadline: Instant,
+    cap: usize,
+) -> Result<Option<Patch>, String> {
+    let Some(git) = Git::open(ctx, deadline) else {
+        return Ok(None);
+    };
+    if !git.has_commit(base) {
+        return Ok(None);
+    }
+    // Read past the cap so a cut is known and the head can be kept; the runner keeps a tail.
+    let read_cap = cap.saturating_mul(4).max(PATCH_READ_MIN);
+    let done = git.run_capped(
+        &[
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--relative",
+            base,
+            "--",
+        ],
+        read_cap,
+    )?;
+    let mut bytes = done.output;
+    // Past the read cap only the runner's tail survived: what is shown then starts mid-patch.
+    let from_middle = done.dropped > 0;
+    let mut cut = done.dropped;
+    if bytes.len() > cap {
+        cut += (bytes.len() - cap) as u64;
+        bytes.truncate(cap);
+    }
+    // A cut may split a character: the lossy decoding marks it.
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(Some(Patch {
+        text,
+        cut,
+        from_middle,
+    }))
+}
+
+/// The least a patch is read to before it is cut.
+const PATCH_READ_MIN: usize = 4 * 1024 * 1024;
 
 fn normalized(path: &Path) -> std::path::PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
@@ -256,14 +329,17 @@ fn listing_problems(listing: &taskdir::Listing) -> Vec<Finding> {
 struct Git<'a> {
     ctx: &'a Context<'a>,
     neutralised: Vec<String>,
+    /// Every git run ends by then: the gate's deadline covers all of them, not each.
+    deadline: Instant,
 }
 
 impl<'a> Git<'a> {
     /// `None` when the task directory is not in a git work tree (or git is not installed).
-    fn open(ctx: &'a Context<'a>) -> Option<Self> {
+    fn open(ctx: &'a Context<'a>, deadline: Instant) -> Option<Self> {
         let mut git = Git {
             ctx,
             neutralised: Vec::new(),
+            deadline,
         };
         match git.run(&["rev-parse", "--is-inside-work-tree"]) {
             Ok(out) if out.starts_with(b"true") => {}
@@ -278,6 +354,18 @@ impl<'a> Git<'a> {
     }
 
     fn run(&self, args: &[&str]) -> Result<Vec<u8>, String> {
+        let done = self.run_capped(args, GIT_OUTPUT_CAP)?;
+        if done.dropped > 0 {
+            return Err(format!(
+                "git listed more than {} MiB of paths",
+                GIT_OUTPUT_CAP / 1024 / 1024
+            ));
+        }
+        Ok(done.output)
+    }
+
+    /// Runs git; its standard output's tail up to `cap` bytes, if it exits 0.
+    fn run_capped(&self, args: &[&str], cap: usize) -> Result<process::Finished, String> {
         let hardening = [
             "git",
             "--no-optional-locks",
@@ -302,8 +390,8 @@ impl<'a> Git<'a> {
             argv: &argv,
             cwd: &self.ctx.task.dir,
             env: &env,
-            timeout: self.ctx.timeout,
-            output_cap: GIT_OUTPUT_CAP,
+            timeout: self.deadline.saturating_duration_since(Instant::now()),
+            output_cap: cap,
             cancel: self.ctx.cancel,
             separate_stderr: true,
         };
@@ -312,11 +400,7 @@ impl<'a> Git<'a> {
             other => other.to_string(),
         })?;
         match done.exit {
-            Exit::Code(0) if done.dropped == 0 => Ok(done.output),
-            Exit::Code(0) => Err(format!(
-                "git listed more than {} MiB of paths",
-                GIT_OUTPUT_CAP / 1024 / 1024
-            )),
+            Exit::Code(0) => Ok(done),
             Exit::TimedOut => Err("git did not finish within the gate's timeout".into()),
             _ => Err(String::from_utf8_lossy(&done.errors).trim().to_owned()),
         }
@@ -332,15 +416,7 @@ impl<'a> Git<'a> {
         };
         let mut files = BTreeSet::new();
         let mut findings = Vec::new();
-        let base_exists = self
-            .run(&[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                &format!("{base}^{{commit}}"),
-            ])
-            .is_ok();
-        if base_exists {
+        if self.has_commit(base) {
             let diff = self
                 .run(&[
                     "diff",
@@ -430,6 +506,18 @@ impl<'a> Git<'a> {
             findings,
             note,
         })
+    }
+}
+
+impl Git<'_> {
+    fn has_commit(&self, base: &str) -> bool {
+        self.run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{base}^{{commit}}"),
+        ])
+        .is_ok()
     }
 }
 
