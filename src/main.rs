@@ -386,7 +386,27 @@ fn print_verdict(verdict: &Verdict, format: Format) -> Result<ExitCode> {
     out.write_all(rendered.as_bytes())
         .and_then(|()| out.flush())
         .context("cannot write the verdict to stdout")?;
+    if matches!(format, Format::Github) {
+        append_job_summary(verdict);
+    }
     Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+}
+
+/// In GitHub Actions, `$GITHUB_STEP_SUMMARY` names a file whose Markdown becomes the job's
+/// summary page; steps append to it. A summary that cannot be written is logged: the verdict
+/// and the exit code are what the job relies on.
+fn append_job_summary(verdict: &Verdict) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(format::job_summary(verdict).as_bytes()));
+    if let Err(err) = written {
+        tracing::warn!(path = %PathBuf::from(path).display(), %err, "cannot write the job summary");
+    }
 }
 
 fn watch(

@@ -55,3 +55,36 @@ fn quickstart_fails_on_the_bug_and_passes_after_the_fix() {
     assert_eq!(passed.status.code(), Some(0), "{text}");
     assert!(text.contains("PASS"), "{text}");
 }
+
+/// The CI and pre-commit files users copy: valid YAML, and the command they run is one the
+/// binary accepts (`--help` of the exact subcommand line parses).
+#[test]
+fn ci_and_pre_commit_files_run_a_real_command() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (file, needle) in [
+        (
+            ".pre-commit-hooks.yaml",
+            "entry: validator check --task-dir .",
+        ),
+        (
+            "examples/ci/github-actions.yml",
+            "run: validator check -c validator.yaml --task-dir . --format github",
+        ),
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).expect("read");
+        let _: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_else(|err| {
+            panic!("{file} is not YAML: {err}");
+        });
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(needle))
+            .unwrap_or_else(|| panic!("{file} does not run `{needle}`"));
+        let command = line.split_once("validator ").expect("command").1;
+        let args = shell_words::split(command).expect("words");
+        common::validator()
+            .args(&args)
+            .arg("--help")
+            .assert()
+            .success();
+    }
+}

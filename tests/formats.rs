@@ -104,6 +104,37 @@ fn github_still_annotates_findings_and_warns_for_a_failure_routed_on() {
     );
 }
 
+#[test]
+fn github_appends_a_job_summary_when_the_runner_asks_for_one() {
+    let project = project(&[lint(
+        "hard",
+        r#"["sh", "-c", 'echo "src/a.rs:3:5: bad <script>"; exit 1']"#,
+        "",
+    )]);
+    let summary = project.path().join("summary.md");
+    std::fs::write(&summary, "# earlier step\n").unwrap();
+    for _ in 0..2 {
+        let output = project
+            .check()
+            .args(["--format", "github"])
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+    }
+    let md = std::fs::read_to_string(&summary).unwrap();
+    // Appended, as every step does, never replacing what earlier steps wrote.
+    assert!(md.starts_with("# earlier step\n"), "{md}");
+    assert_eq!(md.matches("### ❌ validator: FAIL").count(), 2, "{md}");
+    assert!(md.contains("| hard | fail |"), "{md}");
+    assert!(md.contains("src/a.rs:3:5: bad &lt;script&gt;"), "{md}");
+
+    // Outside GitHub Actions nothing is written anywhere.
+    let (code, _) = check(&project, "github");
+    assert_eq!(code, 1);
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), md);
+}
+
 // ---------------------------------------------------------------------------------------------
 // feedback
 

@@ -347,6 +347,99 @@ pub fn github(verdict: &Verdict) -> String {
     out
 }
 
+/// Most findings listed in a job summary; the annotations and the verdict file have all.
+const SUMMARY_FINDINGS: usize = 50;
+
+/// A GitHub Actions job summary (Markdown for `$GITHUB_STEP_SUMMARY`): the decision, a table of
+/// gates, the reasons, and the findings of failing gates. Everything a worker wrote is escaped
+/// so it reads as text in a cell, never as Markdown or HTML.
+pub fn job_summary(verdict: &Verdict) -> String {
+    let mut out = String::new();
+    let mark = match verdict.verdict {
+        Decision::Pass => "✅",
+        Decision::Fail => "❌",
+        _ => "⚠️",
+    };
+    let _ = writeln!(
+        out,
+        "### {mark} validator: {} — task {}, pipeline {}, attempt {}/{}\n",
+        verdict.verdict,
+        md(&verdict.task),
+        md(&verdict.pipeline),
+        verdict.attempt,
+        verdict.max_attempts
+    );
+    let _ = writeln!(
+        out,
+        "| gate | outcome | time | summary |\n|---|---|---:|---|"
+    );
+    for gate in &verdict.gates {
+        let time = match gate.outcome {
+            GateOutcome::Skipped => String::new(),
+            _ => human_ms(gate.duration_ms),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {time} | {} |",
+            md(&gate.name),
+            gate.outcome.as_str(),
+            md(&gate.summary)
+        );
+    }
+    if !verdict.reasons.is_empty() {
+        let _ = writeln!(out, "\n**Why**\n");
+        for reason in &verdict.reasons {
+            let _ = writeln!(out, "- {}", md(reason));
+        }
+    }
+    let findings: Vec<(&GateReport, &Finding)> = verdict
+        .gates
+        .iter()
+        .filter(|g| matches!(g.outcome, GateOutcome::Fail | GateOutcome::Error))
+        .flat_map(|g| g.findings.iter().map(move |f| (g, f)))
+        .collect();
+    if !findings.is_empty() {
+        let _ = writeln!(out, "\n**Findings**\n");
+        for (gate, finding) in findings.iter().take(SUMMARY_FINDINGS) {
+            let _ = writeln!(out, "- {}: {}", md(&gate.name), md(&finding.to_string()));
+        }
+        if findings.len() > SUMMARY_FINDINGS {
+            let _ = writeln!(
+                out,
+                "- … and {} more (see the annotations)",
+                findings.len() - SUMMARY_FINDINGS
+            );
+        }
+    }
+    if !verdict.unchecked.is_empty() {
+        let _ = writeln!(out, "\n**Not checked by a machine**\n");
+        for criterion in &verdict.unchecked {
+            let _ = writeln!(out, "- {}", md(criterion));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// Text as inert Markdown on one line: HTML and Markdown punctuation escaped, table pipes too.
+fn md(text: &str) -> String {
+    let line = one_line(text);
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars().take(300) {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A plain (non-command) line for the GitHub runner's log that the runner cannot take for a
 /// workflow command: [`one_line`], without invisible (default-ignorable) characters, not
 /// starting with `::` once the leading whitespace the runner trims is gone, and without the
@@ -582,6 +675,30 @@ mod tests {
         }
         assert!(plain.contains("bad ⏎ name"), "{plain}");
         assert!(plain.contains("FAIL  r1 ⏎ forged"), "{plain}");
+    }
+
+    #[test]
+    fn job_summary_is_a_table_that_a_worker_cannot_mark_up() {
+        let mut failing = gate("lint", GateOutcome::Fail, "1 finding | <b>x</b>");
+        failing.findings = vec![Finding::in_file(
+            "a.rs",
+            "[click](http://x) ![i](y) `code`\nnext",
+        )];
+        let v = verdict(
+            Decision::Fail,
+            vec![failing, gate("test", GateOutcome::Skipped, "")],
+            &["lint: 1 finding"],
+        );
+        let md = job_summary(&v);
+        assert!(md.starts_with("### ❌ validator: FAIL"), "{md}");
+        assert!(md.contains("| lint | fail |"), "{md}");
+        assert!(md.contains("| test | skipped |  |"), "{md}");
+        assert!(md.contains("1 finding \\| &lt;b&gt;x&lt;/b&gt;"), "{md}");
+        assert!(
+            md.contains("\\[click\\](http://x) \\!\\[i\\](y) \\`code\\`"),
+            "{md}"
+        );
+        assert!(!md.contains("<b>"), "{md}");
     }
 
     #[test]
