@@ -104,6 +104,11 @@ enum Command {
         #[command(subcommand)]
         command: RulesCommand,
     },
+    /// Print a shell completion script (e.g. `validator completions bash > ~/.local/share/bash-completion/completions/validator`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Record a task directory's files before its worker starts (the baseline file-scope uses
     /// when the task is not in a git work tree)
     Snapshot {
@@ -210,13 +215,16 @@ fn init_logging(verbose: u8, format: LogFormat) {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     // `verify` needs a key, not a rules file: it must work where only the key is at hand.
+    // Completions describe the command line itself.
     let command = match cli.command {
         Command::Verify { file, key } => return verify(cli.config, &file, key),
+        Command::Completions { shell } => return completions(shell),
         command => command,
     };
     let config = config_path(cli.config)?;
     match command {
         Command::Verify { file, key } => verify(Some(config), &file, key),
+        Command::Completions { shell } => completions(shell),
         Command::Check(args) => check(&config, args),
         Command::Rules {
             command: RulesCommand::Check,
@@ -281,6 +289,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "validator", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `-c`, else `./validator.yaml`, else `$VALIDATOR_CONFIG`.

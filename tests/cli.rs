@@ -1047,3 +1047,24 @@ fn the_budget_stops_a_run_that_continues_past_a_timeout() {
         "{reasons:?}"
     );
 }
+
+#[test]
+fn completions_need_no_rules_file_and_cover_every_command() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output = common::validator()
+            .current_dir(dir.path())
+            .args(["completions", shell])
+            .output()
+            .expect("run");
+        assert!(output.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&output.stdout);
+        for command in ["check", "watch", "wait", "verify", "snapshot"] {
+            assert!(script.contains(command), "{shell} lacks {command}");
+        }
+    }
+    common::validator()
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(2);
+}
