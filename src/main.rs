@@ -222,7 +222,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => {
             // clap exits 2 on a usage error; a mistyped hook command must not block the agent.
-            let hook = std::env::args().nth(1).is_some_and(|arg| arg == "hook");
+            // Any `hook` word counts, as options may come first (`-c FILE hook claude`).
+            let hook = std::env::args().skip(1).any(|arg| arg == "hook");
             if hook && err.use_stderr() {
                 let _ = err.print();
                 return ExitCode::from(EXIT_HOOK_ERROR);

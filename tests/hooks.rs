@@ -432,13 +432,20 @@ fn a_missing_rules_file_or_bad_arguments_never_block() {
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     assert!(output.stdout.is_empty());
 
-    let output = validator()
-        .args(["hook", "claud"])
-        .write_stdin(input)
-        .output()
-        .expect("run validator");
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
-    assert!(output.stdout.is_empty());
+    for args in [
+        &["hook", "claud"][..],
+        &["-c", "/x/validator.yaml", "hook", "claud"],
+        &["-c", "/x/validator.yaml", "hook"],
+        &["hook", "claude", "--no-such-flag"],
+    ] {
+        let output = validator()
+            .args(args)
+            .write_stdin(input.clone())
+            .output()
+            .expect("run validator");
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        assert!(output.stdout.is_empty());
+    }
 }
 
 #[test]
