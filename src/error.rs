@@ -54,6 +54,10 @@ pub enum Error {
         "invalid task name `{name}`: {reason}\n  help: task names are 1-128 characters of A-Z a-z 0-9 . _ - and do not start with `.`"
     )]
     TaskName { name: String, reason: &'static str },
+    #[error(
+        "cannot use the {agent} hook's input: {reason}\n  help: run `validator hook {agent}` as the agent's stop hook (examples/hooks), which sends its JSON on stdin; nothing was judged and the agent was not blocked"
+    )]
+    HookInput { agent: &'static str, reason: String },
 }
 
 /// A problem in a rules file, positioned where the user has to look.

@@ -26,6 +26,7 @@ pub mod config;
 pub mod contract;
 pub mod error;
 pub mod globs;
+pub mod hook;
 pub mod pipeline;
 pub mod process;
 pub mod rules;

@@ -87,8 +87,26 @@ enum Command {
         #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
         format: StatusFormat,
     },
-    /// Clear a task's attempts and circuit breakers after a person has decided
-    Reset { task: String },
+    /// Clear a task's (or an agent hook session's) attempts and circuit breakers after a person
+    /// has decided
+    Reset {
+        /// The task, or a hook session's state name (`hook-…`, as its stop message says)
+        #[arg(required_unless_present = "session", conflicts_with = "session")]
+        task: Option<String>,
+        /// An agent hook session, by the `session_id` the agent sent
+        #[arg(long, value_name = "SESSION_ID")]
+        session: Option<String>,
+        /// With --session: the subagent (`agent_id`) whose attempts to clear
+        #[arg(long, value_name = "ID", requires = "session")]
+        agent_id: Option<String>,
+    },
+    /// Run as an agent's stop hook: read its JSON on stdin, judge its `cwd` with its last
+    /// message as the done signal, answer in its format. Exit 0 with an answer, 1 (never
+    /// blocking) when it cannot judge
+    Hook {
+        #[arg(value_enum)]
+        agent: HookAgent,
+    },
     /// Check a verdict file's signature: exit 0 valid, 1 unsigned or edited, 2 cannot check
     Verify {
         /// The verdict file (`<task>.verdict.json`, or `check --format json` output)
@@ -160,6 +178,31 @@ enum Status {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum HookAgent {
+    /// Claude Code: Stop and SubagentStop
+    Claude,
+    /// Codex CLI: Stop and SubagentStop
+    Codex,
+    /// Gemini CLI: AfterAgent
+    Gemini,
+}
+
+impl From<HookAgent> for validator::hook::Agent {
+    fn from(agent: HookAgent) -> Self {
+        match agent {
+            HookAgent::Claude => validator::hook::Agent::Claude,
+            HookAgent::Codex => validator::hook::Agent::Codex,
+            HookAgent::Gemini => validator::hook::Agent::Gemini,
+        }
+    }
+}
+
+/// Exit code of `validator hook` when it cannot judge. Not 2: agents read exit 2 from a stop
+/// hook as "block" (Claude Code, Codex) or "retry" (Gemini CLI), which would trap the agent on
+/// a broken setup; any other non-zero code is a non-blocking error to all three.
+const EXIT_HOOK_ERROR: u8 = 1;
+
+#[derive(Clone, Copy, ValueEnum)]
 enum StatusFormat {
     Text,
     Json,
@@ -180,7 +223,19 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // clap exits 2 on a usage error; a mistyped hook command must not block the agent.
+            // Any `hook` word counts, as options may come first (`-c FILE hook claude`).
+            let hook = std::env::args().skip(1).any(|arg| arg == "hook");
+            if hook && err.use_stderr() {
+                let _ = err.print();
+                return ExitCode::from(EXIT_HOOK_ERROR);
+            }
+            err.exit()
+        }
+    };
     init_logging(cli.verbose, cli.log_format);
     match run(cli) {
         Ok(code) => code,
@@ -219,6 +274,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let command = match cli.command {
         Command::Verify { file, key } => return verify(cli.config, &file, key),
         Command::Completions { shell } => return completions(shell),
+        Command::Hook { agent } => return Ok(hook(cli.config, agent)),
         command => command,
     };
     let config = config_path(cli.config)?;
@@ -273,8 +329,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Status { format } => status(&config, format),
-        Command::Reset { task } => {
+        Command::Hook { agent } => Ok(hook(Some(config), agent)),
+        Command::Reset {
+            task,
+            session,
+            agent_id,
+        } => {
             let rules = load(&config)?;
+            let task = match (task, session) {
+                (Some(task), _) => task,
+                (None, Some(session)) => {
+                    validator::hook::session_key(&session, agent_id.as_deref())
+                }
+                (None, None) => bail!("name a task, or --session SESSION_ID"),
+            };
             task::validate_name(&task)?;
             let cleared = validator::watch::state::TaskState::reset(&rules.state, &task)?;
             if let Ok(log) = validator::watch::events::EventLog::open(&rules.state) {
@@ -289,6 +357,51 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `validator hook`: the answer on stdout and exit 0, or the problem on stderr and exit 1 with
+/// nothing on stdout, so a broken setup never blocks the agent by accident.
+fn hook(config: Option<PathBuf>, agent: HookAgent) -> ExitCode {
+    let agent = validator::hook::Agent::from(agent);
+    let answered = hook_answer(config, agent).and_then(|answer| {
+        if let Some(line) = answer {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}")
+                .and_then(|()| out.flush())
+                .context("cannot write the answer to stdout")?;
+        }
+        Ok(())
+    });
+    match answered {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("validator hook {}: error: {err:#}", agent.name());
+            ExitCode::from(EXIT_HOOK_ERROR)
+        }
+    }
+}
+
+fn hook_answer(config: Option<PathBuf>, agent: validator::hook::Agent) -> Result<Option<String>> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        bail!(
+            "`validator hook {}` reads the agent's hook JSON on stdin\n  help: configure it as the agent's stop hook (see examples/hooks), or pipe a JSON object into it",
+            agent.name()
+        );
+    }
+    let mut input = Vec::new();
+    stdin
+        .lock()
+        .take(validator::hook::MAX_INPUT as u64 + 1)
+        .read_to_end(&mut input)
+        .context("cannot read the hook's input from stdin")?;
+    let input = validator::hook::Input::parse(agent, &input)?;
+    // The rules file is found as everywhere else: `-c`, `./validator.yaml`, `$VALIDATOR_CONFIG`.
+    // Agents start hooks in the project directory, which the agent can write, so the examples
+    // pass `-c` with an absolute path outside it; the input's `cwd` is never searched.
+    let rules = load(&config_path(config)?)?;
+    let judgement = validator::hook::judge(&rules, agent, &input)?;
+    Ok(judgement.answer.to_json(agent))
 }
 
 fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {

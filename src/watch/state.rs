@@ -27,6 +27,11 @@ pub struct TaskState {
     pub escalated: Option<String>,
     pub last_verdict: Option<Decision>,
     pub updated_at: Option<String>,
+    /// Set when the worker reported BLOCKED to a hook adapter: the session is held (every later
+    /// call lets the agent stop) until a person resets it. The watcher re-judges each signal
+    /// instead, so it leaves this unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
 }
 
 pub fn path(state_dir: &Path, task: &str) -> PathBuf {
@@ -46,6 +51,19 @@ impl TaskState {
             self.signal = signal;
         }
         self.attempt
+    }
+
+    /// Counts a FAIL for the strikes breaker: one more strike if it fails the same way as the
+    /// last failure, else the first of a new series. Returns the strikes so far.
+    pub fn strike(&mut self, verdict: &Verdict) -> u32 {
+        let signature = failure_signature(verdict);
+        self.strikes = if self.signature.as_deref() == Some(signature.as_str()) {
+            self.strikes + 1
+        } else {
+            1
+        };
+        self.signature = Some(signature);
+        self.strikes
     }
 
     /// The task's state; a missing file is a fresh task. A damaged file is treated as fresh too,

@@ -1,0 +1,510 @@
+//! Agent hook adapters (`validator hook claude|codex|gemini`): the same gate, run from inside an
+//! agent's own stop hook instead of a staging directory.
+//!
+//! The agent sends one JSON object on stdin when it is about to stop (Claude Code `Stop` and
+//! `SubagentStop`, Codex `Stop` and `SubagentStop`, Gemini CLI `AfterAgent`). The adapter judges
+//! the agent's working directory (`cwd`) with the agent's last message as the done signal's
+//! body, and answers in the agent's own format:
+//!
+//! | verdict | answer (stdout, exit 0) |
+//! |---|---|
+//! | PASS | nothing: the agent stops |
+//! | FAIL | `{"decision": "block", "reason": <feedback>}` (Gemini: `"deny"`): the agent goes on with the feedback as its next instruction |
+//! | ERROR | `{"systemMessage": …}`: the agent stops; a retry cannot fix broken rules or tools |
+//! | BLOCKED, ESCALATED | `{"continue": false, "stopReason": …, "systemMessage": …}`: the agent stops and a person is told why and how to reset |
+//!
+//! ```text
+//! {"session_id": "abc", "cwd": "/work/svc", "hook_event_name": "Stop",
+//!  "stop_hook_active": false, "last_assistant_message": "Done.\nSTATUS: OK"}
+//!   ──► state `hook-<sha256(session)[..16]>` ──► breakers ──► pipeline over /work/svc ──► answer
+//! ```
+//!
+//! Attempts and the circuit breakers are kept per session (`session_id`, plus `agent_id` for a
+//! subagent) in the rules' state directory, under a hashed name no agent string can steer. That
+//! is what bounds the block loop: a blocked agent that stops again is the next attempt, attempt
+//! `max_attempts + 1` or the same failure `strikes` times in a row is ESCALATED, and once a
+//! session is ESCALATED or BLOCKED every later call lets the agent stop until
+//! `validator reset hook-…` clears it. `stop_hook_active` is therefore only logged: honouring it
+//! (never blocking twice in a row) would allow one retry where the rules allow `max_attempts`.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::cache::Cache;
+use crate::config::Rules;
+use crate::error::Error;
+use crate::pipeline::{self, Observer, Supervision};
+use crate::signal::Signal;
+use crate::task::{self, Task};
+use crate::verdict::{Decision, GateReport, Verdict, feedback};
+use crate::watch::events::EventLog;
+use crate::watch::state::{self, TaskState};
+
+/// Largest hook input read. An agent's last message can be long, but the signal body it becomes
+/// is capped at 1 MiB anyway; more than this is refused, never half-parsed.
+pub const MAX_INPUT: usize = 1024 * 1024;
+
+/// The agents whose stop hooks `validator hook` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+impl Agent {
+    /// The name on the command line (`validator hook claude`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+        }
+    }
+
+    /// The events whose answer format this adapter speaks. Wired to any other event (a tool
+    /// hook), a `block` would mean something else, so such input is refused.
+    pub fn events(self) -> &'static [&'static str] {
+        match self {
+            Agent::Claude | Agent::Codex => &["Stop", "SubagentStop"],
+            Agent::Gemini => &["AfterAgent"],
+        }
+    }
+
+    /// The `decision` that sends the agent back to work.
+    fn block_word(self) -> &'static str {
+        match self {
+            Agent::Claude | Agent::Codex => "block",
+            Agent::Gemini => "deny",
+        }
+    }
+}
+
+/// The fields of a stop hook's input that the adapter uses; agents add others, which are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Input {
+    pub session_id: String,
+    pub cwd: PathBuf,
+    #[serde(default)]
+    pub hook_event_name: Option<String>,
+    #[serde(default)]
+    pub stop_hook_active: Option<bool>,
+    #[serde(default)]
+    pub transcript_path: Option<String>,
+    /// Claude Code and Codex: the agent's final message.
+    #[serde(default)]
+    pub last_assistant_message: Option<String>,
+    /// A subagent's id (`SubagentStop`); its attempts are counted apart from its parent's.
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// Gemini CLI: the user's prompt and the agent's answer to it.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub prompt_response: Option<String>,
+}
+
+impl Input {
+    /// Parses what `agent` sent on stdin (at most [`MAX_INPUT`] bytes were meant to be read;
+    /// pass one more so an oversized input is recognised).
+    pub fn parse(agent: Agent, bytes: &[u8]) -> Result<Input, Error> {
+        let refuse = |reason: String| Error::HookInput {
+            agent: agent.name(),
+            reason,
+        };
+        if bytes.len() > MAX_INPUT {
+            return Err(refuse(format!(
+                "the input is over {} KiB",
+                MAX_INPUT / 1024
+            )));
+        }
+        let input: Input = serde_json::from_slice(bytes)
+            .map_err(|err| refuse(format!("not the JSON object a stop hook receives: {err}")))?;
+        if input.session_id.trim().is_empty() {
+            return Err(refuse("`session_id` is empty".into()));
+        }
+        if let Some(event) = &input.hook_event_name {
+            if !agent.events().contains(&event.as_str()) {
+                return Err(refuse(format!(
+                    "event `{}` is not one this adapter answers; wire it to {} only",
+                    event.chars().take(64).collect::<String>(),
+                    agent.events().join(" and ")
+                )));
+            }
+        }
+        if !input.cwd.is_dir() {
+            return Err(refuse(format!(
+                "`cwd` {} is not a directory",
+                input.cwd.display()
+            )));
+        }
+        Ok(input)
+    }
+
+    /// The agent's last message: the done signal's body (empty when the agent sent none).
+    pub fn message(&self, agent: Agent) -> &str {
+        let message = match agent {
+            Agent::Claude | Agent::Codex => &self.last_assistant_message,
+            Agent::Gemini => &self.prompt_response,
+        };
+        message.as_deref().unwrap_or_default()
+    }
+
+    /// The subagent's id, if this is a subagent stopping.
+    fn subagent(&self) -> Option<&str> {
+        self.agent_id.as_deref().filter(|id| !id.is_empty())
+    }
+
+    /// The state name attempts are counted under; see [`session_key`].
+    pub fn session_key(&self) -> String {
+        session_key(&self.session_id, self.subagent())
+    }
+}
+
+/// The state name of a session (or of one subagent in it): `hook-` and 16 hex digits of a
+/// SHA-256. Hashed because session ids are the agent's strings: a valid task name whatever
+/// they hold, and nothing a person pastes into a shell to reset it.
+pub fn session_key(session_id: &str, agent_id: Option<&str>) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(session_id.as_bytes());
+    if let Some(agent_id) = agent_id.filter(|id| !id.is_empty()) {
+        hasher.update(b"\0");
+        hasher.update(agent_id.as_bytes());
+    }
+    format!("hook-{}", &format!("{:x}", hasher.finalize())[..16])
+}
+
+/// What the adapter tells the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// PASS: say nothing; the agent stops.
+    Pass,
+    /// FAIL: send the agent back to work with this feedback.
+    Block { reason: String },
+    /// BLOCKED or ESCALATED: the agent must stop and a person decides.
+    Stop {
+        stop_reason: String,
+        system_message: String,
+    },
+    /// ERROR: let the agent stop, and tell the person what is broken.
+    Notice { system_message: String },
+}
+
+impl Answer {
+    /// The JSON line to print on stdout, or `None` for PASS. Only fields every one of the three
+    /// agents documents for its stop event are used (Codex refuses unknown ones).
+    pub fn to_json(&self, agent: Agent) -> Option<String> {
+        let value = match self {
+            Answer::Pass => return None,
+            Answer::Block { reason } => json!({"decision": agent.block_word(), "reason": reason}),
+            Answer::Stop {
+                stop_reason,
+                system_message,
+            } => {
+                json!({"continue": false, "stopReason": stop_reason, "systemMessage": system_message})
+            }
+            Answer::Notice { system_message } => json!({"systemMessage": system_message}),
+        };
+        Some(value.to_string())
+    }
+
+    fn word(&self) -> &'static str {
+        match self {
+            Answer::Pass => "pass",
+            Answer::Block { .. } => "block",
+            Answer::Stop { .. } => "stop",
+            Answer::Notice { .. } => "notice",
+        }
+    }
+}
+
+/// A judged stop: the verdict, the session's state name and the answer.
+#[derive(Debug)]
+pub struct Judgement {
+    pub session: String,
+    pub verdict: Verdict,
+    pub answer: Answer,
+}
+
+/// Writes `gate_started` / `gate_finished` events for the session as the engine goes.
+struct GateEvents<'a> {
+    log: &'a EventLog,
+    session: &'a str,
+    agent: &'a str,
+}
+
+impl Observer for GateEvents<'_> {
+    fn gate_started(&self, _task: &Task, gate: &str) {
+        self.log.record(
+            Some(self.session),
+            Some(self.agent),
+            "gate_started",
+            json!({"gate": gate}),
+        );
+    }
+
+    fn gate_finished(&self, _task: &Task, report: &GateReport) {
+        self.log.record(
+            Some(self.session),
+            Some(self.agent),
+            "gate_finished",
+            json!({"gate": report.name, "outcome": report.outcome, "duration_ms": report.duration_ms, "summary": report.summary}),
+        );
+    }
+}
+
+/// Judges one stop of `agent`: counts the attempt, applies the breakers as the watcher does,
+/// runs the pipeline over `cwd` as `check` does, saves the session's state and logs events.
+///
+/// The task is named after `cwd` (as `check` names it), so `tasks:` globs and contracts pick
+/// pipelines the same way for both; the session key names the state and the events.
+pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Error> {
+    let session = input.session_key();
+    let agent_name = match (&input.agent_type, input.subagent()) {
+        (Some(kind), Some(_)) => format!("{}/{}", agent.name(), kind),
+        _ => agent.name().to_owned(),
+    };
+    let events = EventLog::open(&rules.state)?;
+    let mut state = TaskState::load(&rules.state, &session);
+    let state_existed = state::path(&rules.state, &session).exists();
+
+    let signal = Signal::from_bytes(input.message(agent).as_bytes(), None);
+    // Every stop is a new attempt, even with the same last message: a unique identity per call.
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let identity = format!("{} {nanos}", signal.sha256.as_deref().unwrap_or_default());
+    let attempt = state.attempt_for(Some(identity.clone()));
+    events.record(
+        Some(&session),
+        Some(&agent_name),
+        "hook_run",
+        json!({
+            "event": input.hook_event_name,
+            "cwd": input.cwd,
+            "attempt": attempt,
+            "stop_hook_active": input.stop_hook_active,
+            "sha256": signal.sha256,
+        }),
+    );
+
+    // The state directory is the adapter's own (it writes there on every call); when it lies
+    // inside the agent's directory the rules must not count it as the agent's work.
+    let task = Task::new(task::name_from_dir(&input.cwd), &input.cwd)?
+        .ignoring(&rules.state)
+        .with_attempt(attempt)
+        .with_signal(signal);
+    let pipeline = rules.pipeline_for(&task.name, None);
+    let (task, contract_error) = match rules.contract_for(&task.name) {
+        Ok(contract) => (task.with_contract(contract), None),
+        Err(err) => (task, Some(format!("{err:#}"))),
+    };
+
+    let precluded = if let Some(why) = contract_error {
+        Some((Decision::Error, why))
+    } else if let Some(why) = state.escalated.clone() {
+        Some((Decision::Escalated, why))
+    } else if let Some(why) = state.blocked.clone() {
+        Some((Decision::Blocked, why))
+    } else if attempt > rules.defaults.max_attempts {
+        let why = format!(
+            "attempt {attempt} is over max_attempts ({}): a person must look",
+            rules.defaults.max_attempts
+        );
+        escalate(
+            &mut state,
+            &events,
+            &session,
+            &agent_name,
+            "max_attempts",
+            &why,
+        );
+        Some((Decision::Escalated, why))
+    } else {
+        None
+    };
+    let mut verdict = match (precluded, pipeline) {
+        (Some((decision, why)), pipeline) => {
+            pipeline::decide_without_running(rules, pipeline.ok(), &task, decision, why)
+        }
+        (None, Ok(pipeline)) => {
+            let observer = GateEvents {
+                log: &events,
+                session: &session,
+                agent: &agent_name,
+            };
+            let cache = Cache::new(&rules.state);
+            let supervision = Supervision {
+                observer: Some(&observer),
+                cache: Some(&cache),
+                ..Default::default()
+            };
+            pipeline::run_with(rules, pipeline, &task, supervision)
+        }
+        (None, Err(err)) => {
+            pipeline::decide_without_running(rules, None, &task, Decision::Error, err.to_string())
+        }
+    };
+
+    match verdict.verdict {
+        Decision::Fail => {
+            let strikes = state.strike(&verdict);
+            if strikes >= rules.defaults.strikes {
+                let why = format!("the same failure {strikes} times in a row: a person must look");
+                escalate(&mut state, &events, &session, &agent_name, "strikes", &why);
+                verdict.verdict = Decision::Escalated;
+                verdict.reasons.push(why);
+            }
+        }
+        Decision::Pass => {
+            state.strikes = 0;
+            state.signature = None;
+        }
+        Decision::Blocked if state.blocked.is_none() => {
+            state.blocked = Some(
+                verdict
+                    .reasons
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "the worker reported BLOCKED".into()),
+            );
+        }
+        _ => {}
+    }
+    state.last_verdict = Some(verdict.verdict);
+    state.judged = Some(identity);
+    // A `validator reset` during the run removed the file: the person's decision stands.
+    let reset_meanwhile = state_existed && !state::path(&rules.state, &session).exists();
+    if !reset_meanwhile {
+        state.save(&rules.state, &session)?;
+    }
+    if task.contract.is_some() {
+        for violation in crate::contract::violations(&verdict) {
+            events.record(
+                Some(&session),
+                Some(&agent_name),
+                "contract_violation",
+                json!(violation),
+            );
+        }
+    }
+
+    let answer = answer(rules, &session, &verdict);
+    events.record(
+        Some(&session),
+        Some(&agent_name),
+        "hook_answered",
+        json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "answer": answer.word(), "reasons": verdict.reasons}),
+    );
+    Ok(Judgement {
+        session,
+        verdict,
+        answer,
+    })
+}
+
+fn escalate(
+    state: &mut TaskState,
+    events: &EventLog,
+    session: &str,
+    agent: &str,
+    breaker: &str,
+    why: &str,
+) {
+    state.escalated = Some(why.to_owned());
+    events.record(
+        Some(session),
+        Some(agent),
+        "escalated",
+        json!({"breaker": breaker, "reason": why}),
+    );
+}
+
+/// The answer for a verdict. The reset command names the rules file by its absolute path and the
+/// session by its hashed name, so it works from any directory and holds no agent string.
+fn answer(rules: &Rules, session: &str, verdict: &Verdict) -> Answer {
+    let why = verdict
+        .reasons
+        .last()
+        .map(|r| crate::verdict::format::one_line(r))
+        .unwrap_or_default();
+    match verdict.verdict {
+        Decision::Pass => Answer::Pass,
+        Decision::Fail => Answer::Block {
+            reason: feedback::render(verdict),
+        },
+        Decision::Error => Answer::Notice {
+            system_message: format!(
+                "validator could not judge this stop (ERROR): {why}\nThe agent was let stop: a retry cannot fix the rules or the tools. Fix them, then ask the agent to finish again."
+            ),
+        },
+        Decision::Blocked | Decision::Escalated => {
+            let config = rules
+                .path
+                .canonicalize()
+                .unwrap_or_else(|_| rules.path.clone());
+            let reset = format!(
+                "validator -c {} reset {session}",
+                shell_words::quote(&config.to_string_lossy())
+            );
+            Answer::Stop {
+                stop_reason: format!(
+                    "validator: {} ({why}). A person decides; afterwards run: {reset}",
+                    verdict.verdict
+                ),
+                system_message: format!(
+                    "{}\nThis session stays stopped until a person runs: {reset}",
+                    feedback::render(verdict).trim_end()
+                ),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_keys_are_valid_task_names_and_tell_subagents_apart() {
+        let parent = session_key("../../etc; rm -rf /", None);
+        assert!(crate::task::validate_name(&parent).is_ok(), "{parent}");
+        assert_eq!(parent.len(), "hook-".len() + 16);
+        assert_eq!(parent, session_key("../../etc; rm -rf /", Some("")));
+        assert_ne!(parent, session_key("../../etc; rm -rf /", Some("a1")));
+        assert_ne!(session_key("ab", Some("c")), session_key("a", Some("bc")));
+    }
+
+    #[test]
+    fn input_takes_unknown_fields_and_the_agents_own_message_field() {
+        let dir = std::env::temp_dir();
+        let json = serde_json::json!({
+            "session_id": "s", "cwd": dir, "hook_event_name": "AfterAgent",
+            "prompt_response": "STATUS: OK", "last_assistant_message": "not this",
+            "timestamp": "2026-01-01T00:00:00Z", "future_field": {"x": 1},
+        });
+        let input = Input::parse(Agent::Gemini, json.to_string().as_bytes()).unwrap();
+        assert_eq!(input.message(Agent::Gemini), "STATUS: OK");
+        assert!(Input::parse(Agent::Claude, json.to_string().as_bytes()).is_err());
+    }
+
+    #[test]
+    fn answers_use_each_agents_words() {
+        let block = Answer::Block { reason: "r".into() };
+        assert_eq!(
+            block.to_json(Agent::Claude).unwrap(),
+            r#"{"decision":"block","reason":"r"}"#
+        );
+        assert_eq!(
+            block.to_json(Agent::Gemini).unwrap(),
+            r#"{"decision":"deny","reason":"r"}"#
+        );
+        assert_eq!(Answer::Pass.to_json(Agent::Codex), None);
+    }
+}

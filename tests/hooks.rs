@@ -1,0 +1,513 @@
+mod common;
+
+// `validator hook claude|codex|gemini` as each agent drives it: the JSON the agent sends on
+// stdin, the answer it reads on stdout, the exit code, attempts per session, the breakers, and
+// the ready settings in examples/hooks. Every test runs the real binary over a temp directory.
+
+use std::path::Path;
+
+use common::{Project, lint, pipeline, validator};
+use serde_json::{Value, json};
+
+const FAILING: &str = r#"["false"]"#;
+const PASSING: &str = r#"["true"]"#;
+
+/// A project whose rules hold `gates` and the given breaker settings.
+fn project_with(gates: &str, max_attempts: u32, strikes: u32) -> Project {
+    let project = Project::new();
+    let rules = pipeline(gates).replacen(
+        "pipelines:",
+        &format!("defaults:\n  max_attempts: {max_attempts}\n  strikes: {strikes}\npipelines:"),
+        1,
+    );
+    project.rules(&rules);
+    project
+}
+
+/// What Claude Code (and Codex) send on `Stop`.
+fn stop(project: &Project, session: &str, message: &str) -> Value {
+    json!({
+        "session_id": session,
+        "transcript_path": "/home/u/.claude/projects/p/transcript.jsonl",
+        "cwd": project.task_dir(),
+        "permission_mode": "default",
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+        "last_assistant_message": message,
+    })
+}
+
+/// What Claude Code sends on `SubagentStop`.
+fn subagent_stop(project: &Project, session: &str, agent_id: &str, message: &str) -> Value {
+    let mut input = stop(project, session, message);
+    input["hook_event_name"] = json!("SubagentStop");
+    input["agent_id"] = json!(agent_id);
+    input["agent_type"] = json!("general-purpose");
+    input["agent_transcript_path"] = json!("/home/u/.claude/projects/p/agent.jsonl");
+    input
+}
+
+/// What Gemini CLI sends on `AfterAgent`.
+fn after_agent(project: &Project, session: &str, response: &str) -> Value {
+    json!({
+        "session_id": session,
+        "transcript_path": "/home/u/.gemini/tmp/chat.json",
+        "cwd": project.task_dir(),
+        "hook_event_name": "AfterAgent",
+        "timestamp": "2026-11-21T10:00:00Z",
+        "prompt": "add a parser",
+        "prompt_response": response,
+        "stop_hook_active": false,
+    })
+}
+
+struct Reply {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
+            panic!(
+                "stdout is not one JSON answer ({err}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// A FAIL answer: `decision` is `word`, `reason` the feedback; returns the reason.
+    fn blocked(&self, word: &str) -> String {
+        assert_eq!(self.code, 0, "{}", self.stderr);
+        let answer = self.json();
+        assert_eq!(answer["decision"], word, "{answer:#}");
+        assert!(answer.get("continue").is_none(), "{answer:#}");
+        answer["reason"].as_str().expect("reason").to_owned()
+    }
+
+    /// A "let the agent stop" answer (BLOCKED, ESCALATED): `continue: false` and no decision;
+    /// returns the stop reason.
+    fn stopped(&self) -> String {
+        assert_eq!(self.code, 0, "{}", self.stderr);
+        let answer = self.json();
+        assert!(answer.get("decision").is_none(), "{answer:#}");
+        assert_eq!(answer["continue"], false, "{answer:#}");
+        assert!(answer["systemMessage"].is_string(), "{answer:#}");
+        answer["stopReason"]
+            .as_str()
+            .expect("stopReason")
+            .to_owned()
+    }
+
+    fn passed(&self) {
+        assert_eq!(self.code, 0, "{}", self.stderr);
+        assert_eq!(self.stdout, "", "PASS answers nothing");
+    }
+
+    /// Refused: exit 1 (never 2, which agents read as "block"), nothing on stdout.
+    fn refused(&self) -> &str {
+        assert_eq!(
+            self.code, 1,
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        assert_eq!(self.stdout, "", "nothing may reach the agent");
+        assert!(self.stderr.contains("error"), "{}", self.stderr);
+        &self.stderr
+    }
+}
+
+fn run_hook(rules: &Path, agent: &str, stdin: impl Into<Vec<u8>>) -> Reply {
+    let output = validator()
+        .arg("-c")
+        .arg(rules)
+        .args(["hook", agent])
+        .write_stdin(stdin)
+        .output()
+        .expect("run validator");
+    Reply {
+        code: output.status.code().expect("exit code"),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn hook(project: &Project, agent: &str, input: &Value) -> Reply {
+    run_hook(&project.rules_path(), agent, input.to_string())
+}
+
+fn reset(project: &Project, args: &[&str]) -> String {
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("reset")
+        .args(args)
+        .output()
+        .expect("run validator");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The `reset` command a stop answer names: everything after "run: ".
+fn reset_command(stop_reason: &str) -> String {
+    stop_reason
+        .rsplit_once("run: ")
+        .map(|(_, command)| command.trim().to_owned())
+        .unwrap_or_else(|| panic!("no reset command in {stop_reason}"))
+}
+
+fn events(project: &Project) -> Vec<Value> {
+    std::fs::read_to_string(project.path().join("state/events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+#[test]
+fn claude_stop_with_a_failing_gate_blocks_with_the_feedback() {
+    let project = project_with(&lint("lint", FAILING, ""), 3, 3);
+    let reason = hook(&project, "claude", &stop(&project, "s1", "All done.")).blocked("block");
+    assert!(
+        reason.starts_with("# validator: FAIL (task task, attempt 1 of 3)"),
+        "{reason}"
+    );
+    assert!(reason.contains("- lint (lint)"), "{reason}");
+    assert!(reason.lines().count() <= 60, "{reason}");
+
+    let names: Vec<String> = events(&project)
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["hook_run", "gate_started", "gate_finished", "hook_answered"]
+    );
+}
+
+#[test]
+fn claude_stop_with_passing_gates_answers_nothing() {
+    let project = project_with(&lint("lint", PASSING, ""), 3, 3);
+    hook(&project, "claude", &stop(&project, "s1", "All done.")).passed();
+}
+
+#[test]
+fn the_last_message_is_the_done_signal() {
+    let project = project_with("      - {name: status, rule: status}\n", 3, 3);
+    let reason = hook(
+        &project,
+        "claude",
+        &stop(&project, "s1", "I changed the parser."),
+    )
+    .blocked("block");
+    assert!(reason.contains("status"), "{reason}");
+    let message = "I changed the parser and its tests.\n\nSTATUS: OK\n";
+    hook(&project, "claude", &stop(&project, "s1", message)).passed();
+    hook(&project, "gemini", &after_agent(&project, "g1", message)).passed();
+    // Missing message: an empty body, which has no STATUS.
+    let mut input = stop(&project, "s2", "");
+    input
+        .as_object_mut()
+        .expect("object")
+        .remove("last_assistant_message");
+    hook(&project, "codex", &input).blocked("block");
+}
+
+#[test]
+fn codex_answers_as_claude_does() {
+    let project = project_with(&lint("lint", FAILING, ""), 3, 3);
+    let reason = hook(&project, "codex", &stop(&project, "c1", "done")).blocked("block");
+    assert!(reason.contains("# validator: FAIL"), "{reason}");
+    std::fs::write(project.rules_path(), pipeline(&lint("lint", PASSING, ""))).expect("rules");
+    hook(&project, "codex", &stop(&project, "c1", "done")).passed();
+}
+
+#[test]
+fn gemini_denies_with_the_feedback() {
+    let project = project_with(&lint("lint", FAILING, ""), 3, 3);
+    let reason = hook(&project, "gemini", &after_agent(&project, "g1", "done")).blocked("deny");
+    assert!(reason.contains("# validator: FAIL"), "{reason}");
+}
+
+#[test]
+fn a_subagent_counts_its_attempts_apart_from_its_session() {
+    let project = project_with(&lint("lint", FAILING, ""), 2, 9);
+    let parent = |n: u32| {
+        let reason = hook(&project, "claude", &stop(&project, "s1", "done")).blocked("block");
+        assert!(reason.contains(&format!("attempt {n} of 2")), "{reason}");
+    };
+    let child = |id: &str, n: u32| {
+        let reason = hook(
+            &project,
+            "claude",
+            &subagent_stop(&project, "s1", id, "done"),
+        )
+        .blocked("block");
+        assert!(reason.contains(&format!("attempt {n} of 2")), "{reason}");
+    };
+    parent(1);
+    child("agent-a", 1);
+    child("agent-a", 2);
+    child("agent-b", 1);
+    parent(2);
+    // agent-a is out of attempts; its parent and sibling are not affected by it.
+    hook(
+        &project,
+        "claude",
+        &subagent_stop(&project, "s1", "agent-a", "done"),
+    )
+    .stopped();
+    child("agent-b", 2);
+}
+
+#[test]
+fn past_max_attempts_the_agent_is_let_stop_and_told_how_to_reset() {
+    let project = project_with(&lint("lint", FAILING, ""), 2, 9);
+    for _ in 0..2 {
+        hook(&project, "claude", &stop(&project, "s1", "done")).blocked("block");
+    }
+    let reason = hook(&project, "claude", &stop(&project, "s1", "done")).stopped();
+    assert!(reason.contains("ESCALATED"), "{reason}");
+    assert!(reason.contains("max_attempts"), "{reason}");
+    let command = reset_command(&reason);
+    assert!(command.starts_with("validator -c "), "{command}");
+    assert!(command.contains(" reset hook-"), "{command}");
+
+    // Still stopped, however often the agent stops again, and for Gemini too.
+    for _ in 0..3 {
+        hook(&project, "claude", &stop(&project, "s1", "done")).stopped();
+    }
+    let escalated = events(&project)
+        .iter()
+        .filter(|e| e["event"] == "escalated")
+        .count();
+    assert_eq!(escalated, 1);
+
+    // The command in the message, run as a person would, clears the session.
+    let name = command.rsplit(' ').next().expect("name");
+    assert!(reset(&project, &[name]).contains("cleared"));
+    let reason = hook(&project, "claude", &stop(&project, "s1", "done")).blocked("block");
+    assert!(reason.contains("attempt 1 of 2"), "{reason}");
+}
+
+#[test]
+fn reset_by_session_id_clears_a_session_and_a_subagent() {
+    let project = project_with(&lint("lint", FAILING, ""), 1, 9);
+    hook(&project, "claude", &stop(&project, "sess-9", "done")).blocked("block");
+    hook(&project, "claude", &stop(&project, "sess-9", "done")).stopped();
+    hook(
+        &project,
+        "claude",
+        &subagent_stop(&project, "sess-9", "ag", "done"),
+    )
+    .blocked("block");
+    hook(
+        &project,
+        "claude",
+        &subagent_stop(&project, "sess-9", "ag", "done"),
+    )
+    .stopped();
+
+    assert!(reset(&project, &["--session", "sess-9"]).contains("cleared"));
+    hook(&project, "claude", &stop(&project, "sess-9", "done")).blocked("block");
+    // The subagent is its own session: still stopped until reset by its id.
+    hook(
+        &project,
+        "claude",
+        &subagent_stop(&project, "sess-9", "ag", "done"),
+    )
+    .stopped();
+    assert!(reset(&project, &["--session", "sess-9", "--agent-id", "ag"]).contains("cleared"));
+    hook(
+        &project,
+        "claude",
+        &subagent_stop(&project, "sess-9", "ag", "done"),
+    )
+    .blocked("block");
+}
+
+#[test]
+fn the_same_failure_strikes_times_escalates() {
+    let project = project_with(&lint("lint", FAILING, ""), 10, 2);
+    hook(&project, "claude", &stop(&project, "s1", "done")).blocked("block");
+    let reason = hook(&project, "claude", &stop(&project, "s1", "done")).stopped();
+    assert!(
+        reason.contains("the same failure 2 times in a row"),
+        "{reason}"
+    );
+    hook(&project, "gemini", &after_agent(&project, "s1", "done")).stopped();
+}
+
+#[test]
+fn a_pass_starts_the_count_again() {
+    let project = project_with("      - {name: status, rule: status}\n", 2, 2);
+    hook(&project, "claude", &stop(&project, "s1", "done")).blocked("block");
+    hook(&project, "claude", &stop(&project, "s1", "STATUS: OK")).passed();
+    let reason = hook(&project, "claude", &stop(&project, "s1", "done")).blocked("block");
+    assert!(reason.contains("attempt 1 of 2"), "{reason}");
+}
+
+#[test]
+fn a_worker_that_reports_blocked_is_let_stop_and_stays_stopped() {
+    let project = project_with("      - {name: status, rule: status}\n", 3, 3);
+    let message =
+        "I cannot go on.\n\nSTATUS: BLOCKED\nREASON: the plan says JWT, the service uses OAuth2\n";
+    let reason = hook(&project, "claude", &stop(&project, "s1", message)).stopped();
+    assert!(reason.contains("BLOCKED"), "{reason}");
+    assert!(reason.contains(" reset hook-"), "{reason}");
+    // Even a message that would pass does not resume the session before a person resets it.
+    let reason = hook(&project, "claude", &stop(&project, "s1", "STATUS: OK")).stopped();
+    assert!(reason.contains("BLOCKED"), "{reason}");
+    reset(&project, &["--session", "s1"]);
+    hook(&project, "claude", &stop(&project, "s1", "STATUS: OK")).passed();
+}
+
+#[test]
+fn an_error_verdict_lets_the_agent_stop_with_a_message() {
+    // The command does not exist: the rules are at fault, not the agent's work.
+    let project = project_with(&lint("lint", r#"["validator-no-such-tool"]"#, ""), 3, 3);
+    let inputs = [
+        ("claude", stop(&project, "s1", "done")),
+        ("gemini", after_agent(&project, "g1", "done")),
+    ];
+    for (agent, input) in &inputs {
+        let reply = hook(&project, agent, input);
+        assert_eq!(reply.code, 0, "{}", reply.stderr);
+        let answer = reply.json();
+        assert!(answer.get("decision").is_none(), "{answer:#}");
+        let message = answer["systemMessage"].as_str().expect("systemMessage");
+        assert!(message.contains("ERROR"), "{message}");
+    }
+}
+
+#[test]
+fn unparseable_input_is_refused_without_blocking() {
+    let project = project_with(&lint("lint", FAILING, ""), 3, 3);
+    let rules = project.rules_path();
+    for agent in ["claude", "codex", "gemini"] {
+        run_hook(&rules, agent, "not json").refused();
+        run_hook(&rules, agent, "").refused();
+        run_hook(&rules, agent, "[1, 2]").refused();
+    }
+    // Required fields missing, wrong types.
+    run_hook(&rules, "claude", r#"{"cwd": "/"}"#).refused();
+    run_hook(&rules, "claude", r#"{"session_id": 7, "cwd": "/"}"#).refused();
+    // A directory that is not there.
+    let mut input = stop(&project, "s1", "done");
+    input["cwd"] = json!(project.path().join("gone"));
+    assert!(hook(&project, "claude", &input).refused().contains("cwd"));
+    // Wired to a tool event, a "block" would mean something else.
+    let mut input = stop(&project, "s1", "done");
+    input["hook_event_name"] = json!("PreToolUse");
+    assert!(
+        hook(&project, "claude", &input)
+            .refused()
+            .contains("Stop and SubagentStop")
+    );
+    let stderr = hook(&project, "gemini", &stop(&project, "s1", "done"))
+        .refused()
+        .to_owned();
+    assert!(stderr.contains("AfterAgent"), "{stderr}");
+    // Over 1 MiB.
+    let mut input = stop(&project, "s1", "");
+    input["last_assistant_message"] = json!("x".repeat(1024 * 1024 + 1));
+    assert!(hook(&project, "claude", &input).refused().contains("over"));
+    // Nothing was judged.
+    assert!(events(&project).is_empty());
+}
+
+#[test]
+fn a_missing_rules_file_or_bad_arguments_never_block() {
+    let project = Project::new();
+    let input = stop(&project, "s1", "done").to_string();
+    run_hook(&project.rules_path(), "claude", input.clone()).refused();
+
+    let output = validator()
+        .current_dir(project.path())
+        .args(["hook", "claude"])
+        .write_stdin(input.clone())
+        .output()
+        .expect("run validator");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty());
+
+    for args in [
+        &["hook", "claud"][..],
+        &["-c", "/x/validator.yaml", "hook", "claud"],
+        &["-c", "/x/validator.yaml", "hook"],
+        &["hook", "claude", "--no-such-flag"],
+    ] {
+        let output = validator()
+            .args(args)
+            .write_stdin(input.clone())
+            .output()
+            .expect("run validator");
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        assert!(output.stdout.is_empty());
+    }
+}
+
+#[test]
+fn the_example_settings_name_the_adapter() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks");
+    let command_of = |file: &str, event: &str| -> String {
+        let text = std::fs::read_to_string(examples.join(file)).expect("example");
+        let settings: Value =
+            serde_json::from_str(&text).unwrap_or_else(|err| panic!("{file} is not JSON: {err}"));
+        settings["hooks"][event][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {event} command hook in {file}"))
+            .to_owned()
+    };
+    for (file, event, agent) in [
+        ("claude/settings.json", "Stop", "claude"),
+        ("claude/settings.json", "SubagentStop", "claude"),
+        ("codex/hooks.json", "Stop", "codex"),
+        ("gemini/settings.json", "AfterAgent", "gemini"),
+    ] {
+        let command = command_of(file, event);
+        let words: Vec<&str> = command.split_whitespace().collect();
+        assert_eq!(words.first(), Some(&"validator"), "{command}");
+        assert_eq!(words[words.len() - 2..], ["hook", agent], "{command}");
+        let config = words.iter().position(|w| *w == "-c").map(|i| words[i + 1]);
+        assert!(
+            config.is_some_and(|path| path.starts_with('/')),
+            "{file}: pass -c with an absolute path: {command}"
+        );
+    }
+
+    // The example rules file is valid.
+    let output = validator()
+        .arg("-c")
+        .arg(examples.join("validator.yaml"))
+        .args(["rules", "check"])
+        .output()
+        .expect("run validator");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
+#[test]
+fn the_example_rules_judge_what_an_agent_sends() {
+    // The example's own rules over a task with a passing test command: the STATUS block in the
+    // agent's last message decides.
+    let project = Project::new();
+    let rules = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks/validator.yaml"),
+    )
+    .expect("example rules")
+    .replace("cargo test --quiet", r#""true""#)
+    .replace(
+        r#"["cargo", "clippy", "--all-targets", "--", "-D", "warnings"]"#,
+        r#"["true"]"#,
+    );
+    project.rules(&rules);
+    hook(&project, "claude", &stop(&project, "s1", "Finished.")).blocked("block");
+    hook(
+        &project,
+        "claude",
+        &stop(&project, "s1", "Finished.\nSTATUS: OK"),
+    )
+    .passed();
+    assert!(project.path().join(".validator/events.jsonl").exists());
+}
