@@ -246,6 +246,7 @@ impl Contract {
                 tasks: self.dependencies_completed.clone(),
                 staging: rules.staging.clone(),
                 verdicts: rules.verdicts.clone(),
+                state: rules.state.clone(),
                 key: key.map(std::sync::Arc::new),
             });
             first.push(gate("dependencies", rule, None));

@@ -2,7 +2,6 @@
 //! directory and verdict live, and when a verdict is current for a signal.
 
 use std::ffi::OsStr;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -63,10 +62,27 @@ pub fn task_dir(staging: &Path, task: &str) -> Result<PathBuf, String> {
 
 /// Reads the verdict for `task` from `dir`, if there is a readable one.
 pub fn read_verdict(dir: &Path, task: &str) -> Option<Verdict> {
-    let file = File::open(verdict_path(dir, task)).ok()?;
+    // Only a regular file: a FIFO planted where a verdict belongs would block the reader.
+    let file = crate::taskdir::open_regular(&verdict_path(dir, task)).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_VERDICT_BYTES).read_to_end(&mut bytes).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    // A verdict copied from another task (signed or not) answers nothing here.
+    serde_json::from_slice(&bytes)
+        .ok()
+        .filter(|verdict: &Verdict| verdict.task == task)
+}
+
+/// The identity a run answers: the body, its mtime (what makes a verdict current) and its
+/// ctime (which no worker can set back, so deleting a verdict and `touch -d` cannot replay an
+/// attempt). The watcher records it as `judged` in the task's state once it has published.
+pub fn signal_key(signal: &Signal) -> Option<String> {
+    let info = crate::pipeline::signal_info(signal);
+    match (&info.sha256, &info.mtime, signal.changed) {
+        (Some(sha), Some(mtime), Some((secs, nanos))) => {
+            Some(format!("{sha} {mtime} {secs}.{nanos:09}"))
+        }
+        _ => None,
+    }
 }
 
 /// A verdict is current when it answers exactly this signal: same body hash, same mtime.

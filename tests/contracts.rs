@@ -274,15 +274,18 @@ fn judged(root: &Path, task: &str, rules: &Path, ok: bool) {
         .arg("--signal")
         .arg(&done);
     let output = cmd.output().unwrap();
-    fs::write(staging.join(format!("{task}.verdict.json")), output.stdout).unwrap();
+    let verdicts = root.join("verdicts");
+    fs::create_dir_all(&verdicts).unwrap();
+    fs::write(verdicts.join(format!("{task}.verdict.json")), output.stdout).unwrap();
 }
 
 #[test]
 fn dependencies_need_a_current_pass_verdict() {
     let project = Project::new();
-    project.rules(
-        &with_contracts(STATUS).replace("state: state\n", "state: state\nstaging: staging\n"),
-    );
+    project.rules(&with_contracts(STATUS).replace(
+        "state: state\n",
+        "state: state\nstaging: staging\nverdicts: verdicts\n",
+    ));
     let rules = project.rules_path();
     judged(project.path(), "schema-done", &rules, true);
     judged(project.path(), "schema-failed", &rules, false);
@@ -454,4 +457,46 @@ fn signed_verdict(root: &Path, rules: &Path, key: &Path, task: &str, body: &str)
         .unwrap();
     assert!(String::from_utf8_lossy(&output.stdout).contains("hmac-sha256:"));
     fs::write(staging.join(format!("{task}.verdict.json")), output.stdout).unwrap();
+}
+
+#[test]
+fn a_pass_verdict_a_worker_could_have_written_does_not_count() {
+    let project = Project::new();
+    // Verdicts in staging (the default) and no signing key.
+    project.rules(
+        &with_contracts(STATUS).replace("state: state\n", "state: state\nstaging: staging\n"),
+    );
+    let staging = project.path().join("staging");
+    fs::create_dir_all(staging.join("dep")).unwrap();
+    fs::write(staging.join("dep.done"), "STATUS: OK\n").unwrap();
+    let output = validator()
+        .args(["check", "--format", "json", "--task", "dep", "-c"])
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(staging.join("dep"))
+        .arg("--signal")
+        .arg(staging.join("dep.done"))
+        .output()
+        .unwrap();
+    fs::write(staging.join("dep.verdict.json"), &output.stdout).unwrap();
+    // Another task's verdict copied under this name does not count either.
+    fs::write(staging.join("other.verdict.json"), &output.stdout).unwrap();
+    fs::copy(staging.join("dep.done"), staging.join("other.done")).unwrap();
+    project.signal("STATUS: OK\n");
+    contract(
+        &project,
+        "task_id: task\ndependencies_completed: [dep, other]\n",
+    );
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = messages(gate(&verdict, "contract.dependencies"));
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(
+        found[0].contains("dep: its PASS verdict lies in staging"),
+        "{found:#?}"
+    );
+    assert!(
+        found[1].contains("other: its verdict file holds task `dep`'s verdict"),
+        "{found:#?}"
+    );
 }

@@ -1,6 +1,10 @@
 //! `dependencies`: a contract's `dependencies_completed` hold — each named task has a current
 //! PASS verdict in the verdicts directory. Not a rule a rules file names: the contract adds it
 //! as the run's first gate, so a task whose inputs are not done fails before anything runs.
+//!
+//! A verdict file proves nothing where a worker can write it. It counts when its signature
+//! verifies (with a signing key), or when it lies outside staging, or when the watcher's own
+//! state records that it judged exactly this done signal with a PASS.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,13 +13,15 @@ use super::{Context, Outcome};
 use crate::signal::Signal;
 use crate::staging;
 use crate::verdict::sign::{self, Key};
-use crate::verdict::{Decision, Finding};
+use crate::verdict::{Decision, Finding, Verdict};
+use crate::watch::state::TaskState;
 
 #[derive(Debug, Clone)]
 pub struct Dependencies {
     pub tasks: Vec<String>,
     pub staging: PathBuf,
     pub verdicts: PathBuf,
+    pub state: PathBuf,
     /// With a signing key, a dependency's verdict counts only if its signature verifies.
     pub key: Option<Arc<Key>>,
 }
@@ -41,20 +47,36 @@ impl Dependencies {
         )
     }
 
+    /// The dependency's verdict as read once (the bytes verified are the bytes judged), or why
+    /// it cannot count.
+    fn verdict(&self, task: &str) -> Result<Option<Verdict>, String> {
+        let path = staging::verdict_path(&self.verdicts, task);
+        let document = match sign::read_document(&path) {
+            Ok(document) => document,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(format!("its verdict cannot be read ({err})")),
+        };
+        if let Some(key) = &self.key {
+            sign::verify(&document, key)
+                .map_err(|why| format!("its verdict does not count: {why}"))?;
+        }
+        let verdict: Verdict = serde_json::from_str(&document)
+            .map_err(|err| format!("its verdict is not a verdict document ({err})"))?;
+        if verdict.task != task {
+            return Err(format!(
+                "its verdict file holds task `{}`'s verdict",
+                verdict.task
+            ));
+        }
+        Ok(Some(verdict))
+    }
+
     /// Why `task` does not count as completed, or `None` if it does.
     fn unmet(&self, task: &str) -> Option<String> {
-        if let Some(key) = &self.key {
-            let path = staging::verdict_path(&self.verdicts, task);
-            if path.exists() {
-                let checked = sign::read_document(&path)
-                    .map_err(|err| err.to_string())
-                    .and_then(|text| sign::verify(&text, key).map_err(|err| err.to_string()));
-                if let Err(why) = checked {
-                    return Some(format!("its verdict does not count: {why}"));
-                }
-            }
-        }
-        let verdict = staging::read_verdict(&self.verdicts, task);
+        let verdict = match self.verdict(task) {
+            Ok(verdict) => verdict,
+            Err(why) => return Some(why),
+        };
         let signal = Signal::read(&staging::done_path(&self.staging, task)).ok();
         match (verdict, signal) {
             (None, None) => Some("not signalled done and no verdict".into()),
@@ -79,7 +101,24 @@ impl Dependencies {
                     .map(|r| format!(": {r}"))
                     .unwrap_or_default()
             )),
+            (Some(_), Some(signal)) if self.key.is_none() && self.forgeable() => {
+                // The PASS sits where the worker could have written it: only the watcher's
+                // record of judging this very signal vouches for it.
+                let state = TaskState::load(&self.state, task);
+                let vouched = state.last_verdict == Some(Decision::Pass)
+                    && state.judged.is_some()
+                    && state.judged == staging::signal_key(&signal);
+                (!vouched).then(|| {
+                    "its PASS verdict lies in staging, where a worker can write one, and no watcher record confirms it; put `verdicts:` outside staging or configure a signing key".to_string()
+                })
+            }
             (Some(_), Some(_)) => None,
         }
+    }
+
+    /// Whether the verdicts directory lies inside staging (the default), where workers write.
+    fn forgeable(&self) -> bool {
+        let real = |p: &PathBuf| p.canonicalize().unwrap_or_else(|_| p.clone());
+        real(&self.verdicts).starts_with(real(&self.staging))
     }
 }

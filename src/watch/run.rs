@@ -111,16 +111,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         }
         Err(err) => return Err(err),
     };
-    // The identity a run answers: the body, its mtime (what makes a verdict current) and its
-    // ctime (which no worker can set back, so deleting a verdict and `touch -d` cannot replay
-    // an attempt).
-    let info = pipeline::signal_info(&signal);
-    let key = match (&info.sha256, &info.mtime, signal.changed) {
-        (Some(sha), Some(mtime), Some((secs, nanos))) => {
-            Some(format!("{sha} {mtime} {secs}.{nanos:09}"))
-        }
-        _ => None,
-    };
+    let key = staging::signal_key(&signal);
     let state_existed = state::path(&rules.state, name).exists();
     let mut state = TaskState::load(&rules.state, name);
     // Current only if this watcher published it: a verdict file alone could be forged where
