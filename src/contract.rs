@@ -220,11 +220,16 @@ impl Contract {
     /// The pipeline this contract asks for, built from `pipeline`:
     /// - `contract.dependencies` first, when the contract names dependencies, so nothing runs
     ///   before the work it builds on is done;
-    /// - the pipeline's own gates, each `file-scope` gate holding the contract's file lists too;
-    /// - then `contract.scope` (only if the pipeline has no `file-scope` gate: a contract's
-    ///   ownership is never left unenforced) and a `contract.criterion-N` gate per checkable
-    ///   criterion. A pipeline gate that routes to PASS goes on to these instead: a fast path
-    ///   through the pipeline is not a way around the contract.
+    /// - the pipeline's own gates, as written;
+    /// - then `contract.scope` whenever the contract lists files (every changed file must be
+    ///   in `files_owned`, none in `files_readonly`), and a `contract.criterion-N` gate per
+    ///   checkable criterion. A pipeline gate that routes to PASS goes on to these instead: a
+    ///   fast path through the pipeline is not a way around the contract.
+    ///
+    /// `contract.scope` is its own blocking gate, not a change to the pipeline's `file-scope`
+    /// gates: those may be advisory (`on_fail: CONTINUE`) or skipped by routing, and a broad
+    /// `allow` there must not widen what the contract grants. A change passes only when both
+    /// agree: inside the contract's files and the gate's `allow`, in neither's `readonly`.
     ///
     /// The added gates route as any gate does by default (CONTINUE on pass, BLOCK on fail).
     pub fn expand(&self, pipeline: &Pipeline, rules: &Rules) -> Result<Pipeline, String> {
@@ -252,12 +257,8 @@ impl Contract {
             first.push(gate("dependencies", rule, None));
         }
         let mut last = Vec::new();
-        let has_scope = pipeline
-            .gates
-            .iter()
-            .any(|g| matches!(g.rule, Rule::FileScope(_)));
         let has_lists = !self.files_owned.is_empty() || !self.files_readonly.is_empty();
-        if has_lists && !has_scope {
+        if has_lists {
             let rule = Rule::FileScope(FileScope::from_contract(
                 &self.files_owned,
                 &self.files_readonly,
@@ -279,10 +280,6 @@ impl Contract {
         };
         let own = pipeline.gates.iter().map(|own| {
             let mut gate = own.clone();
-            if let Rule::FileScope(scope) = &own.rule {
-                gate.rule =
-                    Rule::FileScope(scope.with_contract(&self.files_owned, &self.files_readonly));
-            }
             gate.on_pass = reroute(own.on_pass);
             gate.on_fail = reroute(own.on_fail);
             gate

@@ -117,33 +117,42 @@ fn a_contract_gives_scope_its_owned_and_readonly_files_and_checks_declared_chang
 }
 
 #[test]
-fn a_pipelines_own_scope_gate_adds_to_the_contract() {
+fn a_broad_or_advisory_pipeline_scope_does_not_widen_the_contract() {
     let project = Project::new();
     project.rules(&with_contracts(
-        "      - {name: scope, rule: file-scope, allow: [\"docs/**\"], readonly: [\"src/lib.rs\"]}\n",
+        "      - {name: scope, rule: file-scope, allow: [\"src/**\", \"tests/**\"], on_fail: CONTINUE}\n",
     ));
-    contract(&project, "task_id: task\nfiles_owned: [\"src/**\"]\n");
+    contract(
+        &project,
+        "task_id: task\nfiles_owned: [\"src/auth/**\"]\nfiles_readonly: [\"src/auth/types.rs\"]\n",
+    );
     project
-        .file("src/a.rs", "old\n")
-        .file("src/lib.rs", "old\n")
-        .file("docs/a.md", "old\n")
+        .file("src/auth/a.rs", "old\n")
+        .file("src/auth/types.rs", "old\n")
+        .file("src/billing/b.rs", "old\n")
         .file("other.txt", "old\n");
     snapshot(&project);
-    project.file("src/a.rs", "new\n").file("docs/a.md", "new\n");
+    project.file("src/auth/a.rs", "new\n");
     let (code, verdict) = project.verdict();
     assert_eq!(code, 0, "{verdict:#}");
-    // No second scope gate: the pipeline's own holds the contract's lists.
-    assert_eq!(names(&verdict), ["scope"]);
+    assert_eq!(names(&verdict), ["scope", "contract.scope"]);
 
+    // Inside the pipeline's allow but outside what the contract owns; and a file the pipeline
+    // does not allow, which its advisory gate only warns about.
     project
-        .file("src/lib.rs", "new\n")
+        .file("src/billing/b.rs", "new\n")
+        .file("src/auth/types.rs", "new\n")
         .file("other.txt", "new\n");
     let (code, verdict) = project.verdict();
     assert_eq!(code, 1, "{verdict:#}");
-    let found = messages(gate(&verdict, "scope"));
-    assert_eq!(found.len(), 2, "{found:#?}");
-    assert!(found[0].starts_with("other.txt: ") && found[0].contains("outside `allow`"));
-    assert!(found[1].starts_with("src/lib.rs: ") && found[1].contains("`readonly`"));
+    let found = messages(gate(&verdict, "contract.scope"));
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(
+        found[0].starts_with("other.txt: ") && found[0].contains("outside `allow` (src/auth/**)")
+    );
+    assert!(found[1].starts_with("src/auth/types.rs: ") && found[1].contains("`readonly`"));
+    assert!(found[2].starts_with("src/billing/b.rs: ") && found[2].contains("outside `allow`"));
+    assert_eq!(gate(&verdict, "scope")["outcome"], "fail");
 }
 
 #[test]

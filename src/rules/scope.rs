@@ -119,23 +119,6 @@ impl FileScope {
         })
     }
 
-    /// This gate under a contract: the contract's owned files join `allow`, its read-only
-    /// files join `readonly`. A gate that allowed everything now allows only what the contract
-    /// and the gate name, which is the point of a contract.
-    pub fn with_contract(&self, owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
-        let join = |contract: &[Pattern], own: &PatternSet| {
-            let mut all = contract.to_vec();
-            all.extend(own.patterns().iter().cloned());
-            PatternSet::new(&all)
-        };
-        FileScope {
-            allow: join(owned, &self.allow),
-            readonly: join(readonly, &self.readonly),
-            deny: self.deny.clone(),
-            base: self.base.clone(),
-        }
-    }
-
     /// A gate that holds a contract's file lists when the pipeline has no `file-scope` gate.
     pub fn from_contract(owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
         FileScope {
