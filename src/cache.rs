@@ -78,10 +78,30 @@ impl Cache {
     }
 }
 
+/// What a gate's run depends on, taken before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    /// The content key a pass is remembered under (stable across rewrites of the same bytes).
+    pub content: String,
+    /// The inputs' inode and change time (which no worker can set back): if they differ after
+    /// the run, a file was replaced while the gate ran, and its pass proves nothing about the
+    /// content the key describes.
+    stamp: String,
+}
+
+impl Key {
+    /// Whether `after`, taken once the gate finished, shows inputs untouched during the run.
+    pub fn unchanged_by(&self, after: &Key) -> bool {
+        self == after
+    }
+}
+
 /// The key of one run of `gate` over `task` under `pipeline`, or `None` when the gate has no
 /// `inputs:` or the key cannot be computed exactly.
-pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<String> {
+pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<Key> {
+    use std::os::unix::fs::MetadataExt;
     let inputs = gate.inputs.as_ref()?;
+    let mut stamp = Sha256::new();
     let mut hash = Sha256::new();
     let mut field = |label: &str, bytes: &[u8]| {
         // Length-prefixed, so no two different field lists hash the same bytes.
@@ -105,13 +125,15 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<String> {
     }
 
     let listing = taskdir::list(task);
-    // A link out of the task directory or a directory that cannot be read may hide an input:
-    // no exact key.
-    if listing
-        .escaping_links
-        .iter()
-        .chain(&listing.unreadable)
-        .any(|rel| inputs.is_match(rel) || rel == ".")
+    // A link out of the task directory or a directory that cannot be read may hide an input,
+    // and so may a link to a directory inside it (a gate reading `src/lib/x` through a link
+    // reads a file the listing shows elsewhere): no exact key, the gate runs.
+    if !listing.linked_dirs.is_empty()
+        || listing
+            .escaping_links
+            .iter()
+            .chain(&listing.unreadable)
+            .any(|rel| inputs.is_match(rel) || rel == ".")
     {
         return None;
     }
@@ -122,13 +144,22 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<String> {
             continue;
         }
         budget = budget.checked_sub(entry.size)?;
+        let meta = entry.path.metadata().ok()?;
+        stamp.update(entry.rel.as_bytes());
+        stamp.update([0]);
+        for number in [meta.ino(), meta.ctime() as u64, meta.ctime_nsec() as u64] {
+            stamp.update(number.to_le_bytes());
+        }
         let digest = hash_file(task, &entry.path)?;
         field("input", entry.rel.as_bytes());
         field("content", &digest);
         matched += 1;
     }
     field("inputs", &(matched as u64).to_le_bytes());
-    Some(format!("{:x}", hash.finalize()))
+    Some(Key {
+        content: format!("{:x}", hash.finalize()),
+        stamp: format!("{:x}", stamp.finalize()),
+    })
 }
 
 /// The SHA-256 of a file inside the task directory, streamed.

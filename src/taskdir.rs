@@ -26,6 +26,9 @@ pub struct Listing {
     pub escaping_links: Vec<String>,
     /// Directories the walk could not enter: what is inside them cannot be judged.
     pub unreadable: Vec<String>,
+    /// Links to directories inside the task: not entered (no loops), so what they lead to is
+    /// listed under its real path only.
+    pub linked_dirs: Vec<String>,
 }
 
 /// Lists the task's files. A symlink whose target is inside the directory counts as the file it
@@ -72,7 +75,7 @@ pub fn list(task: &Task) -> Listing {
                         size,
                     });
                 }
-                Ok(target) if target.starts_with(&task.dir) => {}
+                Ok(target) if target.starts_with(&task.dir) => listing.linked_dirs.push(rel),
                 _ => listing.escaping_links.push(rel),
             }
         } else if file_type.is_file() {

@@ -162,3 +162,57 @@ fn an_empty_inputs_list_is_refused() {
     assert!(stderr.contains("validator.yaml:6:55:"), "{stderr}");
     assert!(stderr.contains("`inputs:` is empty"), "{stderr}");
 }
+
+#[test]
+fn a_pass_on_inputs_replaced_during_the_run_is_not_remembered() {
+    let project = Project::new();
+    // The gate stands in for a worker that swaps good content in while the gate runs and puts
+    // the bad content back afterwards: same bytes as before, but the files were replaced.
+    let lint = counted(
+        &project,
+        "lint",
+        "[\"f.txt\"]",
+        "cp f.txt ../saved; echo good > f.txt; grep -q good f.txt; st=$?; cat ../saved > f.txt; exit $st",
+    );
+    project.rules(&pipeline(&lint));
+    project.file("f.txt", "bad\n");
+    assert_eq!(outcome(&project.verdict().1, "lint"), "pass");
+    assert_eq!(outcome(&project.verdict().1, "lint"), "pass");
+    assert_eq!(runs(&project, "lint"), 2);
+}
+
+#[test]
+fn a_link_to_a_directory_inside_the_task_turns_the_cache_off() {
+    let project = Project::new();
+    let lint = counted(
+        &project,
+        "lint",
+        "[\"src/**\"]",
+        "grep -q good src/lib/code.txt",
+    );
+    project.rules(&pipeline(&lint));
+    project
+        .file("vendor/code.txt", "good\n")
+        .file("src/main.txt", "");
+    std::os::unix::fs::symlink("../vendor", project.task_dir().join("src/lib")).unwrap();
+    assert_eq!(outcome(&project.verdict().1, "lint"), "pass");
+    // Edited behind the link: the listing shows vendor/code.txt, which the inputs do not match.
+    project.file("vendor/code.txt", "bad\n");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(outcome(&verdict, "lint"), "fail");
+}
+
+#[test]
+fn gates_that_judge_more_than_files_refuse_inputs() {
+    for rule in ["status", "file-scope"] {
+        let project = Project::new();
+        project.rules(&pipeline(&format!(
+            "      - {{name: g, rule: {rule}, inputs: [\"**\"]}}\n"
+        )));
+        let output = project.check().output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{rule}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("cannot be cached"), "{rule}: {stderr}");
+    }
+}

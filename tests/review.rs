@@ -622,3 +622,18 @@ fn the_example_reviewer_without_its_model_cli_is_an_error_not_an_approval() {
         "{review:#}"
     );
 }
+
+#[test]
+fn a_reviewer_that_floods_its_output_past_the_cap_cannot_be_read_as_approving() {
+    // REJECTED first, then more than the 1 MiB cap, then a line that would read as APPROVED
+    // if only the kept tail were parsed.
+    let project = reviewed_by(
+        "echo REJECTED\necho '- a.py:1: wrong'\nhead -c 1200000 /dev/zero | tr '\\0' 'x'\necho\necho APPROVED\n",
+    );
+    let (code, verdict) = run_check(&project, &[]);
+    assert_eq!(code, 2, "{verdict:#}");
+    assert!(
+        reasons(&verdict).contains("may be among the"),
+        "{verdict:#}"
+    );
+}

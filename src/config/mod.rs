@@ -345,6 +345,21 @@ impl Loader<'_> {
                     "gate names are unique within a pipeline; rename one",
                 ));
             }
+            if spec.inputs.is_some()
+                && matches!(
+                    spec.rule,
+                    RuleKind::FileScope | RuleKind::Status | RuleKind::Review
+                )
+            {
+                return Err(self.error(
+                    &gate_at(g, "inputs"),
+                    format!(
+                        "rule `{}` cannot be cached: it judges more than files (the done signal, git history, a reviewer's opinion)",
+                        spec.rule
+                    ),
+                    "remove `inputs:` from this gate; it runs every time",
+                ));
+            }
             if spec.inputs.as_ref().is_some_and(Vec::is_empty) {
                 return Err(self.error(
                     &gate_at(g, "inputs"),

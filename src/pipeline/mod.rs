@@ -125,7 +125,7 @@ pub fn run_with(
             .cache
             .and_then(|_| cache::key(task, &pipeline.name, gate));
         let cached = match (supervision.cache, &cache_key) {
-            (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, key),
+            (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, &key.content),
             _ => false,
         };
         let mut outcome = if cached {
@@ -136,10 +136,16 @@ pub fn run_with(
         } else {
             gate.rule.run(&ctx)
         };
+        // The key was taken before the run; a pass is remembered only if the inputs are still
+        // what they were, or a worker could pass on files it swapped in during the run and
+        // have the pass recorded for the ones it swaps back.
         if let (Some(cache), Some(key), GateOutcome::Pass) =
             (supervision.cache, &cache_key, outcome.outcome)
         {
-            cache.store(&task.name, &gate.name, key);
+            if cache::key(task, &pipeline.name, gate).is_some_and(|after| key.unchanged_by(&after))
+            {
+                cache.store(&task.name, &gate.name, &key.content);
+            }
         }
         if let Some(about) = &gate.about {
             outcome.summary = format!("{about} — {}", outcome.summary);

@@ -162,7 +162,17 @@ impl Review {
         };
         let stdout = findings::strip_ansi(&String::from_utf8_lossy(&finished.output));
         let stderr = findings::strip_ansi(&String::from_utf8_lossy(&finished.errors));
-        let mut outcome = self.judge(ctx, finished.exit, &stdout);
+        // Only the tail of a flood is kept, and the verdict line is at its head: reading the
+        // tail could turn a REJECTED into whatever the flood ends with.
+        let mut outcome = if finished.dropped > 0 {
+            Outcome::error(format!(
+                "the reviewer wrote over {} MiB; its verdict line may be among the {} bytes that were dropped, so it cannot be read",
+                process::OUTPUT_CAP >> 20,
+                finished.dropped
+            ))
+        } else {
+            self.judge(ctx, finished.exit, &stdout)
+        };
         outcome.exit_code = match finished.exit {
             Exit::Code(code) => Some(code),
             _ => None,
