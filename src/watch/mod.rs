@@ -563,6 +563,8 @@ fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {
 fn warn_about_layout(rules: &Rules) {
     let staging = resolved(&rules.staging);
     let inside = |path: &Path| resolved(path).starts_with(&staging);
+    // The key in force, wherever it was named (the environment wins over the rules file).
+    let key_file = crate::verdict::sign::KeyFile::configured(Some(rules)).map(|k| k.path);
     let risks = [
         (
             Some(&rules.path),
@@ -585,11 +587,11 @@ fn warn_about_layout(rules: &Rules) {
         (
             Some(&rules.state),
             "the state directory",
-            "a worker could reset its own attempts and circuit breakers",
+            "a worker could reset its own attempts and circuit breakers, or plant cached passes",
             "set `state:` to a directory outside staging",
         ),
         (
-            rules.signing_key_file.as_ref(),
+            key_file.as_ref(),
             "the signing key",
             "a worker could read it and sign verdicts of its own",
             "keep the key outside staging, readable only by validator",
