@@ -1422,3 +1422,50 @@ fn a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed() {
     };
     assert_eq!((runs("a"), runs("b")), (1, 2));
 }
+
+#[test]
+fn the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes() {
+    let w = Watcher::started(&rules("", &sh_gate("good", "grep -q good out.txt")), &[]);
+    w.task("svc", &[]);
+    // A fake agent: bad work at first, fixed once it is told what failed.
+    let agent = w.path().join("agent.sh");
+    fs::write(
+        &agent,
+        format!(
+            "echo run >> {root}/agent-runs\ncat > {root}/agent-stdin\nif grep -q 'validator: FAIL' {root}/agent-stdin; then echo good > {dir}/out.txt; else echo bad > {dir}/out.txt; fi\n",
+            root = w.path().display(),
+            dir = w.staging().join("svc").display()
+        ),
+    )
+    .expect("agent");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-loop/run.sh");
+    let output = Command::new("sh")
+        .arg(&script)
+        .args(["svc", "sh"])
+        .arg(&agent)
+        .env("VALIDATOR", BIN)
+        .env(
+            "VALIDATOR_FLAGS",
+            format!("-c {}", w.rules_path().display()),
+        )
+        .env("WAIT_TIMEOUT", VERDICT_TIMEOUT)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run the loop");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}\n{stderr}\n{}",
+        w.logs()
+    );
+    assert!(stdout.contains("svc: PASS"), "{stdout}");
+    let runs = fs::read_to_string(w.path().join("agent-runs")).expect("runs");
+    assert_eq!(runs.lines().count(), 2, "{stderr}");
+    let fed = fs::read_to_string(w.path().join("agent-stdin")).expect("stdin");
+    assert!(
+        fed.contains("good"),
+        "the feedback names the failing gate: {fed}"
+    );
+}
