@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::config::locate::{Step, locate};
+use crate::config::locate::Step;
 use crate::config::raw::{Argv, GateSpec, RuleKind};
-use crate::config::{Gate, Pipeline, Route, Rules};
+use crate::config::{Gate, Pipeline, Route, Rules, error_at, parse_yaml};
 use crate::error::{ConfigError, Error};
 use crate::globs::Pattern;
 use crate::rules::{Rule, dependencies::Dependencies, scope::FileScope};
@@ -112,43 +112,10 @@ impl Contract {
 
     /// Checks contract text; `task` is the task it must be about.
     pub fn parse(path: &Path, source: String, task: &str) -> Result<Contract, ConfigError> {
-        let error = |at: &[Step], message: String, help: String| {
-            let position = locate(&source, at);
-            ConfigError {
-                file: path.to_path_buf(),
-                line: position.map(|p| p.0),
-                column: position.map(|p| p.1),
-                message,
-                help: Some(help),
-            }
-        };
-        if let Err(deep) = crate::yaml::check_flow_depth(source.as_bytes()) {
-            return Err(ConfigError {
-                file: path.to_path_buf(),
-                line: None,
-                column: None,
-                message: deep.to_string(),
-                help: Some("write the contract as plain block YAML".into()),
-            });
-        }
-        let raw: RawContract = yaml_serde::from_str(&source).map_err(|err| {
-            let location = err.location();
-            let mut message = err.to_string();
-            if let Some(at) = &location {
-                let suffix = format!(" at line {} column {}", at.line(), at.column());
-                if let Some(cut) = message.find(&suffix) {
-                    message.truncate(cut);
-                }
-            }
-            ConfigError {
-                file: path.to_path_buf(),
-                line: location.as_ref().map(|l| l.line()),
-                column: location.as_ref().map(|l| l.column()),
-                message,
-                help: Some(
-                    "a contract has task_id, files_owned, files_readonly, dependencies_completed, success_criteria and context".into(),
-                ),
-            }
+        let error =
+            |at: &[Step], message: String, help: String| error_at(path, &source, at, message, help);
+        let raw: RawContract = parse_yaml(path, &source, |_| {
+            "a contract has task_id, files_owned, files_readonly, dependencies_completed, success_criteria and context".into()
         })?;
         if raw.task_id != task {
             return Err(error(

@@ -7,8 +7,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-use common::{Project, gate, json_verdict, pipeline};
+use common::{Project, copy_dir, gate, git, isolate_git, json_verdict, pipeline, reasons};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -51,51 +50,8 @@ fn run_check(project: &Project, extra: &[&str]) -> (i32, Value) {
     json_verdict(cmd)
 }
 
-fn isolate_git(cmd: &mut Command) {
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_CEILING_DIRECTORIES",
-    ] {
-        cmd.env_remove(var);
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .status()
-        .expect("run git");
-    assert!(status.success(), "git {args:?} failed");
-}
-
 fn text<'v>(value: &'v Value, key: &str) -> &'v str {
     value[key].as_str().unwrap_or_default()
-}
-
-fn reasons(verdict: &Value) -> String {
-    verdict["reasons"]
-        .as_array()
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
 
 /// A reviewer that saves its stdin (and a few variables) beside the task, then approves.
@@ -481,19 +437,6 @@ fn a_reviewer_past_its_timeout_is_an_error_and_does_not_survive() {
 // ---------------------------------------------------------------------------------------------
 // The shipped example: examples/review with a stub in place of the model CLI
 // ---------------------------------------------------------------------------------------------
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read example") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
-}
 
 /// A copy of examples/review whose `REVIEW_CLI` is `cli` (a stub model written from `model`,
 /// when given), checked; returns the exit code, the verdict and the copy.

@@ -5,8 +5,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-use common::{Project, gate, json_verdict, pipeline};
+use common::{Project, gate, git, isolate_git, json_verdict, pipeline, reasons};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -19,17 +18,6 @@ fn run_check(project: &Project) -> (i32, Value) {
     cmd.args(["--format", "json"]);
     isolate_git(&mut cmd);
     json_verdict(cmd)
-}
-
-fn isolate_git(cmd: &mut Command) {
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_CEILING_DIRECTORIES",
-    ] {
-        cmd.env_remove(var);
-    }
 }
 
 /// Writes `body` as a script beside (not inside) the task directory and returns its absolute path.
@@ -68,18 +56,6 @@ fn summary(gate: &Value) -> &str {
 
 fn output_tail(gate: &Value) -> &str {
     gate["output_tail"].as_str().unwrap_or_default()
-}
-
-fn reasons(verdict: &Value) -> String {
-    verdict["reasons"]
-        .as_array()
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
 
 fn canonical(path: &Path) -> PathBuf {
@@ -128,29 +104,6 @@ fn kill_all(pids: &[u32]) {
             .args(["-9", &pid.to_string()])
             .status();
     }
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .status()
-        .expect("run git");
-    assert!(status.success(), "git {args:?} failed");
 }
 
 fn snapshot(project: &Project) {

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::poll;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -24,20 +26,6 @@ fn rules(extra: &str) -> String {
     format!(
         "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\n{extra}pipelines:\n  - name: main\n    gates:\n      - {{name: out, rule: exists, paths: [\"out.txt\"]}}\n"
     )
-}
-
-/// Polls `cond` every 20 ms until it holds; false once `timeout` passed.
-fn poll(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -3,6 +3,8 @@
 // Every test owns its directory and its watcher; a watcher never outlives its test (SIGKILL on
 // drop). Waiting is done by polling for a condition, never by sleeping for a guessed time.
 
+mod common;
+
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -10,6 +12,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::{poll, reasons};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -59,20 +62,6 @@ fn sha256sum(path: &Path) -> String {
         .next()
         .expect("a hash")
         .to_owned()
-}
-
-/// Polls `cond` every 20 ms until it holds; false once `timeout` passed.
-fn poll(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Whether process `pid` is gone or a zombie (dead, not yet reaped).
@@ -462,18 +451,6 @@ impl Drop for Watcher {
     fn drop(&mut self) {
         self.kill9();
     }
-}
-
-fn reasons(verdict: &Value) -> String {
-    verdict["reasons"]
-        .as_array()
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
 
 fn names(prefix: &str, n: usize) -> Vec<String> {

@@ -130,7 +130,7 @@ impl Rules {
             .unwrap_or(Path::new("."));
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         let loader = Loader { path, source };
-        let raw: RawRules = yaml_serde::from_str(source).map_err(|err| loader.yaml_error(&err))?;
+        let raw: RawRules = parse_yaml(path, source, hint_for)?;
         loader.check(raw, dir)
     }
 
@@ -189,6 +189,60 @@ fn read(path: &Path) -> Result<String, Error> {
     Ok(text)
 }
 
+/// An error at the node `at` of the YAML file `path` holding `source`.
+pub(crate) fn error_at(
+    path: &Path,
+    source: &str,
+    at: &[Step],
+    message: impl Into<String>,
+    help: impl Into<String>,
+) -> ConfigError {
+    let position = locate(source, at);
+    ConfigError {
+        file: path.to_path_buf(),
+        line: position.map(|p| p.0),
+        column: position.map(|p| p.1),
+        message: message.into(),
+        help: Some(help.into()),
+    }
+}
+
+/// Parses a YAML file a person wrote (a rules file, a contract) into `T`. Parser errors keep
+/// their line and column, with `hint` turning the message into a fix; nesting the parser would
+/// take quadratic time over is refused first.
+pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    source: &str,
+    hint: impl Fn(&str) -> String,
+) -> Result<T, ConfigError> {
+    if let Err(too_deep) = crate::yaml::check_flow_depth(source.as_bytes()) {
+        return Err(ConfigError {
+            file: path.to_path_buf(),
+            line: None,
+            column: None,
+            message: too_deep.to_string(),
+            help: Some("write it as plain block YAML".into()),
+        });
+    }
+    yaml_serde::from_str(source).map_err(|err| {
+        let location = err.location();
+        let mut message = err.to_string();
+        if let Some(at) = &location {
+            let suffix = format!(" at line {} column {}", at.line(), at.column());
+            if let Some(cut) = message.find(&suffix) {
+                message.truncate(cut);
+            }
+        }
+        ConfigError {
+            file: path.to_path_buf(),
+            line: location.as_ref().map(|l| l.line()),
+            column: location.as_ref().map(|l| l.column()),
+            help: Some(hint(&message)),
+            message,
+        }
+    })
+}
+
 struct Loader<'a> {
     path: &'a Path,
     source: &'a str,
@@ -201,32 +255,7 @@ impl Loader<'_> {
         message: impl Into<String>,
         help: impl Into<String>,
     ) -> ConfigError {
-        let position = locate(self.source, at);
-        ConfigError {
-            file: self.path.to_path_buf(),
-            line: position.map(|p| p.0),
-            column: position.map(|p| p.1),
-            message: message.into(),
-            help: Some(help.into()),
-        }
-    }
-
-    fn yaml_error(&self, err: &yaml_serde::Error) -> ConfigError {
-        let location = err.location();
-        let mut message = err.to_string();
-        if let Some(at) = &location {
-            let suffix = format!(" at line {} column {}", at.line(), at.column());
-            if let Some(cut) = message.find(&suffix) {
-                message.truncate(cut);
-            }
-        }
-        ConfigError {
-            file: self.path.to_path_buf(),
-            line: location.as_ref().map(|l| l.line()),
-            column: location.as_ref().map(|l| l.column()),
-            help: Some(hint_for(&message)),
-            message,
-        }
+        error_at(self.path, self.source, at, message, help)
     }
 
     fn check(&self, raw: RawRules, dir: PathBuf) -> Result<Rules, ConfigError> {

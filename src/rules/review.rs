@@ -853,7 +853,11 @@ mod tests {
     fn the_context_holds_the_task_the_signal_the_contract_and_the_files() {
         let mut fixture = fixture(|dir| {
             std::fs::create_dir_all(dir.join("src")).unwrap();
-            std::fs::write(dir.join("src/auth.rs"), "fn login() -> Token { todo!() }\n").unwrap();
+            std::fs::write(
+                dir.join("src/auth.rs"),
+                "fn login() -> Token { Token::default() }\n",
+            )
+            .unwrap();
         });
         let contract_text = "task_id: svc-auth\nfiles_owned: [\"src/**\"]\nsuccess_criteria:\n  - \"AuthService::login returns a token\"\n";
         let contract = Contract::parse(
@@ -888,7 +892,9 @@ mod tests {
         );
         assert!(text.contains("```text\nsrc/auth.rs\n```"), "{text}");
         assert!(
-            text.contains("### src/auth.rs\n\n```\n   1  fn login() -> Token { todo!() }\n```"),
+            text.contains(
+                "### src/auth.rs\n\n```\n   1  fn login() -> Token { Token::default() }\n```"
+            ),
             "{text}"
         );
     }
