@@ -278,6 +278,9 @@ fn wait_and_status_refuse_a_current_verdict_that_does_not_verify() {
     assert_eq!(exit, 1, "{verdict:#}");
     let path = project.verdict_path("svc");
     let original = fs::read_to_string(&path).expect("verdict");
+    // Readers are what is under test. A watcher still running could see the signal's last
+    // file events after its verdict and, rightly, re-judge the forgery before `status` runs.
+    project.stop();
 
     // The worker's dream: the same verdict, PASS. Its signal fields are unchanged, so it is
     // "current"; only the signature gives it away.
@@ -325,7 +328,6 @@ fn wait_and_status_refuse_a_current_verdict_that_does_not_verify() {
 
     // A restarted watcher does not take the tampered file for its own: it judges the signal
     // again (same attempt) and publishes a verdict that verifies.
-    project.stop();
     project.start();
     let (exit, verdict) = project.judge_current("svc");
     assert_eq!(
