@@ -29,6 +29,7 @@ pub mod globs;
 pub mod hook;
 pub mod pipeline;
 pub mod process;
+pub mod progress;
 pub mod rules;
 pub mod signal;
 pub mod snapshot;

@@ -4,12 +4,14 @@
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use validator::config::graph;
+use validator::progress::Progress;
 use validator::verdict::sign::{self, KeyFile, KeySource, VerifyError};
 use validator::verdict::{feedback, format};
 use validator::watch::client;
@@ -454,11 +456,17 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
         Ok(contract) => {
             let task = task.with_contract(contract);
             let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
+            // Dropped (the line erased) before the verdict is printed.
+            let progress = terminal_progress(false);
             let supervision = validator::pipeline::Supervision {
                 cache: cache.as_ref(),
+                observer: progress
+                    .as_deref()
+                    .map(|p| p as &dyn validator::pipeline::Observer),
                 ..Default::default()
             };
             let verdict = validator::pipeline::run_with(&rules, pipeline, &task, supervision);
+            drop(progress);
             if task.contract.is_some() {
                 record_violations(&rules, &verdict);
             }
@@ -544,29 +552,55 @@ fn watch(
     no_cache: bool,
 ) -> Result<ExitCode> {
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let progress = terminal_progress(true);
     let options = validator::watch::Options {
         config,
         jobs,
         poll,
         grace,
         no_cache,
+        observer: progress
+            .clone()
+            .map(|p| p as Arc<dyn validator::pipeline::Observer + Send>),
     };
-    let report = Box::new(|verdict: &Verdict| {
+    let report = Box::new(move |verdict: &Verdict| {
         let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
         let why = verdict
             .reasons
             .first()
             .map(|r| format!("  {r}"))
             .unwrap_or_default();
-        let mut out = anstream::stdout();
-        let _ = writeln!(
-            out,
+        let line = format!(
             "{now} {:<9} {} (attempt {}/{}){why}",
             verdict.verdict, verdict.task, verdict.attempt, verdict.max_attempts
         );
+        let print = || {
+            let mut out = anstream::stdout();
+            let _ = writeln!(out, "{line}");
+        };
+        match &progress {
+            Some(progress) => progress.suspend(print),
+            None => print(),
+        }
     });
     validator::watch::watch(options, report)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A status line for gates that take longer than a second, only when stdout is a terminal
+/// that can redraw a line: pipes, files and CI logs get the verdict alone.
+fn terminal_progress(with_task: bool) -> Option<Arc<Progress>> {
+    let stdout = std::io::stdout();
+    let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
+    if !stdout.is_terminal() || dumb {
+        return None;
+    }
+    let width = terminal_size::terminal_size_of(&stdout).map_or(80, |(width, _)| width.0);
+    Some(Arc::new(Progress::new(
+        Box::new(stdout),
+        usize::from(width),
+        with_task,
+    )))
 }
 
 fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {

@@ -25,6 +25,7 @@ use serde_json::json;
 
 use crate::config::Rules;
 use crate::error::Error;
+use crate::pipeline::Observer;
 use crate::staging;
 use crate::verdict::{Verdict, sign};
 use run::{Judged, Shared};
@@ -40,6 +41,8 @@ pub struct Options {
     pub grace: Duration,
     /// Run every gate, even those whose `inputs:` are unchanged since they passed.
     pub no_cache: bool,
+    /// Hears about every gate of every run besides the event log (a terminal's progress line).
+    pub observer: Option<Arc<dyn Observer + Send>>,
 }
 
 /// Called with each published verdict (the CLI prints a line).
@@ -69,7 +72,8 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     if let Some(key) = &key {
         tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
     }
-    let shared = Arc::new(Shared::new(rules, key, !options.no_cache)?);
+    let shared =
+        Arc::new(Shared::new(rules, key, !options.no_cache)?.observed_by(options.observer.clone()));
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
     let report = Arc::new(report);

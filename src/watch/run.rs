@@ -30,6 +30,7 @@ pub struct Shared {
     pub cancel: Cancel,
     /// Whether gates with `inputs:` may be skipped as `cached`.
     use_cache: bool,
+    observer: Option<Arc<dyn Observer + Send>>,
 }
 
 /// How a request to judge a task ended.
@@ -52,7 +53,13 @@ impl Shared {
             events,
             cancel: Cancel::default(),
             use_cache,
+            observer: None,
         })
+    }
+
+    /// Tells `observer` about every gate too, besides the event log.
+    pub fn observed_by(self, observer: Option<Arc<dyn Observer + Send>>) -> Self {
+        Shared { observer, ..self }
     }
 
     /// The rules in force now; a reload affects the runs that start after it.
@@ -74,10 +81,12 @@ impl Shared {
     }
 }
 
-/// Writes `gate_started` / `gate_finished` events as the engine goes.
+/// Writes `gate_started` / `gate_finished` events as the engine goes, and passes them on to
+/// the watcher's own observer, if it has one.
 struct GateEvents<'a> {
     log: &'a EventLog,
     agent: Option<&'a str>,
+    also: Option<&'a dyn Observer>,
 }
 
 impl Observer for GateEvents<'_> {
@@ -88,9 +97,15 @@ impl Observer for GateEvents<'_> {
             "gate_started",
             json!({"gate": gate}),
         );
+        if let Some(also) = self.also {
+            also.gate_started(task, gate);
+        }
     }
 
     fn gate_finished(&self, task: &Task, report: &GateReport) {
+        if let Some(also) = self.also {
+            also.gate_finished(task, report);
+        }
         self.log.record(
             Some(&task.name),
             self.agent,
@@ -191,6 +206,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
             let observer = GateEvents {
                 log: &shared.events,
                 agent,
+                also: shared.observer.as_deref().map(|o| o as &dyn Observer),
             };
             let cache = shared.use_cache.then(|| Cache::new(&rules.state));
             let supervision = Supervision {

@@ -1,0 +1,167 @@
+// Progress lines for people at a terminal: `check` and `watch` run with their stdout on a real
+// pseudo-terminal show a slow gate's name and elapsed time, and erase it; on a pipe (CI logs,
+// scripts, agents) nothing of the sort appears.
+
+mod common;
+
+use std::fs::File;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use common::{Project, pipeline, poll};
+
+const BIN: &str = env!("CARGO_BIN_EXE_validator");
+/// The line is erased in place before anything else is printed.
+const ERASE: &str = "\r\x1b[2K";
+
+/// A gate that takes a while: long enough to pass the one-second mark on a loaded machine.
+const SLOW: &str = "      - {name: slow, rule: lint, run: [\"sleep\", \"2\"]}\n";
+const FAST: &str = "      - {name: fast, rule: lint, run: [\"true\"]}\n";
+
+/// A process whose stdout is the slave side of a new pseudo-terminal, and what it printed.
+struct OnTerminal {
+    child: Child,
+    screen: Arc<Mutex<Vec<u8>>>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl OnTerminal {
+    fn spawn(mut command: Command) -> Self {
+        let pty = nix::pty::openpty(None, None).expect("openpty");
+        let child = command
+            .env_remove("VALIDATOR_CONFIG")
+            .env_remove("VALIDATOR_LOG")
+            .env("NO_COLOR", "1")
+            .env("TERM", "xterm")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(pty.slave))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn validator");
+        // The parent's copy of the slave is gone (moved into the child's stdio and dropped
+        // with `command`'s spawn): reading the master ends when the child closes its side.
+        drop(command);
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let reader = {
+            let screen = Arc::clone(&screen);
+            let mut master = File::from(pty.master);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                // EIO once the slave side is closed by the child.
+                while let Ok(n @ 1..) = master.read(&mut buf) {
+                    screen.lock().expect("screen").extend_from_slice(&buf[..n]);
+                }
+            })
+        };
+        OnTerminal {
+            child,
+            screen,
+            reader: Some(reader),
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.screen.lock().expect("screen")).into_owned()
+    }
+
+    /// Waits for the process and the last of its output.
+    fn finish(mut self) -> (i32, String) {
+        let status = self.child.wait().expect("wait");
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("reader");
+        }
+        (status.code().unwrap_or(-1), self.text())
+    }
+}
+
+impl Drop for OnTerminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn check_on_terminal(project: &Project) -> (i32, String) {
+    let mut command = Command::new(BIN);
+    command
+        .arg("check")
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir());
+    OnTerminal::spawn(command).finish()
+}
+
+#[test]
+fn check_on_a_terminal_shows_a_slow_gate_with_its_elapsed_time_then_erases_it() {
+    let project = Project::new();
+    project.rules(&pipeline(&format!("{FAST}{SLOW}")));
+    let (code, screen) = check_on_terminal(&project);
+    assert_eq!(code, 0, "{screen}");
+    let shown = screen.find("slow 1.").expect("a progress line for `slow`");
+    let erased = screen[shown..].find(ERASE).expect("the line is erased") + shown;
+    let verdict = screen.find("PASS").expect("the verdict");
+    assert!(erased < verdict, "erased before the verdict: {screen:?}");
+    assert!(!screen.contains("fast 1."), "{screen:?}");
+}
+
+#[test]
+fn check_on_a_terminal_draws_nothing_for_fast_gates() {
+    let project = Project::new();
+    project.rules(&pipeline(FAST));
+    let (code, screen) = check_on_terminal(&project);
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains(ERASE), "{screen:?}");
+}
+
+#[test]
+fn check_into_a_pipe_prints_no_progress() {
+    let project = Project::new();
+    project.rules(&pipeline(SLOW));
+    let output = project.check().env("TERM", "xterm").output().expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("slow"), "{stdout}");
+    assert!(
+        !stdout.contains('\r') && !stdout.contains('\x1b'),
+        "{stdout:?}"
+    );
+}
+
+#[test]
+fn watch_on_a_terminal_names_the_task_and_gate_then_prints_the_verdict_line_clean() {
+    let project = Project::new();
+    project.rules(&format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{SLOW}"
+    ));
+    let staging = project.path().join("staging");
+    std::fs::create_dir_all(staging.join("svc-auth")).expect("task dir");
+    let mut command = Command::new(BIN);
+    command.arg("watch").arg("-c").arg(project.rules_path());
+    let watcher = OnTerminal::spawn(command);
+    std::fs::write(staging.join("svc-auth.done"), "").expect("signal");
+    assert!(
+        poll(Duration::from_secs(30), || watcher.text().contains("PASS")),
+        "no verdict line: {:?}",
+        watcher.text()
+    );
+    let screen = watcher.text();
+    let shown = screen
+        .find("svc-auth: slow 1.")
+        .expect("a progress line naming the task and the gate");
+    let verdict = screen.find("PASS").expect("the verdict line");
+    let erased = screen[shown..].find(ERASE).expect("erased") + shown;
+    assert!(erased < verdict, "{screen:?}");
+    let line = screen[verdict..].lines().next().unwrap_or_default();
+    assert!(line.contains("svc-auth (attempt 1/3)"), "{line:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(watcher.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let (code, _) = watcher.finish();
+    assert_eq!(code, 0);
+}
