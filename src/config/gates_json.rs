@@ -277,11 +277,16 @@ impl File<'_> {
             err.classify(),
             serde_json::error::Category::Syntax | serde_json::error::Category::Eof
         );
+        let help = if self.source.trim().is_empty() {
+            "the file is empty: a gates.json is an object with \"gates\" and \"hooks\"".into()
+        } else {
+            hint(&message, text, syntax)
+        };
         ConfigError {
             file: self.path.to_path_buf(),
             line: (line > 0).then_some(line),
             column: (line > 0).then_some(column),
-            help: Some(hint(&message, text, syntax)),
+            help: Some(help),
             message,
         }
     }
