@@ -26,6 +26,10 @@
 //! session is ESCALATED or BLOCKED every later call lets the agent stop until
 //! `validator reset hook-…` clears it. `stop_hook_active` is therefore only logged: honouring it
 //! (never blocking twice in a row) would allow one retry where the rules allow `max_attempts`.
+//!
+//! Rules that bind hook events to pipelines (a gates.json's `hooks`) choose by the stop's event,
+//! and a stop they run nothing for (no hook for the event, a subagent type not in
+//! `enabled_agents`) lets the agent stop unjudged, counting no attempt.
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -270,6 +274,10 @@ pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Er
         (Some(kind), Some(_)) => format!("{}/{}", agent.name(), kind),
         _ => agent.name().to_owned(),
     };
+    let bound = match bound_pipeline(rules, input) {
+        Ok(bound) => bound,
+        Err(why) => return unjudged(rules, input, session, &agent_name, why),
+    };
     let events = EventLog::open(&rules.state)?;
     let mut state = TaskState::load(&rules.state, &session);
     let state_existed = state::path(&rules.state, &session).exists();
@@ -300,7 +308,7 @@ pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Er
         .ignoring(&rules.state)
         .with_attempt(attempt)
         .with_signal(signal);
-    let pipeline = rules.pipeline_for(&task.name, None);
+    let pipeline = rules.pipeline_for(&task.name, bound);
     let (task, contract_error) = match rules.contract_for(&task.name) {
         Ok(contract) => (task.with_contract(contract), None),
         Err(err) => (task, Some(format!("{err:#}"))),
@@ -406,6 +414,61 @@ pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Er
         session,
         verdict,
         answer,
+    })
+}
+
+/// The pipeline bound to this stop's event when the rules bind hook events (a gates.json's
+/// `hooks`): `Ok(None)` when they bind none, so the pipeline `check` would pick runs, and
+/// `Err(why)` when they run nothing for this stop (no hook for its event, an agent type not in
+/// `enabled_agents`), which lets the agent stop, as the gates.json runner did.
+fn bound_pipeline<'r>(rules: &'r Rules, input: &Input) -> Result<Option<&'r str>, String> {
+    if rules.hooks.is_empty() {
+        return Ok(None);
+    }
+    let event = match input.hook_event_name.as_deref() {
+        // Gemini CLI's stop is `AfterAgent`; a gates.json names Claude Code's events.
+        Some("AfterAgent") => "Stop",
+        Some(event) => event,
+        None if input.subagent().is_some() => "SubagentStop",
+        None => "Stop",
+    };
+    let Some(binding) = rules.hooks.iter().find(|b| b.event == event) else {
+        return Err(format!("{} has no {event} hook", rules.path.display()));
+    };
+    if !binding.agents.is_empty() {
+        let kind = input.agent_type.as_deref().unwrap_or_default();
+        if !binding.agents.iter().any(|agent| agent == kind) {
+            return Err(format!(
+                "agent type `{}` is not in the {event} hook's enabled_agents",
+                kind.chars().take(64).collect::<String>()
+            ));
+        }
+    }
+    Ok(Some(&binding.pipeline))
+}
+
+/// A stop the rules do not judge: the agent stops, no attempt is counted, and the event log
+/// says why (the first place to look when gates seem not to run).
+fn unjudged(
+    rules: &Rules,
+    input: &Input,
+    session: String,
+    agent_name: &str,
+    why: String,
+) -> Result<Judgement, Error> {
+    if let Ok(events) = EventLog::open(&rules.state) {
+        events.record(
+            Some(&session),
+            Some(agent_name),
+            "hook_skipped",
+            json!({"event": input.hook_event_name, "reason": why}),
+        );
+    }
+    let task = Task::new(task::name_from_dir(&input.cwd), &input.cwd)?;
+    Ok(Judgement {
+        session,
+        verdict: pipeline::decide_without_running(rules, None, &task, Decision::Pass, why),
+        answer: Answer::Pass,
     })
 }
 

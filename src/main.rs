@@ -738,6 +738,7 @@ fn rules_check(config: &Path) -> Result<ExitCode> {
         writeln!(out, "{}", graph::render(pipeline, rules.defaults.timeout))?;
         warnings.extend(graph::warnings(pipeline));
     }
+    print_hooks_and_notes(&mut out, &rules)?;
     let warn = anstyle::AnsiColor::Yellow.on_default();
     for warning in &warnings {
         writeln!(out, "{warn}warning{warn:#}: {warning}")?;
@@ -753,6 +754,26 @@ fn rules_check(config: &Path) -> Result<ExitCode> {
         if warnings.len() == 1 { "" } else { "s" },
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which pipeline answers which agent hook event (a gates.json's `hooks`), and what the
+/// loader accepted without running it.
+fn print_hooks_and_notes(out: &mut impl Write, rules: &Rules) -> Result<()> {
+    for binding in &rules.hooks {
+        let agents = match binding.agents.as_slice() {
+            [] => String::new(),
+            agents => format!(" (agent types: {})", agents.join(", ")),
+        };
+        writeln!(
+            out,
+            "hook {} runs pipeline {}{agents}",
+            binding.event, binding.pipeline
+        )?;
+    }
+    for note in &rules.notes {
+        writeln!(out, "note: {note}")?;
+    }
+    Ok(())
 }
 
 fn snapshot(config: &Path, name: &str, task_dir: Option<PathBuf>) -> Result<ExitCode> {

@@ -2,6 +2,7 @@
 //! pipeline runs. Every error names the file, line and column, and says what to write instead.
 
 pub mod duration;
+mod gates_json;
 pub mod graph;
 pub(crate) mod locate;
 pub mod raw;
@@ -38,6 +39,23 @@ pub struct Rules {
     pub signing_key_file: Option<PathBuf>,
     pub defaults: Defaults,
     pub pipelines: Vec<Pipeline>,
+    /// Agent hook events bound to pipelines (a gates.json's `hooks`). Empty when the rules file
+    /// binds none: then every stop runs the pipeline [`Rules::pipeline_for`] picks.
+    pub hooks: Vec<HookBinding>,
+    /// What the loader accepted but a reader should know (the parts of a gates.json validator
+    /// does not run); `validator rules check` prints them.
+    pub notes: Vec<String>,
+}
+
+/// An agent hook event and the pipeline that answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookBinding {
+    /// The event as the agent names it (`Stop`, `SubagentStop`).
+    pub event: String,
+    pub pipeline: String,
+    /// Only stops of these agent types are judged (a gates.json's `enabled_agents`); the
+    /// others may stop unjudged. Empty: every agent is judged.
+    pub agents: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +135,7 @@ impl Rules {
     }
 
     /// Checks rules file text; `path` is where it came from (for messages and relative paths).
+    /// A gates.json is read into the same model (see `config/gates_json.rs`).
     pub fn parse(path: &Path, source: &str) -> Result<Rules, ConfigError> {
         let dir = path
             .parent()
@@ -129,6 +148,9 @@ impl Rules {
             })
             .unwrap_or(Path::new("."));
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if gates_json::is_gates_json(path, source) {
+            return gates_json::parse(path, source, dir);
+        }
         let loader = Loader { path, source };
         let raw: RawRules = parse_yaml(path, source, hint_for)?;
         loader.check(raw, dir)
@@ -348,6 +370,8 @@ impl Loader<'_> {
             dir,
             defaults,
             pipelines,
+            hooks: Vec::new(),
+            notes: Vec::new(),
         })
     }
 
