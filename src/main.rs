@@ -167,6 +167,8 @@ struct CheckArgs {
 enum RulesCommand {
     /// Validate the rules file without running anything, and print the gate graph
     Check,
+    /// Print the rules file's JSON Schema (draft-07), for editors and other tools
+    Schema,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -275,6 +277,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Verify { file, key } => return verify(cli.config, &file, key),
         Command::Completions { shell } => return completions(shell),
         Command::Hook { agent } => return Ok(hook(cli.config, agent)),
+        Command::Rules {
+            command: RulesCommand::Schema,
+        } => return rules_schema(),
         command => command,
     };
     let config = config_path(cli.config)?;
@@ -285,6 +290,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rules {
             command: RulesCommand::Check,
         } => rules_check(&config),
+        Command::Rules {
+            command: RulesCommand::Schema,
+        } => rules_schema(),
         Command::Snapshot { task, task_dir } => snapshot(&config, &task, task_dir),
         Command::Watch {
             jobs,
@@ -718,6 +726,15 @@ fn rules_check(config: &Path) -> Result<ExitCode> {
         warnings.len(),
         if warnings.len() == 1 { "" } else { "s" },
     )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator rules schema`: needs no rules file, it describes them.
+fn rules_schema() -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(validator::config::schema::rules_schema_text().as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write the schema to stdout")?;
     Ok(ExitCode::SUCCESS)
 }
 
