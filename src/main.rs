@@ -117,6 +117,17 @@ enum Command {
     },
     /// Run the pipeline once over a directory; the exit code is the verdict
     Check(CheckArgs),
+    /// Write a starter validator.yaml for the project in this directory (and its JSON Schema
+    /// beside it, for editors); -c FILE writes it there instead
+    Init {
+        /// The starter pack [default: detected from Cargo.toml, go.mod, pyproject.toml,
+        /// setup.py, requirements.txt, package.json, in that order; else generic]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(validator::init::Kind::NAMES))]
+        kind: Option<String>,
+        /// Replace an existing rules file
+        #[arg(long)]
+        force: bool,
+    },
     /// Work with the rules file
     Rules {
         #[command(subcommand)]
@@ -280,6 +291,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rules {
             command: RulesCommand::Schema,
         } => return rules_schema(),
+        Command::Init { kind, force } => return init(cli.config, kind.as_deref(), force),
         command => command,
     };
     let config = config_path(cli.config)?;
@@ -293,6 +305,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rules {
             command: RulesCommand::Schema,
         } => rules_schema(),
+        Command::Init { kind, force } => init(Some(config), kind.as_deref(), force),
         Command::Snapshot { task, task_dir } => snapshot(&config, &task, task_dir),
         Command::Watch {
             jobs,
@@ -726,6 +739,16 @@ fn rules_check(config: &Path) -> Result<ExitCode> {
         warnings.len(),
         if warnings.len() == 1 { "" } else { "s" },
     )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator init`: writes the rules file `-c` names, else ./validator.yaml, for the project
+/// in the current directory.
+fn init(config: Option<PathBuf>, kind: Option<&str>, force: bool) -> Result<ExitCode> {
+    let rules = config.unwrap_or_else(|| PathBuf::from(validator::init::RULES_FILE));
+    let kind = kind.and_then(validator::init::Kind::from_name);
+    let written = validator::init::init(Path::new("."), &rules, kind, force)?;
+    print!("{written}");
     Ok(ExitCode::SUCCESS)
 }
 
