@@ -40,6 +40,23 @@ impl std::fmt::Display for Pattern {
     }
 }
 
+impl schemars::JsonSchema for Pattern {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Glob".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // What `Pattern::new` refuses without compiling: absolute paths and `..` segments.
+        schemars::json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "not": {"anyOf": [{"pattern": "^/"}, {"pattern": r"(^|/)\.\.(/|$)"}]},
+            "description": "A glob relative to the task directory: `*` stays within one path segment, `**` crosses them, `{a,b}` matches either; never absolute, never `..`.",
+            "examples": ["src/**/*.rs", "report.json"]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Pattern {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         crate::config::scalar::parse_str(deserializer, "a glob such as `src/**/*.rs`", Pattern::new)

@@ -27,6 +27,7 @@ pub mod contract;
 pub mod error;
 pub mod globs;
 pub mod hook;
+pub mod init;
 pub mod pipeline;
 pub mod process;
 pub mod progress;

@@ -119,6 +119,17 @@ enum Command {
     },
     /// Run the pipeline once over a directory; the exit code is the verdict
     Check(CheckArgs),
+    /// Write a starter validator.yaml for the project in this directory (and its JSON Schema
+    /// beside it, for editors); -c FILE writes it there instead
+    Init {
+        /// The starter pack [default: detected from Cargo.toml, go.mod, pyproject.toml,
+        /// setup.py, requirements.txt, package.json, in that order; else generic]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(validator::init::Kind::NAMES))]
+        kind: Option<String>,
+        /// Replace an existing rules file
+        #[arg(long)]
+        force: bool,
+    },
     /// Work with the rules file
     Rules {
         #[command(subcommand)]
@@ -169,6 +180,8 @@ struct CheckArgs {
 enum RulesCommand {
     /// Validate the rules file without running anything, and print the gate graph
     Check,
+    /// Print the rules file's JSON Schema (draft-07), for editors and other tools
+    Schema,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -277,6 +290,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Verify { file, key } => return verify(cli.config, &file, key),
         Command::Completions { shell } => return completions(shell),
         Command::Hook { agent } => return Ok(hook(cli.config, agent)),
+        Command::Rules {
+            command: RulesCommand::Schema,
+        } => return rules_schema(),
+        Command::Init { kind, force } => return init(cli.config, kind.as_deref(), force),
         command => command,
     };
     let config = config_path(cli.config)?;
@@ -287,6 +304,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rules {
             command: RulesCommand::Check,
         } => rules_check(&config),
+        Command::Rules {
+            command: RulesCommand::Schema,
+        } => rules_schema(),
+        Command::Init { kind, force } => init(Some(config), kind.as_deref(), force),
         Command::Snapshot { task, task_dir } => snapshot(&config, &task, task_dir),
         Command::Watch {
             jobs,
@@ -774,6 +795,25 @@ fn print_hooks_and_notes(out: &mut impl Write, rules: &Rules) -> Result<()> {
         writeln!(out, "note: {note}")?;
     }
     Ok(())
+}
+
+/// `validator init`: writes the rules file `-c` names, else ./validator.yaml, for the project
+/// in the current directory.
+fn init(config: Option<PathBuf>, kind: Option<&str>, force: bool) -> Result<ExitCode> {
+    let rules = config.unwrap_or_else(|| PathBuf::from(validator::init::RULES_FILE));
+    let kind = kind.and_then(validator::init::Kind::from_name);
+    let written = validator::init::init(Path::new("."), &rules, kind, force)?;
+    print!("{written}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator rules schema`: needs no rules file, it describes them.
+fn rules_schema() -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(validator::config::schema::rules_schema_text().as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write the schema to stdout")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn snapshot(config: &Path, name: &str, task_dir: Option<PathBuf>) -> Result<ExitCode> {

@@ -59,6 +59,17 @@ pub fn format(duration: Duration) -> String {
     }
 }
 
+/// The JSON Schema of a duration, for `validator rules schema`: the same grammar as [`parse`]
+/// (the one-year ceiling is left to the loader).
+pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "pattern": r"^\s*([0-9]+(ms|s|m|h))+\s*$",
+        "description": "A duration: a number and a unit (ms, s, m, h), or a sum such as 1h30m.",
+        "examples": ["500ms", "30s", "10m", "1h30m"]
+    })
+}
+
 /// Serde adapter so a bad duration is reported at its own line and column.
 pub fn deserialize<'de, D: Deserializer<'de>>(
     deserializer: D,

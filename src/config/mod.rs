@@ -7,6 +7,7 @@ pub mod graph;
 pub(crate) mod locate;
 pub mod raw;
 pub(crate) mod scalar;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,64 +1,114 @@
 //! The rules file as serde reads it: every key the format knows, nothing else
 //! (`deny_unknown_fields` everywhere), each value checked where its position is still known.
+//!
+//! The same types derive the JSON Schema that `validator rules schema` prints (see
+//! `config::schema`), so their doc comments are what an editor shows a user: they describe the
+//! keys for the person writing the file.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::de::{self, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::globs::Pattern;
 
-#[derive(Debug, Deserialize)]
+/// A validator rules file (`validator.yaml`): where the staging protocol's files live, the
+/// defaults, and the pipelines of gates. Relative paths are relative to this file's directory.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "validator rules file")]
 pub struct RawRules {
+    /// The format's version; write `1`.
+    #[schemars(extend("const" = 1))]
     pub version: u32,
+    /// The directory `validator watch` watches for `<task>/` directories and `<task>.done`
+    /// signals (default: `staging`).
     pub staging: Option<PathBuf>,
+    /// Where verdicts are written (default: the staging directory). Point it outside staging so
+    /// a worker cannot forge its verdict.
     pub verdicts: Option<PathBuf>,
+    /// Attempts, circuit breakers, events.jsonl, baselines and the result cache (default:
+    /// `.validator`). Keep it where the worker cannot write.
     pub state: Option<PathBuf>,
+    /// A directory of `<task>.yaml` handoff contracts written by whoever hands out the work
+    /// (never inside staging).
     pub contracts: Option<PathBuf>,
+    /// Timeouts, budget and circuit breakers for every pipeline.
     #[serde(default)]
     pub defaults: RawDefaults,
+    /// A key file (its bytes, whitespace trimmed): every verdict is signed with HMAC-SHA256.
+    /// `$VALIDATOR_KEY_FILE` wins over it.
     pub signing_key_file: Option<PathBuf>,
+    /// The pipelines; a task runs the first one whose `tasks` globs match its name.
+    #[schemars(length(min = 1))]
     pub pipelines: Vec<RawPipeline>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// Timeouts, budget and circuit breakers for every pipeline.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawDefaults {
+    /// Longest a gate may run unless it sets its own `timeout` (default: 10m).
     #[serde(default, deserialize_with = "super::duration::deserialize")]
+    #[schemars(schema_with = "super::duration::schema")]
     pub timeout: Option<Duration>,
+    /// Circuit breaker (`watch`, `hook`): attempt `max_attempts + 1` is ESCALATED to a person
+    /// instead of run (default: 3).
     pub max_attempts: Option<u32>,
+    /// Circuit breaker (`watch`, `hook`): the same failure this many times in a row is
+    /// ESCALATED (default: 3).
     pub strikes: Option<u32>,
+    /// Longest a whole run may take; past it the run ends as FAIL (default: 30m).
     #[serde(default, deserialize_with = "super::duration::deserialize")]
+    #[schemars(schema_with = "super::duration::schema")]
     pub budget: Option<Duration>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A named list of gates run in order, routed by `on_pass` and `on_fail`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPipeline {
+    /// The pipeline's name (`check --pipeline NAME` picks it); unique in the file.
     pub name: String,
+    /// Task-name globs such as `svc-*`: the pipeline runs for the tasks they match. Without
+    /// it, every task.
     pub tasks: Option<Vec<TaskGlob>>,
+    /// The gates, run from the first; each routes to the next by `on_pass` and `on_fail`.
+    #[schemars(length(min = 1))]
     pub gates: Vec<GateSpec>,
 }
 
-/// A task-name glob (`svc-*`); matched against the name, not a path.
-#[derive(Debug, Clone, Deserialize)]
+/// A task-name glob such as `svc-*`, matched against the task's name.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct TaskGlob(pub String);
 
-/// The rule a gate runs, as named in the rules file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+/// The rule a gate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuleKind {
+    /// Every `paths` glob matches at least `min_count` files (non-empty ones with `non_empty`)
+    /// and no `forbid` glob matches.
     Exists,
+    /// `run` exits 0; `file:line[:col]: message` lines and rustc-style `--> file:line:col`
+    /// blocks become findings.
     Lint,
+    /// `run` exits 0; failed test names are read from cargo test, nextest, pytest, unittest,
+    /// go test and a `junit` report.
     Test,
+    /// Every JSON/YAML file matching `files` validates against the JSON Schema `schema`.
     Schema,
+    /// A reviewer program reads the task's context on stdin and answers APPROVED or REJECTED
+    /// with `- file:line: issue` lines.
     Review,
+    /// Every changed file is inside `allow` (if given) and in neither `readonly` nor `deny`.
     FileScope,
+    /// The done signal says `STATUS: OK`; `STATUS: BLOCKED` ends the run BLOCKED with the
+    /// worker's reason.
     Status,
     /// A contract's `dependencies_completed`; added by the contract, never written in a rules file.
     #[serde(skip_deserializing)]
@@ -86,38 +136,71 @@ impl fmt::Display for RuleKind {
     }
 }
 
-/// One gate exactly as written. Each rule reads the keys it owns from here
-/// (`rules::*::from_spec`) and the loader refuses keys that belong to other rules.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+/// One gate: a rule, its keys, and where the run goes after it.
+// Each rule reads the keys it owns from here (`rules::*::from_spec`) and the loader refuses
+// keys that belong to other rules; the schema says the same per rule (`config::schema`).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GateSpec {
+    /// The gate's name: letters, digits, `-`, `_` and `.`, unique in its pipeline.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]+$"))]
     pub name: String,
+    /// The rule the gate runs.
     pub rule: RuleKind,
+    /// Where the run goes when the gate passes (default: CONTINUE).
     pub on_pass: Option<RouteText>,
+    /// Where the run goes when the gate fails (default: BLOCK). A failure routed by CONTINUE,
+    /// PASS or to a gate is a warning, not a failed verdict.
     pub on_fail: Option<RouteText>,
+    /// Longest this gate may run (default: `defaults.timeout`); the whole process group is
+    /// killed past it.
     #[serde(default, deserialize_with = "super::duration::deserialize")]
+    #[schemars(schema_with = "super::duration::schema")]
     pub timeout: Option<Duration>,
+    /// Globs of every file the gate reads: once it passed, it is not run again (`cached`) while
+    /// these files, the gate and its program are unchanged. Not for status, file-scope, review.
+    #[schemars(length(min = 1))]
     pub inputs: Option<Vec<Pattern>>,
     // exists
+    /// exists: globs that must each match at least `min_count` files.
     pub paths: Option<Vec<Pattern>>,
+    /// exists: globs that must match no file.
     pub forbid: Option<Vec<Pattern>>,
+    /// exists: files matching `paths` must not be empty (default: false).
     pub non_empty: Option<bool>,
+    /// exists: how many files each `paths` glob must match (default: 1).
     pub min_count: Option<u32>,
     // lint, test, review
+    /// lint, test, review: the command, as a list of arguments or a string split like a shell
+    /// would (no shell runs). It runs in the task directory.
     pub run: Option<Argv>,
+    /// lint, test (globs; matches are appended to `run` as arguments, in batches); schema (the
+    /// documents to validate).
     pub files: Option<Vec<Pattern>>,
+    /// lint, test, review: environment variables added for the command.
     pub env: Option<BTreeMap<String, String>>,
+    /// lint, test: the working directory, relative to the task directory.
     pub cwd: Option<String>,
+    /// test: a JUnit XML report the command writes (relative to the task directory), read for
+    /// failed test names.
     pub junit: Option<String>,
     // schema
+    /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local
+    /// `$ref` only.
     pub schema: Option<PathBuf>,
+    /// schema: largest document read, in bytes (default: 10 MiB).
     pub max_bytes: Option<u64>,
     // file-scope
+    /// file-scope: globs a changed file must match (if given).
     pub allow: Option<Vec<Pattern>>,
+    /// file-scope: globs no changed file may match (the worker may read, not change, these).
     pub readonly: Option<Vec<Pattern>>,
+    /// file-scope: globs no changed file may match.
     pub deny: Option<Vec<Pattern>>,
+    /// file-scope: the git ref changes are counted from (default: HEAD).
     pub base: Option<String>,
     // status
+    /// status: STATUS: OK must come with a summary (default: false).
     pub require_summary: Option<bool>,
 }
 
@@ -183,10 +266,42 @@ impl GateSpec {
 #[serde(transparent)]
 pub struct RouteText(pub String);
 
+impl JsonSchema for RouteText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Route".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "CONTINUE (the next gate), BLOCK (stop: FAIL), PASS (stop: PASS), STOP (stop: BLOCKED, a person decides), or the name of a gate to jump to.",
+            "anyOf": [
+                {"enum": ["CONTINUE", "BLOCK", "PASS", "STOP"]},
+                {"type": "string", "pattern": "^[A-Za-z0-9._-]+$"}
+            ]
+        })
+    }
+}
+
 /// A command: an argv list, or a string split the way a shell would split it (no shell runs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Argv(pub Vec<String>);
+
+impl JsonSchema for Argv {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Command".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A command: a list of arguments such as [\"cargo\", \"test\"], or a string such as `cargo test --quiet`, split like a shell would (no shell runs).",
+            "anyOf": [
+                {"type": "string", "pattern": "\\S"},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1}
+            ]
+        })
+    }
+}
 
 impl<'de> Deserialize<'de> for Argv {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
