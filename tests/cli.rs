@@ -255,9 +255,10 @@ fn check_exit_codes_follow_the_verdict() {
 }
 
 #[test]
-fn a_status_gate_without_a_status_fails_and_with_ok_passes() {
+fn a_status_gate_fails_without_a_status_and_passes_with_ok() {
     let project = Project::new();
     project.rules(&pipeline("      - {name: status, rule: status}\n"));
+    project.signal("all done\n");
     let (code, verdict) = project.verdict();
     assert_eq!((code, verdict["verdict"].as_str()), (1, Some("FAIL")));
     project.signal("STATUS: OK\n");

@@ -1246,9 +1246,21 @@ fn status_other_than_ok_or_blocked_fails() {
 }
 
 #[test]
-fn status_without_any_signal_fails() {
+fn status_without_any_signal_is_skipped_not_failed() {
+    // `check` without --signal (CI, pre-commit): no worker report exists to judge.
     let project = Project::new();
     project.rules(&pipeline(STATUS_GATE));
+    let (code, verdict) = run_check(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    let status = gate(&verdict, "status");
+    assert_eq!(status["outcome"], "skipped");
+    assert!(summary(status).contains("no done signal"), "{status:#}");
+}
+
+#[test]
+fn status_with_an_empty_signal_fails() {
+    let project = Project::new();
+    project.rules(&pipeline(STATUS_GATE)).signal("");
     let (code, verdict) = run_check(&project);
     assert_eq!(code, 1, "{verdict:#}");
     assert_eq!(gate(&verdict, "status")["outcome"], "fail");

@@ -1,9 +1,12 @@
 //! `status`: the worker must say how it ended. STATUS: OK passes, STATUS: BLOCKED ends the run
-//! BLOCKED with the worker's reason (a person decides), no status fails.
+//! BLOCKED with the worker's reason (a person decides), no status fails. A run with no done
+//! signal at all (`check` without `--signal`: CI, pre-commit) has no worker report to read, and
+//! the gate is skipped; whether a signal is read is the caller's choice, never the worker's.
 
 use super::{Context, Outcome};
 use crate::config::raw::GateSpec;
 use crate::signal::Declared;
+use crate::verdict::GateOutcome;
 
 pub const KEYS: &[&str] = &["require_summary"];
 
@@ -20,6 +23,14 @@ impl Status {
     }
 
     pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+        if ctx.task.signal.sha256.is_none() {
+            return Outcome {
+                outcome: GateOutcome::Skipped,
+                ..Outcome::pass(
+                    "no done signal to read (pass --signal FILE to judge a worker's report)",
+                )
+            };
+        }
         let report = match &ctx.task.signal.report {
             Ok(report) => report,
             Err(why) => return Outcome::fail(why.clone()),

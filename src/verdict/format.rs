@@ -209,9 +209,14 @@ pub fn junit(verdict: &Verdict) -> String {
             }
             (GateOutcome::Skipped, _) => {
                 skipped += 1;
+                let why = match gate.summary.as_str() {
+                    "" => "not reached",
+                    summary => summary,
+                };
                 let _ = writeln!(
                     cases,
-                    ">\n    <skipped message=\"not reached\"/>\n  </testcase>"
+                    ">\n    <skipped message=\"{}\"/>\n  </testcase>",
+                    xml(why)
                 );
             }
             _ => {
