@@ -307,7 +307,11 @@ fn inspect(rules: &Rules, path: &Path) -> Health {
     let Some(record) = record else {
         return Health {
             healthy: true,
-            ..Health::unhealthy(format!("a watcher is starting ({})", path.display()))
+            message: format!("a watcher is starting ({})", path.display()),
+            record: None,
+            watcher: None,
+            heartbeat_age_secs: None,
+            stale_after_secs: None,
         };
     };
     if !same_rules_file(&record.config, &rules.path) {
