@@ -88,6 +88,10 @@ enum Command {
     Status {
         #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
         format: StatusFormat,
+        /// Instead: whether the watcher for this rules file is alive and making progress; exit
+        /// 0 healthy, 1 not (a container HEALTHCHECK or probe), with one line saying why
+        #[arg(long)]
+        health: bool,
     },
     /// Clear a task's (or an agent hook session's) attempts and circuit breakers after a person
     /// has decided
@@ -294,6 +298,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             command: RulesCommand::Schema,
         } => return rules_schema(),
         Command::Init { kind, force } => return init(cli.config, kind.as_deref(), force),
+        // Every way of being unhealthy (no rules file included) must exit 1, not 2: container
+        // runtimes reserve 2.
+        Command::Status {
+            health: true,
+            format,
+        } => return Ok(health(cli.config, format)),
         command => command,
     };
     let config = config_path(cli.config)?;
@@ -351,7 +361,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ),
             }
         }
-        Command::Status { format } => status(&config, format),
+        Command::Status { format, .. } => status(&config, format),
         Command::Hook { agent } => Ok(hook(Some(config), agent)),
         Command::Reset {
             task,
@@ -666,6 +676,27 @@ fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `validator status --health`: one line (or the JSON details) on stdout; exit 0 when the
+/// watcher is healthy, 1 otherwise.
+fn health(config: Option<PathBuf>, format: StatusFormat) -> ExitCode {
+    use validator::watch::health::{Health, check_config};
+    let health = match config_path(config) {
+        Ok(config) => check_config(&config),
+        Err(err) => Health::unhealthy(format!("{err:#}")),
+    };
+    let line = match format {
+        StatusFormat::Json => serde_json::to_string_pretty(&health).unwrap_or_default(),
+        StatusFormat::Text if health.healthy => format!("healthy: {}", health.message),
+        StatusFormat::Text => format!("unhealthy: {}", health.message),
+    };
+    let mut out = std::io::stdout().lock();
+    let printed = writeln!(out, "{line}").and_then(|()| out.flush());
+    match (health.healthy, printed) {
+        (true, Ok(())) => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    }
 }
 
 /// `validator verify`: the key from `--key`, else `$VALIDATOR_KEY_FILE`, else the rules file's

@@ -5,10 +5,12 @@
 //!
 //! Threads: the main loop owns the scheduler and the file watcher and blocks on one channel
 //! (file events, finished runs, shutdown), so an idle watcher costs nothing; `jobs` workers
-//! judge tasks; one thread turns SIGTERM/SIGINT into a shutdown message.
+//! judge tasks; one thread turns SIGTERM/SIGINT into a shutdown message. The main loop also
+//! wakes on a slow timer to touch its heartbeat ([`health`]), so a wedged loop shows.
 
 pub mod client;
 pub mod events;
+pub mod health;
 pub mod run;
 pub mod state;
 
@@ -72,6 +74,9 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     if let Some(key) = &key {
         tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
     }
+    // Before any work: a second watcher on the same state is refused here. Dropped (the record
+    // removed) on every way out of this function.
+    let mut heartbeat = health::Registration::register(&rules)?;
     let shared =
         Arc::new(Shared::new(rules, key, !options.no_cache)?.observed_by(options.observer.clone()));
     warn_about_layout(&shared.rules());
@@ -102,7 +107,19 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     rescan(&shared, &mut scheduler);
     tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
 
-    for message in &rx {
+    loop {
+        let message = match rx.recv_timeout(heartbeat.until_due()) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => {
+                heartbeat.beat(&shared.rules());
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        };
+        // Also between messages: a flood of events must not starve the heartbeat.
+        if heartbeat.due() {
+            heartbeat.beat(&shared.rules());
+        }
         match message {
             Message::Fs(Ok(event)) if event.need_rescan() => {
                 // The OS dropped events (its queue overflowed): look at everything again.
@@ -144,11 +161,18 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     scheduler.close();
     let deadline = Instant::now() + options.grace;
     while !scheduler.running.is_empty() {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let received = rx.recv_timeout(left.min(heartbeat.until_due()));
+        // A long --grace must not read as a wedged watcher.
+        if heartbeat.due() {
+            heartbeat.beat(&shared.rules());
+        }
+        match received {
             Ok(Message::Finished(task)) => {
                 scheduler.running.remove(&task);
             }
             Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
             Err(RecvTimeoutError::Timeout) => {
                 tracing::warn!(
                     running = scheduler.running.len(),
@@ -362,6 +386,13 @@ fn on_fs_event(
             tracing::info!(staging = %rules.staging.display(), "staging directory is back; watching it again");
             watches.watch_staging(&rules.staging);
             rescan(shared, scheduler);
+        } else if path.parent() == options.config.parent()
+            && !matches!(event.kind, EventKind::Access(_))
+            && watches.rules_changed(&options.config)
+        {
+            // The rules file is a link whose target was swapped (a Kubernetes ConfigMap
+            // renames `..data`): no event names the file itself, but what it reads changed.
+            reload(options, shared, watches, scheduler);
         }
     }
 }
@@ -392,6 +423,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: &mut Scheduler) {
     // The key is read again with the rules: they may name another one. A key that cannot be
     // read keeps the previous rules and key in force, as a broken rules file does.
+    // Taken before reading: a change made while reading is then noticed next time.
+    watches.rules_seen = Fingerprint::of(&options.config);
     let loaded = Rules::load(&options.config).and_then(|rules| {
         let key = sign::configured_key(Some(&rules))?;
         Ok((rules, key))

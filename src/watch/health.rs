@@ -1,0 +1,498 @@
+//! Whether a watcher is alive and making progress, for `validator status --health` (a
+//! container's HEALTHCHECK, a Kubernetes probe). A running watcher holds `<state>/watcher.json`:
+//! it records who it is (pid, start, rules file), stays locked (`flock`) for the watcher's
+//! lifetime, and its mtime is the heartbeat the main loop touches on a slow timer. A clean exit
+//! removes it. The kernel drops the lock when the process dies however it dies, so a record
+//! left by `kill -9` reads as a dead watcher, never a live one, even if its pid was reused.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Rules;
+use crate::error::Error;
+
+pub const FILE_NAME: &str = "watcher.json";
+
+/// How often the main loop touches the heartbeat. Slow on purpose: an idle watcher wakes only
+/// for this (a few microseconds, four times a minute).
+pub const INTERVAL: Duration = Duration::from_secs(15);
+
+/// Heartbeats missed before a live watcher counts as wedged.
+const MISSED_BEATS: u64 = 4;
+
+/// A record is small; anything bigger was not written by a watcher.
+const MAX_RECORD: u64 = 64 * 1024;
+
+/// How long a starting watcher retries a lock held by someone else: a health probe holds it
+/// for microseconds, another watcher for good.
+const LOCK_RETRIES: u32 = 40;
+const LOCK_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// What `watcher.json` says about the watcher holding it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Record {
+    pub pid: u32,
+    pub started_at: String,
+    /// The rules file as the watcher was given it, made absolute (not canonical: a Kubernetes
+    /// ConfigMap swaps the file behind a symlink, and the watcher follows).
+    pub config: PathBuf,
+    pub version: String,
+    pub heartbeat_secs: u64,
+}
+
+/// The running watcher's hold on its record. Dropping it (any return from `watch`) removes the
+/// record and releases the lock.
+pub struct Registration {
+    file: Held,
+    path: PathBuf,
+    record: Record,
+    next_beat: Instant,
+}
+
+/// The record's open file: locked, or (on a file system without locks) only open.
+enum Held {
+    Locked(Flock<File>),
+    Unlocked(File),
+}
+
+impl Held {
+    fn file(&self) -> &File {
+        match self {
+            Held::Locked(lock) => lock,
+            Held::Unlocked(file) => file,
+        }
+    }
+}
+
+impl Registration {
+    /// Claims the rules' state directory for this watcher: refused while another watcher holds
+    /// it (two watchers on one state would count attempts twice and race on verdicts).
+    pub fn register(rules: &Rules) -> Result<Self, Error> {
+        let record = Record {
+            pid: std::process::id(),
+            started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            config: std::path::absolute(&rules.path).unwrap_or_else(|_| rules.path.clone()),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            heartbeat_secs: INTERVAL.as_secs(),
+        };
+        Self::claim(&rules.state, record)
+    }
+
+    fn claim(state: &Path, record: Record) -> Result<Self, Error> {
+        let path = state.join(FILE_NAME);
+        let write_err = |source| Error::Write {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(state).map_err(write_err)?;
+        let mut busy = 0;
+        let file = loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(write_err)?;
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                // A watcher exiting cleanly removes the path after we opened it: the lock we
+                // hold is then on a file nobody can find. Open the path again.
+                Ok(lock) if is_at(&lock, &path) => break Held::Locked(lock),
+                Ok(_) => continue,
+                Err((file, Errno::EWOULDBLOCK)) => {
+                    busy += 1;
+                    if busy < LOCK_RETRIES {
+                        std::thread::sleep(LOCK_RETRY_PAUSE);
+                        continue;
+                    }
+                    let holder = read_record(&file)
+                        .map(|r| {
+                            format!(
+                                " (pid {}, rules file {}, started {})",
+                                r.pid,
+                                r.config.display(),
+                                r.started_at
+                            )
+                        })
+                        .unwrap_or_default();
+                    return Err(Error::Watch {
+                        path: state.to_path_buf(),
+                        message: format!(
+                            "another `validator watch`{holder} is running with this state directory\n  help: stop it first, or give each rules file its own `state:` directory"
+                        ),
+                    });
+                }
+                Err((file, errno)) => {
+                    tracing::warn!(path = %path.display(), %errno, "cannot lock the watcher record (a file system without locks?); a second watcher on this state directory will not be refused, and health checks fall back to the pid");
+                    break Held::Unlocked(file);
+                }
+            }
+        };
+        let mut registration = Registration {
+            file,
+            path: path.clone(),
+            record,
+            next_beat: Instant::now() + INTERVAL,
+        };
+        registration.write_record().map_err(write_err)?;
+        Ok(registration)
+    }
+
+    fn write_record(&mut self) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(&self.record).unwrap_or_default() + "\n";
+        let mut file = self.file.file();
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(text.as_bytes())
+    }
+
+    /// How long the main loop may block before the next heartbeat is due.
+    pub fn until_due(&self) -> Duration {
+        self.next_beat.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the heartbeat is due: one clock read, cheap enough for every message.
+    pub fn due(&self) -> bool {
+        Instant::now() >= self.next_beat
+    }
+
+    /// Touches the heartbeat. `rules` are the rules in force: if a reload moved `state:`, or
+    /// the record was deleted, the watcher registers again where health checks will look.
+    pub fn beat(&mut self, rules: &Rules) {
+        self.next_beat = Instant::now() + INTERVAL;
+        let state = rules.state.join(FILE_NAME);
+        if state != self.path || !is_at(self.file.file(), &self.path) {
+            match Registration::claim(&rules.state, self.record.clone()) {
+                Ok(moved) => {
+                    tracing::info!(path = %moved.path.display(), "watcher record written again");
+                    // The old registration drops here and removes its own record, if still its.
+                    *self = moved;
+                }
+                Err(err) => tracing::warn!("cannot move the watcher record: {err:#}"),
+            }
+            return;
+        }
+        if let Err(err) = self.file.file().set_modified(SystemTime::now()) {
+            tracing::warn!(path = %self.path.display(), %err, "cannot touch the heartbeat; health checks will report the watcher as wedged");
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // Removed while still locked, and only if the path is still ours, so a watcher that
+        // took over a deleted record keeps its own.
+        if is_at(self.file.file(), &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether `path` names the very file `file` has open.
+fn is_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.ino() == named.ino() && open.dev() == named.dev(),
+        _ => false,
+    }
+}
+
+fn read_record(mut file: &File) -> Option<Record> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.take(MAX_RECORD).read_to_string(&mut text).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The answer of `validator status --health`.
+#[derive(Debug, Serialize)]
+pub struct Health {
+    pub healthy: bool,
+    /// One line: what runs, or why it is not healthy.
+    pub message: String,
+    /// The record's path, when the rules file could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watcher: Option<Record>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat_age_secs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_after_secs: Option<u64>,
+}
+
+impl Health {
+    /// Not healthy, for `message` (made one line).
+    pub fn unhealthy(message: impl AsRef<str>) -> Self {
+        Health {
+            healthy: false,
+            message: one_line(message.as_ref()),
+            record: None,
+            watcher: None,
+            heartbeat_age_secs: None,
+            stale_after_secs: None,
+        }
+    }
+}
+
+/// Health of the watcher for the rules file at `config`. Reads the rules file once and the
+/// record; never writes, never waits. A rules file that cannot be read is unhealthy too: the
+/// watcher could not (re)start with it.
+pub fn check_config(config: &Path) -> Health {
+    match Rules::load(config) {
+        Ok(rules) => check(&rules),
+        Err(err) => {
+            let mut message = err.to_string();
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                message = format!("{message}: {cause}");
+                source = cause.source();
+            }
+            Health::unhealthy(message)
+        }
+    }
+}
+
+/// Health of the watcher for `rules`.
+pub fn check(rules: &Rules) -> Health {
+    let path = rules.state.join(FILE_NAME);
+    let mut health = inspect(rules, &path);
+    health.record = Some(path);
+    health
+}
+
+fn inspect(rules: &Rules, path: &Path) -> Health {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Health::unhealthy(format!(
+                "no watcher is running for {} ({} does not exist)",
+                rules.path.display(),
+                path.display()
+            ));
+        }
+        Err(err) => {
+            return Health::unhealthy(format!("cannot read {}: {err}", path.display()));
+        }
+    };
+    let record = read_record(&file);
+    let modified = file.metadata().and_then(|m| m.modified());
+    let alive = match Flock::lock(file, FlockArg::LockSharedNonblock) {
+        Err((_, Errno::EWOULDBLOCK)) => true,
+        // Nobody holds it: the watcher that wrote it died without removing it. Our lock goes
+        // with the file at the end of this arm.
+        Ok(_) => false,
+        Err(_) => record.as_ref().is_some_and(|r| pid_alive(r.pid)),
+    };
+    let who = record
+        .as_ref()
+        .map(|r| format!("pid {}, started {}", r.pid, r.started_at))
+        .unwrap_or_else(|| "unknown pid".to_owned());
+    if !alive {
+        return Health {
+            watcher: record,
+            ..Health::unhealthy(format!(
+                "the watcher ({who}) is gone without a clean exit (killed or crashed); {} is stale",
+                path.display()
+            ))
+        };
+    }
+    // Locked but not yet written: a watcher in its first moments.
+    let Some(record) = record else {
+        return Health {
+            healthy: true,
+            message: format!("a watcher is starting ({})", path.display()),
+            record: None,
+            watcher: None,
+            heartbeat_age_secs: None,
+            stale_after_secs: None,
+        };
+    };
+    if !same_rules_file(&record.config, &rules.path) {
+        return Health {
+            watcher: Some(record.clone()),
+            ..Health::unhealthy(format!(
+                "the watcher using {} (pid {}) runs the rules file {}, not {}",
+                rules.state.display(),
+                record.pid,
+                record.config.display(),
+                rules.path.display()
+            ))
+        };
+    }
+    let stale_after = record.heartbeat_secs.max(1) * MISSED_BEATS;
+    // A clock set back makes the heartbeat look younger, never stale.
+    let age = modified.ok().map(|m| {
+        SystemTime::now()
+            .duration_since(m)
+            .unwrap_or_default()
+            .as_secs()
+    });
+    let mut health = Health {
+        healthy: true,
+        message: String::new(),
+        record: None,
+        heartbeat_age_secs: age,
+        stale_after_secs: Some(stale_after),
+        watcher: None,
+    };
+    health.message = match age {
+        Some(age) if age > stale_after => {
+            health.healthy = false;
+            format!(
+                "the watcher ({who}) is running but its main loop has not made progress for {age}s (heartbeat every {}s, stale after {stale_after}s)",
+                record.heartbeat_secs
+            )
+        }
+        Some(age) => format!(
+            "watcher {who}, rules file {}, heartbeat {age}s ago",
+            record.config.display()
+        ),
+        None => format!(
+            "watcher {who}, rules file {}, heartbeat age unknown",
+            record.config.display()
+        ),
+    };
+    health.watcher = Some(record);
+    health
+}
+
+/// The same rules file, by absolute path (what the watcher recorded), else by what the paths
+/// resolve to.
+fn same_rules_file(recorded: &Path, ours: &Path) -> bool {
+    let absolute = std::path::absolute(ours).unwrap_or_else(|_| ours.to_path_buf());
+    absolute == recorded
+        || matches!(
+            (recorded.canonicalize(), ours.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        )
+}
+
+/// Whether a process with this pid exists and is not a zombie. Only for file systems without
+/// locks: a pid can be reused, a lock cannot outlive its holder.
+fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+        // No /proc (macOS): kill said it exists.
+        Err(_) => true,
+    }
+}
+
+/// An error's lines as one line: a health check's answer is read as one.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(dir: &Path) -> Rules {
+        let path = dir.join("validator.yaml");
+        std::fs::write(
+            &path,
+            "version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: s, rule: status}\n",
+        )
+        .unwrap();
+        Rules::load(&path).unwrap()
+    }
+
+    #[test]
+    fn registered_is_healthy_and_dropped_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        assert!(!check(&rules).healthy);
+        let registration = Registration::register(&rules).unwrap();
+        let health = check(&rules);
+        assert!(health.healthy, "{health:?}");
+        assert_eq!(health.watcher.unwrap().pid, std::process::id());
+        drop(registration);
+        assert!(!rules.state.join(FILE_NAME).exists());
+        assert!(check(&rules).message.starts_with("no watcher is running"));
+    }
+
+    #[test]
+    fn a_second_registration_is_refused_while_the_first_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        let _first = Registration::register(&rules).unwrap();
+        let err = Registration::register(&rules).err().expect("refused");
+        assert!(
+            err.to_string().contains("another `validator watch`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unlocked_record_is_a_dead_watcher() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        let registration = Registration::register(&rules).unwrap();
+        let text = std::fs::read(rules.state.join(FILE_NAME)).unwrap();
+        drop(registration);
+        // What `kill -9` leaves: the record, and no lock.
+        std::fs::write(rules.state.join(FILE_NAME), text).unwrap();
+        let health = check(&rules);
+        assert!(!health.healthy);
+        assert!(
+            health.message.contains("gone without a clean exit"),
+            "{health:?}"
+        );
+    }
+
+    #[test]
+    fn an_old_heartbeat_is_a_wedged_watcher() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        let _registration = Registration::register(&rules).unwrap();
+        let record = File::options()
+            .write(true)
+            .open(rules.state.join(FILE_NAME))
+            .unwrap();
+        record
+            .set_modified(SystemTime::now() - Duration::from_secs(600))
+            .unwrap();
+        let health = check(&rules);
+        assert!(!health.healthy);
+        assert!(
+            health.message.contains("has not made progress"),
+            "{health:?}"
+        );
+    }
+
+    #[test]
+    fn another_rules_file_on_the_same_state_is_not_this_watcher() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        let _registration = Registration::register(&rules).unwrap();
+        let other = dir.path().join("other.yaml");
+        std::fs::copy(&rules.path, &other).unwrap();
+        let health = check_config(&other);
+        assert!(!health.healthy);
+        assert!(health.message.contains("runs the rules file"), "{health:?}");
+    }
+
+    #[test]
+    fn errors_become_one_line() {
+        assert_eq!(one_line("a: b\n  help: c\n"), "a: b; help: c");
+    }
+}
