@@ -19,15 +19,33 @@ use nix::unistd::Pid;
 /// Default cap on captured output per command.
 pub const OUTPUT_CAP: usize = 1024 * 1024;
 
+/// The environment variable that marks every process started under a marked [`Cancel`] (the
+/// watcher's): inherited by all a command starts, it lets the next watcher find what this one
+/// left running if it was killed without a chance to kill its gates ([`kill_marked`]).
+pub const MARK_VAR: &str = "VALIDATOR_WATCHER";
+
 /// Lets a supervisor stop every command started under it: the watcher cancels on shutdown,
 /// which kills each running command's process group and refuses to start new ones.
 #[derive(Debug, Default)]
 pub struct Cancel {
     cancelled: AtomicBool,
     groups: Mutex<HashSet<i32>>,
+    mark: Option<String>,
 }
 
 impl Cancel {
+    /// A supervisor whose commands carry `VALIDATOR_WATCHER=<mark>` in their environment.
+    pub fn marked(mark: String) -> Self {
+        Cancel {
+            mark: Some(mark),
+            ..Cancel::default()
+        }
+    }
+
+    pub fn mark(&self) -> Option<&str> {
+        self.mark.as_deref()
+    }
+
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
         for group in self.lock().iter() {
@@ -158,6 +176,9 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     for (key, value) in spec.env {
         expression = expression.env(key, value);
     }
+    if let Some(mark) = spec.cancel.and_then(Cancel::mark) {
+        expression = expression.env(MARK_VAR, mark);
+    }
     let started_handle = expression.start();
     // The expression holds our copies of the pipe's write end; close them so the reader sees
     // end-of-file once the command's group is gone. It also holds our copy of the input's read
@@ -219,6 +240,67 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         errors,
         elapsed: started.elapsed(),
     })
+}
+
+/// Kills every process whose environment carries `VALIDATOR_WATCHER=<mark>`: what the gates of
+/// a watcher that was SIGKILLed left running (no one else would ever kill those), or what left
+/// its gate's group. Returns how many such processes there were.
+///
+/// The mark is read from `/proc/<pid>/environ`, the environment a process was started with: a
+/// process of another user cannot be read (and is not ours). A marked process's whole group is
+/// killed only when the group's leader is marked too, i.e. the group is one a gate made, so a
+/// process that moved itself into someone else's group (`setpgid`) cannot get that group
+/// killed; nor is the caller's own group ever signalled. A process started with a cleared
+/// environment (`env -i`) is killed only with a marked group.
+pub fn kill_marked(mark: &str) -> usize {
+    let needle = format!("{MARK_VAR}={mark}");
+    let own_group = nix::unistd::getpgrp();
+    let mut killed = HashSet::new();
+    // A group being killed may be forking at that moment, and a process in the middle of an
+    // exec shows no environment yet: look again until two looks in a row find nothing.
+    let mut quiet = 0;
+    for _ in 0..20 {
+        let marked = marked_processes(needle.as_bytes());
+        if marked.is_empty() {
+            quiet += 1;
+            if quiet == 2 {
+                break;
+            }
+            thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        quiet = 0;
+        for &pid in &marked {
+            killed.insert(pid);
+            let pid = Pid::from_raw(pid);
+            if let Ok(group) = nix::unistd::getpgid(Some(pid)) {
+                if group != own_group && marked.contains(&group.as_raw()) {
+                    let _ = killpg(group, Signal::SIGKILL);
+                }
+            }
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    killed.len()
+}
+
+/// Live processes (not this one) whose environment holds the entry `needle` (`NAME=value`).
+fn marked_processes(needle: &[u8]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            // A zombie's environment reads empty: it is dead already.
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|environ| environ.split(|&b| b == 0).any(|entry| entry == needle))
+        })
+        .collect()
 }
 
 /// Bytes being written to a command's standard input on their own thread. The pipe is
@@ -522,6 +604,89 @@ mod tests {
         );
         assert_eq!(done.exit, Exit::TimedOut);
         assert!(done.elapsed < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn marked_commands_left_running_are_found_and_killed_with_their_groups() {
+        let mark = format!("test-{}-{:?}", std::process::id(), Instant::now());
+        let cancel = Cancel::marked(mark.clone());
+        // What a gate leaves when its watcher is SIGKILLed: a running group, carrying the mark,
+        // whose members ignore SIGTERM. Started the way `run` starts commands.
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; sleep 600 & sleep 600 & wait"])
+            .env(MARK_VAR, cancel.mark().unwrap())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Counted once both sleeps have exec'd: a child between fork and exec can read as
+        // unmarked for a moment, and would then be killed with its group but not counted.
+        let sleeping = || {
+            marked_processes(format!("{MARK_VAR}={mark}").as_bytes())
+                .into_iter()
+                .filter(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|comm| comm.trim() == "sleep")
+                })
+                .count()
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while sleeping() < 2 {
+            assert!(Instant::now() < deadline, "the sleeps never started");
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(kill_marked(&mark), 3);
+        assert_eq!(leader.wait().unwrap().signal(), Some(9));
+        assert!(marked_processes(format!("{MARK_VAR}={mark}").as_bytes()).is_empty());
+        assert_eq!(kill_marked(&mark), 0);
+    }
+
+    #[test]
+    fn a_marked_process_in_someone_elses_group_does_not_get_that_group_killed() {
+        let mark = format!("test-{}-{:?}", std::process::id(), Instant::now());
+        let mut bystander = std::process::Command::new("sleep")
+            .arg("600")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut intruder = std::process::Command::new("sleep")
+            .arg("600")
+            .env(MARK_VAR, &mark)
+            .process_group(bystander.id() as i32)
+            .spawn()
+            .unwrap();
+        // Until its exec is through, a new process shows no environment.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while marked_processes(format!("{MARK_VAR}={mark}").as_bytes()).is_empty() {
+            assert!(Instant::now() < deadline, "the intruder never started");
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(kill_marked(&mark), 1);
+        assert_eq!(intruder.wait().unwrap().signal(), Some(9));
+        assert!(
+            bystander.try_wait().unwrap().is_none(),
+            "the bystander was killed"
+        );
+        bystander.kill().unwrap();
+        bystander.wait().unwrap();
+    }
+
+    #[test]
+    fn a_marked_supervisor_marks_its_commands() {
+        let cancel = Cancel::marked("m-123".into());
+        let argv: Vec<OsString> = ["sh", "-c", "echo \"$VALIDATOR_WATCHER\""]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let spec = Spec {
+            argv: &argv,
+            cwd: Path::new("."),
+            env: &[],
+            timeout: Duration::from_secs(20),
+            output_cap: OUTPUT_CAP,
+            cancel: Some(&cancel),
+            separate_stderr: false,
+        };
+        assert_eq!(run(&spec).unwrap().output, b"m-123\n");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 // signals written beside it, verdicts read back from a verdicts directory outside staging.
 // Every test owns its directory and its watcher; a watcher never outlives its test (SIGKILL on
 // drop). Waiting is done by polling for a condition, never by sleeping for a guessed time.
+// Each behaviour runs twice (`in_both_modes!`): with OS notifications and with the polling
+// fallback (`--poll`), which a watcher uses where the OS refuses a watch.
 
 mod common;
 
@@ -75,21 +77,88 @@ fn dead(pid: u32) -> bool {
     }
 }
 
+/// How a watcher learns of signals: OS notifications (inotify), or the fallback that polls
+/// the staging directory (`--poll`, also used where the OS refuses a watch).
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Notify,
+    Poll,
+}
+
+impl Mode {
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Mode::Notify => &[],
+            Mode::Poll => &["--poll", "100ms"],
+        }
+    }
+}
+
+/// Runs each named watcher test (a `fn(Mode)`) twice, as `NAME::notify` and `NAME::poll`: the
+/// polling fallback must pass the same tests as notifications.
+macro_rules! in_both_modes {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn notify() {
+                    super::$name(super::Mode::Notify);
+                }
+
+                #[test]
+                fn poll() {
+                    super::$name(super::Mode::Poll);
+                }
+            }
+        )*
+    };
+}
+
+in_both_modes!(
+    pass_and_fail_verdicts_go_to_the_verdicts_directory,
+    attempts_count_retries_and_a_pass_resets_them,
+    max_attempts_escalates_and_reset_starts_over,
+    the_same_failure_three_times_escalates,
+    signals_made_while_the_watcher_was_down_are_run_at_start,
+    a_crash_mid_gate_reruns_the_signal_as_the_same_attempt,
+    bad_done_files_never_stop_the_watcher,
+    an_oversized_signal_is_answered_by_its_own_hash,
+    an_empty_done_file_is_a_signal,
+    a_second_signal_within_the_same_second_is_seen,
+    sigterm_when_idle_exits_0,
+    sigterm_during_a_slow_gate_kills_it_after_the_grace_period,
+    signals_during_a_run_coalesce_into_one_more_run,
+    wait_exit_codes_follow_the_verdict,
+    event_ids_increase_in_log_order_with_parallel_runs,
+    the_event_log_records_every_step,
+    rules_reload_and_a_broken_rules_file_keeps_the_previous_rules,
+    staging_removed_and_recreated_is_watched_again,
+    a_forged_verdict_beside_the_signal_is_not_trusted,
+    deleting_the_verdict_and_backdating_the_signal_is_a_new_attempt,
+    hot_reload_works_with_a_relative_rules_path,
+    the_watcher_holds_a_task_to_its_contract_and_logs_the_violations,
+    a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed,
+    the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes,
+);
+
 /// A temp project with a rules file, a staging directory and (once started) a watcher.
 struct Watcher {
     root: TempDir,
     child: Option<Child>,
     starts: usize,
+    mode: Mode,
 }
 
 impl Watcher {
-    /// A project whose rules file is `yaml`; no watcher runs yet.
-    fn new(yaml: &str) -> Self {
+    /// A project whose rules file is `yaml`; no watcher runs yet. Each watcher started over it
+    /// learns of signals the `mode` way.
+    fn new(mode: Mode, yaml: &str) -> Self {
         let root = tempfile::tempdir().expect("temp dir");
         let watcher = Watcher {
             root,
             child: None,
             starts: 0,
+            mode,
         };
         fs::write(watcher.rules_path(), yaml).expect("write rules");
         fs::create_dir_all(watcher.staging()).expect("staging");
@@ -99,8 +168,8 @@ impl Watcher {
     }
 
     /// A project whose rules file is `yaml`, with a watcher started with `args`.
-    fn started(yaml: &str, args: &[&str]) -> Self {
-        let mut watcher = Watcher::new(yaml);
+    fn started(mode: Mode, yaml: &str, args: &[&str]) -> Self {
+        let mut watcher = Watcher::new(mode, yaml);
         watcher.start(args);
         watcher
     }
@@ -148,6 +217,7 @@ impl Watcher {
             .arg("-c")
             .arg(self.rules_path())
             .args(args)
+            .args(self.mode.args())
             .current_dir(self.path())
             .env_remove("VALIDATOR_CONFIG")
             .env("VALIDATOR_LOG", "info")
@@ -460,8 +530,8 @@ fn names(prefix: &str, n: usize) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // 1. PASS and FAIL; feedback; nothing written into staging.
 
-fn pass_and_fail(args: &[&str]) {
-    let w = Watcher::started(&rules("", &format!("{STATUS}{OUT}")), args);
+fn pass_and_fail_verdicts_go_to_the_verdicts_directory(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", &format!("{STATUS}{OUT}")), &[]);
     w.task("t1", &[("out.txt", "done")]);
     w.task("t2", &[("notes.txt", "no out.txt here")]);
 
@@ -527,22 +597,12 @@ fn fail_feedback_names_the_gate(w: &Watcher, task: &str) -> bool {
         .is_ok_and(|text| text.contains("FAIL") && text.contains("out"))
 }
 
-#[test]
-fn pass_and_fail_verdicts_go_to_the_verdicts_directory() {
-    pass_and_fail(&[]);
-}
-
-#[test]
-fn polling_pass_and_fail_verdicts() {
-    pass_and_fail(&["--poll", "100ms"]);
-}
-
 // ---------------------------------------------------------------------------------------------
 // 2. Attempts count up per signal and start again after a PASS.
 
-#[test]
-fn attempts_count_retries_and_a_pass_resets_them() {
+fn attempts_count_retries_and_a_pass_resets_them(mode: Mode) {
     let w = Watcher::started(
+        mode,
         &rules("defaults: {max_attempts: 5, strikes: 100}\n", OUT),
         &[],
     );
@@ -590,9 +650,9 @@ fn attempts_count_retries_and_a_pass_resets_them() {
 // ---------------------------------------------------------------------------------------------
 // 3. and 4. Circuit breakers.
 
-#[test]
-fn max_attempts_escalates_and_reset_starts_over() {
+fn max_attempts_escalates_and_reset_starts_over(mode: Mode) {
     let w = Watcher::started(
+        mode,
         &rules(
             "defaults: {max_attempts: 2, strikes: 100}\n",
             "      - {name: files, rule: exists, paths: [\"a.txt\", \"b.txt\", \"c.txt\"]}\n",
@@ -635,9 +695,9 @@ fn max_attempts_escalates_and_reset_starts_over() {
     );
 }
 
-#[test]
-fn the_same_failure_three_times_escalates() {
+fn the_same_failure_three_times_escalates(mode: Mode) {
     let w = Watcher::started(
+        mode,
         &rules("defaults: {max_attempts: 10, strikes: 3}\n", OUT),
         &[],
     );
@@ -664,9 +724,8 @@ fn the_same_failure_three_times_escalates() {
 // ---------------------------------------------------------------------------------------------
 // 5. and 6. Nothing is lost across a restart or a crash.
 
-#[test]
-fn signals_made_while_the_watcher_was_down_are_run_at_start() {
-    let mut w = Watcher::new(&rules("", &format!("{STATUS}{OUT}")));
+fn signals_made_while_the_watcher_was_down_are_run_at_start(mode: Mode) {
+    let mut w = Watcher::new(mode, &rules("", &format!("{STATUS}{OUT}")));
     let tasks = names("t", 5);
     for task in &tasks {
         w.task(task, &[("out.txt", "x")]);
@@ -680,9 +739,9 @@ fn signals_made_while_the_watcher_was_down_are_run_at_start() {
     assert_eq!(Watcher::listing(&w.verdicts()).len(), 10);
 }
 
-#[test]
-fn a_crash_mid_gate_reruns_the_signal_as_the_same_attempt() {
+fn a_crash_mid_gate_reruns_the_signal_as_the_same_attempt(mode: Mode) {
     let mut w = Watcher::started(
+        mode,
         &rules(
             "",
             &format!("{OUT}{}", sh_gate("slow", "echo $$ > pid; sleep 3")),
@@ -741,7 +800,7 @@ fn a_crash_mid_gate_reruns_the_signal_as_the_same_attempt() {
 // 7. A burst of signals.
 
 fn burst(n: usize, args: &[&str], bound: Duration) {
-    let mut w = Watcher::new(&rules("", &format!("{STATUS}{OUT}")));
+    let mut w = Watcher::new(Mode::Notify, &rules("", &format!("{STATUS}{OUT}")));
     let tasks = names("t", n);
     for task in &tasks {
         w.task(task, &[("out.txt", "x")]);
@@ -791,9 +850,8 @@ fn polling_a_burst_of_100_signals() {
 // ---------------------------------------------------------------------------------------------
 // 8. Untrusted done files.
 
-#[test]
-fn bad_done_files_never_stop_the_watcher() {
-    let mut w = Watcher::started(&rules("", &format!("{STATUS}{OUT}")), &[]);
+fn bad_done_files_never_stop_the_watcher(mode: Mode) {
+    let mut w = Watcher::started(mode, &rules("", &format!("{STATUS}{OUT}")), &[]);
     for task in ["broken", "big", "good"] {
         w.task(task, &[("out.txt", "x")]);
     }
@@ -851,9 +909,8 @@ fn bad_done_files_never_stop_the_watcher() {
 
 /// DESIGN 1 and 3: a verdict is current when its `signal.sha256` matches the done file; that is
 /// the SHA-256 of the file a client hashes, however long it is.
-#[test]
-fn an_oversized_signal_is_answered_by_its_own_hash() {
-    let w = Watcher::started(&rules("", OUT), &[]);
+fn an_oversized_signal_is_answered_by_its_own_hash(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", OUT), &[]);
     w.task("big", &[("out.txt", "x")]);
     w.signal("big", &"y".repeat(2 * 1024 * 1024));
     let (code, verdict) = w.wait_verdict("big");
@@ -861,29 +918,19 @@ fn an_oversized_signal_is_answered_by_its_own_hash() {
 }
 
 /// DESIGN 1 and 4: the done file may be empty (`touch staging/t.done`).
-fn empty_done_file(args: &[&str]) {
-    let w = Watcher::started(&rules("", OUT), args);
+fn an_empty_done_file_is_a_signal(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", OUT), &[]);
     w.task("t", &[("out.txt", "x")]);
     fs::File::create(w.done_path("t")).expect("create an empty done file");
     let v = w.poll_verdict("t", Duration::from_secs(10));
     assert_eq!(v["verdict"], "PASS", "{v:#}");
 }
 
-#[test]
-fn an_empty_done_file_is_a_signal() {
-    empty_done_file(&[]);
-}
-
-#[test]
-fn polling_an_empty_done_file_is_a_signal() {
-    empty_done_file(&["--poll", "100ms"]);
-}
-
 /// DESIGN 1: writing the done file again asks for a new run, however soon after the last one.
 /// The two signals here are given modification times within the same second, as two quick
 /// writes have.
-fn second_signal_within_the_same_second(args: &[&str]) {
-    let w = Watcher::started(&rules("", OUT), args);
+fn a_second_signal_within_the_same_second_is_seen(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", OUT), &[]);
     w.task("t", &[]);
     let second = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -922,30 +969,19 @@ fn second_signal_within_the_same_second(args: &[&str]) {
     );
 }
 
-#[test]
-fn a_second_signal_within_the_same_second_is_seen() {
-    second_signal_within_the_same_second(&[]);
-}
-
-#[test]
-fn polling_a_second_signal_within_the_same_second_is_seen() {
-    second_signal_within_the_same_second(&["--poll", "100ms"]);
-}
-
 // ---------------------------------------------------------------------------------------------
 // 9. SIGTERM.
 
-#[test]
-fn sigterm_when_idle_exits_0() {
-    let mut w = Watcher::started(&rules("", OUT), &[]);
+fn sigterm_when_idle_exits_0(mode: Mode) {
+    let mut w = Watcher::started(mode, &rules("", OUT), &[]);
     let status = w.sigterm(Duration::from_secs(5));
     let status = status.unwrap_or_else(|| panic!("still running 5 s after SIGTERM\n{}", w.logs()));
     assert_eq!(status.code(), Some(0), "{status:?}\n{}", w.logs());
 }
 
-#[test]
-fn sigterm_during_a_slow_gate_kills_it_after_the_grace_period() {
+fn sigterm_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode) {
     let mut w = Watcher::started(
+        mode,
         &rules(
             "",
             &sh_gate(
@@ -997,9 +1033,8 @@ fn sigterm_during_a_slow_gate_kills_it_after_the_grace_period() {
 // ---------------------------------------------------------------------------------------------
 // 10. Coalescing.
 
-#[test]
-fn signals_during_a_run_coalesce_into_one_more_run() {
-    let w = Watcher::started(&rules("", &sh_gate("slow", "sleep 2")), &[]);
+fn signals_during_a_run_coalesce_into_one_more_run(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", &sh_gate("slow", "sleep 2")), &[]);
     w.task("t", &[]);
     w.signal("t", "signal 0");
     w.wait_event("run_started", |e| {
@@ -1032,9 +1067,9 @@ fn signals_during_a_run_coalesce_into_one_more_run() {
 // ---------------------------------------------------------------------------------------------
 // 11. `wait` exit codes.
 
-#[test]
-fn wait_exit_codes_follow_the_verdict() {
+fn wait_exit_codes_follow_the_verdict(mode: Mode) {
     let w = Watcher::started(
+        mode,
         &rules(
             "defaults: {max_attempts: 1, strikes: 100}\n",
             &format!("{STATUS}{OUT}"),
@@ -1069,7 +1104,7 @@ fn wait_exit_codes_follow_the_verdict() {
 
 #[test]
 fn wait_times_out_with_exit_2_when_no_watcher_runs() {
-    let w = Watcher::new(&rules("", OUT));
+    let w = Watcher::new(Mode::Notify, &rules("", OUT));
     let signal = w.cli(&["signal", "t", "--status", "OK", "--summary", "done"]);
     assert!(signal.status.success(), "{signal:?}");
     let body: Value =
@@ -1106,9 +1141,8 @@ fn assert_ids_increase(events: &[Value]) {
 
 /// DESIGN 3: ids are sortable; the log is appended in order, so reading it in order must read
 /// the ids in order too, even with several runs writing at once.
-#[test]
-fn event_ids_increase_in_log_order_with_parallel_runs() {
-    let mut w = Watcher::new(&rules("", &format!("{STATUS}{OUT}")));
+fn event_ids_increase_in_log_order_with_parallel_runs(mode: Mode) {
+    let mut w = Watcher::new(mode, &rules("", &format!("{STATUS}{OUT}")));
     let tasks = names("t", 200);
     for task in &tasks {
         w.task(task, &[("out.txt", "x")]);
@@ -1119,9 +1153,8 @@ fn event_ids_increase_in_log_order_with_parallel_runs() {
     assert_ids_increase(&w.events());
 }
 
-#[test]
-fn the_event_log_records_every_step() {
-    let w = Watcher::started(&rules("", &format!("{STATUS}{OUT}")), &[]);
+fn the_event_log_records_every_step(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", &format!("{STATUS}{OUT}")), &[]);
     w.task("t", &[("out.txt", "x")]);
     let output = w.cli(&["signal", "t", "--status", "OK", "--agent", "claude"]);
     assert!(output.status.success(), "{output:?}");
@@ -1156,9 +1189,8 @@ fn the_event_log_records_every_step() {
 // ---------------------------------------------------------------------------------------------
 // 13. Hot reload.
 
-#[test]
-fn rules_reload_and_a_broken_rules_file_keeps_the_previous_rules() {
-    let mut w = Watcher::started(&rules("", STATUS), &[]);
+fn rules_reload_and_a_broken_rules_file_keeps_the_previous_rules(mode: Mode) {
+    let mut w = Watcher::started(mode, &rules("", STATUS), &[]);
     w.task("t", &[]);
     let (code, v) = w.judge("t", "STATUS: OK\nSUMMARY: one\n");
     assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")), "{v:#}");
@@ -1192,9 +1224,8 @@ fn rules_reload_and_a_broken_rules_file_keeps_the_previous_rules() {
 // ---------------------------------------------------------------------------------------------
 // 14. Staging removed and created again.
 
-#[test]
-fn staging_removed_and_recreated_is_watched_again() {
-    let w = Watcher::started(&rules("", OUT), &[]);
+fn staging_removed_and_recreated_is_watched_again(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", OUT), &[]);
     w.task("t1", &[("out.txt", "x")]);
     let (code, _) = w.judge("t1", "one");
     assert_eq!(code, 0);
@@ -1228,13 +1259,12 @@ fn poll_file(path: &Path, timeout: Duration, pred: impl Fn(&Value) -> bool) -> V
     last
 }
 
-#[test]
-fn a_forged_verdict_beside_the_signal_is_not_trusted() {
+fn a_forged_verdict_beside_the_signal_is_not_trusted(mode: Mode) {
     // The default layout: verdicts go to staging, where the worker writes too.
     let yaml = format!(
         "version: 1\nstaging: staging\nstate: state\npipelines:\n  - name: main\n    gates:\n{OUT}"
     );
-    let mut w = Watcher::new(&yaml);
+    let mut w = Watcher::new(mode, &yaml);
     w.task("t", &[]);
     let prepared = w.path().join("t.done");
     fs::write(&prepared, "STATUS: OK\n").expect("signal");
@@ -1260,9 +1290,9 @@ fn a_forged_verdict_beside_the_signal_is_not_trusted() {
     assert_eq!(verdict["attempt"], 1, "{verdict:#}");
 }
 
-#[test]
-fn deleting_the_verdict_and_backdating_the_signal_is_a_new_attempt() {
+fn deleting_the_verdict_and_backdating_the_signal_is_a_new_attempt(mode: Mode) {
     let w = Watcher::started(
+        mode,
         &rules("defaults: {max_attempts: 1, strikes: 100}\n", OUT),
         &[],
     );
@@ -1294,13 +1324,13 @@ fn deleting_the_verdict_and_backdating_the_signal_is_a_new_attempt() {
     assert_eq!(verdict["attempt"], 2, "{verdict:#}");
 }
 
-#[test]
-fn hot_reload_works_with_a_relative_rules_path() {
-    let w = Watcher::new(&rules("", "      - {name: status, rule: status}\n"));
+fn hot_reload_works_with_a_relative_rules_path(mode: Mode) {
+    let w = Watcher::new(mode, &rules("", "      - {name: status, rule: status}\n"));
     let stderr = fs::File::create(w.path().join("logs/relative.err")).expect("log");
     let mut child = Command::new(BIN)
         .current_dir(w.path())
         .args(["watch", "-c", "validator.yaml"])
+        .args(mode.args())
         .env("NO_COLOR", "1")
         .env("VALIDATOR_LOG", "info")
         .stdout(std::process::Stdio::null())
@@ -1330,9 +1360,9 @@ fn hot_reload_works_with_a_relative_rules_path() {
     );
 }
 
-#[test]
-fn the_watcher_holds_a_task_to_its_contract_and_logs_the_violations() {
+fn the_watcher_holds_a_task_to_its_contract_and_logs_the_violations(mode: Mode) {
     let w = Watcher::started(
+        mode,
         &rules("", STATUS).replace("state: state\n", "state: state\ncontracts: contracts\n"),
         &[],
     );
@@ -1371,9 +1401,8 @@ fn the_watcher_holds_a_task_to_its_contract_and_logs_the_violations() {
     assert_eq!(violations[0]["task"], "svc");
 }
 
-#[test]
-fn a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed() {
-    let w = Watcher::new("");
+fn a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed(mode: Mode) {
+    let w = Watcher::new(mode, "");
     let count = |name: &str| {
         format!(
             "      - {{name: {name}, rule: lint, run: [\"sh\", \"-c\", \"echo run >> {}/runs-{name}; test -f {name}.ok\"], inputs: [\"{name}.*\"]}}\n",
@@ -1400,9 +1429,12 @@ fn a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed() {
     assert_eq!((runs("a"), runs("b")), (1, 2));
 }
 
-#[test]
-fn the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes() {
-    let w = Watcher::started(&rules("", &sh_gate("good", "grep -q good out.txt")), &[]);
+fn the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes(mode: Mode) {
+    let w = Watcher::started(
+        mode,
+        &rules("", &sh_gate("good", "grep -q good out.txt")),
+        &[],
+    );
     w.task("svc", &[]);
     // A fake agent: bad work at first, fixed once it is told what failed.
     let agent = w.path().join("agent.sh");

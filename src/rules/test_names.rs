@@ -61,7 +61,8 @@ fn parse_line(line: &str) -> Option<Failed> {
     // cargo test: `test tests::parses ... FAILED`
     if let Some(rest) = line.strip_prefix("test ") {
         if let Some(name) = rest.strip_suffix(" ... FAILED") {
-            return Some(Failed::named(name.trim()));
+            let name = name.trim();
+            return (!name.is_empty()).then(|| Failed::named(name));
         }
         return None;
     }
@@ -204,6 +205,12 @@ mod tests {
     fn cargo_test() {
         let out = "running 3 tests\ntest a::ok ... ok\ntest a::broken ... FAILED\ntest b::also ... FAILED\n\nfailures:\n    a::broken\n";
         assert_eq!(names(out), ["a::broken", "b::also"]);
+    }
+
+    #[test]
+    fn a_failed_line_without_a_name_names_no_test() {
+        // Found by the test_names fuzz target: an empty name made a "test failed: " finding.
+        assert!(names("test   ... FAILED\ntest  ... FAILED\n").is_empty());
     }
 
     #[test]

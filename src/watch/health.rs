@@ -4,6 +4,8 @@
 //! lifetime, and its mtime is the heartbeat the main loop touches on a slow timer. A clean exit
 //! removes it. The kernel drops the lock when the process dies however it dies, so a record
 //! left by `kill -9` reads as a dead watcher, never a live one, even if its pid was reused.
+//! The same lock is the watcher's claim on its state directory: one watcher per state, which
+//! is what makes killing a predecessor's orphaned gates safe ([`super::orphans`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -150,6 +152,12 @@ impl Registration {
         file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(text.as_bytes())
+    }
+
+    /// Whether the state directory is locked to this watcher alone (not on a file system
+    /// without locks), so what carries its mark can only be a dead predecessor's.
+    pub fn exclusive(&self) -> bool {
+        matches!(self.file, Held::Locked(_))
     }
 
     /// How long the main loop may block before the next heartbeat is due.

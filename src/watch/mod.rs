@@ -1,7 +1,8 @@
 //! `validator watch`: the sidecar. It watches the staging directory for done signals, runs each
 //! signalled task through the engine on a pool of threads (one run per task at a time; signals
 //! that arrive during a run coalesce into one more run), and publishes verdicts atomically. At
-//! start it runs every signal without a current verdict, so nothing is lost across a crash.
+//! start it runs every signal without a current verdict, so nothing is lost across a crash,
+//! after killing what the gates of a crashed predecessor left running ([`orphans`]).
 //!
 //! Threads: the main loop owns the scheduler and the file watcher and blocks on one channel
 //! (file events, finished runs, shutdown), so an idle watcher costs nothing; `jobs` workers
@@ -11,6 +12,7 @@
 pub mod client;
 pub mod events;
 pub mod health;
+pub mod orphans;
 pub mod run;
 pub mod state;
 
@@ -77,8 +79,17 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     // Before any work: a second watcher on the same state is refused here. Dropped (the record
     // removed) on every way out of this function.
     let mut heartbeat = health::Registration::register(&rules)?;
-    let shared =
-        Arc::new(Shared::new(rules, key, !options.no_cache)?.observed_by(options.observer.clone()));
+    let mark = orphans::Mark::for_state(&rules.state);
+    let shared = Arc::new(
+        Shared::new(rules, key, !options.no_cache, mark.as_str())?
+            .observed_by(options.observer.clone()),
+    );
+    kill_orphans(
+        &mark,
+        &heartbeat,
+        &shared,
+        "killed gate processes left running by a watcher that did not shut down cleanly",
+    );
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
     let report = Arc::new(report);
@@ -188,7 +199,27 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     for worker in workers {
         let _ = worker.join();
     }
+    // Every gate has ended; what still carries the mark left its gate's group (setsid).
+    kill_orphans(
+        &mark,
+        &heartbeat,
+        &shared,
+        "killed processes that left their gate's process group",
+    );
     Ok(())
+}
+
+/// Kills what this state directory's gates left running: at start, what a crashed watcher's
+/// gates would otherwise go on doing in the task directories the restarted runs use; at the
+/// end, processes that left their gate's group.
+fn kill_orphans(mark: &orphans::Mark, claim: &health::Registration, shared: &Shared, what: &str) {
+    let killed = mark.kill_orphans(claim);
+    if killed > 0 {
+        tracing::warn!(killed, "{what}");
+        shared
+            .events
+            .record(None, None, "orphans_killed", json!({"processes": killed}));
+    }
 }
 
 fn worker(

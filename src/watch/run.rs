@@ -46,12 +46,13 @@ pub enum Judged {
 }
 
 impl Shared {
-    pub fn new(rules: Rules, key: Option<Key>, use_cache: bool) -> Result<Self, Error> {
+    /// `mark` marks every process the runs start (see `orphans`).
+    pub fn new(rules: Rules, key: Option<Key>, use_cache: bool, mark: &str) -> Result<Self, Error> {
         let events = EventLog::open(&rules.state)?;
         Ok(Shared {
             config: RwLock::new((Arc::new(rules), key.map(Arc::new))),
             events,
-            cancel: Cancel::default(),
+            cancel: Cancel::marked(mark.to_owned()),
             use_cache,
             observer: None,
         })

@@ -1,0 +1,114 @@
+//! One function per fuzz target: feed the bytes to a parser the validator points at text it
+//! does not control (a rules file or contract a person wrote, a worker's done signal, a tool's
+//! output, a JUnit report, a reviewer's answer) and check what a caller relies on besides "it
+//! returned": bounded results, no empty names, errors that point inside the text.
+//!
+//! This file is also compiled into the validator's own tests (`tests/fuzz_seeds.rs`), which
+//! replay the committed seeds through these same functions; it may use nothing but `validator`
+//! and `std`.
+
+use std::path::Path;
+
+use validator::rules::{MAX_FINDINGS, findings, review, test_names};
+use validator::signal::{MAX_BODY, Signal};
+
+/// Text as the validator reads it from a file: tool output is read lossily, and the loaders
+/// refuse non-UTF-8 before parsing, so only the lossy reading can reach a parser.
+fn text(data: &[u8]) -> String {
+    String::from_utf8_lossy(data).into_owned()
+}
+
+/// The rules-file loader (`Rules::parse`, what `validator rules check` and every command run
+/// first), the gate-graph checks `rules check` prints, and the contract loader, which shares
+/// its YAML path.
+pub fn rules_file(data: &[u8]) {
+    let source = text(data);
+    // A directory that does not exist: nothing relative to it can be read while fuzzing.
+    let path = Path::new("/nonexistent-validator-fuzz/validator.yaml");
+    match validator::Rules::parse(path, &source) {
+        Ok(rules) => {
+            for pipeline in &rules.pipelines {
+                let _ = validator::config::graph::warnings(pipeline);
+                let _ = validator::config::graph::render(pipeline, rules.defaults.timeout);
+            }
+        }
+        Err(err) => check_config_error(&err, &source),
+    }
+    let contract = Path::new("/nonexistent-validator-fuzz/contracts/fuzz.yaml");
+    if let Err(err) = validator::contract::Contract::parse(contract, source.clone(), "fuzz") {
+        check_config_error(&err, &source);
+    }
+}
+
+/// An error in a file a person wrote must render, say something, and point at a line that
+/// exists (the line after the last one is where "unexpected end of file" is). Lines are
+/// counted as the YAML parser counts them: a CR alone, NEL, LS and PS end a line too.
+fn check_config_error(err: &validator::ConfigError, source: &str) {
+    let shown = err.to_string();
+    assert!(!shown.trim().is_empty(), "an empty error for {source:?}");
+    if let Some(line) = err.line {
+        let lines = source
+            .replace("\r\n", "\n")
+            .split(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'])
+            .count();
+        assert!(
+            (1..=lines + 1).contains(&line),
+            "line {line} of a {lines}-line file: {shown}"
+        );
+    }
+}
+
+/// The done signal's body: size cap, hash, and the JSON / STATUS block / YAML / prose reading.
+pub fn signal_body(data: &[u8]) {
+    let signal = Signal::from_bytes(data, None);
+    assert!(signal.sha256.as_deref().is_some_and(|sha| sha.len() == 64));
+    assert_eq!(signal.body().len(), data.len().min(MAX_BODY));
+    match &signal.report {
+        Ok(report) => {
+            let _ = report.declared();
+            assert!(data.len() <= MAX_BODY, "an oversized body was parsed");
+        }
+        Err(why) => assert!(!why.trim().is_empty(), "an empty reason for {data:?}"),
+    }
+}
+
+/// A linter's output: `file:line[:col]: message` lines and rustc's `--> file:line:col` blocks.
+pub fn findings(data: &[u8]) {
+    let stripped = findings::strip_ansi(&text(data));
+    assert!(!stripped.contains('\u{1b}'), "an escape survived stripping");
+    for finding in findings::parse(&stripped) {
+        assert!(finding.file.as_deref().is_some_and(|f| !f.is_empty()));
+        assert!(finding.line.is_some_and(|line| line > 0));
+        assert!(!finding.message.trim().is_empty(), "{finding:?}");
+    }
+}
+
+/// A test runner's console output (cargo test, nextest, pytest, unittest, go test).
+pub fn test_names(data: &[u8]) {
+    let failed = test_names::from_output(&text(data));
+    assert!(failed.len() <= MAX_FINDINGS);
+    let mut names = std::collections::BTreeSet::new();
+    for test in failed {
+        assert!(!test.name.trim().is_empty(), "an unnamed test: {test:?}");
+        assert!(names.insert(test.name.clone()), "{} twice", test.name);
+        let _ = test.into_finding();
+    }
+}
+
+/// A JUnit XML report named by a `test` gate's `junit:`.
+pub fn junit(data: &[u8]) {
+    match test_names::from_junit(&text(data)) {
+        Ok(failed) => assert!(failed.len() <= MAX_FINDINGS),
+        Err(why) => assert!(!why.trim().is_empty()),
+    }
+}
+
+/// A reviewer's answer: the APPROVED / REJECTED line and the issues after it.
+pub fn review_answer(data: &[u8]) {
+    if let Some(answer) = review::parse(&text(data)) {
+        assert!(answer.issues.len() <= MAX_FINDINGS);
+        for issue in &answer.issues {
+            assert!(!issue.message.trim().is_empty(), "{issue:?}");
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! Commands that misbehave: children that ignore SIGTERM and outlive their parent, output that
+//! never stops, commands that never exit, a fork storm. After the gate ends, not one process it
+//! started may be running (each carries a marker in its environment, which is how they are
+//! found), the output kept stays capped, and the verdict says what happened.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{Project, gate, pipeline};
+use crate::harness::{
+    MARK_VAR, MarkGuard, Sidecar, describe, survivors, survivors_after_settling, unique_mark,
+};
+
+/// A `lint` gate running `script` under `sh -c`, marked, with `timeout`.
+fn marked_gate(mark: &str, script: &str, timeout: &str) -> String {
+    format!(
+        "      - name: work\n        rule: lint\n        run: [\"sh\", \"-c\", {}]\n        timeout: {timeout}\n        env: {{{MARK_VAR}: \"{mark}\"}}\n",
+        serde_json::to_string(script).expect("a YAML-safe string")
+    )
+}
+
+/// Runs `check --format json` over a project with one marked gate; returns the exit code, the
+/// verdict, the verdict's size in bytes, and asserts no marked process survives.
+fn check_leaves_nothing(script: &str, timeout: &str) -> (i32, Value, usize) {
+    let mark = unique_mark("proc");
+    let _guard = MarkGuard(mark.clone());
+    let project = Project::new();
+    project.rules(&pipeline(&marked_gate(&mark, script, timeout)));
+    let output = project
+        .check()
+        .args(["--format", "json"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("run validator check");
+    let verdict: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "no verdict ({err}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let left = survivors_after_settling(&mark);
+    assert!(
+        left.is_empty(),
+        "{} processes outlived the gate:\n{}",
+        left.len(),
+        describe(&left)
+    );
+    (
+        output.status.code().expect("an exit code"),
+        verdict,
+        output.stdout.len(),
+    )
+}
+
+#[test]
+fn children_that_ignore_sigterm_die_with_the_gate_that_started_them() {
+    let (code, verdict, _) = check_leaves_nothing(
+        "(trap '' TERM HUP INT; exec sleep 600) & (trap '' TERM HUP INT; while :; do sleep 1; done) & echo started",
+        "1m",
+    );
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(gate(&verdict, "work")["outcome"], "pass");
+}
+
+#[test]
+fn a_command_that_never_exits_is_killed_at_its_timeout_with_its_children() {
+    let (code, verdict, _) = check_leaves_nothing(
+        "trap '' TERM; (trap '' TERM; exec sleep 600) & sleep 600",
+        "1s",
+    );
+    assert_eq!(code, 1, "{verdict:#}");
+    let work = gate(&verdict, "work");
+    assert_eq!(work["outcome"], "fail");
+    assert!(
+        work["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("timed out after 1s")),
+        "{work:#}"
+    );
+}
+
+#[test]
+fn output_that_never_stops_is_capped_and_killed_at_the_timeout() {
+    let (code, verdict, size) =
+        check_leaves_nothing("yes flood-a & yes flood-b & exec yes flood-c", "2s");
+    assert_eq!(code, 1, "{verdict:#}");
+    let work = gate(&verdict, "work");
+    assert!(
+        work["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("timed out")),
+        "{work:#}"
+    );
+    // The verdict keeps a short tail of the output, never the flood.
+    assert!(size < 256 * 1024, "the verdict is {size} bytes");
+    let tail = work["output_tail"].as_str().expect("an output tail");
+    assert!(tail.starts_with('…') && tail.contains("flood-"), "{tail}");
+}
+
+#[test]
+fn a_flood_that_ends_keeps_its_last_lines() {
+    let (code, verdict, size) = check_leaves_nothing(
+        "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo the-last-line",
+        "2m",
+    );
+    assert_eq!(code, 0, "{verdict:#}");
+    assert!(size < 256 * 1024, "the verdict is {size} bytes");
+    let tail = gate(&verdict, "work")["output_tail"].as_str().unwrap_or("");
+    assert!(tail.ends_with("the-last-line"), "{tail:.200}");
+}
+
+#[test]
+fn a_fork_storm_is_killed_whole() {
+    let (code, verdict, _) = check_leaves_nothing(
+        "i=0; while [ $i -lt 100 ]; do (trap '' TERM; exec sleep 600) & i=$((i+1)); done; exec sleep 600",
+        "3s",
+    );
+    assert_eq!(code, 1, "{verdict:#}");
+}
+
+/// SIGTERM during a gate that never ends and ignores SIGTERM: after `--grace`, the watcher kills
+/// the group and exits 0, leaving nothing.
+#[test]
+fn a_watcher_stopped_mid_gate_leaves_no_process_behind() {
+    let mark = unique_mark("term");
+    let _guard = MarkGuard(mark.clone());
+    let mut w = Sidecar::new(&format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
+        marked_gate(
+            &mark,
+            "trap '' TERM; (trap '' TERM; exec sleep 600) & sleep 600",
+            "1h"
+        )
+    ));
+    w.task("t", &[]);
+    w.start(&["--grace", "500ms"]);
+    std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+    assert!(
+        crate::common::poll(Duration::from_secs(30), || survivors(&mark).len() >= 3),
+        "the gate never started\n{}",
+        w.logs()
+    );
+    let status = w
+        .sigterm(Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("still running 30 s after SIGTERM\n{}", w.logs()));
+    assert_eq!(status.code(), Some(0), "{}", w.logs());
+    let left = survivors_after_settling(&mark);
+    assert!(left.is_empty(), "{}", describe(&left));
+}
+
+/// A process that calls `setsid` leaves its gate's process group, so the end of the gate does
+/// not kill it (README, known limits). It still carries the watcher's mark: the watcher kills
+/// it when it stops, and a watcher that was SIGKILLed first leaves it to the next one.
+#[test]
+fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
+    let mark = unique_mark("setsid");
+    let _guard = MarkGuard(mark.clone());
+    let mut w = Sidecar::new(&format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
+        marked_gate(
+            &mark,
+            "rm -f escaped; setsid sh -c 'trap \"\" TERM; touch escaped; exec sleep 600' </dev/null >/dev/null 2>&1 & while [ ! -e escaped ]; do sleep 0.01; done",
+            "1m"
+        )
+    ));
+    w.task("t", &[]);
+    w.start(&[]);
+    std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+    assert!(
+        crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
+        "no verdict\n{}",
+        w.logs()
+    );
+    assert_eq!(
+        survivors(&mark).len(),
+        1,
+        "the escaped process should outlive its gate"
+    );
+
+    // Killed without a chance to clean up; the next watcher ends what the last one left.
+    w.kill9();
+    assert_eq!(survivors(&mark).len(), 1);
+    w.start(&[]);
+    let left = survivors_after_settling(&mark);
+    assert!(left.is_empty(), "{}", describe(&left));
+    assert!(
+        w.events().iter().any(|e| e["event"] == "orphans_killed"),
+        "{}",
+        w.logs()
+    );
+
+    // A clean stop ends it too.
+    std::fs::write(w.done_path("t"), "STATUS: OK\nagain\n").expect("signal");
+    assert!(
+        crate::common::poll(Duration::from_secs(30), || survivors(&mark).len() == 1),
+        "the second run never started its escaping process\n{}",
+        w.logs()
+    );
+    let status = w
+        .sigterm(Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("still running 30 s after SIGTERM\n{}", w.logs()));
+    assert_eq!(status.code(), Some(0), "{}", w.logs());
+    let left = survivors_after_settling(&mark);
+    assert!(left.is_empty(), "{}", describe(&left));
+}
