@@ -10,11 +10,11 @@ mod common;
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{poll, reasons};
+use common::{Watching, poll, reasons};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -144,7 +144,7 @@ in_both_modes!(
 /// A temp project with a rules file, a staging directory and (once started) a watcher.
 struct Watcher {
     root: TempDir,
-    child: Option<Child>,
+    child: Watching,
     starts: usize,
     mode: Mode,
 }
@@ -156,7 +156,7 @@ impl Watcher {
         let root = tempfile::tempdir().expect("temp dir");
         let watcher = Watcher {
             root,
-            child: None,
+            child: Watching::default(),
             starts: 0,
             mode,
         };
@@ -209,7 +209,6 @@ impl Watcher {
 
     /// Spawns `validator watch -c <rules> ARGS` and waits until it says it is watching.
     fn start(&mut self, args: &[&str]) {
-        assert!(self.child.is_none(), "a watcher is already running");
         self.starts += 1;
         let (stdout, stderr) = self.log_paths(self.starts);
         let child = Command::new(BIN)
@@ -227,7 +226,7 @@ impl Watcher {
             .stderr(fs::File::create(&stderr).expect("stderr log"))
             .spawn()
             .expect("spawn validator watch");
-        self.child = Some(child);
+        self.child.set(child);
         let ready = poll(Duration::from_secs(10), || {
             fs::read_to_string(&stderr).is_ok_and(|log| log.contains("watching"))
         });
@@ -265,42 +264,16 @@ impl Watcher {
             .collect()
     }
 
-    fn pid(&self) -> u32 {
-        self.child.as_ref().expect("a running watcher").id()
-    }
-
-    /// Whether the watcher process is still running.
     fn running(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|child| child.try_wait().expect("try_wait").is_none())
+        self.child.running()
     }
 
-    /// SIGKILL, as a crash or an OOM kill would.
     fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.child.kill9()
     }
 
-    /// Sends SIGTERM and waits up to `timeout` for the watcher to exit; `None` if it did not.
     fn sigterm(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -TERM failed");
-        let child = self.child.as_mut().expect("a running watcher");
-        let mut exit = None;
-        poll(timeout, || {
-            exit = child.try_wait().expect("try_wait");
-            exit.is_some()
-        });
-        if exit.is_some() {
-            self.child = None;
-        }
-        exit
+        self.child.sigterm(timeout)
     }
 
     /// Creates `staging/<task>/` with `files` (relative path, content).

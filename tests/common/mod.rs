@@ -212,3 +212,59 @@ pub fn poll(timeout: std::time::Duration, mut cond: impl FnMut() -> bool) -> boo
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// A watcher process a test started, or none. Tests that crash and restart watchers take one
+/// down with `kill9` or `sigterm` and start the next into the same slot.
+#[derive(Default)]
+pub struct Watching(Option<std::process::Child>);
+
+impl Watching {
+    pub fn set(&mut self, child: std::process::Child) {
+        assert!(self.0.is_none(), "a watcher is already running");
+        self.0 = Some(child);
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().expect("a running watcher").id()
+    }
+
+    /// Whether the watcher process is still running.
+    pub fn running(&mut self) -> bool {
+        self.0
+            .as_mut()
+            .is_some_and(|child| child.try_wait().expect("try_wait").is_none())
+    }
+
+    /// SIGKILL, as a crash, an OOM kill or `docker kill` would.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM and waits up to `timeout` for the watcher to exit; `None` if it did not.
+    pub fn sigterm(&mut self, timeout: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        let child = self.0.as_mut().expect("a running watcher");
+        let mut exit = None;
+        poll(timeout, || {
+            exit = child.try_wait().expect("try_wait");
+            exit.is_some()
+        });
+        if exit.is_some() {
+            self.0 = None;
+        }
+        exit
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

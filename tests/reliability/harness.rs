@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
-use crate::common::poll;
+use crate::common::{Watching, poll};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_validator");
 
@@ -176,7 +176,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// `validator watch` over it, SIGKILLed when the value is dropped.
 pub struct Sidecar {
     root: TempDir,
-    child: Option<Child>,
+    child: Watching,
     starts: usize,
 }
 
@@ -185,7 +185,7 @@ impl Sidecar {
         let root = tempfile::tempdir().expect("temp dir");
         let sidecar = Sidecar {
             root,
-            child: None,
+            child: Watching::default(),
             starts: 0,
         };
         fs::write(sidecar.rules_path(), rules).expect("write rules");
@@ -234,7 +234,6 @@ impl Sidecar {
 
     /// Spawns `validator watch -c <rules> ARGS` without waiting for it to be ready.
     pub fn spawn(&mut self, args: &[&str]) {
-        assert!(self.child.is_none(), "a watcher is already running");
         self.starts += 1;
         let (stdout, stderr) = self.log_paths(self.starts);
         let child = Command::new(BIN)
@@ -251,7 +250,7 @@ impl Sidecar {
             .stderr(fs::File::create(stderr).expect("stderr log"))
             .spawn()
             .expect("spawn validator watch");
-        self.child = Some(child);
+        self.child.set(child);
     }
 
     /// Spawns the watcher and waits until it says it is watching.
@@ -305,40 +304,19 @@ impl Sidecar {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("a running watcher").id()
+        self.child.pid()
     }
 
     pub fn running(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|child| child.try_wait().expect("try_wait").is_none())
+        self.child.running()
     }
 
-    /// SIGKILL, as a crash, an OOM kill or `docker kill` would.
     pub fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.child.kill9()
     }
 
-    /// SIGTERM, then up to `timeout` for the watcher to exit; `None` if it did not.
     pub fn sigterm(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -TERM failed");
-        let child = self.child.as_mut().expect("a running watcher");
-        let mut exit = None;
-        poll(timeout, || {
-            exit = child.try_wait().expect("try_wait");
-            exit.is_some()
-        });
-        if exit.is_some() {
-            self.child = None;
-        }
-        exit
+        self.child.sigterm(timeout)
     }
 
     /// Runs `validator -c <rules> ARGS`.
