@@ -438,17 +438,7 @@ impl Watcher {
             );
         }
         let mut last = Vec::new();
-        let not_current = |last: &[Value]| -> Vec<String> {
-            tasks
-                .iter()
-                .filter(|t| {
-                    !last
-                        .iter()
-                        .any(|s| s["task"] == t.as_str() && s["current"] == true)
-                })
-                .cloned()
-                .collect()
-        };
+        let not_current = |last: &[Value]| common::not_current(tasks, last);
         let current = poll(deadline.saturating_duration_since(Instant::now()), || {
             last = self.status();
             not_current(&last).is_empty()

@@ -268,3 +268,20 @@ impl Drop for Watching {
         self.kill9();
     }
 }
+
+/// Which of `tasks` the task list of `validator status --format json` does not show with a
+/// current verdict.
+pub fn not_current<'a>(
+    tasks: impl IntoIterator<Item = &'a String>,
+    status: &[Value],
+) -> Vec<String> {
+    tasks
+        .into_iter()
+        .filter(|task| {
+            !status
+                .iter()
+                .any(|s| s["task"] == task.as_str() && s["current"] == true)
+        })
+        .cloned()
+        .collect()
+}

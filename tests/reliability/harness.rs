@@ -344,17 +344,7 @@ impl Sidecar {
     /// Waits until `validator status` lists exactly `tasks`, each with a current verdict.
     pub fn wait_current(&self, tasks: &BTreeSet<String>, timeout: Duration, context: &str) {
         let mut last = Vec::new();
-        let stale = |last: &[Value]| -> Vec<String> {
-            tasks
-                .iter()
-                .filter(|t| {
-                    !last
-                        .iter()
-                        .any(|s| s["task"] == t.as_str() && s["current"] == true)
-                })
-                .cloned()
-                .collect()
-        };
+        let stale = |last: &[Value]| crate::common::not_current(tasks, last);
         let current = poll(timeout, || {
             last = self.status();
             stale(&last).is_empty()
