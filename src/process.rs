@@ -285,22 +285,44 @@ pub fn kill_marked(mark: &str) -> usize {
     killed.len()
 }
 
-/// Live processes (not this one) whose environment holds the entry `needle` (`NAME=value`).
+/// Live processes whose environment holds the entry `needle` (`NAME=value`), except this one
+/// and its ancestors: a watcher started from inside a gate (or from a shell that copied a
+/// gate's environment) inherits the mark, and must not kill what started it.
 fn marked_processes(needle: &[u8]) -> Vec<i32> {
-    let me = std::process::id() as i32;
+    let ancestors = ancestors();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me)
+        .filter(|pid| !ancestors.contains(pid))
         .filter(|pid| {
             // A zombie's environment reads empty: it is dead already.
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|environ| environ.split(|&b| b == 0).any(|entry| entry == needle))
         })
         .collect()
+}
+
+/// This process and every process above it, up to init.
+fn ancestors() -> HashSet<i32> {
+    let mut chain = HashSet::new();
+    let mut pid = std::process::id() as i32;
+    while pid > 1 && chain.insert(pid) {
+        // `/proc/<pid>/stat`: "pid (comm) state ppid ..."; comm may hold spaces and parens.
+        let Some(parent) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let (_, after_comm) = stat.rsplit_once(')')?;
+                after_comm.split_whitespace().nth(1)?.parse().ok()
+            })
+        else {
+            break;
+        };
+        pid = parent;
+    }
+    chain
 }
 
 /// Bytes being written to a command's standard input on their own thread. The pipe is
@@ -638,6 +660,13 @@ mod tests {
         assert_eq!(leader.wait().unwrap().signal(), Some(9));
         assert!(marked_processes(format!("{MARK_VAR}={mark}").as_bytes()).is_empty());
         assert_eq!(kill_marked(&mark), 0);
+    }
+
+    #[test]
+    fn the_processes_above_this_one_are_its_ancestors() {
+        let chain = ancestors();
+        assert!(chain.contains(&(std::process::id() as i32)));
+        assert!(chain.contains(&(std::os::unix::process::parent_id() as i32)));
     }
 
     #[test]

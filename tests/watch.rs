@@ -1182,6 +1182,17 @@ fn rules_reload_and_a_broken_rules_file_keeps_the_previous_rules(mode: Mode) {
         "still judged by the previous rules: {v:#}"
     );
     assert!(reasons(&v).contains("missing.txt"), "{v:#}");
+
+    // The state directory is the watcher's claim: a reload cannot move it from under it.
+    w.write_rules(&rules("", STATUS).replace("state: state\n", "state: moved\n"));
+    w.wait_event("a refused move of the state directory", |e| {
+        e["event"] == "error"
+            && e["details"]["config"]
+                .as_str()
+                .is_some_and(|m| m.contains("restart the watcher"))
+    });
+    assert!(w.running(), "{}", w.logs());
+    assert!(!w.path().join("moved").exists());
 }
 
 // ---------------------------------------------------------------------------------------------

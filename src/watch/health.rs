@@ -4,8 +4,9 @@
 //! lifetime, and its mtime is the heartbeat the main loop touches on a slow timer. A clean exit
 //! removes it. The kernel drops the lock when the process dies however it dies, so a record
 //! left by `kill -9` reads as a dead watcher, never a live one, even if its pid was reused.
-//! The same lock is the watcher's claim on its state directory: one watcher per state, which
-//! is what makes killing a predecessor's orphaned gates safe ([`super::orphans`]).
+//! The watcher's claim on its state directory is a second lock, on the directory itself: one
+//! watcher per state, which is what makes killing a predecessor's orphaned gates safe
+//! ([`super::orphans`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -48,9 +49,14 @@ pub struct Record {
     pub heartbeat_secs: u64,
 }
 
-/// The running watcher's hold on its record. Dropping it (any return from `watch`) removes the
-/// record and releases the lock.
+/// The running watcher's claim on its state directory and its record. Dropping it (any return
+/// from `watch`) removes the record and releases both locks.
 pub struct Registration {
+    /// An exclusive `flock` on the state directory itself: what makes this watcher the only
+    /// one. Held on the directory, not the record, because a record can be deleted from under
+    /// its watcher (`rm state/*`) and a new one created and locked beside it. `None` on a file
+    /// system without locks.
+    claim: Option<Flock<File>>,
     file: Held,
     path: PathBuf,
     record: Record,
@@ -70,6 +76,52 @@ impl Held {
             Held::Unlocked(file) => file,
         }
     }
+}
+
+/// What a lock attempt met.
+enum Attempt<T> {
+    Taken(T),
+    /// Someone else holds it.
+    Busy,
+    /// The file system does not do locks.
+    Unsupported(File, Errno),
+}
+
+/// Takes an exclusive lock on `open()`'s file, retrying while it is busy: a health probe holds
+/// the record for microseconds, and a watcher that was just killed may have been forking a
+/// gate, whose child holds copies of its descriptors until it execs.
+fn lock_retrying(mut open: impl FnMut() -> io::Result<File>) -> io::Result<Attempt<Flock<File>>> {
+    let mut busy = 0;
+    loop {
+        match Flock::lock(open()?, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(Attempt::Taken(lock)),
+            Err((_, Errno::EWOULDBLOCK)) => {
+                busy += 1;
+                if busy >= LOCK_RETRIES {
+                    return Ok(Attempt::Busy);
+                }
+                std::thread::sleep(LOCK_RETRY_PAUSE);
+            }
+            Err((file, errno)) => return Ok(Attempt::Unsupported(file, errno)),
+        }
+    }
+}
+
+/// Opens the record without following a link or blocking on a FIFO planted in its place, and
+/// only if it is a regular file.
+fn open_record(path: &Path, create: bool) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(create)
+        .create(create)
+        .truncate(false)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(file)
 }
 
 impl Registration {
@@ -93,51 +145,40 @@ impl Registration {
             source,
         };
         std::fs::create_dir_all(state).map_err(write_err)?;
-        let mut busy = 0;
-        let file = loop {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(write_err)?;
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                // A watcher exiting cleanly removes the path after we opened it: the lock we
-                // hold is then on a file nobody can find. Open the path again.
-                Ok(lock) if is_at(&lock, &path) => break Held::Locked(lock),
-                Ok(_) => continue,
-                Err((file, Errno::EWOULDBLOCK)) => {
-                    busy += 1;
-                    if busy < LOCK_RETRIES {
-                        std::thread::sleep(LOCK_RETRY_PAUSE);
-                        continue;
-                    }
-                    let holder = read_record(&file)
-                        .map(|r| {
-                            format!(
-                                " (pid {}, rules file {}, started {})",
-                                r.pid,
-                                r.config.display(),
-                                r.started_at
-                            )
-                        })
-                        .unwrap_or_default();
-                    return Err(Error::Watch {
-                        path: state.to_path_buf(),
-                        message: format!(
-                            "another `validator watch`{holder} is running with this state directory\n  help: stop it first, or give each rules file its own `state:` directory"
-                        ),
-                    });
-                }
-                Err((file, errno)) => {
-                    tracing::warn!(path = %path.display(), %errno, "cannot lock the watcher record (a file system without locks?); a second watcher on this state directory will not be refused, and health checks fall back to the pid");
-                    break Held::Unlocked(file);
-                }
+        let dir_err = |source| Error::Write {
+            path: state.to_path_buf(),
+            source,
+        };
+        let claim = match lock_retrying(|| File::open(state)).map_err(dir_err)? {
+            Attempt::Taken(lock) => Some(lock),
+            Attempt::Busy => {
+                let holder = open_record(&path, false)
+                    .ok()
+                    .and_then(|file| read_record(&file))
+                    .map(|r| {
+                        format!(
+                            " (pid {}, rules file {}, started {})",
+                            r.pid,
+                            r.config.display(),
+                            r.started_at
+                        )
+                    })
+                    .unwrap_or_default();
+                return Err(Error::Watch {
+                    path: state.to_path_buf(),
+                    message: format!(
+                        "another `validator watch`{holder} is running with this state directory\n  help: stop it first, or give each rules file its own `state:` directory"
+                    ),
+                });
+            }
+            Attempt::Unsupported(_, errno) => {
+                tracing::warn!(path = %state.display(), %errno, "cannot lock the state directory (a file system without locks?); a second watcher on it will not be refused, orphaned gates of a killed watcher will not be killed, and health checks fall back to the pid");
+                None
             }
         };
         let mut registration = Registration {
-            file,
+            claim,
+            file: open_locked_record(&path).map_err(write_err)?,
             path: path.clone(),
             record,
             next_beat: Instant::now() + INTERVAL,
@@ -157,7 +198,7 @@ impl Registration {
     /// Whether the state directory is locked to this watcher alone (not on a file system
     /// without locks), so what carries its mark can only be a dead predecessor's.
     pub fn exclusive(&self) -> bool {
-        matches!(self.file, Held::Locked(_))
+        self.claim.is_some()
     }
 
     /// How long the main loop may block before the next heartbeat is due.
@@ -170,19 +211,26 @@ impl Registration {
         Instant::now() >= self.next_beat
     }
 
-    /// Touches the heartbeat. `rules` are the rules in force: if a reload moved `state:`, or
-    /// the record was deleted, the watcher registers again where health checks will look.
-    pub fn beat(&mut self, rules: &Rules) {
+    /// Touches the heartbeat; a record that was deleted or replaced is written again where
+    /// health checks look (the claim on the directory never lapsed).
+    pub fn beat(&mut self) {
         self.next_beat = Instant::now() + INTERVAL;
-        let state = rules.state.join(FILE_NAME);
-        if state != self.path || !is_at(self.file.file(), &self.path) {
-            match Registration::claim(&rules.state, self.record.clone()) {
-                Ok(moved) => {
-                    tracing::info!(path = %moved.path.display(), "watcher record written again");
-                    // The old registration drops here and removes its own record, if still its.
-                    *self = moved;
+        if !is_at(self.file.file(), &self.path) {
+            match open_locked_record(&self.path) {
+                Ok(file) => {
+                    self.file = file;
+                    match self.write_record() {
+                        Ok(()) => {
+                            tracing::info!(path = %self.path.display(), "watcher record written again")
+                        }
+                        Err(err) => {
+                            tracing::warn!(path = %self.path.display(), %err, "cannot write the watcher record")
+                        }
+                    }
                 }
-                Err(err) => tracing::warn!("cannot move the watcher record: {err:#}"),
+                Err(err) => {
+                    tracing::warn!(path = %self.path.display(), %err, "cannot write the watcher record again; health checks will report no watcher")
+                }
             }
             return;
         }
@@ -192,10 +240,29 @@ impl Registration {
     }
 }
 
+/// Creates (or takes over) the record at `path` and locks it for this watcher's lifetime.
+/// Under the directory claim, the only other holder is a health probe, for microseconds.
+fn open_locked_record(path: &Path) -> io::Result<Held> {
+    loop {
+        match lock_retrying(|| open_record(path, true))? {
+            // A watcher exiting cleanly removes the path after we opened it: the lock we hold
+            // is then on a file nobody can find. Open the path again.
+            Attempt::Taken(lock) if is_at(&lock, path) => return Ok(Held::Locked(lock)),
+            Attempt::Taken(_) => continue,
+            Attempt::Busy => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "the record stays locked by another process",
+                ));
+            }
+            Attempt::Unsupported(file, _) => return Ok(Held::Unlocked(file)),
+        }
+    }
+}
+
 impl Drop for Registration {
     fn drop(&mut self) {
-        // Removed while still locked, and only if the path is still ours, so a watcher that
-        // took over a deleted record keeps its own.
+        // Removed while still locked, and only if the path is still ours.
         if is_at(self.file.file(), &self.path) {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -276,7 +343,7 @@ pub fn check(rules: &Rules) -> Health {
 }
 
 fn inspect(rules: &Rules, path: &Path) -> Health {
-    let file = match File::open(path) {
+    let file = match open_record(path, false) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return Health::unhealthy(format!(
@@ -448,6 +515,42 @@ mod tests {
             err.to_string().contains("another `validator watch`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_deleted_record_does_not_let_a_second_watcher_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        let mut first = Registration::register(&rules).unwrap();
+        std::fs::remove_file(rules.state.join(FILE_NAME)).unwrap();
+        let err = Registration::register(&rules).err().expect("refused");
+        assert!(
+            err.to_string().contains("another `validator watch`"),
+            "{err}"
+        );
+        assert!(first.exclusive());
+        first.beat();
+        let health = check(&rules);
+        assert!(health.healthy, "{health:?}");
+    }
+
+    #[test]
+    fn a_link_or_fifo_in_place_of_the_record_is_neither_followed_nor_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        std::fs::create_dir_all(&rules.state).unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, rules.state.join(FILE_NAME)).unwrap();
+        assert!(!check(&rules).healthy);
+        assert!(Registration::register(&rules).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+
+        std::fs::remove_file(rules.state.join(FILE_NAME)).unwrap();
+        nix::unistd::mkfifo(&rules.state.join(FILE_NAME), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let health = check(&rules);
+        assert!(!health.healthy);
+        assert!(health.message.contains("not a regular file"), "{health:?}");
     }
 
     #[test]

@@ -122,14 +122,14 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         let message = match rx.recv_timeout(heartbeat.until_due()) {
             Ok(message) => message,
             Err(RecvTimeoutError::Timeout) => {
-                heartbeat.beat(&shared.rules());
+                heartbeat.beat();
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => break,
         };
         // Also between messages: a flood of events must not starve the heartbeat.
         if heartbeat.due() {
-            heartbeat.beat(&shared.rules());
+            heartbeat.beat();
         }
         match message {
             Message::Fs(Ok(event)) if event.need_rescan() => {
@@ -176,7 +176,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         let received = rx.recv_timeout(left.min(heartbeat.until_due()));
         // A long --grace must not read as a wedged watcher.
         if heartbeat.due() {
-            heartbeat.beat(&shared.rules());
+            heartbeat.beat();
         }
         match received {
             Ok(Message::Finished(task)) => {
@@ -458,6 +458,23 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
     watches.rules_seen = Fingerprint::of(&options.config);
     let loaded = Rules::load(&options.config).and_then(|rules| {
         let key = sign::configured_key(Some(&rules))?;
+        Ok((rules, key))
+    });
+    let current_state = shared.rules().state.clone();
+    let loaded = loaded.and_then(|(rules, key)| {
+        // The state directory is what this watcher holds (one watcher per state) and what its
+        // gates' mark is derived from; moving it under a running watcher would let a second
+        // watcher claim the old one and kill this one's gates.
+        if rules.state != current_state {
+            return Err(Error::Watch {
+                path: rules.path.clone(),
+                message: format!(
+                    "`state:` changed to {} while the watcher holds {}\n  help: restart the watcher to move its state directory",
+                    rules.state.display(),
+                    current_state.display()
+                ),
+            });
+        }
         Ok((rules, key))
     });
     match loaded {

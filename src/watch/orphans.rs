@@ -15,10 +15,19 @@ pub struct Mark(String);
 
 impl Mark {
     /// The same across restarts, different for every state directory, so a watcher never
-    /// touches another's gates.
+    /// touches another's gates. The directory's device and inode go in beside its path: two
+    /// containers sharing a process namespace can mount different volumes at one path.
     pub fn for_state(state: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
         let state: PathBuf = state.canonicalize().unwrap_or_else(|_| state.to_path_buf());
-        let digest = Sha256::digest(state.as_os_str().as_encoded_bytes());
+        let identity = std::fs::metadata(&state)
+            .map(|meta| format!("{}:{}", meta.dev(), meta.ino()))
+            .unwrap_or_default();
+        let digest = Sha256::new()
+            .chain_update(state.as_os_str().as_encoded_bytes())
+            .chain_update([0])
+            .chain_update(identity.as_bytes())
+            .finalize();
         Mark(format!("{digest:x}")[..16].to_owned())
     }
 
