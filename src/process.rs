@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -20,9 +20,13 @@ use nix::unistd::Pid;
 pub const OUTPUT_CAP: usize = 1024 * 1024;
 
 /// The environment variable that marks every process started under a marked [`Cancel`] (the
-/// watcher's): inherited by all a command starts, it lets the next watcher find what this one
-/// left running if it was killed without a chance to kill its gates ([`kill_marked`]).
+/// watcher's), as `<mark>.<n>` for its n-th command: inherited by all a command starts, it
+/// lets the next watcher find what this one left running if it was killed without a chance to
+/// kill its gates, and a command killed at its deadline what escaped its group ([`kill_marked`]).
 pub const MARK_VAR: &str = "VALIDATOR_WATCHER";
+
+/// Numbers the commands this process starts, for their marks.
+static RUNS: AtomicU64 = AtomicU64::new(0);
 
 /// Lets a supervisor stop every command started under it: the watcher cancels on shutdown,
 /// which kills each running command's process group and refuses to start new ones.
@@ -176,7 +180,13 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     for (key, value) in spec.env {
         expression = expression.env(key, value);
     }
-    if let Some(mark) = spec.cancel.and_then(Cancel::mark) {
+    // Each command carries its own mark under the watcher's (`<mark>.<n>`), so what escaped
+    // this command's group can be found by it alone while other gates run on.
+    let run_mark = spec
+        .cancel
+        .and_then(Cancel::mark)
+        .map(|mark| format!("{mark}.{}", RUNS.fetch_add(1, Ordering::Relaxed)));
+    if let Some(mark) = &run_mark {
         expression = expression.env(MARK_VAR, mark);
     }
     let started_handle = expression.start();
@@ -214,13 +224,25 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     }
     let status = handle.wait().map(|output| output.status).map_err(io_err)?;
     let drained_by = Instant::now() + DRAIN_GRACE;
-    let Tail {
-        kept: output,
-        dropped,
-    } = output.finish(drained_by);
-    let errors = errors
-        .map(|capture| capture.finish(drained_by).kept)
-        .unwrap_or_default();
+    let (
+        Tail {
+            kept: output,
+            dropped,
+        },
+        closed,
+    ) = output.finish(drained_by);
+    let (errors, errors_closed) = errors
+        .map(|capture| capture.finish(drained_by))
+        .map_or((Vec::new(), true), |(tail, closed)| (tail.kept, closed));
+    // Killed at its deadline or cancelled, a command may have left processes in groups of
+    // their own (`setsid`, GNU `timeout`), and a pipe still open says something outlived the
+    // group: find them by the command's mark. A command that ended by itself with its output
+    // closed pays nothing for the look.
+    if let Some(mark) = &run_mark {
+        if timed_out || !closed || !errors_closed || spec.cancel.is_some_and(Cancel::is_cancelled) {
+            kill_marked(mark);
+        }
+    }
     if let (Some(cancel), Some(group)) = (spec.cancel, group) {
         cancel.unregister(group.as_raw());
     }
@@ -242,7 +264,8 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     })
 }
 
-/// Kills every process whose environment carries `VALIDATOR_WATCHER=<mark>`: what the gates of
+/// Kills every process whose environment carries `VALIDATOR_WATCHER=<mark>` or
+/// `VALIDATOR_WATCHER=<mark>.<anything>`: what the gates of
 /// a watcher that was SIGKILLed left running (no one else would ever kill those), or what left
 /// its gate's group. Returns how many such processes there were.
 ///
@@ -299,8 +322,14 @@ fn marked_processes(needle: &[u8]) -> Vec<i32> {
         .filter(|pid| !ancestors.contains(pid))
         .filter(|pid| {
             // A zombie's environment reads empty: it is dead already.
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|environ| environ.split(|&b| b == 0).any(|entry| entry == needle))
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ.split(|&b| b == 0).any(|entry| {
+                    // `<mark>` itself or one of its commands, `<mark>.<n>`.
+                    entry
+                        .strip_prefix(needle)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"."))
+                })
+            })
         })
         .collect()
 }
@@ -398,11 +427,14 @@ impl Capture {
 
     /// What was read. A process that left the group (setsid) may still hold the pipe open;
     /// wait for end-of-file only until `by`, then take what is buffered.
-    fn finish(self, by: Instant) -> Tail {
-        let _ = self
+    /// Also says whether the pipe reached end-of-file (no one holds it any more).
+    fn finish(self, by: Instant) -> (Tail, bool) {
+        let closed = self
             .eof
-            .recv_timeout(by.saturating_duration_since(Instant::now()));
-        std::mem::take(&mut *self.tail.lock().unwrap_or_else(|p| p.into_inner()))
+            .recv_timeout(by.saturating_duration_since(Instant::now()))
+            .is_ok();
+        let tail = std::mem::take(&mut *self.tail.lock().unwrap_or_else(|p| p.into_inner()));
+        (tail, closed)
     }
 }
 
@@ -617,6 +649,76 @@ mod tests {
     }
 
     #[test]
+    fn under_a_watcher_what_left_the_group_of_a_command_killed_at_its_deadline_dies_too() {
+        let mark = format!("test-{}-{:?}", std::process::id(), Instant::now());
+        let cancel = Cancel::marked(mark.clone());
+        // GNU `timeout` and `setsid` both leave the gate's group; the deadline kills only it.
+        let argv: Vec<OsString> = [
+            "sh",
+            "-c",
+            "setsid sh -c 'trap \"\" TERM; sleep 600' & sleep 600",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let done = run(&Spec {
+            argv: &argv,
+            cwd: Path::new("."),
+            env: &[],
+            timeout: Duration::from_millis(500),
+            output_cap: OUTPUT_CAP,
+            cancel: Some(&cancel),
+            separate_stderr: false,
+        })
+        .unwrap();
+        assert_eq!(done.exit, Exit::TimedOut);
+        let needle = format!("{MARK_VAR}={mark}");
+        assert!(
+            marked_processes(needle.as_bytes()).is_empty(),
+            "survivors: {:?}",
+            marked_processes(needle.as_bytes())
+        );
+    }
+
+    #[test]
+    fn a_mark_finds_its_commands_and_no_other_marks() {
+        let mark = format!("test-{}-{:?}", std::process::id(), Instant::now());
+        let spawn = |value: String| {
+            std::process::Command::new("sleep")
+                .arg("600")
+                .env(MARK_VAR, value)
+                .spawn()
+                .unwrap()
+        };
+        let mut children = [
+            spawn(format!("{mark}.7")),
+            spawn(format!("{mark}x.7")),
+            spawn(format!("{mark}.70")),
+        ];
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let find = |needle: String| {
+            let mut found = marked_processes(needle.as_bytes());
+            found.sort();
+            found
+        };
+        let ids = children.each_ref().map(|child| child.id() as i32);
+        while find(format!("{MARK_VAR}={mark}")).len() < 2 {
+            assert!(Instant::now() < deadline, "the sleeps never started");
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(find(format!("{MARK_VAR}={mark}")), {
+            let mut both = vec![ids[0], ids[2]];
+            both.sort();
+            both
+        });
+        assert_eq!(find(format!("{MARK_VAR}={mark}.7")), vec![ids[0]]);
+        for child in &mut children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    #[test]
     fn a_timeout_with_unread_input_still_kills_the_group() {
         let input = vec![b'x'; 5_000_000];
         let done = input_run(
@@ -715,7 +817,11 @@ mod tests {
             cancel: Some(&cancel),
             separate_stderr: false,
         };
-        assert_eq!(run(&spec).unwrap().output, b"m-123\n");
+        let first = String::from_utf8(run(&spec).unwrap().output).unwrap();
+        let second = String::from_utf8(run(&spec).unwrap().output).unwrap();
+        assert!(first.starts_with("m-123."), "{first}");
+        assert!(second.starts_with("m-123."), "{second}");
+        assert_ne!(first, second, "each command has a mark of its own");
     }
 
     #[test]
