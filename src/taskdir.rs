@@ -153,11 +153,14 @@ pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>
         return Err("it points outside the task directory; it was not read".into());
     }
     let file = open_regular(&real).map_err(|err| err.to_string())?;
-    read_up_to(file, cap)
+    read_up_to(file, cap, 0)
 }
 
-fn read_up_to(file: File, cap: u64) -> Result<Option<Vec<u8>>, String> {
-    let mut bytes = Vec::new();
+/// Reads at most `cap` bytes; `size`, the file's length when known, sizes the buffer so that
+/// a small file takes two reads, not a series of growing ones.
+fn read_up_to(file: File, cap: u64, size: u64) -> Result<Option<Vec<u8>>, String> {
+    let room = usize::try_from(size.min(cap).saturating_add(1)).unwrap_or(usize::MAX);
+    let mut bytes = Vec::with_capacity(room);
     file.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|err: io::Error| err.to_string())?;
@@ -188,15 +191,15 @@ impl<'a> Reader<'a> {
     /// As [`read_capped`] for `path`, a file found in the task directory.
     pub fn read_capped(&self, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
         match self.open_beneath(path) {
-            Some(Ok(file)) => read_up_to(file, cap),
+            Some(Ok((file, size))) => read_up_to(file, cap, size),
             Some(Err(not_regular)) => Err(not_regular.to_string()),
             None => read_capped(self.task, path, cap),
         }
     }
 
-    /// The opened file if it is inside the directory; an error if it is there but not a regular
+    /// The opened file and its length if it is inside the directory; an error if it is there but not a regular
     /// file; `None` when the fast way cannot tell.
-    fn open_beneath(&self, path: &Path) -> Option<io::Result<File>> {
+    fn open_beneath(&self, path: &Path) -> Option<io::Result<(File, u64)>> {
         use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
         let dir = self.dir.as_ref()?;
         let rel = path.strip_prefix(&self.task.dir).ok()?;
@@ -205,7 +208,7 @@ impl<'a> Reader<'a> {
             .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
         let file = File::from(openat2(dir, rel, how).ok()?);
         Some(match file.metadata() {
-            Ok(meta) if meta.is_file() => Ok(file),
+            Ok(meta) if meta.is_file() => Ok((file, meta.len())),
             Ok(_) => Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "not a regular file",
