@@ -16,6 +16,7 @@ reported.
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -345,6 +346,11 @@ def bench_gates(peers):
         name = f"command gates: {GATES} x {'`true`' if kind == 'true' else 'ruff check'}"
         cases = {"validator check": ([str(VALIDATOR), "check", "-c", str(rules_file),
                                       "--task-dir", str(repo)], None, None)}
+        # The floor: the same ten processes back to back from one shell, nothing else (by full
+        # path, or sh would run its builtin `true` without starting a process).
+        cases["floor: the 10 commands from sh"] = (
+            ["sh", "-c", "; ".join(shlex.join([shutil.which(a[0]) or a[0]] + a[1:])
+                                   for a in argvs)], repo, None)
         targets = {}
         if "lefthook" in peers:
             # lefthook reads lefthook.yml from the repository's top: one copy per mode.
