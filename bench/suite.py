@@ -82,8 +82,10 @@ def install_peers():
             found[name] = str(venv / "bin" / exe)
     node = TOOLS / "node"
     try:
+        # No install scripts: lefthook's would install itself as the git hooks of whatever
+        # repository it is run in (this one) and write a lefthook.yml at its top.
         run(["npm", "install", "--prefix", str(node), "--no-audit", "--no-fund", "--silent",
-             "ajv-cli", "lefthook"])
+             "--ignore-scripts", "ajv-cli", "lefthook"])
     except (subprocess.CalledProcessError, OSError) as err:
         notes.append(f"npm peers could not be installed ({err}); their comparisons are skipped.")
     for name, exe in [("ajv-cli", "ajv"), ("lefthook", "lefthook")]:
