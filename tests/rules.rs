@@ -795,6 +795,37 @@ fn schema_fails_naming_the_file_and_the_instance_path() {
 }
 
 #[test]
+fn many_failing_documents_give_the_first_findings_in_file_order_whatever_the_threads_do() {
+    let project = Project::new();
+    project
+        .rules(&schema_gate("[\"docs/*.json\"]", ""))
+        .root_file("schemas/report.schema.json", REPORT_SCHEMA);
+    for i in 0..400 {
+        let body = if i % 2 == 0 {
+            r#"{"count": 1}"#
+        } else {
+            r#"{"count": "x"}"#
+        };
+        project.file(&format!("docs/{i:03}.json"), body);
+    }
+    let (code, verdict) = run_check(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let files: Vec<String> = gate(&verdict, "report")["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["file"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let expected: Vec<String> = (0..400)
+        .filter(|i| i % 2 == 1)
+        .take(files.len())
+        .map(|i| format!("docs/{i:03}.json"))
+        .collect();
+    assert!(files.len() >= 100, "{}", files.len());
+    assert_eq!(files, expected);
+}
+
+#[test]
 fn schema_validates_yaml_documents_too() {
     let project = Project::new();
     project

@@ -1,9 +1,11 @@
 //! `schema`: every JSON or YAML file matching `files` validates against a JSON Schema (drafts 4
 //! to 2020-12, picked from `$schema`). The schema is compiled once per run of the gate; `$ref`
-//! may name local files, never a URL: the validator does not fetch anything.
+//! may name local files, never a URL: the validator does not fetch anything. Documents are
+//! read and checked on every core at once.
 
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
@@ -62,33 +64,22 @@ impl Schema {
             Err(why) => return Outcome::error(why),
         };
         let listing = taskdir::list(ctx.task);
+        let documents: Vec<&taskdir::Entry> = listing
+            .files
+            .iter()
+            .filter(|e| self.files.is_match(&e.rel))
+            .collect();
+        let reader = taskdir::Reader::new(ctx.task);
+        let mut found = self.check_all(&validator, &reader, &documents);
         let mut findings = Vec::new();
         let mut checked = 0usize;
-        for entry in listing.files.iter().filter(|e| self.files.is_match(&e.rel)) {
+        // Taken in the documents' order, so the verdict does not depend on the threads'.
+        for slot in &mut found {
             checked += 1;
             if findings.len() >= MAX_FINDINGS {
                 break;
             }
-            let document = match self.read_document(ctx, &entry.path, entry.size) {
-                Ok(document) => document,
-                Err(finding) => {
-                    findings.push(Finding {
-                        file: Some(entry.rel.clone()),
-                        ..finding
-                    });
-                    continue;
-                }
-            };
-            for error in validator.iter_errors(&document).take(MAX_FINDINGS) {
-                let at = match error.instance_path().as_str() {
-                    "" => "/".to_owned(),
-                    path => path.to_owned(),
-                };
-                findings.push(Finding::in_file(
-                    &entry.rel,
-                    clipped(format_args!("{at}: {error}")),
-                ));
-            }
+            findings.append(slot.get_or_insert_with(Vec::new));
         }
         for link in listing
             .escaping_links
@@ -112,6 +103,89 @@ impl Schema {
             if checked == 1 { "" } else { "s" }
         );
         Outcome::from_findings(findings, &ok, |n| format!("{n} schema problems"))
+    }
+
+    /// Each document's findings, checked on every core: documents are handed out in order, and
+    /// no new one is started once [`MAX_FINDINGS`] are found, so those checked are always a
+    /// prefix of the list (`None` marks the rest).
+    fn check_all(
+        &self,
+        validator: &jsonschema::Validator,
+        reader: &taskdir::Reader<'_>,
+        documents: &[&taskdir::Entry],
+    ) -> Vec<Option<Vec<Finding>>> {
+        let next = AtomicUsize::new(0);
+        let found = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            while found.load(Ordering::Relaxed) < MAX_FINDINGS {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(entry) = documents.get(index) else {
+                    break;
+                };
+                let findings = self.check_one(validator, reader, entry);
+                found.fetch_add(findings.len(), Ordering::Relaxed);
+                done.push((index, findings));
+            }
+            done
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(documents.len());
+        let done: Vec<_> = if threads <= 1 {
+            work()
+        } else {
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+                workers
+                    .into_iter()
+                    // A panic is the sequential run's: a document it lost must not pass.
+                    .flat_map(|worker| {
+                        worker
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                    .collect()
+            })
+        };
+        let mut slots = vec![None; documents.len()];
+        for (index, findings) in done {
+            slots[index] = Some(findings);
+        }
+        slots
+    }
+
+    /// One document's findings: why it could not be read, or where it breaks the schema. The
+    /// errors are collected only for a document the (faster) yes/no check rejected.
+    fn check_one(
+        &self,
+        validator: &jsonschema::Validator,
+        reader: &taskdir::Reader<'_>,
+        entry: &taskdir::Entry,
+    ) -> Vec<Finding> {
+        let document = match self.read_document(reader, &entry.path, entry.size) {
+            Ok(document) => document,
+            Err(finding) => {
+                return vec![Finding {
+                    file: Some(entry.rel.clone()),
+                    ..finding
+                }];
+            }
+        };
+        if validator.is_valid(&document) {
+            return Vec::new();
+        }
+        validator
+            .iter_errors(&document)
+            .take(MAX_FINDINGS)
+            .map(|error| {
+                let at = match error.instance_path().as_str() {
+                    "" => "/".to_owned(),
+                    path => path.to_owned(),
+                };
+                Finding::in_file(&entry.rel, clipped(format_args!("{at}: {error}")))
+            })
+            .collect()
     }
 
     pub fn preflight(&self) -> Option<String> {
@@ -145,7 +219,12 @@ impl Schema {
             .map_err(|err| format!("schema {shown} is not a usable JSON Schema: {err}"))
     }
 
-    fn read_document(&self, ctx: &Context<'_>, path: &Path, size: u64) -> Result<Value, Finding> {
+    fn read_document(
+        &self,
+        reader: &taskdir::Reader<'_>,
+        path: &Path,
+        size: u64,
+    ) -> Result<Value, Finding> {
         let too_big = |size: String| {
             Finding::new(format!(
                 "is {size} bytes, over max_bytes ({}); it was not read",
@@ -155,7 +234,8 @@ impl Schema {
         if size > self.max_bytes {
             return Err(too_big(size.to_string()));
         }
-        let bytes = taskdir::read_capped(ctx.task, path, self.max_bytes)
+        let bytes = reader
+            .read_capped(path, self.max_bytes)
             .map_err(Finding::new)?
             .ok_or_else(|| too_big("more than max_bytes".into()))?;
         parse_document(path, &bytes).map_err(|why| Finding {

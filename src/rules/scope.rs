@@ -312,6 +312,9 @@ fn listing_problems(listing: &taskdir::Listing) -> Vec<Finding> {
 struct Git<'a> {
     ctx: &'a Context<'a>,
     neutralised: Vec<String>,
+    /// The task directory's path inside the work tree (`sub/dir/`, or empty at its top):
+    /// status names paths from the top.
+    prefix: String,
     /// Every git run ends by then: the gate's deadline covers all of them, not each.
     deadline: Instant,
 }
@@ -322,12 +325,17 @@ impl<'a> Git<'a> {
         let mut git = Git {
             ctx,
             neutralised: Vec::new(),
+            prefix: String::new(),
             deadline,
         };
-        match git.run(&["rev-parse", "--is-inside-work-tree"]) {
-            Ok(out) if out.starts_with(b"true") => {}
-            _ => return None,
+        let out = git
+            .run(&["rev-parse", "--is-inside-work-tree", "--show-prefix"])
+            .ok()?;
+        let mut lines = out.split(|&b| b == b'\n');
+        if lines.next() != Some(b"true") {
+            return None;
         }
+        git.prefix = String::from_utf8_lossy(lines.next().unwrap_or_default()).into_owned();
         // Reading config runs nothing; what it names must not run either.
         let pattern = r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$";
         if let Ok(names) = git.run(&["config", "--name-only", "-z", "--get-regexp", pattern]) {
@@ -358,6 +366,9 @@ impl<'a> Git<'a> {
             "core.hooksPath=/dev/null",
             "-c",
             "diff.external=",
+            // The untracked cache trusts directory mtimes, which the worker can set back.
+            "-c",
+            "core.untrackedCache=false",
         ];
         let mut argv: Vec<OsString> = hardening.iter().map(OsString::from).collect();
         for setting in &self.neutralised {
@@ -365,9 +376,12 @@ impl<'a> Git<'a> {
             argv.push(setting.into());
         }
         argv.extend(args.iter().map(OsString::from));
+        // Settings passed down from an enclosing git (a hook's `git -c`) are not the task's.
         let env = [
             ("GIT_TERMINAL_PROMPT".into(), "0".into()),
             ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
+            ("GIT_CONFIG_PARAMETERS".into(), "".into()),
+            ("GIT_CONFIG_COUNT".into(), "0".into()),
         ];
         let spec = process::Spec {
             argv: &argv,
@@ -389,6 +403,9 @@ impl<'a> Git<'a> {
         }
     }
 
+    /// One `git status` walk lists the tracked changes against HEAD, the untracked files and
+    /// the ignored ones; the index flags are read beside it, on another core. Only when some
+    /// file is ignored does more git run, to tell what only a committed `.gitignore` hides.
     fn changes(&self, base: &str, note: Option<&'static str>) -> Result<Changes, Problem> {
         let worker = |what: &'static str| {
             move |err: String| {
@@ -397,9 +414,31 @@ impl<'a> Git<'a> {
                 ))
             }
         };
+        let (status, flagged) = std::thread::scope(|scope| {
+            let flagged = scope.spawn(|| self.run(&["ls-files", "-z", "-v"]));
+            let status = self.run(&[
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--branch",
+                "--untracked-files=all",
+                "--ignored=matching",
+                "--no-renames",
+                "--ignore-submodules=none",
+                "--",
+                ".",
+            ]);
+            let flagged = flagged
+                .join()
+                .unwrap_or_else(|_| Err("the index listing stopped".into()));
+            (status, flagged)
+        });
+        let status = Status::parse(&status.map_err(worker("status"))?, &self.prefix);
         let mut files = BTreeSet::new();
-        let mut findings = Vec::new();
-        if self.has_commit(base) {
+        if base == "HEAD" {
+            // In a repository without commits, everything it tracks is new: status says so.
+            files.extend(status.tracked.iter().cloned());
+        } else if self.has_commit(base) {
             let diff = self
                 .run(&[
                     "diff",
@@ -414,52 +453,33 @@ impl<'a> Git<'a> {
                 ])
                 .map_err(worker("diff"))?;
             files.extend(split_z(&diff));
-        } else if base == "HEAD" {
-            // A repository without commits: everything it tracks is new.
-            files.extend(split_z(
-                &self
-                    .run(&["ls-files", "-z", "--cached"])
-                    .map_err(worker("ls-files"))?,
-            ));
         } else {
             return Err(Problem::Judge(format!(
                 "git has no revision `{base}` here; fix `base:` in the rules file or fetch it"
             )));
         }
+        let mut findings = Vec::new();
         // Index flags make git skip a file's changes; a worker may have set them.
-        let flagged = self
-            .run(&["ls-files", "-z", "-v"])
-            .map_err(worker("ls-files -v"))?;
-        for entry in split_z(&flagged) {
+        for entry in split_z(&flagged.map_err(worker("ls-files -v"))?) {
             if let Some((tag, path)) = entry.split_once(' ') {
                 if tag == "S" || tag.chars().all(|c| c.is_ascii_lowercase()) {
                     findings.push(Finding::in_file(path, "has git's assume-unchanged or skip-worktree flag set, which hides its changes; clear it"));
                 }
             }
         }
-        // Only `.gitignore` files may hide untracked files (not `.git/info/exclude`, which the
-        // worker can write), and only committed, unchanged ones: a new or edited `.gitignore`
-        // (even one that ignores itself) makes every untracked file count.
-        let ignored_gitignores = self
-            .run(&[
-                "ls-files",
-                "-z",
-                "--others",
-                "--ignored",
-                "--exclude-per-directory=.gitignore",
-                "--",
-                ":(glob)**/.gitignore",
-            ])
-            .map_err(worker("ls-files"))?;
-        let ignore_files_changed =
-            files.iter().any(|f| is_gitignore(f)) || !ignored_gitignores.is_empty();
-        let mut untracked_args = vec!["ls-files", "-z", "--others"];
-        if !ignore_files_changed {
-            untracked_args.push("--exclude-per-directory=.gitignore");
-        }
-        let untracked = self.run(&untracked_args).map_err(worker("ls-files"))?;
+        let untracked = if status.ignored.is_empty() {
+            status.untracked
+        } else {
+            let mut changed = files
+                .iter()
+                .chain(&status.tracked)
+                .chain(&status.untracked)
+                .chain(&status.ignored);
+            self.untracked_behind_ignores(changed.any(|f| is_gitignore(f)))
+                .map_err(worker("ls-files"))?
+        };
         let mut nested = Vec::new();
-        for path in split_z(&untracked) {
+        for path in untracked {
             // A directory entry is a repository nested in the task: git does not look inside.
             match path.strip_suffix('/') {
                 Some(dir) => nested.push(format!("{dir}/")),
@@ -490,6 +510,86 @@ impl<'a> Git<'a> {
             note,
         })
     }
+
+    /// The untracked files when git ignores some: only committed, unchanged `.gitignore` files
+    /// may hide one (not `.git/info/exclude` nor the global excludes, which status obeys). A
+    /// new or edited `.gitignore` anywhere, even one that ignores itself or hides behind
+    /// another ignore file, makes every untracked file count.
+    fn untracked_behind_ignores(&self, ignore_file_changed: bool) -> Result<Vec<String>, String> {
+        if !ignore_file_changed {
+            let ignored_gitignores = self.run(&[
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-per-directory=.gitignore",
+                "--",
+                ":(glob)**/.gitignore",
+            ])?;
+            if ignored_gitignores.is_empty() {
+                let listed = self.run(&[
+                    "ls-files",
+                    "-z",
+                    "--others",
+                    "--exclude-per-directory=.gitignore",
+                ])?;
+                let listed: Vec<String> = split_z(&listed).collect();
+                // A new `.gitignore` only `.git/info/exclude` kept out of status's sight.
+                if !listed.iter().any(|f| is_gitignore(f)) {
+                    return Ok(listed);
+                }
+            }
+        }
+        let everything = self.run(&["ls-files", "-z", "--others"])?;
+        Ok(split_z(&everything).collect())
+    }
+}
+
+/// What `git status --porcelain=v2 -z` lists, as paths relative to the task directory.
+#[derive(Debug, Default, PartialEq)]
+struct Status {
+    /// Tracked files that differ from HEAD (staged or not; every staged file before a commit).
+    tracked: Vec<String>,
+    untracked: Vec<String>,
+    /// Ignored files, and ignored directories (ending in `/`) whose contents git did not list.
+    ignored: Vec<String>,
+}
+
+impl Status {
+    fn parse(bytes: &[u8], prefix: &str) -> Status {
+        let mut status = Status::default();
+        let mut records = bytes.split(|&b| b == 0).filter(|r| !r.is_empty());
+        while let Some(record) = records.next() {
+            let record = String::from_utf8_lossy(record);
+            // The number of space-separated fields before the path, by record kind.
+            let (list, fields) = match record.as_bytes()[0] {
+                b'1' => (&mut status.tracked, 8),
+                // A rename's record is followed by its original path: both changed.
+                b'2' => {
+                    if let Some(from) = records.next() {
+                        let from = String::from_utf8_lossy(from);
+                        status.tracked.extend(inside(&from, prefix));
+                    }
+                    (&mut status.tracked, 9)
+                }
+                b'u' => (&mut status.tracked, 10),
+                b'?' => (&mut status.untracked, 1),
+                b'!' => (&mut status.ignored, 1),
+                _ => continue,
+            };
+            if let Some(path) = record.splitn(fields + 1, ' ').nth(fields) {
+                list.extend(inside(path, prefix));
+            }
+        }
+        status
+    }
+}
+
+/// `path` (from the top of the work tree) relative to the task directory, if it is inside.
+fn inside(path: &str, prefix: &str) -> Option<String> {
+    path.strip_prefix(prefix)
+        .filter(|rel| !rel.is_empty())
+        .map(str::to_owned)
 }
 
 impl Git<'_> {
@@ -522,4 +622,25 @@ fn split_z(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {
         .split(|&b| b == 0)
         .filter(|name| !name.is_empty())
         .map(|name| String::from_utf8_lossy(name).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_records_are_read_by_kind_and_cut_to_the_task_directory() {
+        let out = b"# branch.oid (initial)\0\
+            1 .M N... 100644 100644 100644 aaa bbb task/a file.rs\0\
+            2 R. N... 100644 100644 100644 aaa bbb R100 task/new\0task/old\0\
+            u UU N... 100644 100644 100644 100644 aaa bbb ccc task/both\0\
+            1 A. N... 000000 100644 100644 000 aaa other/x\0\
+            ? task/untracked\0\
+            ! task/target/\0";
+        let status = Status::parse(out, "task/");
+        assert_eq!(status.tracked, ["a file.rs", "old", "new", "both"]);
+        assert_eq!(status.untracked, ["untracked"]);
+        assert_eq!(status.ignored, ["target/"]);
+        assert_eq!(Status::parse(b"? x\0", "").untracked, ["x"]);
+    }
 }

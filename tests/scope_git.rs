@@ -1,0 +1,148 @@
+//! `file-scope` in a git work tree, through the real binary: what one `git status` walk sees,
+//! and the ignore files that must not hide a new file from it.
+
+mod common;
+
+use common::{Project, gate, git, isolate_git};
+
+/// A committed repository as the task directory (its `.gitignore`, if any, committed too) with
+/// one scope gate.
+fn repo(scope: &str, gitignore: Option<&str>) -> Project {
+    let project = Project::new();
+    project
+        .rules(&format!(
+            "version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n{scope}"
+        ))
+        .file("src/lib.rs", "fn a() {}\n");
+    if let Some(gitignore) = gitignore {
+        project.file(".gitignore", gitignore);
+    }
+    commit_all(&project.task_dir());
+    project
+}
+
+fn commit_all(dir: &std::path::Path) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+}
+
+fn verdict(project: &Project) -> (i32, serde_json::Value) {
+    let mut cmd = project.check();
+    isolate_git(&mut cmd);
+    cmd.args(["--format", "json"]);
+    common::json_verdict(cmd)
+}
+
+fn findings(verdict: &serde_json::Value) -> String {
+    gate(verdict, "scope")["findings"].to_string()
+}
+
+/// The gate fails and names `file` among its findings.
+fn assert_caught(project: &Project, file: &str) {
+    let (code, verdict) = verdict(project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(findings(&verdict).contains(file), "{verdict:#}");
+}
+
+#[test]
+fn a_new_gitignore_in_a_subdirectory_hides_nothing() {
+    let project = repo("        deny: [\"**/*.sh\"]\n", None);
+    project
+        .file("src/tools/.gitignore", "evil.sh\n")
+        .file("src/tools/evil.sh", "rm -rf /\n");
+    assert_caught(&project, "src/tools/evil.sh");
+}
+
+#[test]
+fn the_repositorys_exclude_file_hides_nothing() {
+    let project = repo("        deny: [\"**/*.sh\"]\n", None);
+    let exclude = project.task_dir().join(".git/info/exclude");
+    std::fs::create_dir_all(exclude.parent().expect("parent")).expect("mkdir");
+    std::fs::write(exclude, "*.sh\n").expect("exclude");
+    project.file("evil.sh", "rm -rf /\n");
+    assert_caught(&project, "evil.sh");
+}
+
+#[test]
+fn a_new_gitignore_behind_the_exclude_file_hides_nothing() {
+    let project = repo("        deny: [\"**/*.sh\"]\n", None);
+    std::fs::write(
+        project.task_dir().join(".git/info/exclude"),
+        "src/tools/.gitignore\n",
+    )
+    .expect("exclude");
+    project
+        .file("src/tools/.gitignore", "evil.sh\n")
+        .file("src/tools/evil.sh", "rm -rf /\n");
+    assert_caught(&project, "src/tools/evil.sh");
+}
+
+#[test]
+fn a_committed_gitignore_still_keeps_build_output_out() {
+    let project = repo("        allow: [\"src/**\"]\n", Some("/target\n"));
+    project
+        .file("target/debug/app", "binary\n")
+        .file("src/lib.rs", "fn b() {}\n")
+        .file("src/new.rs", "fn c() {}\n");
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    let summary = gate(&verdict, "scope")["summary"].to_string();
+    assert!(summary.contains("2 changed files"), "{summary}");
+}
+
+#[test]
+fn staged_edited_deleted_and_new_files_all_count() {
+    let project = repo("        allow: [\"docs/**\"]\n", None);
+    project
+        .file("src/staged.rs", "fn s() {}\n")
+        .file("src/untracked.rs", "fn u() {}\n");
+    git(&project.task_dir(), &["add", "src/staged.rs"]);
+    std::fs::remove_file(project.task_dir().join("src/lib.rs")).expect("delete");
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings(&verdict);
+    for file in ["src/staged.rs", "src/untracked.rs", "src/lib.rs"] {
+        assert!(found.contains(file), "{file} missing from {found}");
+    }
+}
+
+#[test]
+fn a_task_in_a_subdirectory_sees_only_its_own_changes_by_its_own_paths() {
+    let project = Project::new();
+    project
+        .rules("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n        allow: [\"src/**\"]\n")
+        .root_file("other/keep.txt", "keep\n")
+        .file("src/lib.rs", "fn a() {}\n");
+    commit_all(project.path());
+    project
+        .root_file("other/new.txt", "not the task's\n")
+        .file("src/new.rs", "fn n() {}\n")
+        .file("README.md", "outside allow\n");
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings(&verdict);
+    assert!(found.contains("\"README.md\""), "{found}");
+    assert!(
+        !found.contains("other/") && !found.contains("src/new.rs"),
+        "{found}"
+    );
+}
+
+#[test]
+fn before_the_first_commit_every_staged_file_is_new() {
+    let project = Project::new();
+    project
+        .rules("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n        deny: [\"secret.pem\", \"src/**\"]\n")
+        .file("secret.pem", "key\n")
+        .file("src/lib.rs", "fn a() {}\n");
+    git(&project.task_dir(), &["init", "-q"]);
+    git(&project.task_dir(), &["add", "secret.pem"]);
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings(&verdict);
+    assert!(
+        found.contains("secret.pem") && found.contains("src/lib.rs"),
+        "{found}"
+    );
+}
