@@ -87,6 +87,8 @@ pub struct Spec<'a> {
     pub argv: &'a [OsString],
     pub cwd: &'a Path,
     pub env: &'a [(OsString, OsString)],
+    /// Variables of validator's own environment the command must not inherit.
+    pub env_remove: &'a [&'a str],
     pub timeout: Duration,
     pub output_cap: usize,
     pub cancel: Option<&'a Cancel>,
@@ -179,6 +181,9 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
             command.arg0(&program);
             Ok(())
         });
+    for key in spec.env_remove {
+        expression = expression.env_remove(key);
+    }
     for (key, value) in spec.env {
         expression = expression.env(key, value);
     }
@@ -524,6 +529,7 @@ mod tests {
             argv: &argv,
             cwd: Path::new("."),
             env: &[],
+            env_remove: &[],
             timeout,
             output_cap: cap,
             cancel: None,
@@ -607,6 +613,7 @@ mod tests {
             argv: &argv,
             cwd: Path::new("."),
             env: &[],
+            env_remove: &[],
             timeout: Duration::from_secs(60),
             output_cap: OUTPUT_CAP,
             cancel: Some(&cancel),
@@ -626,6 +633,7 @@ mod tests {
                 argv: &argv,
                 cwd: Path::new("."),
                 env: &[],
+                env_remove: &[],
                 timeout,
                 output_cap: OUTPUT_CAP,
                 cancel: None,
@@ -704,6 +712,7 @@ mod tests {
             argv: &argv,
             cwd: Path::new("."),
             env: &[],
+            env_remove: &[],
             timeout: Duration::from_millis(500),
             output_cap: OUTPUT_CAP,
             cancel: Some(&cancel),
@@ -851,6 +860,7 @@ mod tests {
             argv: &argv,
             cwd: Path::new("."),
             env: &[],
+            env_remove: &[],
             timeout: Duration::from_secs(20),
             output_cap: OUTPUT_CAP,
             cancel: Some(&cancel),
@@ -887,6 +897,7 @@ mod tests {
             argv: &argv,
             cwd: Path::new("."),
             env: &env,
+            env_remove: &[],
             timeout: Duration::from_secs(10),
             output_cap: OUTPUT_CAP,
             cancel: None,

@@ -146,3 +146,25 @@ fn before_the_first_commit_every_staged_file_is_new() {
         "{found}"
     );
 }
+
+#[test]
+fn git_settings_of_an_enclosing_repository_do_not_redirect_the_task_s_git() {
+    // As under a pre-commit hook of another repository: git has exported where its repository
+    // and index are. The task's own git must still be the one read: only the new file changed.
+    let outer = Project::new();
+    outer.file("readme.txt", "outer\n");
+    commit_all(&outer.task_dir());
+    let project = repo("        allow: [\"new.txt\"]\n", None);
+    project.file("new.txt", "new\n");
+    let outer_git = outer.task_dir().join(".git");
+    let mut cmd = project.check();
+    isolate_git(&mut cmd);
+    cmd.env("GIT_DIR", &outer_git)
+        .env("GIT_INDEX_FILE", outer_git.join("index"))
+        .env("GIT_WORK_TREE", outer.task_dir())
+        .args(["--format", "json"]);
+    let (code, verdict) = common::json_verdict(cmd);
+    assert_eq!(code, 0, "{verdict:#}");
+    let summary = gate(&verdict, "scope")["summary"].to_string();
+    assert!(summary.contains("git, against HEAD"), "{verdict:#}");
+}

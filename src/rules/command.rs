@@ -133,6 +133,7 @@ impl Command {
                 argv: &argv,
                 cwd: &cwd,
                 env: &env,
+                env_remove: &[],
                 timeout: deadline.saturating_duration_since(Instant::now()),
                 output_cap: OUTPUT_CAP,
                 cancel: ctx.cancel,

@@ -138,6 +138,7 @@ impl Review {
             argv: &argv,
             cwd: &task.dir,
             env: &env,
+            env_remove: &[],
             timeout: deadline.saturating_duration_since(Instant::now()),
             output_cap: OUTPUT_CAP,
             cancel: ctx.cancel,

@@ -20,6 +20,27 @@ use crate::config::raw::GateSpec;
 use crate::globs::{Pattern, PatternSet};
 use crate::process::{self, Exit, SpawnError};
 use crate::verdict::Finding;
+
+/// What `git rev-parse --local-env-vars` lists: variables that point git at another repository,
+/// index or object store. Under a git hook (pre-commit, lefthook) validator's environment holds
+/// the enclosing repository's; the task's git must find its own.
+const REPOSITORY_VARS: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_EXTERNAL_DIFF",
+];
 use crate::{snapshot, taskdir};
 
 pub const KEYS: &[&str] = &["allow", "readonly", "deny", "base"];
@@ -387,6 +408,7 @@ impl<'a> Git<'a> {
             argv: &argv,
             cwd: &self.ctx.task.dir,
             env: &env,
+            env_remove: REPOSITORY_VARS,
             timeout: self.deadline.saturating_duration_since(Instant::now()),
             output_cap: cap,
             cancel: self.ctx.cancel,
