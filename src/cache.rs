@@ -143,7 +143,7 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<Key> {
         if task.is_ignored(&entry.rel) {
             continue;
         }
-        budget = budget.checked_sub(entry.size)?;
+        budget = budget.checked_sub(entry.size())?;
         let meta = entry.path.metadata().ok()?;
         stamp.update(entry.rel.as_bytes());
         stamp.update([0]);

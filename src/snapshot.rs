@@ -44,13 +44,8 @@ pub fn take(task: &Task, state_dir: &Path) -> Result<(PathBuf, Baseline), Error>
             path: entry.path.clone(),
             source,
         })?;
-        files.insert(
-            entry.rel,
-            FileState {
-                size: entry.size,
-                sha256,
-            },
-        );
+        let size = entry.size();
+        files.insert(entry.rel, FileState { size, sha256 });
     }
     let baseline = Baseline {
         schema: SCHEMA.into(),
@@ -87,7 +82,7 @@ pub fn changes(task: &Task, baseline: &Baseline) -> Result<BTreeSet<String>, Str
     for entry in taskdir::list(task).files {
         present.insert(entry.rel.clone());
         let same = match baseline.files.get(&entry.rel) {
-            Some(before) if before.size == entry.size => {
+            Some(before) if before.size == entry.size() => {
                 hash_file(&entry.path).map_err(|err| format!("cannot read {}: {err}", entry.rel))?
                     == before.sha256
             }

@@ -15,7 +15,14 @@ pub struct Entry {
     /// Path relative to the task directory, `/`-separated, as globs see it.
     pub rel: String,
     pub path: PathBuf,
-    pub size: u64,
+}
+
+impl Entry {
+    /// The file's length (a link's target's), read when asked: listing thousands of files
+    /// for a gate that only opens them should not stat each one first.
+    pub fn size(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
 }
 
 /// Every file in a task directory, plus the links that were refused.
@@ -68,22 +75,18 @@ pub fn list(task: &Task) -> Listing {
         if file_type.is_symlink() {
             match entry.path().canonicalize() {
                 Ok(target) if target.starts_with(&task.dir) && target.is_file() => {
-                    let size = target.metadata().map(|m| m.len()).unwrap_or(0);
                     listing.files.push(Entry {
                         rel,
                         path: entry.path().to_path_buf(),
-                        size,
                     });
                 }
                 Ok(target) if target.starts_with(&task.dir) => listing.linked_dirs.push(rel),
                 _ => listing.escaping_links.push(rel),
             }
         } else if file_type.is_file() {
-            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
             listing.files.push(Entry {
                 rel,
                 path: entry.path().to_path_buf(),
-                size,
             });
         }
     }
@@ -156,12 +159,35 @@ pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>
     read_up_to(file, cap, 0)
 }
 
-/// Reads at most `cap` bytes; `size`, the file's length when known, sizes the buffer so that
-/// a small file takes two reads, not a series of growing ones.
-fn read_up_to(file: File, cap: u64, size: u64) -> Result<Option<Vec<u8>>, String> {
+/// Reads at most `cap` bytes. `size`, the regular file's length from the `fstat` just made
+/// (0 if unknown), sizes the buffer, and a file that gives exactly that many bytes in one read
+/// is taken as read whole: a read of a regular file comes up short only at its end, so the
+/// usual second read, which would return 0, is saved. A file that grew since still cannot
+/// give more than `cap`.
+fn read_up_to(mut file: File, cap: u64, size: u64) -> Result<Option<Vec<u8>>, String> {
+    if size > 0 && size <= cap {
+        let mut bytes = vec![
+            0;
+            usize::try_from(size)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+        ];
+        let first = file.read(&mut bytes).map_err(|err| err.to_string())?;
+        if first as u64 == size {
+            bytes.truncate(first);
+            return Ok(Some(bytes));
+        }
+        bytes.truncate(first);
+        return finish_reading(file, cap, bytes);
+    }
     let room = usize::try_from(size.min(cap).saturating_add(1)).unwrap_or(usize::MAX);
-    let mut bytes = Vec::with_capacity(room);
-    file.take(cap.saturating_add(1))
+    finish_reading(file, cap, Vec::with_capacity(room))
+}
+
+/// Reads the rest of `file` after `bytes`, up to one byte past `cap` in all.
+fn finish_reading(file: File, cap: u64, mut bytes: Vec<u8>) -> Result<Option<Vec<u8>>, String> {
+    let left = cap.saturating_add(1).saturating_sub(bytes.len() as u64);
+    file.take(left)
         .read_to_end(&mut bytes)
         .map_err(|err: io::Error| err.to_string())?;
     if bytes.len() as u64 > cap {

@@ -45,7 +45,7 @@ impl Exists {
             for &index in &matched {
                 counts[index] += 1;
             }
-            if self.non_empty && !matched.is_empty() && entry.size == 0 {
+            if self.non_empty && !matched.is_empty() && entry.size() == 0 {
                 findings.push(Finding::in_file(
                     &entry.rel,
                     "is empty; it must have content",

@@ -163,7 +163,7 @@ impl Schema {
         reader: &taskdir::Reader<'_>,
         entry: &taskdir::Entry,
     ) -> Vec<Finding> {
-        let document = match self.read_document(reader, &entry.path, entry.size) {
+        let document = match self.read_document(reader, &entry.path) {
             Ok(document) => document,
             Err(finding) => {
                 return vec![Finding {
@@ -219,25 +219,18 @@ impl Schema {
             .map_err(|err| format!("schema {shown} is not a usable JSON Schema: {err}"))
     }
 
-    fn read_document(
-        &self,
-        reader: &taskdir::Reader<'_>,
-        path: &Path,
-        size: u64,
-    ) -> Result<Value, Finding> {
-        let too_big = |size: String| {
-            Finding::new(format!(
-                "is {size} bytes, over max_bytes ({}); it was not read",
-                self.max_bytes
-            ))
-        };
-        if size > self.max_bytes {
-            return Err(too_big(size.to_string()));
-        }
+    fn read_document(&self, reader: &taskdir::Reader<'_>, path: &Path) -> Result<Value, Finding> {
         let bytes = reader
             .read_capped(path, self.max_bytes)
             .map_err(Finding::new)?
-            .ok_or_else(|| too_big("more than max_bytes".into()))?;
+            .ok_or_else(|| {
+                let size = std::fs::metadata(path)
+                    .map_or("more than max_bytes".into(), |m| m.len().to_string());
+                Finding::new(format!(
+                    "is {size} bytes, over max_bytes ({}); it was not read",
+                    self.max_bytes
+                ))
+            })?;
         parse_document(path, &bytes).map_err(|why| Finding {
             line: why.line,
             column: why.column,
