@@ -503,10 +503,10 @@ def report(peers, watch_rows, started, load_at_start):
     lines += ["", "## Versions", ""] + [f"- {name}: {v}" for name, v in versions]
     lines += ["", "## Commands", ""]
     # Paths relative to the checkout, so the commands read the same on every machine.
-    commands = [(name, label, command.replace(f"{ROOT}/", "./"))
-                for name, label, command in commands]
+    shown = [(name, label, command.replace(f"{ROOT}/", "./"))
+             for name, label, command in commands]
     lines += [f"- {name}, {label}: `{command[:300]}{' …' if len(command) > 300 else ''}`"
-              for name, label, command in commands]
+              for name, label, command in shown]
     if notes:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in notes]
     RESULTS.write_text("\n".join(lines) + "\n")

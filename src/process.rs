@@ -455,6 +455,7 @@ fn feed(mut writer: os_pipe::PipeWriter, input: &[u8], stop: &AtomicBool) {
 struct Capture {
     tail: Arc<Mutex<Tail>>,
     eof: mpsc::Receiver<()>,
+    cap: usize,
 }
 
 impl Capture {
@@ -466,7 +467,7 @@ impl Capture {
             read_tail(reader, cap, &shared);
             let _ = eof_tx.send(());
         });
-        Capture { tail, eof }
+        Capture { tail, eof, cap }
     }
 
     /// What was read. A process that left the group (setsid) may still hold the pipe open;
@@ -477,7 +478,8 @@ impl Capture {
             .eof
             .recv_timeout(by.saturating_duration_since(Instant::now()))
             .is_ok();
-        let tail = std::mem::take(&mut *self.tail.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut tail = std::mem::take(&mut *self.tail.lock().unwrap_or_else(|p| p.into_inner()));
+        tail.trim(self.cap);
         (tail, closed)
     }
 }
@@ -493,8 +495,17 @@ struct Tail {
 }
 
 impl Tail {
+    /// Trimmed back to `cap` only once it holds twice that: each trim moves `cap` bytes once
+    /// per `cap` bytes read, where trimming every chunk would move the whole tail per chunk of
+    /// a command that floods its output.
     fn push(&mut self, bytes: &[u8], cap: usize) {
         self.kept.extend_from_slice(bytes);
+        if self.kept.len() > cap.saturating_mul(2) {
+            self.trim(cap);
+        }
+    }
+
+    fn trim(&mut self, cap: usize) {
         if self.kept.len() > cap {
             let excess = self.kept.len() - cap;
             self.kept.drain(..excess);

@@ -204,3 +204,30 @@ fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
     let left = survivors_after_settling(&mark);
     assert!(left.is_empty(), "{}", describe(&left));
 }
+
+/// A gate killed at its deadline takes with it what escaped its group (`setsid`, GNU `timeout`
+/// without `--foreground`), at once: the task's next run must not share its directory with it.
+#[test]
+fn under_the_watcher_a_gate_killed_at_its_deadline_leaves_nothing_that_escaped_its_group() {
+    let mark = unique_mark("deadline");
+    let _guard = MarkGuard(mark.clone());
+    let mut w = Sidecar::new(&format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
+        marked_gate(
+            &mark,
+            "setsid sh -c 'trap \"\" TERM; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
+            "1s"
+        )
+    ));
+    w.task("t", &[]);
+    w.start(&[]);
+    std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+    assert!(
+        crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
+        "no verdict\n{}",
+        w.logs()
+    );
+    let left = survivors_after_settling(&mark);
+    assert!(left.is_empty(), "{}", describe(&left));
+    assert!(w.running(), "{}", w.logs());
+}
