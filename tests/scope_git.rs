@@ -168,3 +168,130 @@ fn git_settings_of_an_enclosing_repository_do_not_redirect_the_task_s_git() {
     let summary = gate(&verdict, "scope")["summary"].to_string();
     assert!(summary.contains("git, against HEAD"), "{verdict:#}");
 }
+
+/// The output of `git ARGS` in `dir`.
+fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?} failed");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Rewrites the project's rules with one scope gate holding `scope`.
+fn scope_rules(project: &Project, scope: &str) {
+    project.rules(&format!(
+        "version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n{scope}"
+    ));
+}
+
+#[test]
+fn a_replacement_ref_does_not_pass_the_workers_commit_off_as_the_base() {
+    let project = repo("", None);
+    let dir = project.task_dir();
+    let base = git_out(&dir, &["rev-parse", "HEAD"]);
+    scope_rules(
+        &project,
+        &format!("        base: {base}\n        readonly: [\"src/**\"]\n"),
+    );
+    project.file("src/lib.rs", "fn changed() {}\n");
+    git(&dir, &["commit", "-qam", "work"]);
+    git(&dir, &["replace", &base, "HEAD"]);
+    assert_caught(&project, "src/lib.rs");
+}
+
+#[test]
+fn repository_settings_that_blind_git_to_a_change_are_overridden() {
+    let project = repo("        allow: [\"docs/**\"]\n", None);
+    let dir = project.task_dir();
+    project
+        .file("Makefile", "all:\n")
+        .file("tool.sh", "echo hi\n");
+    git(&dir, &["add", "Makefile", "tool.sh"]);
+    git(&dir, &["commit", "-qm", "more"]);
+    for (key, value) in [
+        ("core.ignorecase", "true"),
+        ("core.trustctime", "false"),
+        ("core.checkStat", "minimal"),
+        ("core.fileMode", "false"),
+    ] {
+        git(&dir, &["config", key, value]);
+    }
+    // An edit of the same size with the old mtime put back, a mode change, and a new name
+    // that differs from a tracked one in case only.
+    let lib = dir.join("src/lib.rs");
+    let mtime = std::fs::metadata(&lib)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::fs::write(&lib, "fn z() {}\n").expect("edit");
+    std::fs::File::options()
+        .write(true)
+        .open(&lib)
+        .and_then(|f| f.set_modified(mtime))
+        .expect("set mtime back");
+    std::fs::set_permissions(
+        dir.join("tool.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    project.file("makefile", "all:\n\trm -rf /\n");
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings(&verdict);
+    for file in ["src/lib.rs", "tool.sh", "makefile"] {
+        assert!(found.contains(file), "{file} missing from {found}");
+    }
+}
+
+#[test]
+fn a_repository_staged_as_a_submodule_shows_its_files() {
+    let project = repo("        deny: [\"**/*.pem\"]\n", None);
+    let dir = project.task_dir();
+    project.file("vendor/key.pem", "secret\n");
+    commit_all(&dir.join("vendor"));
+    git(&dir, &["add", "vendor"]);
+    assert_caught(&project, "vendor/key.pem");
+}
+
+#[test]
+fn a_promisor_remote_cannot_make_git_run_a_program() {
+    let project = repo("        readonly: [\"src/**\"]\n", None);
+    let dir = project.task_dir();
+    let ran = project.path().join("ran");
+    let hook = project.path().join("ssh.sh");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\ntouch {}\nexit 1\n", ran.display()),
+    )
+    .expect("hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    for (key, value) in [
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialClone", "origin"),
+        ("remote.origin.url", "ssh://example.invalid/repo"),
+        ("remote.origin.promisor", "true"),
+        ("core.sshCommand", hook.to_str().expect("utf-8 path")),
+    ] {
+        git(&dir, &["config", key, value]);
+    }
+    // The blob git must read to compare a file whose line endings it is told to normalise.
+    let blob = git_out(&dir, &["rev-parse", "HEAD:src/lib.rs"]);
+    std::fs::remove_file(dir.join(".git/objects").join(&blob[..2]).join(&blob[2..]))
+        .expect("remove the blob");
+    std::fs::write(dir.join(".git/info/attributes"), "* text=auto\n").expect("attributes");
+    // Same content, new mtime: git hashes the file, and to apply `text=auto` reads the blob.
+    std::fs::File::options()
+        .write(true)
+        .open(dir.join("src/lib.rs"))
+        .and_then(|f| {
+            f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        })
+        .expect("touch");
+    let _ = verdict(&project);
+    assert!(!ran.exists(), "git ran the repository's sshCommand");
+}

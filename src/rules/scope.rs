@@ -21,8 +21,8 @@ use crate::globs::{Pattern, PatternSet};
 use crate::process::{self, Exit, SpawnError};
 use crate::verdict::Finding;
 
-/// What `git rev-parse --local-env-vars` lists: variables that point git at another repository,
-/// index or object store. Under a git hook (pre-commit, lefthook) validator's environment holds
+/// What `git rev-parse --local-env-vars` lists (but `GIT_NO_REPLACE_OBJECTS`, which is set):
+/// variables that point git at another repository, index or object store. Under a git hook (pre-commit, lefthook) validator's environment holds
 /// the enclosing repository's; the task's git must find its own.
 const REPOSITORY_VARS: &[&str] = &[
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
@@ -33,7 +33,6 @@ const REPOSITORY_VARS: &[&str] = &[
     "GIT_IMPLICIT_WORK_TREE",
     "GIT_GRAFT_FILE",
     "GIT_INDEX_FILE",
-    "GIT_NO_REPLACE_OBJECTS",
     "GIT_REPLACE_REF_BASE",
     "GIT_PREFIX",
     "GIT_INTERNAL_SUPER_PREFIX",
@@ -381,6 +380,9 @@ impl<'a> Git<'a> {
         let hardening = [
             "git",
             "--no-optional-locks",
+            // A replacement ref (`git replace <base> HEAD`) would make the base look like the
+            // worker's own commit.
+            "--no-replace-objects",
             "-c",
             "core.fsmonitor=false",
             "-c",
@@ -390,6 +392,26 @@ impl<'a> Git<'a> {
             // The untracked cache trusts directory mtimes, which the worker can set back.
             "-c",
             "core.untrackedCache=false",
+            // Settings under which git would not see a change: an edit that keeps size and
+            // mtime, a name that differs in case only, a mode or line-ending change.
+            "-c",
+            "core.trustctime=true",
+            "-c",
+            "core.checkStat=default",
+            "-c",
+            "core.ignorecase=false",
+            "-c",
+            "core.fileMode=true",
+            "-c",
+            "core.symlinks=true",
+            "-c",
+            "core.autocrlf=false",
+            // A promisor remote would fetch a missing object, running the repository's
+            // `core.sshCommand` (or any transport): no network, no program.
+            "-c",
+            "core.sshCommand=",
+            "-c",
+            "protocol.allow=never",
         ];
         let mut argv: Vec<OsString> = hardening.iter().map(OsString::from).collect();
         for setting in &self.neutralised {
@@ -403,6 +425,9 @@ impl<'a> Git<'a> {
             ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
             ("GIT_CONFIG_PARAMETERS".into(), "".into()),
             ("GIT_CONFIG_COUNT".into(), "0".into()),
+            ("GIT_NO_LAZY_FETCH".into(), "1".into()),
+            ("GIT_ALLOW_PROTOCOL".into(), "none".into()),
+            ("GIT_NO_REPLACE_OBJECTS".into(), "1".into()),
         ];
         let spec = process::Spec {
             argv: &argv,
@@ -442,7 +467,6 @@ impl<'a> Git<'a> {
                 "status",
                 "--porcelain=v2",
                 "-z",
-                "--branch",
                 "--untracked-files=all",
                 "--ignored=matching",
                 "--no-renames",
@@ -469,6 +493,7 @@ impl<'a> Git<'a> {
                     "--no-renames",
                     "--no-ext-diff",
                     "--no-textconv",
+                    "--ignore-submodules=none",
                     "--relative",
                     base,
                     "--",
@@ -508,6 +533,14 @@ impl<'a> Git<'a> {
                 None => {
                     files.insert(path);
                 }
+            }
+        }
+        // A gitlink (a repository staged or committed as a submodule) is a directory too, and
+        // git's view of it is one commit id: its files are what changed.
+        for path in &files {
+            let at = self.ctx.task.dir.join(path);
+            if std::fs::symlink_metadata(&at).is_ok_and(|meta| meta.is_dir()) {
+                nested.push(format!("{path}/"));
             }
         }
         if !nested.is_empty() {

@@ -76,6 +76,10 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     if let Some(key) = &key {
         tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
     }
+    // First: from the moment the watcher can be seen (its record), SIGTERM must mean a clean
+    // stop, never the default death. One that comes early waits in the channel for the loop.
+    let (tx, rx) = mpsc::channel();
+    spawn_signal_thread(tx.clone())?;
     // Before any work: a second watcher on the same state is refused here. Dropped (the record
     // removed) on every way out of this function.
     let mut heartbeat = health::Registration::register(&rules)?;
@@ -93,8 +97,6 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
     let report = Arc::new(report);
-    let (tx, rx) = mpsc::channel();
-    spawn_signal_thread(tx.clone())?;
 
     let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
