@@ -206,7 +206,9 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         // execvp would have run it under /bin/sh; posix_spawn by path does not.
         _ if source.raw_os_error() == Some(nix::libc::ENOEXEC) => io_err(io::Error::new(
             source.kind(),
-            format!("{source}; a script needs a `#!` line naming its interpreter"),
+            format!(
+                "{source}; not a program this machine can run (a script needs a `#!` line naming its interpreter)"
+            ),
         )),
         _ => io_err(source),
     })?;

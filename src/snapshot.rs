@@ -3,7 +3,6 @@
 //! taken on request; one taken after the worker began would hide its changes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -40,7 +39,7 @@ pub fn path(state_dir: &Path, task: &str) -> PathBuf {
 pub fn take(task: &Task, state_dir: &Path) -> Result<(PathBuf, Baseline), Error> {
     let mut files = BTreeMap::new();
     for entry in taskdir::list(task).files {
-        let sha256 = hash_file(&entry.path).map_err(|source| Error::Read {
+        let sha256 = hash_file(task, &entry.path).map_err(|source| Error::Read {
             path: entry.path.clone(),
             source,
         })?;
@@ -83,7 +82,8 @@ pub fn changes(task: &Task, baseline: &Baseline) -> Result<BTreeSet<String>, Str
         present.insert(entry.rel.clone());
         let same = match baseline.files.get(&entry.rel) {
             Some(before) if before.size == entry.size() => {
-                hash_file(&entry.path).map_err(|err| format!("cannot read {}: {err}", entry.rel))?
+                hash_file(task, &entry.path)
+                    .map_err(|err| format!("cannot read {}: {err}", entry.rel))?
                     == before.sha256
             }
             _ => false,
@@ -102,9 +102,11 @@ pub fn changes(task: &Task, baseline: &Baseline) -> Result<BTreeSet<String>, Str
     Ok(changed)
 }
 
-fn hash_file(path: &Path) -> io::Result<String> {
+/// A listed file's SHA-256, opened the checked way: a FIFO swapped in would block the read.
+fn hash_file(task: &Task, path: &Path) -> io::Result<String> {
+    let mut file = taskdir::open_inside(task, path).map_err(io::Error::other)?;
     let mut hasher = Sha256::new();
-    io::copy(&mut File::open(path)?, &mut hasher)?;
+    io::copy(&mut file, &mut hasher)?;
     Ok(format!("{:x}", hasher.finalize()))
 }
 

@@ -151,12 +151,40 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
 /// Opens a file for reading only if it really lies inside the task directory, and reads at most
 /// `cap` bytes. `Ok(None)` means the file is larger than `cap`; it was not read whole.
 pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
+    let file = open_inside(task, path)?;
+    let size = file.metadata().map_or(0, |meta| meta.len());
+    read_up_to(file, cap, size)
+}
+
+/// Opens `path` if it really lies inside the task directory and is a regular file; the error
+/// says why not. The path is resolved first, and the resolved one opened refusing every link
+/// (`openat2` with `RESOLVE_NO_SYMLINKS`): a resolved path holds none, so a link met on the way
+/// was swapped in by a worker racing the check, and opening through it could read outside.
+/// Where the kernel has no `openat2`, the resolved path is opened as it is.
+pub fn open_inside(task: &Task, path: &Path) -> Result<File, String> {
+    use nix::fcntl::{AT_FDCWD, OFlag, OpenHow, ResolveFlag, openat2};
     let real = path.canonicalize().map_err(|err| err.to_string())?;
     if !real.starts_with(&task.dir) {
         return Err("it points outside the task directory; it was not read".into());
     }
-    let file = open_regular(&real).map_err(|err| err.to_string())?;
-    read_up_to(file, cap, 0)
+    let how = OpenHow::new()
+        .flags(OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | OFlag::O_NOCTTY)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let file = match openat2(AT_FDCWD, &real, how) {
+        Ok(fd) => File::from(fd),
+        Err(nix::errno::Errno::ENOSYS) => {
+            return open_regular(&real).map_err(|err| err.to_string());
+        }
+        Err(nix::errno::Errno::ELOOP) => {
+            return Err("it was replaced by a link while being checked; it was not read".into());
+        }
+        Err(errno) => return Err(io::Error::from(errno).to_string()),
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => Ok(file),
+        Ok(_) => Err("not a regular file".into()),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 /// Reads at most `cap` bytes. `size`, the regular file's length from the `fstat` just made

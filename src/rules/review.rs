@@ -630,7 +630,7 @@ fn patched_files(patch: &str) -> BTreeSet<String> {
 /// task directory and is a regular file.
 fn read_head(task: &crate::task::Task, rel: &str, cap: usize) -> Result<(Vec<u8>, u64), String> {
     let path = taskdir::resolve_inside(task, rel)?;
-    let file = taskdir::open_regular(&path).map_err(|err| err.to_string())?;
+    let file = taskdir::open_inside(task, &path)?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::new();
     file.take(cap as u64)

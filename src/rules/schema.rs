@@ -24,6 +24,9 @@ const MAX_SCHEMA_BYTES: u64 = 16 * 1024 * 1024;
 /// instance, which may be the whole (10 MiB) document.
 const MAX_MESSAGE_CHARS: usize = 300;
 
+/// Documents checked at once, at most.
+const MAX_THREADS: usize = 8;
+
 #[derive(Debug, Clone)]
 pub struct Schema {
     schema: PathBuf,
@@ -129,8 +132,11 @@ impl Schema {
             }
             done
         };
+        // Each thread holds one parsed document, up to `max_bytes` and several times that
+        // once parsed: on a large machine, memory rather than cores sets the bound.
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
             .min(documents.len());
         let done: Vec<_> = if threads <= 1 {
             work()
