@@ -125,17 +125,12 @@ fn a_fork_storm_is_killed_whole() {
 fn a_watcher_stopped_mid_gate_leaves_no_process_behind() {
     let mark = unique_mark("term");
     let _guard = MarkGuard(mark.clone());
-    let mut w = Sidecar::new(&format!(
-        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
-        marked_gate(
-            &mark,
-            "trap '' TERM; (trap '' TERM; exec sleep 600) & sleep 600",
-            "1h"
-        )
-    ));
-    w.task("t", &[]);
-    w.start(&["--grace", "500ms"]);
-    std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+    let mut w = signalled(
+        &mark,
+        "trap '' TERM; (trap '' TERM; exec sleep 600) & sleep 600",
+        "1h",
+        &["--grace", "500ms"],
+    );
     assert!(
         crate::common::poll(Duration::from_secs(30), || survivors(&mark).len() >= 3),
         "the gate never started\n{}",
@@ -156,17 +151,12 @@ fn a_watcher_stopped_mid_gate_leaves_no_process_behind() {
 fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
     let mark = unique_mark("setsid");
     let _guard = MarkGuard(mark.clone());
-    let mut w = Sidecar::new(&format!(
-        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
-        marked_gate(
-            &mark,
-            "rm -f escaped; setsid sh -c 'trap \"\" TERM; touch escaped; exec sleep 600' </dev/null >/dev/null 2>&1 & while [ ! -e escaped ]; do sleep 0.01; done",
-            "1m"
-        )
-    ));
-    w.task("t", &[]);
-    w.start(&[]);
-    std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+    let mut w = signalled(
+        &mark,
+        "rm -f escaped; setsid sh -c 'trap \"\" TERM; touch escaped; exec sleep 600' </dev/null >/dev/null 2>&1 & while [ ! -e escaped ]; do sleep 0.01; done",
+        "1m",
+        &[],
+    );
     assert!(
         crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
         "no verdict\n{}",
@@ -211,17 +201,12 @@ fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
 fn under_the_watcher_a_gate_killed_at_its_deadline_leaves_nothing_that_escaped_its_group() {
     let mark = unique_mark("deadline");
     let _guard = MarkGuard(mark.clone());
-    let mut w = Sidecar::new(&format!(
-        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
-        marked_gate(
-            &mark,
-            "setsid sh -c 'trap \"\" TERM; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
-            "1s"
-        )
-    ));
-    w.task("t", &[]);
-    w.start(&[]);
-    std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+    let mut w = signalled(
+        &mark,
+        "setsid sh -c 'trap \"\" TERM; exec sleep 600' </dev/null >/dev/null 2>&1 & exec sleep 600",
+        "1s",
+        &[],
+    );
     assert!(
         crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
         "no verdict\n{}",
@@ -230,4 +215,17 @@ fn under_the_watcher_a_gate_killed_at_its_deadline_leaves_nothing_that_escaped_i
     let left = survivors_after_settling(&mark);
     assert!(left.is_empty(), "{}", describe(&left));
     assert!(w.running(), "{}", w.logs());
+}
+
+/// A watcher over one task, `t`, whose only gate runs `script` (marked with `mark`, under
+/// `timeout`), started with `args` and `t` signalled.
+fn signalled(mark: &str, script: &str, timeout: &str, args: &[&str]) -> Sidecar {
+    let mut w = Sidecar::new(&format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
+        marked_gate(mark, script, timeout)
+    ));
+    w.task("t", &[]);
+    w.start(args);
+    std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+    w
 }
