@@ -292,16 +292,7 @@ impl Watcher {
 
     /// Runs `validator -c <rules> ARGS` in the project directory.
     fn cli(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .arg("-c")
-            .arg(self.rules_path())
-            .args(args)
-            .current_dir(self.path())
-            .env_remove("VALIDATOR_CONFIG")
-            .env_remove("VALIDATOR_LOG")
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("run validator")
+        common::cli(self.path(), &self.rules_path(), args)
     }
 
     /// `validator wait TASK --format json`: the exit code and the current verdict. The verdict

@@ -285,3 +285,17 @@ pub fn not_current<'a>(
         .cloned()
         .collect()
 }
+
+/// Runs `validator -c <rules> ARGS` in `dir`, with nothing of the caller's validator settings.
+pub fn cli(dir: &Path, rules: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
+        .arg("-c")
+        .arg(rules)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("VALIDATOR_CONFIG")
+        .env_remove("VALIDATOR_LOG")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run validator")
+}

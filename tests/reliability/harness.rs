@@ -321,16 +321,7 @@ impl Sidecar {
 
     /// Runs `validator -c <rules> ARGS`.
     pub fn cli(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .arg("-c")
-            .arg(self.rules_path())
-            .args(args)
-            .current_dir(self.path())
-            .env_remove("VALIDATOR_CONFIG")
-            .env_remove("VALIDATOR_LOG")
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("run validator")
+        crate::common::cli(self.path(), &self.rules_path(), args)
     }
 
     /// `validator status --format json`.

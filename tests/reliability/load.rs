@@ -51,10 +51,7 @@ fn burst(n: usize, args: &[&str]) {
 
     let statuses = w.status();
     for (i, task) in tasks.iter().enumerate() {
-        let status = statuses
-            .iter()
-            .find(|s| s["task"] == task.as_str())
-            .expect("listed");
+        let status = listed(&statuses, task);
         assert_eq!(status["verdict"], expected(i), "{task}: {status}");
         assert_eq!(status["attempt"], 1, "{task}: {status}");
     }
@@ -138,10 +135,7 @@ fn signals_behind_an_event_queue_overflow_are_not_lost() {
     w.wait_current(&all, Duration::from_secs(120), "signals behind an overflow");
     let statuses = w.status();
     for (i, task) in tasks.iter().enumerate() {
-        let status = statuses
-            .iter()
-            .find(|s| s["task"] == task.as_str())
-            .expect("listed");
+        let status = listed(&statuses, task);
         assert_eq!(status["verdict"], expected(i), "{task}: {status}");
     }
     let overflowed = w.events().iter().any(|e| {
@@ -173,4 +167,12 @@ fn a_burst_of_10000_signals_loses_none() {
 #[ignore = "long: cargo test --release --test reliability -- --ignored"]
 fn polling_a_burst_of_10000_signals_loses_none() {
     burst(10_000, &["--jobs", "2", "--poll", "200ms"]);
+}
+
+/// `task`'s entry in `validator status --format json`.
+fn listed<'a>(statuses: &'a [Value], task: &str) -> &'a Value {
+    statuses
+        .iter()
+        .find(|s| s["task"] == task)
+        .unwrap_or_else(|| panic!("{task} is not listed"))
 }

@@ -136,12 +136,7 @@ fn a_watcher_stopped_mid_gate_leaves_no_process_behind() {
         "the gate never started\n{}",
         w.logs()
     );
-    let status = w
-        .sigterm(Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("still running 30 s after SIGTERM\n{}", w.logs()));
-    assert_eq!(status.code(), Some(0), "{}", w.logs());
-    let left = survivors_after_settling(&mark);
-    assert!(left.is_empty(), "{}", describe(&left));
+    stops_cleanly_leaving_nothing(&mut w, &mark);
 }
 
 /// A process that calls `setsid` leaves its gate's process group, so the end of the gate does
@@ -157,11 +152,7 @@ fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
         "1m",
         &[],
     );
-    assert!(
-        crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
-        "no verdict\n{}",
-        w.logs()
-    );
+    wait_for_verdict(&w);
     assert_eq!(
         survivors(&mark).len(),
         1,
@@ -187,12 +178,7 @@ fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
         "the second run never started its escaping process\n{}",
         w.logs()
     );
-    let status = w
-        .sigterm(Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("still running 30 s after SIGTERM\n{}", w.logs()));
-    assert_eq!(status.code(), Some(0), "{}", w.logs());
-    let left = survivors_after_settling(&mark);
-    assert!(left.is_empty(), "{}", describe(&left));
+    stops_cleanly_leaving_nothing(&mut w, &mark);
 }
 
 /// A gate killed at its deadline takes with it what escaped its group (`setsid`, GNU `timeout`
@@ -207,11 +193,7 @@ fn under_the_watcher_a_gate_killed_at_its_deadline_leaves_nothing_that_escaped_i
         "1s",
         &[],
     );
-    assert!(
-        crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
-        "no verdict\n{}",
-        w.logs()
-    );
+    wait_for_verdict(&w);
     let left = survivors_after_settling(&mark);
     assert!(left.is_empty(), "{}", describe(&left));
     assert!(w.running(), "{}", w.logs());
@@ -228,4 +210,23 @@ fn signalled(mark: &str, script: &str, timeout: &str, args: &[&str]) -> Sidecar 
     w.start(args);
     std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
     w
+}
+
+/// Waits for `t`'s verdict.
+fn wait_for_verdict(w: &Sidecar) {
+    assert!(
+        crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
+        "no verdict\n{}",
+        w.logs()
+    );
+}
+
+/// SIGTERM: the watcher exits 0 and no process carrying `mark` is left.
+fn stops_cleanly_leaving_nothing(w: &mut Sidecar, mark: &str) {
+    let status = w
+        .sigterm(Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("still running 30 s after SIGTERM\n{}", w.logs()));
+    assert_eq!(status.code(), Some(0), "{}", w.logs());
+    let left = survivors_after_settling(mark);
+    assert!(left.is_empty(), "{}", describe(&left));
 }
