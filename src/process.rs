@@ -25,9 +25,6 @@ pub const OUTPUT_CAP: usize = 1024 * 1024;
 /// kill its gates, and a command killed at its deadline what escaped its group ([`kill_marked`]).
 pub const MARK_VAR: &str = "VALIDATOR_WATCHER";
 
-/// Numbers the commands this process starts, for their marks.
-static RUNS: AtomicU64 = AtomicU64::new(0);
-
 /// Lets a supervisor stop every command started under it: the watcher cancels on shutdown,
 /// which kills each running command's process group and refuses to start new ones.
 #[derive(Debug, Default)]
@@ -35,10 +32,12 @@ pub struct Cancel {
     cancelled: AtomicBool,
     groups: Mutex<HashSet<i32>>,
     mark: Option<String>,
+    /// Numbers the commands started under the mark.
+    runs: AtomicU64,
 }
 
 impl Cancel {
-    /// A supervisor whose commands carry `VALIDATOR_WATCHER=<mark>` in their environment.
+    /// A supervisor whose commands carry `VALIDATOR_WATCHER=<mark>.<n>` in their environment.
     pub fn marked(mark: String) -> Self {
         Cancel {
             mark: Some(mark),
@@ -48,6 +47,15 @@ impl Cancel {
 
     pub fn mark(&self) -> Option<&str> {
         self.mark.as_deref()
+    }
+
+    /// The mark of the next command started under this one (`<mark>.<n>`), if marked.
+    fn next_run_mark(&self) -> Option<String> {
+        let mark = self.mark.as_deref()?;
+        Some(format!(
+            "{mark}.{}",
+            self.runs.fetch_add(1, Ordering::Relaxed)
+        ))
     }
 
     pub fn cancel(&self) {
@@ -189,10 +197,7 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     }
     // Each command carries its own mark under the watcher's (`<mark>.<n>`), so what escaped
     // this command's group can be found by it alone while other gates run on.
-    let run_mark = spec
-        .cancel
-        .and_then(Cancel::mark)
-        .map(|mark| format!("{mark}.{}", RUNS.fetch_add(1, Ordering::Relaxed)));
+    let run_mark = spec.cancel.and_then(Cancel::next_run_mark);
     if let Some(mark) = &run_mark {
         expression = expression.env(MARK_VAR, mark);
     }
