@@ -595,7 +595,7 @@ fn watch(
             .map(|p| p as Arc<dyn validator::pipeline::Observer + Send>),
     };
     let report = Box::new(move |verdict: &Verdict| {
-        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        let now = validator::timestamp::seconds(std::time::SystemTime::now());
         let why = verdict
             .reasons
             .first()

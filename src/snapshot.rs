@@ -49,7 +49,7 @@ pub fn take(task: &Task, state_dir: &Path) -> Result<(PathBuf, Baseline), Error>
     let baseline = Baseline {
         schema: SCHEMA.into(),
         task: task.name.clone(),
-        taken_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        taken_at: crate::timestamp::seconds(SystemTime::now()),
         files,
     };
     let target = path(state_dir, &task.name);

@@ -226,3 +226,39 @@ fn durations_too_long_to_add_to_a_clock_are_refused_at_load() {
         .code(2)
         .stderr(predicates::str::contains("longest allowed duration"));
 }
+
+#[test]
+fn a_done_file_from_before_1970_is_judged() {
+    let project = Project::new();
+    project
+        .rules(&common::pipeline("      - {name: status, rule: status}\n"))
+        .signal("STATUS: OK\n");
+    let old = std::time::UNIX_EPOCH - std::time::Duration::from_secs(10 * 365 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(project.signal_path())
+        .and_then(|file| file.set_modified(old))
+        .expect("backdate");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "{verdict:#}");
+    assert!(
+        verdict["signal"]["mtime"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("1960-")),
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn a_long_pipeline_without_jumps_runs_to_the_end() {
+    let gates: String = (0..100)
+        .map(|i| format!("      - {{name: g{i}, rule: exists, paths: [\"a.txt\"]}}\n"))
+        .collect();
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(&gates))
+        .file("a.txt", "a\n");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(gate(&verdict, "g99")["outcome"], "pass", "{verdict:#}");
+}

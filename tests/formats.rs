@@ -415,10 +415,10 @@ fn junit_errs_the_verdict_testcase_when_the_loop_guard_stops_the_run() {
     let report = parse_junit(&xml);
     report.assert_consistent();
     assert_eq!(
-        report.tests, 65,
-        "64 gate runs and the verdict: {report:#?}"
+        report.tests, 67,
+        "each gate once, 64 runs again, and the verdict: {report:#?}"
     );
-    // b's 32 failures were routed on (to a): warnings, not failures.
+    // b's 33 failures were routed on (to a): warnings, not failures.
     assert_eq!(report.failures, 0, "{report:#?}");
     assert_eq!(report.errors, 1, "{report:#?}");
     let verdict = report.case("verdict");

@@ -47,7 +47,7 @@ pub fn warnings(pipeline: &Pipeline) -> Vec<String> {
             .map(|&i| pipeline.gates[i].name.as_str())
             .collect();
         warnings.push(format!(
-            "pipeline `{}`: gates {} -> {} form a cycle; a run that keeps looping ends with ERROR after 64 gates",
+            "pipeline `{}`: gates {} -> {} form a cycle; a run that keeps looping ends with ERROR after 64 repeated gate runs",
             pipeline.name,
             names.join(" -> "),
             names[0]

@@ -1,5 +1,5 @@
 //! Running a pipeline over a task: gates in order, routed by `on_pass` / `on_fail` as in
-//! gates.json, under a loop guard (64 gate runs) and the run's time budget. The result is a
+//! gates.json, under a loop guard (64 runs of gates that already ran) and the run's time budget. The result is a
 //! [`Verdict`] value; nothing here prints or writes.
 
 use std::time::{Instant, SystemTime};
@@ -12,8 +12,9 @@ use crate::signal::Signal;
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
 
-/// The most gate runs one run may make before it is judged a loop.
-pub const MAX_GATE_RUNS: usize = 64;
+/// The most times one run may run a gate it already ran before it is judged a loop. A loop
+/// repeats gates; a long pipeline does not, so its length is never held against it.
+pub const MAX_REPEATS: usize = 64;
 
 /// Hears about each gate as the run goes (the watcher's event log, progress displays).
 pub trait Observer: Sync {
@@ -45,7 +46,6 @@ pub fn run_with(
     task: &Task,
     supervision: Supervision<'_>,
 ) -> Verdict {
-    let own_gates = pipeline.gates.len();
     let expanded;
     let pipeline = match task.contract.as_deref() {
         None => pipeline,
@@ -60,14 +60,13 @@ pub fn run_with(
             }
         },
     };
-    // A contract's gates run on top of the pipeline's: they do not eat into its loop guard.
-    let max_runs = MAX_GATE_RUNS + (pipeline.gates.len() - own_gates);
     let cancel = supervision.cancel;
     let started_at = SystemTime::now();
     let started = Instant::now();
     let deadline = started + rules.defaults.budget;
     let mut gates: Vec<GateReport> = Vec::new();
     let mut ran = vec![false; pipeline.gates.len()];
+    let mut repeats = 0;
     let mut reasons = Vec::new();
     let mut warnings = Vec::new();
     let mut next = Some(0);
@@ -86,11 +85,15 @@ pub fn run_with(
                 Decision::Fail
             };
         };
-        if gates.len() >= max_runs {
+        if ran[index] && repeats == MAX_REPEATS {
             reasons.push(format!(
-                "loop guard: {max_runs} gates ran without the run ending; check the on_pass/on_fail jumps for a cycle (`validator rules check` shows it)"
+                "loop guard: gates ran {MAX_REPEATS} times again without the run ending (next: `{}`); check the on_pass/on_fail jumps for a cycle (`validator rules check` shows it)",
+                pipeline.gates[index].name
             ));
             break Decision::Error;
+        }
+        if ran[index] {
+            repeats += 1;
         }
         if cancel.is_some_and(Cancel::is_cancelled) {
             reasons.push("cancelled: validator is shutting down".into());
@@ -222,7 +225,7 @@ pub fn run_with(
         max_attempts: rules.defaults.max_attempts,
         pipeline: pipeline.name.clone(),
         signal: signal_info(&task.signal),
-        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+        started_at: crate::timestamp::seconds(started_at),
         duration_ms: millis(started),
         gates,
         reasons,
@@ -274,7 +277,7 @@ pub fn decide_without_running(
         max_attempts: rules.defaults.max_attempts,
         pipeline: pipeline.map(|p| p.name.clone()).unwrap_or_default(),
         signal: signal_info(&task.signal),
-        started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        started_at: crate::timestamp::seconds(SystemTime::now()),
         duration_ms: 0,
         gates: pipeline
             .map(|p| p.gates.iter().map(skipped).collect())
@@ -309,9 +312,7 @@ pub fn signal_info(signal: &Signal) -> SignalInfo {
     let report = signal.report.as_ref().ok();
     SignalInfo {
         sha256: signal.sha256.clone(),
-        mtime: signal
-            .mtime
-            .map(|t| humantime::format_rfc3339_nanos(t).to_string()),
+        mtime: signal.mtime.map(crate::timestamp::nanos),
         agent: report.and_then(|r| r.agent.clone()),
         status: report.and_then(|r| r.status.clone()),
     }

@@ -75,7 +75,7 @@ impl EventLog {
         log.1 = nanos;
         let line = Event {
             id: format!("{nanos:024x}"),
-            time: humantime::format_rfc3339_millis(now).to_string(),
+            time: crate::timestamp::millis(now),
             task: task.map(str::to_owned),
             agent: agent.map(str::to_owned),
             event: event.to_owned(),

@@ -130,7 +130,7 @@ impl Registration {
     pub fn register(rules: &Rules) -> Result<Self, Error> {
         let record = Record {
             pid: std::process::id(),
-            started_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            started_at: crate::timestamp::seconds(SystemTime::now()),
             config: std::path::absolute(&rules.path).unwrap_or_else(|_| rules.path.clone()),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             heartbeat_secs: INTERVAL.as_secs(),

@@ -84,8 +84,7 @@ impl TaskState {
     }
 
     pub fn save(&mut self, state_dir: &Path, task: &str) -> Result<(), Error> {
-        self.updated_at =
-            Some(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+        self.updated_at = Some(crate::timestamp::seconds(std::time::SystemTime::now()));
         let bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
         // A crash keeps the page cache, so this survives `kill -9`; only a power loss could lose
         // the last update, which makes an attempt count one short, never a verdict wrong.
