@@ -3,7 +3,7 @@
 //! that does not parse becomes a reason to fail, never a crash.
 
 use std::borrow::Cow;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -103,9 +103,14 @@ impl Signal {
         &self.body.0
     }
 
-    /// Reads a done file, never more than `MAX_BODY + 1` bytes of it. Only a regular file is
-    /// opened: a FIFO, a device (`/dev/zero`) or a socket is refused with [`Error::Read`] rather
-    /// than blocking or never ending, as the watcher reads every signal it sees.
+    /// Reads a done file, never more than `MAX_BODY + 1` bytes of it.
+    ///
+    /// Only a regular file is read, and a link is never followed: the done file lies where the
+    /// worker writes, and a link to a file only the validator can read (its signing key) would
+    /// put that file's text before a reviewer and its hash in the verdict. A done file that is a
+    /// link, a FIFO, a directory, a device or unreadable is still a signal: a refused one
+    /// ([`Signal::refused`]), whose run fails saying why, so that whoever waits on it gets an
+    /// answer. Only a done file that is not there at all is an error ([`Error::Read`], not found).
     ///
     /// The identity of an oversized body is the whole file's hash (what `sha256sum` says) when
     /// the file is at most [`MAX_HASHED`] bytes, else the hash of the head that was read; either
@@ -115,7 +120,11 @@ impl Signal {
             path: path.to_path_buf(),
             source,
         };
-        let mut file = crate::taskdir::open_regular(path).map_err(read_err)?;
+        let mut file = match open_done_file(path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(read_err(err)),
+            Err(err) => return Signal::refused(path, &err).map_err(read_err),
+        };
         let metadata = file.metadata().ok();
         let mtime = metadata.as_ref().and_then(|m| m.modified().ok());
         let changed = metadata.as_ref().map(|m| {
@@ -124,10 +133,9 @@ impl Signal {
         });
         let size = metadata.map(|m| m.len());
         let mut body = Vec::new();
-        (&mut file)
-            .take(MAX_BODY as u64 + 1)
-            .read_to_end(&mut body)
-            .map_err(read_err)?;
+        if let Err(err) = (&mut file).take(MAX_BODY as u64 + 1).read_to_end(&mut body) {
+            return Signal::refused(path, &err).map_err(read_err);
+        }
         let mut signal = Signal::from_bytes(&body, mtime);
         signal.changed = changed;
         if body.len() > MAX_BODY && size.is_some_and(|size| size <= MAX_HASHED) {
@@ -143,6 +151,61 @@ impl Signal {
             signal.sha256 = Some(format!("{:x}", hasher.finalize()));
         }
         Ok(signal)
+    }
+
+    /// A done file that is there but is not a regular file validator may read (`why` says what
+    /// opening or reading it met). Its identity comes from the entry itself (its kind, a link's
+    /// target, its own times), never from what it points to, so a reader that meets the same
+    /// entry finds the verdict current; its report is the reason the run fails.
+    fn refused(path: &Path, why: &io::Error) -> io::Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let entry = std::fs::symlink_metadata(path)?;
+        let kind = entry.file_type();
+        let (what, detail) = if kind.is_symlink() {
+            let target = std::fs::read_link(path).unwrap_or_default();
+            let shown = crate::verdict::format::one_line(&target.to_string_lossy());
+            (
+                format!(
+                    "a link (to `{shown}`); links are not followed, so write the done file itself"
+                ),
+                target.as_os_str().as_bytes().to_vec(),
+            )
+        } else {
+            let name = if kind.is_fifo() {
+                Some("a FIFO")
+            } else if kind.is_dir() {
+                Some("a directory")
+            } else if kind.is_socket() {
+                Some("a socket")
+            } else if kind.is_block_device() || kind.is_char_device() {
+                Some("a device")
+            } else {
+                None
+            };
+            match name {
+                Some(name) => (
+                    format!("{name}, not a regular file; write a regular file"),
+                    Vec::new(),
+                ),
+                None => (
+                    format!("unreadable ({why}); make it a regular file validator can read"),
+                    why.to_string().into_bytes(),
+                ),
+            }
+        };
+        let mut identity = Sha256::new();
+        identity.update(b"validator: refused done file\0");
+        identity.update(what.as_bytes());
+        identity.update(b"\0");
+        identity.update(&detail);
+        Ok(Signal {
+            sha256: Some(format!("{:x}", identity.finalize())),
+            mtime: entry.modified().ok(),
+            changed: Some((entry.ctime(), entry.ctime_nsec())),
+            report: Err(format!("the done file is {what}")),
+            body: Body::default(),
+        })
     }
 
     pub fn from_bytes(body: &[u8], mtime: Option<SystemTime>) -> Self {
@@ -166,6 +229,23 @@ impl Signal {
             body: Body(body[..body.len().min(MAX_BODY)].into()),
         }
     }
+}
+
+/// Opens a done file for reading: never through a link (`O_NOFOLLOW`), never waiting on a FIFO
+/// (`O_NONBLOCK`), and only if what was opened is a regular file.
+fn open_done_file(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
 }
 
 /// Parses a body: empty, JSON (if it starts with `{`), a STATUS block, a YAML mapping, or else
@@ -394,15 +474,39 @@ mod tests {
     }
 
     #[test]
-    fn special_files_are_refused_without_blocking() {
+    fn special_files_and_links_are_refused_signals_read_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
+        let refused = |path: &Path, what: &str| {
+            let signal = Signal::read(path).unwrap();
+            let why = signal.report.clone().unwrap_err();
+            assert!(why.contains(what), "{why}");
+            assert!(signal.body().is_empty());
+            // The same entry, read again, is the same signal.
+            assert_eq!(Signal::read(path).unwrap().sha256, signal.sha256);
+            signal
+        };
         let fifo = dir.path().join("task.done");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        assert!(matches!(Signal::read(&fifo), Err(Error::Read { .. })));
+        refused(&fifo, "a FIFO");
         let zero = dir.path().join("zero.done");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
-        assert!(matches!(Signal::read(&zero), Err(Error::Read { .. })));
-        assert!(matches!(Signal::read(dir.path()), Err(Error::Read { .. })));
+        refused(&zero, "a link (to `/dev/zero`)");
+        refused(dir.path(), "a directory");
+        // A link to a readable file is not followed: its target's text is neither read nor hashed.
+        let secret = dir.path().join("key");
+        std::fs::write(&secret, "STATUS: OK\n").unwrap();
+        let link = dir.path().join("link.done");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let signal = refused(&link, "links are not followed");
+        assert_ne!(
+            signal.sha256,
+            Signal::read(&secret).unwrap().sha256,
+            "the target's hash"
+        );
+        assert!(matches!(
+            Signal::read(&dir.path().join("missing.done")),
+            Err(Error::Read { .. })
+        ));
     }
 
     #[test]

@@ -262,3 +262,38 @@ fn a_long_pipeline_without_jumps_runs_to_the_end() {
     assert_eq!(code, 0, "{verdict:#}");
     assert_eq!(gate(&verdict, "g99")["outcome"], "pass", "{verdict:#}");
 }
+
+#[test]
+fn a_done_file_that_is_a_link_is_not_followed() {
+    let project = Project::new();
+    project.rules(&common::pipeline("      - {name: status, rule: status}\n"));
+    let secret = project.path().join("key");
+    std::fs::write(&secret, "STATUS: OK\nTOP-SECRET-KEY\n").expect("secret");
+    let link = project.path().join("link.done");
+    std::os::unix::fs::symlink(&secret, &link).expect("link");
+    let mut cmd = common::validator();
+    cmd.arg("check")
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir())
+        .arg("--signal")
+        .arg(&link)
+        .args(["--format", "json"]);
+    let (code, verdict) = common::json_verdict(cmd);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(common::reasons(&verdict).contains("link"), "{verdict:#}");
+    let secret_sha = {
+        use sha2::Digest;
+        format!(
+            "{:x}",
+            sha2::Sha256::digest(std::fs::read(&secret).expect("read"))
+        )
+    };
+    assert_ne!(
+        verdict["signal"]["sha256"],
+        secret_sha.as_str(),
+        "{verdict:#}"
+    );
+    assert!(!verdict.to_string().contains("TOP-SECRET"), "{verdict:#}");
+}

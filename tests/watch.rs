@@ -124,6 +124,7 @@ in_both_modes!(
     bad_done_files_never_stop_the_watcher,
     an_oversized_signal_is_answered_by_its_own_hash,
     an_empty_done_file_is_a_signal,
+    done_files_that_are_links_fifos_or_from_before_1970_are_answered,
     a_second_signal_within_the_same_second_is_seen,
     sigterm_when_idle_exits_0,
     sigterm_during_a_slow_gate_kills_it_after_the_grace_period,
@@ -878,6 +879,49 @@ fn an_empty_done_file_is_a_signal(mode: Mode) {
     fs::File::create(w.done_path("t")).expect("create an empty done file");
     let v = w.poll_verdict("t", Duration::from_secs(10));
     assert_eq!(v["verdict"], "PASS", "{v:#}");
+}
+
+/// A done file that is a link (to the signing key, say) is not followed, a FIFO is not waited
+/// on, and one dated before 1970 is judged like any other: each gets a verdict that `wait`
+/// finds current, and the watcher judges on.
+fn done_files_that_are_links_fifos_or_from_before_1970_are_answered(mode: Mode) {
+    let mut w = Watcher::started(mode, &rules("", STATUS), &["--jobs", "1"]);
+    let secret = w.path().join("key");
+    fs::write(&secret, "STATUS: OK\nTOP-SECRET\n").expect("secret");
+    std::os::unix::fs::symlink(&secret, w.done_path("linked")).expect("link");
+    let made = Command::new("mkfifo")
+        .arg(w.done_path("fifo"))
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    for (task, why) in [
+        ("linked", "links are not followed"),
+        ("fifo", "a FIFO, not a regular file"),
+    ] {
+        let (code, verdict) = w.wait_unchecked(task);
+        assert_eq!(code, 1, "{task}: {verdict:#}");
+        assert!(reasons(&verdict).contains(why), "{task}: {verdict:#}");
+        assert!(!verdict.to_string().contains("TOP-SECRET"), "{verdict:#}");
+    }
+    w.signal("old", "STATUS: OK\n");
+    let old = std::time::UNIX_EPOCH - Duration::from_secs(10 * 365 * 86_400);
+    fs::File::options()
+        .write(true)
+        .open(w.done_path("old"))
+        .and_then(|file| file.set_modified(old))
+        .expect("backdate");
+    let (code, verdict) = w.wait_verdict("old");
+    assert_eq!(code, 0, "{verdict:#}");
+    assert!(
+        verdict["signal"]["mtime"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("1960-")),
+        "{verdict:#}"
+    );
+    assert_eq!(w.status().len(), 3);
+    assert!(w.running(), "{}", w.logs());
+    let health = w.cli(&["status", "--health"]);
+    assert!(health.status.success(), "{health:?}");
 }
 
 /// DESIGN 1: writing the done file again asks for a new run, however soon after the last one.

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RenameMode};
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use serde_json::json;
 
@@ -281,14 +281,27 @@ struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// The file a path leads to, through links: the rules file may be a link whose target is
+    /// swapped (a Kubernetes ConfigMap).
     fn of(path: &Path) -> Option<Self> {
+        path.metadata().ok().map(|meta| Self::from_metadata(&meta))
+    }
+
+    /// The entry itself, never through a link: a done file that is a link is a signal of its
+    /// own (refused when judged), whatever it points to.
+    fn of_entry(path: &Path) -> Option<Self> {
+        path.symlink_metadata()
+            .ok()
+            .map(|meta| Self::from_metadata(&meta))
+    }
+
+    fn from_metadata(meta: &std::fs::Metadata) -> Self {
         use std::os::unix::fs::MetadataExt;
-        let meta = path.metadata().ok()?;
-        Some(Fingerprint {
+        Fingerprint {
             inode: meta.ino(),
             len: meta.len(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
-        })
+        }
     }
 }
 
@@ -337,7 +350,7 @@ fn rescan(shared: &Shared, scheduler: &mut Scheduler) {
     for entry in entries.flatten() {
         let path = entry.path();
         if let Some(task) = task_of(shared, scheduler, &path) {
-            let now = Fingerprint::of(&path);
+            let now = Fingerprint::of_entry(&path);
             if now.is_some() && scheduler.seen.get(&task) != now.as_ref() {
                 scheduler.seen.extend(now.map(|f| (task.clone(), f)));
                 scheduler.request(task);
@@ -357,8 +370,10 @@ fn poll(shared: &Shared, scheduler: &mut Scheduler) {
     let mut observed = HashMap::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        let (Some(task), Some(now)) = (task_of(shared, scheduler, &path), Fingerprint::of(&path))
-        else {
+        let (Some(task), Some(now)) = (
+            task_of(shared, scheduler, &path),
+            Fingerprint::of_entry(&path),
+        ) else {
             continue;
         };
         let settled = scheduler.observed.get(&task) == Some(&now);
@@ -431,17 +446,19 @@ fn on_fs_event(
 }
 
 /// Events that mean a done file is complete: closed after writing, renamed into place,
-/// touched, or hard-linked in. A plain create or a write is not: the writer is still at work,
-/// and reading now would judge half a signal (and spend an attempt on it).
+/// touched, or hard-linked in; or an entry that is whole once made (a link, a FIFO, a
+/// directory: refused when judged, but answered). A plain create of a regular file or a write
+/// is not: the writer is still at work, and reading now would judge half a signal (and spend
+/// an attempt on it).
 fn signals_a_run(kind: &EventKind, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     match kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
         EventKind::Modify(ModifyKind::Name(RenameMode::From)) => false,
         EventKind::Modify(ModifyKind::Name(_) | ModifyKind::Metadata(_)) => true,
-        EventKind::Create(CreateKind::File | CreateKind::Any) => path
+        EventKind::Create(_) => path
             .symlink_metadata()
-            .is_ok_and(|m| m.nlink() > 1 || m.file_type().is_symlink()),
+            .is_ok_and(|m| m.nlink() > 1 || !m.file_type().is_file()),
         _ => false,
     }
 }
