@@ -62,6 +62,10 @@ enum Command {
         /// Run every gate, even those whose `inputs:` are unchanged since they passed
         #[arg(long)]
         no_cache: bool,
+        /// How often the watcher proves it is alive and checks its workers (`status --health`
+        /// calls it stale after four missed beats); whole seconds
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "15s")]
+        heartbeat: Duration,
     },
     /// Write a task's done file atomically, asking the watcher for a run
     Signal {
@@ -256,11 +260,21 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.verbose, cli.log_format);
-    match run(cli) {
-        Ok(code) => code,
-        Err(err) => {
+    let hook = matches!(cli.command, Command::Hook { .. });
+    // No input may panic validator; should a bug do so anyway, the exit code still keeps its
+    // promise (2: could not judge; 1 for a hook, which must never block an agent by accident)
+    // instead of Rust's 101, which no caller expects.
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(code)) => code,
+        Ok(Err(err)) => {
             eprintln!("error: {err:#}");
             ExitCode::from(EXIT_ERROR)
+        }
+        Err(_) => {
+            eprintln!(
+                "error: validator failed unexpectedly (the panic above); this is a bug in validator, please report it"
+            );
+            ExitCode::from(if hook { EXIT_HOOK_ERROR } else { EXIT_ERROR })
         }
     }
 }
@@ -324,7 +338,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             poll,
             grace,
             no_cache,
-        } => watch(config, jobs, poll, grace, no_cache),
+            heartbeat,
+        } => watch(
+            config,
+            WatchArgs {
+                jobs,
+                poll,
+                grace,
+                no_cache,
+                heartbeat,
+            },
+        ),
         Command::Signal {
             task,
             status,
@@ -575,21 +599,27 @@ fn append_job_summary(verdict: &Verdict) {
     }
 }
 
-fn watch(
-    config: PathBuf,
+/// `validator watch`'s options.
+struct WatchArgs {
     jobs: Option<usize>,
     poll: Option<Duration>,
     grace: Duration,
     no_cache: bool,
-) -> Result<ExitCode> {
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    heartbeat: Duration,
+}
+
+fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let progress = terminal_progress(true);
     let options = validator::watch::Options {
         config,
         jobs,
-        poll,
-        grace,
-        no_cache,
+        poll: args.poll,
+        grace: args.grace,
+        no_cache: args.no_cache,
+        heartbeat: args.heartbeat,
         observer: progress
             .clone()
             .map(|p| p as Arc<dyn validator::pipeline::Observer + Send>),

@@ -22,8 +22,9 @@ use crate::error::Error;
 
 pub const FILE_NAME: &str = "watcher.json";
 
-/// How often the main loop touches the heartbeat. Slow on purpose: an idle watcher wakes only
-/// for this (a few microseconds, four times a minute).
+/// How often the main loop touches the heartbeat, unless `watch --heartbeat` says otherwise.
+/// Slow on purpose: an idle watcher wakes only for this (a few microseconds, four times a
+/// minute).
 pub const INTERVAL: Duration = Duration::from_secs(15);
 
 /// Heartbeats missed before a live watcher counts as wedged.
@@ -47,6 +48,10 @@ pub struct Record {
     pub config: PathBuf,
     pub version: String,
     pub heartbeat_secs: u64,
+    /// What keeps the watcher from judging although its main loop runs: a worker thread that
+    /// is gone or stuck, a verdict it cannot write. Any makes it unhealthy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 /// The running watcher's claim on its state directory and its record. Dropping it (any return
@@ -60,6 +65,7 @@ pub struct Registration {
     file: Held,
     path: PathBuf,
     record: Record,
+    interval: Duration,
     next_beat: Instant,
 }
 
@@ -127,18 +133,21 @@ fn open_record(path: &Path, create: bool) -> io::Result<File> {
 impl Registration {
     /// Claims the rules' state directory for this watcher: refused while another watcher holds
     /// it (two watchers on one state would count attempts twice and race on verdicts).
-    pub fn register(rules: &Rules) -> Result<Self, Error> {
+    /// `interval` is how often the main loop will beat (whole seconds, at least one).
+    pub fn register(rules: &Rules, interval: Duration) -> Result<Self, Error> {
+        let interval = Duration::from_secs(interval.as_secs().max(1));
         let record = Record {
             pid: std::process::id(),
             started_at: crate::timestamp::seconds(SystemTime::now()),
             config: std::path::absolute(&rules.path).unwrap_or_else(|_| rules.path.clone()),
             version: env!("CARGO_PKG_VERSION").to_owned(),
-            heartbeat_secs: INTERVAL.as_secs(),
+            heartbeat_secs: interval.as_secs(),
+            problems: Vec::new(),
         };
-        Self::claim(&rules.state, record)
+        Self::claim(&rules.state, record, interval)
     }
 
-    fn claim(state: &Path, record: Record) -> Result<Self, Error> {
+    fn claim(state: &Path, record: Record, interval: Duration) -> Result<Self, Error> {
         let path = state.join(FILE_NAME);
         let write_err = |source| Error::Write {
             path: path.clone(),
@@ -181,7 +190,8 @@ impl Registration {
             file: open_locked_record(&path).map_err(write_err)?,
             path: path.clone(),
             record,
-            next_beat: Instant::now() + INTERVAL,
+            interval,
+            next_beat: Instant::now() + interval,
         };
         registration.write_record().map_err(write_err)?;
         Ok(registration)
@@ -193,6 +203,24 @@ impl Registration {
         file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(text.as_bytes())
+    }
+
+    /// Says in the record what keeps the watcher from judging (empty: nothing), so that
+    /// `status --health` reports it; written only when it changed.
+    pub fn report(&mut self, problems: Vec<String>) {
+        if problems == self.record.problems {
+            return;
+        }
+        for problem in problems
+            .iter()
+            .filter(|p| !self.record.problems.contains(p))
+        {
+            tracing::error!("{problem}");
+        }
+        self.record.problems = problems;
+        if let Err(err) = self.write_record() {
+            tracing::warn!(path = %self.path.display(), %err, "cannot write the watcher record");
+        }
     }
 
     /// Whether the state directory is locked to this watcher alone (not on a file system
@@ -214,7 +242,7 @@ impl Registration {
     /// Touches the heartbeat; a record that was deleted or replaced is written again where
     /// health checks look (the claim on the directory never lapsed).
     pub fn beat(&mut self) {
-        self.next_beat = Instant::now() + INTERVAL;
+        self.next_beat = Instant::now() + self.interval;
         if !is_at(self.file.file(), &self.path) {
             match open_locked_record(&self.path) {
                 Ok(file) => {
@@ -401,6 +429,15 @@ fn inspect(rules: &Rules, path: &Path) -> Health {
             ))
         };
     }
+    if !record.problems.is_empty() {
+        return Health {
+            watcher: Some(record.clone()),
+            ..Health::unhealthy(format!(
+                "the watcher ({who}) is running but cannot judge as it should: {}",
+                record.problems.join("; ")
+            ))
+        };
+    }
     let stale_after = record.heartbeat_secs.max(1) * MISSED_BEATS;
     // A clock set back makes the heartbeat look younger, never stale.
     let age = modified.ok().map(|m| {
@@ -496,7 +533,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let rules = rules(dir.path());
         assert!(!check(&rules).healthy);
-        let registration = Registration::register(&rules).unwrap();
+        let registration = Registration::register(&rules, INTERVAL).unwrap();
         let health = check(&rules);
         assert!(health.healthy, "{health:?}");
         assert_eq!(health.watcher.unwrap().pid, std::process::id());
@@ -509,8 +546,10 @@ mod tests {
     fn a_second_registration_is_refused_while_the_first_holds() {
         let dir = tempfile::tempdir().unwrap();
         let rules = rules(dir.path());
-        let _first = Registration::register(&rules).unwrap();
-        let err = Registration::register(&rules).err().expect("refused");
+        let _first = Registration::register(&rules, INTERVAL).unwrap();
+        let err = Registration::register(&rules, INTERVAL)
+            .err()
+            .expect("refused");
         assert!(
             err.to_string().contains("another `validator watch`"),
             "{err}"
@@ -521,9 +560,11 @@ mod tests {
     fn a_deleted_record_does_not_let_a_second_watcher_in() {
         let dir = tempfile::tempdir().unwrap();
         let rules = rules(dir.path());
-        let mut first = Registration::register(&rules).unwrap();
+        let mut first = Registration::register(&rules, INTERVAL).unwrap();
         std::fs::remove_file(rules.state.join(FILE_NAME)).unwrap();
-        let err = Registration::register(&rules).err().expect("refused");
+        let err = Registration::register(&rules, INTERVAL)
+            .err()
+            .expect("refused");
         assert!(
             err.to_string().contains("another `validator watch`"),
             "{err}"
@@ -543,7 +584,7 @@ mod tests {
         std::fs::write(&victim, "keep me").unwrap();
         std::os::unix::fs::symlink(&victim, rules.state.join(FILE_NAME)).unwrap();
         assert!(!check(&rules).healthy);
-        assert!(Registration::register(&rules).is_err());
+        assert!(Registration::register(&rules, INTERVAL).is_err());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
 
         std::fs::remove_file(rules.state.join(FILE_NAME)).unwrap();
@@ -557,7 +598,7 @@ mod tests {
     fn an_unlocked_record_is_a_dead_watcher() {
         let dir = tempfile::tempdir().unwrap();
         let rules = rules(dir.path());
-        let registration = Registration::register(&rules).unwrap();
+        let registration = Registration::register(&rules, INTERVAL).unwrap();
         let text = std::fs::read(rules.state.join(FILE_NAME)).unwrap();
         drop(registration);
         // What `kill -9` leaves: the record, and no lock.
@@ -574,7 +615,7 @@ mod tests {
     fn an_old_heartbeat_is_a_wedged_watcher() {
         let dir = tempfile::tempdir().unwrap();
         let rules = rules(dir.path());
-        let _registration = Registration::register(&rules).unwrap();
+        let _registration = Registration::register(&rules, INTERVAL).unwrap();
         let record = File::options()
             .write(true)
             .open(rules.state.join(FILE_NAME))
@@ -594,7 +635,7 @@ mod tests {
     fn another_rules_file_on_the_same_state_is_not_this_watcher() {
         let dir = tempfile::tempdir().unwrap();
         let rules = rules(dir.path());
-        let _registration = Registration::register(&rules).unwrap();
+        let _registration = Registration::register(&rules, INTERVAL).unwrap();
         let other = dir.path().join("other.yaml");
         std::fs::copy(&rules.path, &other).unwrap();
         let health = check_config(&other);

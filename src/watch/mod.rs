@@ -11,14 +11,17 @@
 
 pub mod client;
 pub mod events;
+#[cfg(debug_assertions)]
+mod fault;
 pub mod health;
 pub mod orphans;
 pub mod run;
 pub mod state;
+mod workers;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -32,7 +35,7 @@ use crate::error::Error;
 use crate::pipeline::Observer;
 use crate::staging;
 use crate::verdict::{Verdict, sign};
-use run::{Judged, Shared};
+use run::Shared;
 
 /// How the watcher runs.
 pub struct Options {
@@ -47,6 +50,8 @@ pub struct Options {
     pub no_cache: bool,
     /// Hears about every gate of every run besides the event log (a terminal's progress line).
     pub observer: Option<Arc<dyn Observer + Send>>,
+    /// How often the main loop touches its heartbeat and checks its workers (whole seconds).
+    pub heartbeat: Duration,
 }
 
 /// Called with each published verdict (the CLI prints a line).
@@ -82,7 +87,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     spawn_signal_thread(tx.clone())?;
     // Before any work: a second watcher on the same state is refused here. Dropped (the record
     // removed) on every way out of this function.
-    let mut heartbeat = health::Registration::register(&rules)?;
+    let mut heartbeat = health::Registration::register(&rules, options.heartbeat)?;
     let mark = orphans::Mark::for_state(&rules.state);
     let shared = Arc::new(
         Shared::new(rules, key, !options.no_cache, mark.as_str())?
@@ -99,20 +104,17 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     let report = Arc::new(report);
 
     let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
-    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
     let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let workers: Vec<_> = (0..options.jobs.max(1))
-        .map(|_| {
-            let (shared, report, jobs, done, stopping) = (
-                Arc::clone(&shared),
-                Arc::clone(&report),
-                Arc::clone(&jobs_rx),
-                tx.clone(),
-                Arc::clone(&stopping),
-            );
-            thread::spawn(move || worker(&shared, &report, &jobs, &done, &stopping))
-        })
-        .collect();
+    let pool = workers::Pool::start(
+        options.jobs,
+        &Arc::new(workers::Context {
+            shared: Arc::clone(&shared),
+            report,
+            jobs: Arc::new(Mutex::new(jobs_rx)),
+            done: tx.clone(),
+            stopping: Arc::clone(&stopping),
+        }),
+    );
 
     let tick_pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut watches = Watches::start(&options, tx.clone(), &shared.rules(), &tick_pending)?;
@@ -120,18 +122,22 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     rescan(&shared, &mut scheduler);
     tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
 
+    let beat = |heartbeat: &mut health::Registration| {
+        heartbeat.beat();
+        heartbeat.report(pool.problems(stuck_after(&shared.rules(), options.heartbeat)));
+    };
     loop {
         let message = match rx.recv_timeout(heartbeat.until_due()) {
             Ok(message) => message,
             Err(RecvTimeoutError::Timeout) => {
-                heartbeat.beat();
+                beat(&mut heartbeat);
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => break,
         };
         // Also between messages: a flood of events must not starve the heartbeat.
         if heartbeat.due() {
-            heartbeat.beat();
+            beat(&mut heartbeat);
         }
         match message {
             Message::Fs(Ok(event)) if event.need_rescan() => {
@@ -198,9 +204,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         }
     }
     drop(tx);
-    for worker in workers {
-        let _ = worker.join();
-    }
+    pool.join();
     // Every gate has ended; what still carries the mark left its gate's group (setsid).
     kill_orphans(
         &mark,
@@ -209,6 +213,13 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         "killed processes that left their gate's process group",
     );
     Ok(())
+}
+
+/// How long a worker may be on one task before it counts as stuck: the run's budget (no gate
+/// starts after it, and each gate's deadline is cut to it), plus room for what follows the
+/// last gate (killing its processes, draining their output, publishing) and two heartbeats.
+fn stuck_after(rules: &Rules, heartbeat: Duration) -> Duration {
+    rules.defaults.budget + (2 * heartbeat).max(Duration::from_secs(10))
 }
 
 /// Kills what this state directory's gates left running: at start, what a crashed watcher's
@@ -221,40 +232,6 @@ fn kill_orphans(mark: &orphans::Mark, claim: &health::Registration, shared: &Sha
         shared
             .events
             .record(None, None, "orphans_killed", json!({"processes": killed}));
-    }
-}
-
-fn worker(
-    shared: &Shared,
-    report: &Reporter,
-    jobs: &Mutex<Receiver<String>>,
-    done: &Sender<Message>,
-    stopping: &std::sync::atomic::AtomicBool,
-) {
-    loop {
-        let next = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
-        let Ok(task) = next else { return };
-        if !stopping.load(std::sync::atomic::Ordering::SeqCst) {
-            match run::judge(shared, &task) {
-                Ok(Judged::Published(verdict)) => report(&verdict),
-                Ok(Judged::Cancelled) => {
-                    tracing::info!(task, "run cancelled; it runs again at the next start")
-                }
-                Ok(Judged::NoSignal | Judged::AlreadyCurrent) => {}
-                Err(err) => {
-                    tracing::error!(task, %err, "cannot judge the task");
-                    shared.events.record(
-                        Some(&task),
-                        None,
-                        "error",
-                        json!({"error": err.to_string()}),
-                    );
-                }
-            }
-        }
-        if done.send(Message::Finished(task)).is_err() {
-            return;
-        }
     }
 }
 

@@ -268,6 +268,40 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     Ok(Judged::Published(Box::new(verdict)))
 }
 
+/// Publishes an ERROR verdict with `why` for `name`'s current done signal without running
+/// anything, signed as any other: the answer to a run that could not finish (it panicked).
+/// The task's state is left as it was, so its next run is the same attempt. `None` when the
+/// task has no done file any more.
+pub fn publish_error(shared: &Shared, name: &str, why: String) -> Result<Option<Verdict>, Error> {
+    let (rules, signing) = shared.config();
+    let signal = match Signal::read(&staging::done_path(&rules.staging, name)) {
+        Ok(signal) => signal,
+        Err(Error::Read { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(err) => return Err(err),
+    };
+    let attempt = TaskState::load(&rules.state, name).attempt_for(staging::signal_key(&signal));
+    let dir = staging::task_dir(&rules.staging, name).unwrap_or_else(|_| rules.staging.clone());
+    let task = Task::new(name, &dir)?
+        .with_attempt(attempt)
+        .with_signal(signal);
+    let pipeline = rules.pipeline_for(name, None).ok();
+    let mut verdict =
+        pipeline::decide_without_running(&rules, pipeline, &task, Decision::Error, why);
+    if let Some(signing) = &signing {
+        sign::sign(&mut verdict, signing);
+    }
+    write::write(&rules.verdicts, &verdict)?;
+    shared.events.record(
+        Some(name),
+        None,
+        "verdict_written",
+        json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
+    );
+    Ok(Some(verdict))
+}
+
 /// The strikes breaker: the same failure `strikes` runs in a row escalates the task.
 fn apply_strikes(
     state: &mut TaskState,

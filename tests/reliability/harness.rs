@@ -234,6 +234,11 @@ impl Sidecar {
 
     /// Spawns `validator watch -c <rules> ARGS` without waiting for it to be ready.
     pub fn spawn(&mut self, args: &[&str]) {
+        self.spawn_with(args, &[]);
+    }
+
+    /// As [`Sidecar::spawn`], with `env` added to the watcher's environment.
+    pub fn spawn_with(&mut self, args: &[&str], env: &[(&str, &str)]) {
         self.starts += 1;
         let (stdout, stderr) = self.log_paths(self.starts);
         let child = Command::new(BIN)
@@ -245,6 +250,7 @@ impl Sidecar {
             .env_remove("VALIDATOR_CONFIG")
             .env("VALIDATOR_LOG", "info")
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(fs::File::create(stdout).expect("stdout log"))
             .stderr(fs::File::create(stderr).expect("stderr log"))
@@ -255,7 +261,12 @@ impl Sidecar {
 
     /// Spawns the watcher and waits until it says it is watching.
     pub fn start(&mut self, args: &[&str]) {
-        self.spawn(args);
+        self.start_with(args, &[]);
+    }
+
+    /// As [`Sidecar::start`], with `env` added to the watcher's environment.
+    pub fn start_with(&mut self, args: &[&str], env: &[(&str, &str)]) {
+        self.spawn_with(args, env);
         let stderr = self.log_paths(self.starts).1;
         let ready = poll(Duration::from_secs(30), || {
             fs::read_to_string(&stderr).is_ok_and(|log| log.contains("watching"))

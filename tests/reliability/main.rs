@@ -15,6 +15,7 @@
 mod common;
 
 mod crash;
+mod faults;
 mod harness;
 mod inputs;
 mod load;

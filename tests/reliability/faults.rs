@@ -1,0 +1,105 @@
+//! A bad day for a sidecar: a bug that panics while judging, a worker thread that dies or hangs
+//! on a process that will not end. The watcher must contain each, say so where operators look
+//! (the verdict, the event log, `status --health`), and go on judging what it can. The faults
+//! are injected into the debug build (`VALIDATOR_DEBUG_FAULT`), as no input may cause them.
+
+use std::fs;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::poll;
+use crate::harness::Sidecar;
+
+const RULES: &str = "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: status, rule: status}\n";
+
+/// `validator wait TASK --format json`: the exit code and the verdict.
+fn wait(sidecar: &Sidecar, task: &str) -> (i32, Value) {
+    let output = sidecar.cli(&["wait", task, "--timeout", "20s", "--format", "json"]);
+    let verdict = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "no verdict for {task} ({err}): {output:?}\n{}",
+            sidecar.logs()
+        )
+    });
+    (output.status.code().expect("exit code"), verdict)
+}
+
+/// Polls `status --health` until it says unhealthy; its line.
+fn unhealthy_within(sidecar: &Sidecar, timeout: Duration) -> String {
+    let mut line = String::new();
+    let turned = poll(timeout, || {
+        let output = sidecar.cli(&["status", "--health"]);
+        line = String::from_utf8_lossy(&output.stdout).into_owned();
+        !output.status.success()
+    });
+    assert!(
+        turned,
+        "still healthy after {timeout:?}: {line}\n{}",
+        sidecar.logs()
+    );
+    line
+}
+
+fn signal(sidecar: &Sidecar, task: &str, body: &str) {
+    let temp = sidecar.staging().join(format!(".{task}.tmp"));
+    fs::write(&temp, body).expect("write");
+    fs::rename(&temp, sidecar.done_path(task)).expect("rename");
+}
+
+#[test]
+fn a_panic_while_judging_is_an_error_verdict_and_the_worker_judges_on() {
+    let mut sidecar = Sidecar::new(RULES);
+    sidecar.start_with(&["--jobs", "1"], &[("VALIDATOR_DEBUG_FAULT", "panic:boom")]);
+    signal(&sidecar, "boom", "STATUS: OK\n");
+    let (code, verdict) = wait(&sidecar, "boom");
+    assert_eq!(code, 2, "{verdict:#}");
+    assert!(
+        verdict["reasons"]
+            .to_string()
+            .contains("a bug in validator"),
+        "{verdict:#}"
+    );
+    signal(&sidecar, "fine", "STATUS: OK\n");
+    let (code, verdict) = wait(&sidecar, "fine");
+    assert_eq!(code, 0, "{verdict:#}");
+    let events = sidecar.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["task"] == "boom" && e["details"]["panic"].is_string()),
+        "{events:#?}"
+    );
+    let health = sidecar.cli(&["status", "--health"]);
+    assert!(health.status.success(), "{health:?}");
+    assert!(sidecar.running());
+}
+
+#[test]
+fn a_worker_thread_that_ends_makes_the_watcher_unhealthy() {
+    let mut sidecar = Sidecar::new(RULES);
+    sidecar.start_with(
+        &["--jobs", "2", "--heartbeat", "1s"],
+        &[("VALIDATOR_DEBUG_FAULT", "die:gone")],
+    );
+    signal(&sidecar, "gone", "STATUS: OK\n");
+    // The task may be taken again (its done file raised more than one event), by the other
+    // worker, which dies of it too.
+    let line = unhealthy_within(&sidecar, Duration::from_secs(20));
+    assert!(line.contains("of 2 worker threads are gone"), "{line}");
+    assert!(sidecar.running());
+}
+
+#[test]
+fn a_worker_stuck_past_the_budget_makes_the_watcher_unhealthy() {
+    let mut sidecar =
+        Sidecar::new(&RULES.replace("state: state\n", "state: state\ndefaults: {budget: 1s}\n"));
+    sidecar.start_with(
+        &["--jobs", "2", "--heartbeat", "1s"],
+        &[("VALIDATOR_DEBUG_FAULT", "hang:stuck")],
+    );
+    signal(&sidecar, "stuck", "STATUS: OK\n");
+    let line = unhealthy_within(&sidecar, Duration::from_secs(40));
+    assert!(line.contains("judging task `stuck`"), "{line}");
+    assert!(line.contains("stuck"), "{line}");
+}
