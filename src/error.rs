@@ -37,7 +37,7 @@ pub enum Error {
     },
     #[error("cannot watch {}: {message}", path.display())]
     Watch { path: PathBuf, message: String },
-    #[error("cannot install the SIGTERM/SIGINT handler")]
+    #[error("cannot install the handler of SIGTERM, SIGINT, SIGHUP and SIGQUIT")]
     Signals(#[source] std::io::Error),
     #[error("cannot use the signing key {} ({named_by}): {reason}\n  help: {}", path.display(), named_by.help())]
     SigningKey {

@@ -128,6 +128,7 @@ in_both_modes!(
     a_second_signal_within_the_same_second_is_seen,
     sigterm_when_idle_exits_0,
     sigterm_during_a_slow_gate_kills_it_after_the_grace_period,
+    sighup_and_sigquit_stop_the_watcher_as_sigterm_does,
     signals_during_a_run_coalesce_into_one_more_run,
     wait_exit_codes_follow_the_verdict,
     event_ids_increase_in_log_order_with_parallel_runs,
@@ -978,6 +979,17 @@ fn sigterm_when_idle_exits_0(mode: Mode) {
 }
 
 fn sigterm_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode) {
+    a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode, "TERM");
+}
+
+/// A closed terminal (SIGHUP) or Ctrl-\ (SIGQUIT) must not kill the watcher outright and leave
+/// its gate running: it stops as on SIGTERM.
+fn sighup_and_sigquit_stop_the_watcher_as_sigterm_does(mode: Mode) {
+    a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode, "HUP");
+    a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode, "QUIT");
+}
+
+fn a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode, signal: &str) {
     let mut w = Watcher::started(
         mode,
         &rules(
@@ -1007,8 +1019,9 @@ fn sigterm_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode) {
     let (sh, sleep) = (pid("sh.pid"), pid("sleep.pid"));
 
     let started = Instant::now();
-    let status = w.sigterm(Duration::from_secs(5));
-    let status = status.unwrap_or_else(|| panic!("still running 5 s after SIGTERM\n{}", w.logs()));
+    let status = w.child.stop_with(signal, Duration::from_secs(5));
+    let status =
+        status.unwrap_or_else(|| panic!("still running 5 s after SIG{signal}\n{}", w.logs()));
     assert_eq!(
         (status.code(), status.signal()),
         (Some(0), None),

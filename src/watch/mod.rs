@@ -6,7 +6,7 @@
 //!
 //! Threads: the main loop owns the scheduler and the file watcher and blocks on one channel
 //! (file events, finished runs, shutdown), so an idle watcher costs nothing; `jobs` workers
-//! judge tasks; one thread turns SIGTERM/SIGINT into a shutdown message. The main loop also
+//! judge tasks; one thread turns SIGTERM, SIGINT, SIGHUP and SIGQUIT into a shutdown message. The main loop also
 //! wakes on a slow timer to touch its heartbeat ([`health`]), so a wedged loop shows.
 
 pub mod client;
@@ -627,10 +627,13 @@ fn remove_stale_temp_files(rules: &Rules) {
     }
 }
 
+/// Turns the signals that ask a process to end into a clean shutdown: SIGTERM (a container
+/// stop), SIGINT (Ctrl-C), SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\). By default the
+/// last two kill the watcher outright and leave its gates running.
 fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals =
-        signal_hook::iterator::Signals::new([SIGTERM, SIGINT]).map_err(Error::Signals)?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
+        .map_err(Error::Signals)?;
     thread::spawn(move || {
         if signals.forever().next().is_some() {
             let _ = tx.send(Message::Shutdown);

@@ -245,11 +245,21 @@ impl Watching {
 
     /// Sends SIGTERM and waits up to `timeout` for the watcher to exit; `None` if it did not.
     pub fn sigterm(&mut self, timeout: std::time::Duration) -> Option<std::process::ExitStatus> {
+        self.stop_with("TERM", timeout)
+    }
+
+    /// Sends the signal `name` (`TERM`, `HUP`, ...) and waits up to `timeout` for the watcher
+    /// to exit; `None` if it did not.
+    pub fn stop_with(
+        &mut self,
+        name: &str,
+        timeout: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
         let status = std::process::Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
+            .args([&format!("-{name}"), &self.pid().to_string()])
             .status()
             .expect("run kill");
-        assert!(status.success(), "kill -TERM failed");
+        assert!(status.success(), "kill -{name} failed");
         let child = self.0.as_mut().expect("a running watcher");
         let mut exit = None;
         poll(timeout, || {
