@@ -120,8 +120,8 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<Key> {
         let bytes = read_whole(file)?;
         field("definition file", &bytes);
     }
-    if let Some(program) = gate.rule.program() {
-        field("program", program_identity(program, task)?.as_bytes());
+    if let Some(program) = gate.rule.program(task) {
+        field("program", program_identity(&program, task)?.as_bytes());
     }
 
     let listing = taskdir::list(task);
@@ -196,10 +196,10 @@ fn read_whole(path: &Path) -> Option<Vec<u8>> {
 /// a tool replaces its binary, so this changes with the version without running the tool (a
 /// `--version` flag may do real work in a script). A program inside the task directory is the
 /// worker's, whose times it can set: its content counts instead.
-fn program_identity(program: &str, task: &Task) -> Option<String> {
+fn program_identity(program: &Path, task: &Task) -> Option<String> {
     let task_dir = &task.dir;
-    let path = if program.contains('/') {
-        task_dir.join(program)
+    let path = if program.components().count() > 1 {
+        program.to_path_buf()
     } else {
         let search = std::env::var_os("PATH")?;
         std::env::split_paths(&search)

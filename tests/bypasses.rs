@@ -297,3 +297,36 @@ fn a_done_file_that_is_a_link_is_not_followed() {
     );
     assert!(!verdict.to_string().contains("TOP-SECRET"), "{verdict:#}");
 }
+
+#[test]
+fn a_relative_program_runs_from_the_gates_directory_not_from_validators() {
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - {name: here, rule: test, run: [\"./check.sh\"], inputs: [\"*.txt\"]}\n      - {name: sub, rule: test, run: [\"./check.sh\"], cwd: pkg}\n",
+        ))
+        .root_file("check.sh", "#!/bin/sh\necho validator\\'s own; exit 1\n")
+        .file("check.sh", "#!/bin/sh\nexit 0\n")
+        .file("pkg/check.sh", "#!/bin/sh\nexit 0\n")
+        .file("a.txt", "a\n");
+    for script in ["check.sh", "task/check.sh", "task/pkg/check.sh"] {
+        make_executable(&project.path().join(script));
+    }
+    let run = |project: &Project| {
+        let mut cmd = project.check();
+        cmd.current_dir(project.path()).args(["--format", "json"]);
+        common::json_verdict(cmd)
+    };
+    let (code, verdict) = run(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    // The cache keys the program that ran: the task's, whose edit is a change.
+    project.file("check.sh", "#!/bin/sh\nexit 3\n");
+    let (code, verdict) = run(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(gate(&verdict, "here")["exit_code"], 3, "{verdict:#}");
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}

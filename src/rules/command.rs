@@ -4,7 +4,7 @@
 //! file names from `files:` are passed as separate arguments, in batches that fit the OS limit.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::{Context, KeyError, MAX_FINDINGS, Outcome, findings, test_names};
@@ -71,8 +71,25 @@ impl Command {
         })
     }
 
-    pub fn program(&self) -> &str {
-        &self.argv[0]
+    /// The directory the command runs in: the task's, or `cwd:` inside it. `Err` says why the
+    /// gate fails instead (the directory is the worker's to make).
+    fn working_dir(&self, task: &crate::task::Task) -> Result<PathBuf, String> {
+        match &self.cwd {
+            None => Ok(task.dir.clone()),
+            Some(rel) => match taskdir::resolve_inside(task, rel) {
+                Ok(dir) if dir.is_dir() => Ok(dir),
+                Ok(_) => Err(format!("cwd `{rel}` is not a directory in the task")),
+                Err(why) => Err(format!("cwd {why}")),
+            },
+        }
+    }
+
+    /// The program as it is started: a bare name is looked up on PATH; a relative path
+    /// (`./check.sh`) is the one in the gate's working directory, as a shell there would run
+    /// it, never one beside validator. `None` when the gate cannot run (see `working_dir`).
+    pub fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
+        let dir = self.working_dir(task).ok()?;
+        Some(program_in(&self.argv[0], &dir))
     }
 
     /// Says so when the program is a bare name that no PATH directory holds.
@@ -83,17 +100,23 @@ impl Command {
 
     pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
         let task = ctx.task;
-        let cwd = match &self.cwd {
-            None => task.dir.clone(),
-            Some(rel) => match taskdir::resolve_inside(task, rel) {
-                Ok(dir) if dir.is_dir() => dir,
-                // The directory is part of the task's output: its absence is the worker's doing.
-                Ok(_) => {
-                    return Outcome::fail(format!("cwd `{rel}` is not a directory in the task"));
-                }
-                Err(why) => return Outcome::fail(format!("cwd {why}")),
-            },
+        // The directory is part of the task's output: its absence is the worker's doing.
+        let cwd = match self.working_dir(task) {
+            Ok(dir) => dir,
+            Err(why) => return Outcome::fail(why),
         };
+        let program = program_in(&self.argv[0], &cwd);
+        // A program inside the task is the worker's file: run it only where it really is.
+        if program.starts_with(&task.dir)
+            && program
+                .canonicalize()
+                .is_ok_and(|real| !real.starts_with(&task.dir))
+        {
+            return Outcome::fail(format!(
+                "`{}` is a link that points outside the task directory; it was not run",
+                self.argv[0]
+            ));
+        }
         let mut env: Vec<(OsString, OsString)> = vec![
             ("VALIDATOR_TASK".into(), task.name.clone().into()),
             ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
@@ -101,7 +124,9 @@ impl Command {
         ];
         env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
 
-        let base: Vec<OsString> = self.argv.iter().map(OsString::from).collect();
+        let base: Vec<OsString> = std::iter::once(program.into_os_string())
+            .chain(self.argv[1..].iter().map(OsString::from))
+            .collect();
         let mut refused = Vec::new();
         let batches = match &self.files {
             None => vec![Vec::new()],
@@ -142,11 +167,10 @@ impl Command {
             let finished = match process::run(&spec) {
                 Ok(finished) => finished,
                 // A relative path names a file of the task: missing is the worker's doing.
-                Err(SpawnError::NotFound(program))
-                    if program.contains('/') && !program.starts_with('/') =>
-                {
+                Err(SpawnError::NotFound(_)) if is_relative_path(&self.argv[0]) => {
                     return Outcome::fail(format!(
-                        "`{program}` is missing from the task directory; the command cannot run"
+                        "`{}` is missing from the task directory; the command cannot run",
+                        self.argv[0]
                     ));
                 }
                 Err(SpawnError::NotFound(program)) => {
@@ -282,6 +306,20 @@ impl Command {
             }
         }
     }
+}
+
+/// `written` as started from `dir`: a relative path with a `/` joined to it (`.` and `..`
+/// resolved as written), anything else (a bare name for PATH, an absolute path) as it is.
+fn program_in(written: &str, dir: &Path) -> PathBuf {
+    if is_relative_path(written) {
+        normalize(&dir.join(written))
+    } else {
+        PathBuf::from(written)
+    }
+}
+
+fn is_relative_path(program: &str) -> bool {
+    program.contains('/') && Path::new(program).is_relative()
 }
 
 /// The gate's `env:`, its names checked (the values are the rules file's to choose).

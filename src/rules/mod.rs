@@ -237,12 +237,12 @@ impl Rule {
         }
     }
 
-    /// The program a command gate runs, whose version is part of its cache key.
-    pub fn program(&self) -> Option<&str> {
+    /// The program a command gate runs over `task`, as it is started (a bare name is looked up
+    /// on PATH), whose identity is part of its cache key.
+    pub fn program(&self, task: &Task) -> Option<std::path::PathBuf> {
         match self {
-            Rule::Lint(rule) | Rule::Test(rule) => Some(rule.program()),
-            // A program path that is not UTF-8 has no key: the gate simply runs.
-            Rule::Review(rule) => rule.program().to_str(),
+            Rule::Lint(rule) | Rule::Test(rule) => rule.program(task),
+            Rule::Review(rule) => Some(rule.program().to_path_buf()),
             _ => None,
         }
     }
