@@ -495,7 +495,7 @@ fn answer(rules: &Rules, session: &str, verdict: &Verdict) -> Answer {
     let why = verdict
         .reasons
         .last()
-        .map(|r| crate::verdict::format::one_line(r))
+        .map(|r| crate::text::one_line(r))
         .unwrap_or_default();
     match verdict.verdict {
         Decision::Pass => Answer::Pass,

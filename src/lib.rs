@@ -37,6 +37,7 @@ pub mod snapshot;
 pub mod staging;
 pub mod task;
 pub mod taskdir;
+pub mod text;
 pub mod timestamp;
 pub mod verdict;
 pub mod watch;

@@ -164,10 +164,10 @@ impl Signal {
         let kind = entry.file_type();
         let (what, detail) = if kind.is_symlink() {
             let target = std::fs::read_link(path).unwrap_or_default();
-            let shown = crate::verdict::format::one_line(&target.to_string_lossy());
+            let shown = crate::text::name(&target.to_string_lossy()).into_owned();
             (
                 format!(
-                    "a link (to `{shown}`); links are not followed, so write the done file itself"
+                    "a link (to {shown}); links are not followed, so write the done file itself"
                 ),
                 target.as_os_str().as_bytes().to_vec(),
             )
@@ -490,7 +490,7 @@ mod tests {
         refused(&fifo, "a FIFO");
         let zero = dir.path().join("zero.done");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
-        refused(&zero, "a link (to `/dev/zero`)");
+        refused(&zero, "a link (to /dev/zero)");
         refused(dir.path(), "a directory");
         // A link to a readable file is not followed: its target's text is neither read nor hashed.
         let secret = dir.path().join("key");

@@ -357,7 +357,10 @@ fn plural(n: usize) -> &'static str {
 }
 
 fn files_of(found: &[Finding]) -> String {
-    let mut files: Vec<&str> = found.iter().filter_map(|f| f.file.as_deref()).collect();
+    let mut files: Vec<std::borrow::Cow<'_, str>> = found
+        .iter()
+        .filter_map(|f| f.file.as_deref().map(crate::text::name))
+        .collect();
     files.dedup();
     files.sort_unstable();
     files.dedup();

@@ -31,6 +31,7 @@ use crate::config::duration;
 use crate::config::raw::GateSpec;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
 use crate::taskdir;
+use crate::text::name;
 use crate::verdict::Finding;
 
 pub const KEYS: &[&str] = &["run", "env"];
@@ -434,7 +435,7 @@ pub(crate) fn context(ctx: &Context<'_>, deadline: Instant) -> Result<String, St
         "## Task\n\n- name: {}\n- attempt: {}\n- directory: {} (the reviewer's working directory)\n",
         task.name,
         task.attempt,
-        task.dir.display()
+        name(&task.dir.to_string_lossy())
     );
 
     match &task.contract {
@@ -442,7 +443,7 @@ pub(crate) fn context(ctx: &Context<'_>, deadline: Instant) -> Result<String, St
             let _ = writeln!(
                 out,
                 "## Contract\n\nWritten by whoever handed out the task ({}):\n",
-                contract.path.display()
+                name(&contract.path.to_string_lossy())
             );
             fenced(&mut out, "yaml", &contract.source);
         }
@@ -504,7 +505,12 @@ fn changed_section(
     let mut listed = String::new();
     for file in changes.files.iter().take(MAX_FILES_LISTED) {
         let gone = task.dir.join(file).symlink_metadata().is_err();
-        let _ = writeln!(listed, "{file}{}", if gone { " (deleted)" } else { "" });
+        let _ = writeln!(
+            listed,
+            "{}{}",
+            name(file),
+            if gone { " (deleted)" } else { "" }
+        );
     }
     if changes.files.len() > MAX_FILES_LISTED {
         let _ = writeln!(
@@ -577,7 +583,7 @@ fn changed_section(
             left_out.push(file.as_str());
             continue;
         }
-        let _ = writeln!(out, "### {file}\n");
+        let _ = writeln!(out, "### {}\n", name(file));
         match read_head(task, file, budget) {
             Ok((bytes, size)) if bytes.contains(&0) => {
                 let _ = writeln!(out, "(binary, {size} bytes; not shown)\n");
@@ -607,7 +613,11 @@ fn changed_section(
         let _ = writeln!(
             out,
             "The context's size limit was reached; not shown: {}{more}\n",
-            left_out[..named].join(", ")
+            left_out[..named]
+                .iter()
+                .map(|file| name(file))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 }

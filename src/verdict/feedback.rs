@@ -2,8 +2,8 @@
 //! on. Failing gates first, their findings with file:line, the tail of the relevant output,
 //! and what to do next.
 
-use super::format::one_line;
 use super::{Decision, GateOutcome, GateReport, Verdict};
+use crate::text::one_line;
 
 /// Hard limit on the feedback's length.
 pub const MAX_LINES: usize = 60;

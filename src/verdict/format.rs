@@ -4,42 +4,17 @@
 //!
 //! Names, summaries, findings and reasons come from the task, its done signal and the tools the
 //! gates ran, so they are untrusted: every such field is printed as exactly one line (see
-//! [`one_line`]) and escaped for where it lands.
+//! [`crate::text::one_line`]) and escaped for where it lands.
 
 use std::fmt::Write;
 
 use anstyle::{AnsiColor, Style};
 
 use super::{Decision, Finding, GateOutcome, GateReport, Verdict};
+use crate::text::{ignorable, one_line};
 
 const FINDINGS_SHOWN: usize = 10;
 const TAIL_SHOWN: usize = 12;
-
-/// `text` as one line of plain text: each run of line breaks becomes ` ⏎ ` (leading and trailing
-/// ones are dropped), ESC is dropped and every other control character becomes a space. Nothing
-/// in the result can start another line or a terminal escape sequence.
-pub(crate) fn one_line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut line_break = false;
-    for c in text.chars() {
-        if matches!(
-            c,
-            '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-        ) {
-            line_break = true;
-            continue;
-        }
-        if std::mem::take(&mut line_break) && !out.is_empty() {
-            out.push_str(" ⏎ ");
-        }
-        match c {
-            '\u{1b}' => {}
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Text for a person. Styles are always emitted; the caller's stream strips them when the
 /// output is not a terminal or NO_COLOR is set. Every field is one line without ESC, so only
@@ -464,31 +439,6 @@ fn github_plain(text: &str) -> String {
     out
 }
 
-/// Unicode's default-ignorable code points: invisible, and skipped by culture-aware matching,
-/// so `#\u{AD}#[` could still read as `##[`.
-fn ignorable(c: char) -> bool {
-    matches!(
-        c,
-        '\u{AD}'
-            | '\u{34F}'
-            | '\u{61C}'
-            | '\u{115F}'..='\u{1160}'
-            | '\u{17B4}'..='\u{17B5}'
-            | '\u{180B}'..='\u{180F}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{3164}'
-            | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FEFF}'
-            | '\u{FFA0}'
-            | '\u{FFF0}'..='\u{FFF8}'
-            | '\u{1BCA0}'..='\u{1BCA3}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0000}'..='\u{E0FFF}'
-    )
-}
-
 fn annotation_properties(finding: &Finding, title: &str) -> String {
     let mut props = Vec::new();
     if let Some(file) = &finding.file {
@@ -587,17 +537,6 @@ mod tests {
             "file=src/a%2Cb%3Ac.rs,line=3,col=4,title=validator lint"
         );
         assert_eq!(data("50% done\nnext"), "50%25 done%0Anext");
-    }
-
-    #[test]
-    fn one_line_collapses_breaks_and_drops_escapes() {
-        assert_eq!(one_line("a\r\nb\n\nc\n"), "a ⏎ b ⏎ c");
-        assert_eq!(one_line("\nlead\u{2028}x"), "lead ⏎ x");
-        assert_eq!(
-            one_line("\u{1b}[31mred\u{1b}[0m\tend\u{7}"),
-            "[31mred[0m end "
-        );
-        assert_eq!(one_line("plain text"), "plain text");
     }
 
     #[test]

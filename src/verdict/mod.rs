@@ -105,13 +105,14 @@ impl Finding {
         }
     }
 
-    /// `file:line:col: message`, with whatever parts are known.
+    /// `file:line:col`, with whatever parts are known; the file as a name a reader cannot take
+    /// for anything else ([`crate::text::name`]: quoted when it holds a line break or the like).
     pub fn location(&self) -> Option<String> {
-        let file = self.file.as_deref()?;
+        let file = crate::text::name(self.file.as_deref()?);
         Some(match (self.line, self.column) {
             (Some(line), Some(col)) => format!("{file}:{line}:{col}"),
             (Some(line), None) => format!("{file}:{line}"),
-            _ => file.to_owned(),
+            _ => file.into_owned(),
         })
     }
 }
