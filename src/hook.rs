@@ -278,7 +278,7 @@ pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Er
         Ok(bound) => bound,
         Err(why) => return unjudged(rules, input, session, &agent_name, why),
     };
-    let events = EventLog::open(&rules.state)?;
+    let events = EventLog::open(&rules.state, rules.events)?;
     let mut state = TaskState::load(&rules.state, &session);
     let state_existed = state::path(&rules.state, &session).exists();
 
@@ -456,7 +456,7 @@ fn unjudged(
     agent_name: &str,
     why: String,
 ) -> Result<Judgement, Error> {
-    if let Ok(events) = EventLog::open(&rules.state) {
+    if let Ok(events) = EventLog::open(&rules.state, rules.events) {
         events.record(
             Some(&session),
             Some(agent_name),

@@ -53,8 +53,9 @@ enum Command {
         /// Tasks judged in parallel [default: the number of cores]
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
-        /// Poll the file system at this interval instead of using OS notifications
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        /// Poll the file system at this interval instead of using OS notifications (10ms at
+        /// least)
+        #[arg(long, value_name = "DURATION", value_parser = parse_poll)]
         poll: Option<Duration>,
         /// After SIGTERM, how long running gates may finish before they are killed
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
@@ -283,6 +284,18 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     validator::config::duration::parse(text)
 }
 
+/// A polling interval: a shorter one would have the watcher busy-loop over the staging
+/// directory.
+fn parse_poll(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < Duration::from_millis(10) {
+        return Err(format!(
+            "`{text}` is too short to poll at; use 10ms or more (without --poll, OS notifications cost nothing while idle)"
+        ));
+    }
+    Ok(interval)
+}
+
 fn init_logging(verbose: u8, format: LogFormat) {
     let default = match verbose {
         0 => "warn",
@@ -402,7 +415,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             task::validate_name(&task)?;
             let cleared = validator::watch::state::TaskState::reset(&rules.state, &task)?;
-            if let Ok(log) = validator::watch::events::EventLog::open(&rules.state) {
+            if let Ok(log) = validator::watch::events::EventLog::open(&rules.state, rules.events) {
                 log.record(Some(&task), None, "reset", serde_json::Value::Null);
             }
             match cleared {
@@ -549,7 +562,7 @@ fn record_violations(rules: &Rules, verdict: &Verdict) {
     if violations.is_empty() {
         return;
     }
-    match validator::watch::events::EventLog::open(&rules.state) {
+    match validator::watch::events::EventLog::open(&rules.state, rules.events) {
         Ok(log) => {
             for violation in violations {
                 log.record(

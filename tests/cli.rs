@@ -1069,3 +1069,19 @@ fn completions_need_no_rules_file_and_cover_every_command() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_poll_interval_too_short_to_poll_at_is_refused() {
+    let project = common::Project::new();
+    project.rules(&common::pipeline("      - {name: status, rule: status}\n"));
+    for interval in ["0s", "1ms"] {
+        common::validator()
+            .arg("-c")
+            .arg(project.rules_path())
+            .args(["watch", "--poll", interval])
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("too short to poll at"));
+    }
+}

@@ -119,6 +119,7 @@ in_both_modes!(
     attempts_count_retries_and_a_pass_resets_them,
     max_attempts_escalates_and_reset_starts_over,
     the_same_failure_three_times_escalates,
+    an_escalated_task_answers_new_signals_without_growing,
     signals_made_while_the_watcher_was_down_are_run_at_start,
     a_crash_mid_gate_reruns_the_signal_as_the_same_attempt,
     bad_done_files_never_stop_the_watcher,
@@ -923,6 +924,23 @@ fn done_files_that_are_links_fifos_or_from_before_1970_are_answered(mode: Mode) 
     assert!(w.running(), "{}", w.logs());
     let health = w.cli(&["status", "--health"]);
     assert!(health.status.success(), "{health:?}");
+}
+
+/// A worker that keeps touching the done file of a task a breaker holds gets the same answer
+/// each time, for its new signal, but counts no attempt and adds nothing to the event log.
+fn an_escalated_task_answers_new_signals_without_growing(mode: Mode) {
+    let w = Watcher::started(mode, &rules("defaults: {max_attempts: 1}\n", OUT), &[]);
+    w.task("t", &[]);
+    assert_eq!(w.judge("t", "first\n").0, 1);
+    let (code, verdict) = w.judge("t", "second\n");
+    assert_eq!(code, 4, "{verdict:#}");
+    let logged = w.events().len();
+    for i in 0..20 {
+        let (code, verdict) = w.judge("t", &format!("again {i}\n"));
+        assert_eq!(code, 4, "{verdict:#}");
+        assert_eq!(verdict["attempt"], 2, "{verdict:#}");
+    }
+    assert_eq!(w.events().len(), logged, "the event log grew");
 }
 
 /// DESIGN 1: writing the done file again asks for a new run, however soon after the last one.

@@ -39,6 +39,8 @@ pub struct Rules {
     /// The key file named by `signing_key_file:`, if any.
     pub signing_key_file: Option<PathBuf>,
     pub defaults: Defaults,
+    /// How much of the event log is kept.
+    pub events: crate::watch::events::Retention,
     pub pipelines: Vec<Pipeline>,
     /// Agent hook events bound to pipelines (a gates.json's `hooks`). Empty when the rules file
     /// binds none: then every stop runs the pipeline [`Rules::pipeline_for`] picks.
@@ -308,6 +310,7 @@ impl Loader<'_> {
                 ));
             }
         }
+        let events = self.retention(&raw.events)?;
         if raw.pipelines.is_empty() {
             return Err(self.error(
                 &[Step::Key("pipelines")],
@@ -370,10 +373,41 @@ impl Loader<'_> {
             signing_key_file: raw.signing_key_file.map(|p| dir.join(p)),
             dir,
             defaults,
+            events,
             pipelines,
             hooks: Vec::new(),
             notes: Vec::new(),
         })
+    }
+
+    fn retention(
+        &self,
+        raw: &raw::RawEvents,
+    ) -> Result<crate::watch::events::Retention, ConfigError> {
+        use crate::watch::events::{MAX_KEEP, MIN_MAX_BYTES, Retention};
+        let fallback = Retention::default();
+        let retention = Retention {
+            max_bytes: raw.max_bytes.unwrap_or(fallback.max_bytes),
+            keep: raw.keep.unwrap_or(fallback.keep),
+        };
+        if retention.max_bytes < MIN_MAX_BYTES {
+            return Err(self.error(
+                &[Step::Key("events"), Step::Key("max_bytes")],
+                format!(
+                    "`max_bytes: {}` is smaller than one event may be",
+                    retention.max_bytes
+                ),
+                format!("give it at least {MIN_MAX_BYTES} (bytes)"),
+            ));
+        }
+        if retention.keep > MAX_KEEP {
+            return Err(self.error(
+                &[Step::Key("events"), Step::Key("keep")],
+                format!("`keep: {}` is more than {MAX_KEEP} files", retention.keep),
+                format!("keep at most {MAX_KEEP} older logs, or raise `max_bytes`"),
+            ));
+        }
+        Ok(retention)
     }
 
     fn check_gates(

@@ -43,6 +43,9 @@ pub struct RawRules {
     /// A key file (its bytes, whitespace trimmed): every verdict is signed with HMAC-SHA256.
     /// `$VALIDATOR_KEY_FILE` wins over it.
     pub signing_key_file: Option<PathBuf>,
+    /// How much of the event log (`<state>/events.jsonl`) is kept.
+    #[serde(default)]
+    pub events: RawEvents,
     /// The pipelines; a task runs the first one whose `tasks` globs match its name.
     #[schemars(length(min = 1))]
     pub pipelines: Vec<RawPipeline>,
@@ -66,6 +69,21 @@ pub struct RawDefaults {
     #[serde(default, deserialize_with = "super::duration::deserialize")]
     #[schemars(schema_with = "super::duration::schema")]
     pub budget: Option<Duration>,
+}
+
+/// How much of the event log is kept: once `events.jsonl` reaches `max_bytes` it becomes
+/// `events.jsonl.1` (the one before becomes `.2`, and so on), and only `keep` such older files
+/// are kept.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawEvents {
+    /// The size at which the log is rotated, in bytes (default: 33554432, 32 MiB; at least
+    /// 4096).
+    #[schemars(range(min = 4096))]
+    pub max_bytes: Option<u64>,
+    /// Older logs kept beside it (default: 3; at most 100); 0 keeps none.
+    #[schemars(range(max = 100))]
+    pub keep: Option<u32>,
 }
 
 /// A named list of gates run in order, routed by `on_pass` and `on_fail`.

@@ -2,6 +2,13 @@
 //! Each event has a sortable unique id, the time, the task, the agent and what happened. A
 //! crash can leave a torn last line; readers skip lines that do not parse, and the next writer
 //! starts on a fresh line.
+//!
+//! The log is bounded: once it reaches the rules' `events.max_bytes` the writer that notices
+//! renames it to `events.jsonl.1` (shifting the older ones up, dropping what is past `keep`)
+//! and starts a new one. Writers in other processes (hooks, `check`) may hold the old file
+//! open; rotation happens under a lock on that file, and a writer whose file is no longer the
+//! log's reopens it, so no two writers rotate the same file and none goes on appending to a
+//! rotated one for long.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -9,12 +16,41 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Error;
 
 pub const FILE_NAME: &str = "events.jsonl";
+
+/// The smallest `events.max_bytes`: a rotation per event would be absurd.
+pub const MIN_MAX_BYTES: u64 = 4096;
+/// The most older logs `events.keep` may ask for.
+pub const MAX_KEEP: u32 = 100;
+
+/// How much of the log is kept (the rules file's `events:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// The log is rotated once it holds this many bytes.
+    pub max_bytes: u64,
+    /// Older logs kept beside it.
+    pub keep: u32,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            max_bytes: 32 * 1024 * 1024,
+            keep: 3,
+        }
+    }
+}
+
+/// The name of the `n`-th older log (`events.jsonl.1` is the newest of them).
+pub fn rotated_name(n: u32) -> String {
+    format!("{FILE_NAME}.{n}")
+}
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,31 +70,30 @@ pub struct Event {
 #[derive(Debug)]
 pub struct EventLog {
     path: PathBuf,
-    /// The file and the last id written (nanoseconds since the epoch).
-    file: Mutex<(File, u128)>,
+    /// The file, the last id written (nanoseconds since the epoch) and how much is kept.
+    file: Mutex<(File, u128, Retention)>,
 }
 
 impl EventLog {
-    pub fn open(state_dir: &Path) -> Result<Self, Error> {
+    pub fn open(state_dir: &Path, retention: Retention) -> Result<Self, Error> {
         let path = state_dir.join(FILE_NAME);
-        let write_err = |source| Error::Write {
+        std::fs::create_dir_all(state_dir).map_err(|source| Error::Write {
             path: path.clone(),
             source,
-        };
-        std::fs::create_dir_all(state_dir).map_err(write_err)?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(&path)
-            .map_err(write_err)?;
-        if !ends_with_newline(&mut file).map_err(write_err)? {
-            file.write_all(b"\n").map_err(write_err)?;
-        }
+        })?;
+        let file = open_for_append(&path).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
         Ok(EventLog {
             path,
-            file: Mutex::new((file, 0)),
+            file: Mutex::new((file, 0, retention)),
         })
+    }
+
+    /// How much is kept from now on (the rules were reloaded).
+    pub fn retain(&self, retention: Retention) {
+        self.file.lock().unwrap_or_else(|p| p.into_inner()).2 = retention;
     }
 
     /// Appends an event. A log that cannot be written is reported on stderr, never fatal: the
@@ -87,6 +122,74 @@ impl EventLog {
         if let Err(err) = log.0.write_all(text.as_bytes()) {
             tracing::error!(path = %self.path.display(), %err, "cannot append to the event log");
         }
+        let retention = log.2;
+        let full = log
+            .0
+            .metadata()
+            .is_ok_and(|meta| meta.len() >= retention.max_bytes);
+        if full {
+            match self.rotate(&log.0, retention) {
+                Ok(reopened) => log.0 = reopened,
+                Err(err) => {
+                    tracing::error!(path = %self.path.display(), %err, "cannot rotate the event log")
+                }
+            }
+        }
+    }
+
+    /// Rotates the log `current` (this writer's open file) if it is still the log and still
+    /// full, under an exclusive lock on it; returns the log to append to from now on.
+    fn rotate(&self, current: &File, retention: Retention) -> io::Result<File> {
+        let _locked = Flock::lock(current.try_clone()?, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| io::Error::from(errno))?;
+        let still_ours = is_at(current, &self.path);
+        if still_ours && current.metadata()?.len() >= retention.max_bytes {
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            let keep = retention.keep;
+            if keep == 0 {
+                std::fs::remove_file(&self.path)?;
+            } else {
+                let _ = std::fs::remove_file(dir.join(rotated_name(keep)));
+                for n in (1..keep).rev() {
+                    match std::fs::rename(dir.join(rotated_name(n)), dir.join(rotated_name(n + 1)))
+                    {
+                        Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(err),
+                        _ => {}
+                    }
+                }
+                std::fs::rename(&self.path, dir.join(rotated_name(1)))?;
+            }
+        }
+        // Whoever rotated, the log is now a new file at the path.
+        open_for_append(&self.path)
+    }
+}
+
+/// Opens (or creates) the log for appending, never through a link, and starts it on a fresh
+/// line if a crash tore the last one.
+fn open_for_append(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    if !ends_with_newline(&mut file)? {
+        file.write_all(b"\n")?;
+    }
+    Ok(file)
+}
+
+/// Whether `path` names the very file `file` has open.
+fn is_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(open), Ok(named)) => open.ino() == named.ino() && open.dev() == named.dev(),
+        _ => false,
     }
 }
 
@@ -124,7 +227,7 @@ mod tests {
     #[test]
     fn events_read_back_in_order_and_a_torn_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let log = EventLog::open(dir.path()).unwrap();
+        let log = EventLog::open(dir.path(), Retention::default()).unwrap();
         log.record(Some("a"), None, "signal_seen", Value::Null);
         log.record(
             Some("a"),
@@ -139,7 +242,7 @@ mod tests {
             .open(dir.path().join(FILE_NAME))
             .unwrap();
         file.write_all(b"{\"id\": \"torn").unwrap();
-        let log = EventLog::open(dir.path()).unwrap();
+        let log = EventLog::open(dir.path(), Retention::default()).unwrap();
         log.record(Some("b"), None, "signal_seen", Value::Null);
 
         let events = read(dir.path()).unwrap();
@@ -156,5 +259,60 @@ mod tests {
             ]
         );
         assert!(events[0].id < events[1].id && events[1].id < events[2].id);
+    }
+
+    fn lines_in(dir: &Path, name: &str) -> usize {
+        std::fs::read_to_string(dir.join(name))
+            .map(|text| text.lines().filter(|l| !l.is_empty()).count())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_log_rotates_at_its_cap_and_keeps_what_it_is_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = Retention {
+            max_bytes: MIN_MAX_BYTES,
+            keep: 2,
+        };
+        let log = EventLog::open(dir.path(), small).unwrap();
+        for i in 0..400 {
+            log.record(Some("t"), None, "signal_seen", serde_json::json!({"n": i}));
+        }
+        let log_size = std::fs::metadata(dir.path().join(FILE_NAME)).unwrap().len();
+        assert!(log_size < MIN_MAX_BYTES, "{log_size}");
+        for kept in [rotated_name(1), rotated_name(2)] {
+            assert!(lines_in(dir.path(), &kept) > 0, "{kept}");
+        }
+        assert!(!dir.path().join(rotated_name(3)).exists());
+        // The newest event is in the log, whole.
+        assert_eq!(read(dir.path()).unwrap().last().unwrap().details["n"], 399);
+    }
+
+    #[test]
+    fn writers_that_each_rotate_lose_no_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let roomy = Retention {
+            max_bytes: MIN_MAX_BYTES,
+            keep: MAX_KEEP,
+        };
+        // Two logs on one directory, as a watcher and a hook process have.
+        let (one, two) = (
+            EventLog::open(dir.path(), roomy).unwrap(),
+            EventLog::open(dir.path(), roomy).unwrap(),
+        );
+        std::thread::scope(|scope| {
+            for log in [&one, &two] {
+                scope.spawn(move || {
+                    for i in 0..300 {
+                        log.record(Some("t"), None, "signal_seen", serde_json::json!({"n": i}));
+                    }
+                });
+            }
+        });
+        let total: usize = std::iter::once(FILE_NAME.to_owned())
+            .chain((1..=MAX_KEEP).map(rotated_name))
+            .map(|name| lines_in(dir.path(), &name))
+            .sum();
+        assert_eq!(total, 600);
     }
 }

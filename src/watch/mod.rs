@@ -477,6 +477,7 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
         Ok((rules, key)) => {
             let old_staging = shared.rules().staging.clone();
             let new_staging = rules.staging.clone();
+            shared.events.retain(rules.events);
             shared.replace_rules(rules, key);
             tracing::info!(config = %options.config.display(), "rules reloaded");
             warn_about_layout(&shared.rules());

@@ -48,7 +48,7 @@ pub enum Judged {
 impl Shared {
     /// `mark` marks every process the runs start (see `orphans`).
     pub fn new(rules: Rules, key: Option<Key>, use_cache: bool, mark: &str) -> Result<Self, Error> {
-        let events = EventLog::open(&rules.state)?;
+        let events = EventLog::open(&rules.state, rules.events)?;
         Ok(Shared {
             config: RwLock::new((Arc::new(rules), key.map(Arc::new))),
             events,
@@ -146,12 +146,18 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     }
     let agent = signal.report.as_ref().ok().and_then(|r| r.agent.clone());
     let agent = agent.as_deref();
-    shared.events.record(
-        Some(name),
-        agent,
-        "signal_seen",
-        json!({"sha256": signal.sha256}),
-    );
+    // A task a breaker holds gives each new signal the same answer until a person resets it:
+    // the verdict is written for the signal (so `wait` returns), but no attempt is counted and
+    // nothing is logged, so a worker touching its done file cannot grow the state or the log.
+    let held = state.escalated.is_some();
+    if !held {
+        shared.events.record(
+            Some(name),
+            agent,
+            "signal_seen",
+            json!({"sha256": signal.sha256}),
+        );
+    }
 
     // Nothing is saved before the run: a crash mid-run leaves the state as it was, so the
     // repeated run computes the same attempt number.
@@ -259,12 +265,14 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
                 .record(Some(name), agent, "contract_violation", json!(violation));
         }
     }
-    shared.events.record(
-        Some(name),
-        agent,
-        "verdict_written",
-        json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
-    );
+    if !held {
+        shared.events.record(
+            Some(name),
+            agent,
+            "verdict_written",
+            json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
+        );
+    }
     Ok(Judged::Published(Box::new(verdict)))
 }
 

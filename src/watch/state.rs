@@ -40,9 +40,12 @@ pub fn path(state_dir: &Path, task: &str) -> PathBuf {
 
 impl TaskState {
     /// The attempt number for a run answering `signal`: the same signal keeps its number (a
-    /// run repeated after a crash); a new one counts up, from 1 after a PASS.
+    /// run repeated after a crash); a new one counts up, from 1 after a PASS. A task a breaker
+    /// holds (ESCALATED, or BLOCKED in a hook session) counts no more attempts: its answer
+    /// cannot change until a person resets it.
     pub fn attempt_for(&mut self, signal: Option<String>) -> u32 {
-        if self.signal != signal {
+        let held = self.escalated.is_some() || self.blocked.is_some();
+        if self.signal != signal && !held {
             self.attempt = if self.last_verdict == Some(Decision::Pass) {
                 1
             } else {

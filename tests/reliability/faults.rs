@@ -103,3 +103,35 @@ fn a_worker_stuck_past_the_budget_makes_the_watcher_unhealthy() {
     assert!(line.contains("judging task `stuck`"), "{line}");
     assert!(line.contains("stuck"), "{line}");
 }
+
+#[test]
+fn the_event_log_is_rotated_at_its_cap_and_keeps_what_the_rules_say() {
+    let mut sidecar = Sidecar::new(&RULES.replace(
+        "state: state\n",
+        "state: state\nevents: {max_bytes: 4096, keep: 2}\n",
+    ));
+    sidecar.start(&["--jobs", "1"]);
+    for i in 0..30 {
+        signal(&sidecar, "t", &format!("STATUS: OK\nSUMMARY: run {i}\n"));
+        assert_eq!(wait(&sidecar, "t").0, 0);
+    }
+    let state = sidecar.state();
+    let size = |name: &str| fs::metadata(state.join(name)).map(|m| m.len()).ok();
+    assert!(
+        size("events.jsonl").is_some_and(|n| n < 4096),
+        "{:?}",
+        size("events.jsonl")
+    );
+    assert!(size("events.jsonl.1").is_some() && size("events.jsonl.2").is_some());
+    assert!(
+        size("events.jsonl.3").is_none(),
+        "more logs kept than asked for"
+    );
+    for name in ["events.jsonl", "events.jsonl.1", "events.jsonl.2"] {
+        let text = fs::read_to_string(state.join(name)).expect("read");
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            serde_json::from_str::<Value>(line)
+                .unwrap_or_else(|err| panic!("{name}: a line is not JSON ({err}): {line}"));
+        }
+    }
+}
