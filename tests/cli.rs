@@ -5,7 +5,6 @@ mod common;
 // `snapshot` and the run's time budget. Every test runs the real binary over a temp directory.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use common::{Project, gate, lint, pipeline, project, validator};
@@ -1007,12 +1006,9 @@ fn a_run_past_its_budget_fails() {
         ))
         .replace("pipelines:", "defaults: {budget: 1s}\npipelines:"),
     );
-    let started = Instant::now();
     let (code, verdict) = project.verdict();
-    let elapsed = started.elapsed();
     assert_eq!(code, 1, "{verdict:#}");
     assert_eq!(verdict["verdict"], "FAIL");
-    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
     let reasons = strings(&verdict["reasons"]);
     assert!(
         reasons
@@ -1033,12 +1029,17 @@ fn the_budget_stops_a_run_that_continues_past_a_timeout() {
         ))
         .replace("pipelines:", "defaults: {budget: 1s}\npipelines:"),
     );
-    let started = Instant::now();
     let (code, verdict) = project.verdict();
-    assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(code, 1, "{verdict:#}");
     assert_eq!(verdict["verdict"], "FAIL");
     assert_eq!(outcome(&verdict, "one"), "fail");
+    // The budget cut the first gate's deadline to what was left of it: under the second it
+    // has, not the gate's ten minutes.
+    let summary = gate(&verdict, "one")["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("timed out after") && summary.contains("ms;"),
+        "{verdict:#}"
+    );
     assert_eq!(outcome(&verdict, "two"), "skipped");
     let reasons = strings(&verdict["reasons"]);
     assert!(

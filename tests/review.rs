@@ -288,10 +288,9 @@ fn the_reviewer_reads_the_contract_when_the_rules_file_names_a_contracts_directo
 fn a_reviewer_that_ignores_a_large_context_still_answers() {
     let project = reviewed_by("echo APPROVED\n");
     project.file("big.txt", &"x".repeat(2 * 1024 * 1024));
-    let started = Instant::now();
+    // Blocked writing a context nobody reads, the gate would time out: ERROR, not PASS.
     let (code, verdict) = run_check(&project, &[]);
     assert_eq!(code, 0, "{verdict:#}");
-    assert!(started.elapsed() < Duration::from_secs(20));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,9 +400,7 @@ fn a_reviewer_past_its_timeout_is_an_error_and_does_not_survive() {
         ),
         "        timeout: 1s\n",
     )));
-    let started = Instant::now();
     let (code, verdict) = run_check(&project, &[]);
-    let elapsed = started.elapsed();
     let pids: Vec<u32> = std::fs::read_to_string(project.path().join("pids"))
         .expect("pids")
         .split_whitespace()
@@ -429,7 +426,6 @@ fn a_reviewer_past_its_timeout_is_an_error_and_does_not_survive() {
         text(review, "summary").contains("timed out after 1s"),
         "{review:#}"
     );
-    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
     assert_eq!(pids.len(), 2, "{pids:?}");
     assert!(left.is_empty(), "still alive after the timeout: {left:?}");
 }

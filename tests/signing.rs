@@ -11,7 +11,7 @@ use common::poll;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -286,14 +286,11 @@ fn wait_and_status_refuse_a_current_verdict_that_does_not_verify() {
     // "current"; only the signature gives it away.
     let forged = original.replace("\"verdict\": \"FAIL\"", "\"verdict\": \"PASS\"");
     fs::write(&path, &forged).expect("forge");
-    let started = Instant::now();
     let wait = project.cli(&["wait", "svc", "--timeout", "20s"], None);
     let stderr = text(&wait.stderr);
     assert_eq!(code(&wait), 2, "{stderr}");
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "refused at once, not after the timeout"
-    );
+    // Refused at once, not after the timeout (which would say "no current verdict").
+    assert!(!stderr.contains("no current verdict"), "{stderr}");
     assert!(
         stderr.contains(path.to_str().expect("utf-8")) && stderr.contains("invalid signature"),
         "{stderr}"

@@ -763,13 +763,11 @@ fn burst(n: usize, args: &[&str], bound: Duration) {
         w.task(task, &[("out.txt", "x")]);
     }
     w.start(args);
-    let started = Instant::now();
     // As fast as possible, and as a worker would: straight into the done file.
     for task in &tasks {
         fs::write(w.done_path(task), "STATUS: OK\n").expect("done file");
     }
     let statuses = w.wait_all_current(&tasks, bound);
-    let elapsed = started.elapsed();
     assert_eq!(statuses.len(), n);
     let not_pass: Vec<_> = statuses
         .iter()
@@ -777,10 +775,6 @@ fn burst(n: usize, args: &[&str], bound: Duration) {
         .take(5)
         .collect();
     assert!(not_pass.is_empty(), "{not_pass:?}");
-    assert!(
-        elapsed < Duration::from_secs(60),
-        "{n} signals took {elapsed:?}"
-    );
     assert!(w.running(), "{}", w.logs());
     let errors: Vec<_> = w
         .events()
@@ -1036,17 +1030,16 @@ fn a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode, 
     };
     let (sh, sleep) = (pid("sh.pid"), pid("sleep.pid"));
 
-    let started = Instant::now();
-    let status = w.child.stop_with(signal, Duration::from_secs(5));
+    // The gate sleeps for 30 s; the watcher ends after its grace of 500 ms by killing it.
+    let status = w.child.stop_with(signal, Duration::from_secs(20));
     let status =
-        status.unwrap_or_else(|| panic!("still running 5 s after SIG{signal}\n{}", w.logs()));
+        status.unwrap_or_else(|| panic!("still running 20 s after SIG{signal}\n{}", w.logs()));
     assert_eq!(
         (status.code(), status.signal()),
         (Some(0), None),
         "{}",
         w.logs()
     );
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
         poll(Duration::from_secs(2), || dead(sh) && dead(sleep)),
         "the gate outlived the watcher: sh {sh} dead {}, sleep {sleep} dead {}",
@@ -1147,8 +1140,10 @@ fn wait_times_out_with_exit_2_when_no_watcher_runs() {
     assert!(output.stdout.is_empty(), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no current verdict for t"), "{stderr}");
+    // It waits out its timeout (a clock cannot make that flake); anything past a minute
+    // would be a hang.
     assert!(
-        elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(5),
+        elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(60),
         "{elapsed:?}"
     );
 }

@@ -328,19 +328,16 @@ fn parse_document(path: &Path, bytes: &[u8]) -> Result<Value, ParseError> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
-
     use super::*;
 
     #[test]
     fn yaml_nested_too_deep_is_a_parse_error_not_a_hang() {
         let n = 5 * 1024 * 1024;
         let bomb = format!("a: {}{}", "[".repeat(n), "]".repeat(n));
-        let started = Instant::now();
+        // Refused by the linear depth check (it names its limit), never handed to the parser.
         let Err(why) = parse_document(Path::new("doc.yaml"), bomb.as_bytes()) else {
             panic!("a 10 MiB bomb parsed");
         };
-        assert!(started.elapsed() < Duration::from_secs(5));
         assert!(why.message.contains("does not parse as YAML"), "{why}");
         assert!(why.message.contains("128"), "{why}");
         assert_eq!(why.line, Some(1));
@@ -350,16 +347,11 @@ mod tests {
     }
 
     #[test]
-    fn a_large_shallow_yaml_document_is_checked_quickly() {
-        // Dense with brackets and quotes, the slow case (10 MiB take 0.25 s in a release build).
-        let doc = "- [1, {b: \"x]\", c: 'y['}]\n".repeat(150_000);
-        let started = Instant::now();
+    fn a_large_shallow_yaml_document_passes_the_depth_check() {
+        // Dense with brackets and quotes, which the check must read as a parser would: the
+        // brackets inside quotes do not nest. (Its speed is the schema benchmark's.)
+        let doc = "- [1, {b: \"x]\", c: 'y['}]\n".repeat(20_000);
         assert_eq!(crate::yaml::check_flow_depth(doc.as_bytes()), Ok(()));
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{:?}",
-            started.elapsed()
-        );
     }
 
     #[test]
