@@ -41,15 +41,17 @@ impl Cache {
         self.dir.join(format!("{task}.json"))
     }
 
+    /// The passes remembered for `task`. Anything unreadable (a link or a FIFO planted in its
+    /// place, a damaged file) remembers nothing: the gates simply run.
     fn entries(&self, task: &str) -> BTreeMap<String, String> {
-        let Ok(file) = std::fs::File::open(self.path(task)) else {
-            return BTreeMap::new();
-        };
-        let mut bytes = Vec::new();
-        if file.take(MAX_CACHE_BYTES).read_to_end(&mut bytes).is_err() {
-            return BTreeMap::new();
-        }
-        serde_json::from_slice(&bytes).unwrap_or_default()
+        crate::files::read(
+            &self.path(task),
+            MAX_CACHE_BYTES,
+            crate::files::Links::Refuse,
+        )
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
     }
 
     /// Whether `gate` passed for `task` with exactly this key.
@@ -182,14 +184,9 @@ fn hash_file(task: &Task, path: &Path) -> Option<Vec<u8>> {
     Some(hash.finalize().to_vec())
 }
 
-/// A file the rules file names (a schema), read whole under the cache file cap.
+/// A file the rules file names (a schema), read whole under the input cap.
 fn read_whole(path: &Path) -> Option<Vec<u8>> {
-    let file = taskdir::open_regular(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    (bytes.len() as u64 <= MAX_INPUT_BYTES).then_some(bytes)
+    crate::files::read(path, MAX_INPUT_BYTES, crate::files::Links::Follow).ok()
 }
 
 /// Which program a command gate runs: its resolved path, size and modification time. Upgrading

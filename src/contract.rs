@@ -78,19 +78,12 @@ impl Contract {
     /// be read or checked is an error: a broken contract must never pass silently.
     pub fn find(dir: &Path, task: &str) -> Result<Option<Contract>, Error> {
         let path = dir.join(format!("{task}.yaml"));
-        let file = match std::fs::File::open(&path) {
-            Ok(file) => file,
+        let bytes = match crate::files::read(&path, MAX_CONTRACT_BYTES, crate::files::Links::Follow)
+        {
+            Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(Error::Read { path, source }),
         };
-        use std::io::Read;
-        let mut bytes = Vec::new();
-        file.take(MAX_CONTRACT_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|source| Error::Read {
-                path: path.clone(),
-                source,
-            })?;
         let at_top = |message: String, help: &str| ConfigError {
             file: path.clone(),
             line: None,

@@ -239,12 +239,7 @@ fn ignores_state(dir: &Path) -> bool {
 }
 
 fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(cap)
-        .read_to_string(&mut text)?;
-    Ok(text)
+    crate::files::read_text(path, cap, crate::files::Links::Follow)
 }
 
 impl fmt::Display for Initialized {

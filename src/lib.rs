@@ -25,6 +25,7 @@ pub mod cache;
 pub mod config;
 pub mod contract;
 pub mod error;
+pub mod files;
 pub mod globs;
 pub mod hook;
 pub mod init;

@@ -771,7 +771,7 @@ fn verify(config: Option<PathBuf>, file: &Path, key: Option<PathBuf>) -> Result<
         );
     };
     let key = key_file.read()?;
-    let document = sign::read_document(file).map_err(|err| {
+    let document = sign::read_document(file, validator::files::Links::Follow).map_err(|err| {
         anyhow!(
             "cannot read the verdict {}: {err}\n  help: pass the path of a <task>.verdict.json file",
             file.display()

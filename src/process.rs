@@ -624,7 +624,11 @@ mod tests {
     #[test]
     fn a_process_that_leaves_the_group_does_not_hang_the_gate() {
         let done = spec_run(
-            &["sh", "-c", "setsid sleep 600 & echo $!; sleep 0.5; echo started"],
+            &[
+                "sh",
+                "-c",
+                "setsid sleep 600 & echo $!; sleep 0.5; echo started",
+            ],
             Duration::from_secs(1200),
             OUTPUT_CAP,
         )
@@ -722,7 +726,11 @@ mod tests {
     fn input_held_open_by_a_process_that_left_the_group_does_not_hang_the_gate() {
         let input = vec![b'x'; 5_000_000];
         let done = input_run(
-            &["sh", "-c", "setsid sleep 600 & echo $!; sleep 0.3; echo started"],
+            &[
+                "sh",
+                "-c",
+                "setsid sleep 600 & echo $!; sleep 0.3; echo started",
+            ],
             &input,
             Duration::from_secs(1200),
         );

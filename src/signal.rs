@@ -466,10 +466,16 @@ mod tests {
             indent += 1;
         }
         let why = parse(&body).unwrap_err();
-        assert!(why.contains("recursion limit exceeded at line 130 "), "{why}");
+        assert!(
+            why.contains("recursion limit exceeded at line 130 "),
+            "{why}"
+        );
         let dashes = format!("status:\n{}x", "- ".repeat(MAX_BODY / 2 - 8));
         let why = parse(&dashes).unwrap_err();
-        assert!(why.contains("recursion limit exceeded at line 2 column 2"), "{why}");
+        assert!(
+            why.contains("recursion limit exceeded at line 2 column 2"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! directory and verdict live, and when a verdict is current for a signal.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -62,10 +61,14 @@ pub fn task_dir(staging: &Path, task: &str) -> Result<PathBuf, String> {
 
 /// Reads the verdict for `task` from `dir`, if there is a readable one.
 pub fn read_verdict(dir: &Path, task: &str) -> Option<Verdict> {
-    // Only a regular file: a FIFO planted where a verdict belongs would block the reader.
-    let file = crate::taskdir::open_regular(&verdict_path(dir, task)).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_VERDICT_BYTES).read_to_end(&mut bytes).ok()?;
+    // Only a regular file, and not through a link: a FIFO planted where a verdict belongs would
+    // block the reader, a link would have it read another file.
+    let bytes = crate::files::read(
+        &verdict_path(dir, task),
+        MAX_VERDICT_BYTES,
+        crate::files::Links::Refuse,
+    )
+    .ok()?;
     // A verdict copied from another task (signed or not) answers nothing here.
     serde_json::from_slice(&bytes)
         .ok()

@@ -130,24 +130,6 @@ pub fn resolve_inside(task: &Task, rel: &str) -> Result<PathBuf, String> {
     Ok(real)
 }
 
-/// Opens `path` for reading only if it is a regular file: a FIFO, a device (`/dev/zero`) or a
-/// socket would block or never end. The check is made on the opened descriptor, so the file
-/// cannot be swapped between the check and the read.
-pub fn open_regular(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    Ok(file)
-}
-
 /// Opens a file for reading only if it really lies inside the task directory, and reads at most
 /// `cap` bytes. `Ok(None)` means the file is larger than `cap`; it was not read whole.
 pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
@@ -173,7 +155,8 @@ pub fn open_inside(task: &Task, path: &Path) -> Result<File, String> {
     let file = match openat2(AT_FDCWD, &real, how) {
         Ok(fd) => File::from(fd),
         Err(nix::errno::Errno::ENOSYS) => {
-            return open_regular(&real).map_err(|err| err.to_string());
+            return crate::files::open(&real, crate::files::Links::Refuse)
+                .map_err(|err| err.to_string());
         }
         Err(nix::errno::Errno::ELOOP) => {
             return Err("it was replaced by a link while being checked; it was not read".into());

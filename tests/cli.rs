@@ -1035,7 +1035,9 @@ fn the_budget_stops_a_run_that_continues_past_a_timeout() {
     assert_eq!(outcome(&verdict, "one"), "fail");
     // The budget cut the first gate's deadline to what was left of it: under the second it
     // has, not the gate's ten minutes.
-    let summary = gate(&verdict, "one")["summary"].as_str().unwrap_or_default();
+    let summary = gate(&verdict, "one")["summary"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
         summary.contains("timed out after") && summary.contains("ms;"),
         "{verdict:#}"
@@ -1085,4 +1087,22 @@ fn a_poll_interval_too_short_to_poll_at_is_refused() {
             .code(2)
             .stderr(predicates::str::contains("too short to poll at"));
     }
+}
+
+#[test]
+fn a_rules_file_past_the_size_cap_is_refused_not_read_shortened() {
+    let project = Project::new();
+    // A valid rules file, padded with comments past 4 MiB, then a broken gate: read shortened,
+    // the file would load without it.
+    let mut yaml = pipeline("      - {name: status, rule: status}\n");
+    yaml.push_str(&"# padding\n".repeat(420_000));
+    yaml.push_str("      - {name: broken, rule: no-such-rule}\n");
+    project.rules(&yaml);
+    validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["rules", "check"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("larger than 4 MiB"));
 }

@@ -200,18 +200,16 @@ impl Rules {
     }
 }
 
+/// The rules file's text: a regular file (through a link: a ConfigMap mounts it as one), read
+/// whole or not at all, so a FIFO cannot stall a reload and a file past the cap is refused,
+/// never parsed shortened.
 fn read(path: &Path) -> Result<String, Error> {
-    use std::io::Read;
-    let read_err = |source| Error::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(read_err)?;
-    let mut text = String::new();
-    file.take(MAX_RULES_BYTES)
-        .read_to_string(&mut text)
-        .map_err(read_err)?;
-    Ok(text)
+    crate::files::read_text(path, MAX_RULES_BYTES, crate::files::Links::Follow).map_err(|source| {
+        Error::Read {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
 }
 
 /// An error at the node `at` of the YAML file `path` holding `source`.

@@ -200,13 +200,7 @@ impl Schema {
 
     fn compile(&self) -> Result<jsonschema::Validator, String> {
         let shown = self.schema.display();
-        let bytes = std::fs::File::open(&self.schema)
-            .and_then(|file| {
-                use std::io::Read;
-                let mut bytes = Vec::new();
-                file.take(MAX_SCHEMA_BYTES).read_to_end(&mut bytes)?;
-                Ok(bytes)
-            })
+        let bytes = crate::files::read(&self.schema, MAX_SCHEMA_BYTES, crate::files::Links::Follow)
             .map_err(|err| {
                 format!("cannot read schema {shown}: {err}; fix `schema:` in the rules file")
             })?;

@@ -107,16 +107,13 @@ impl KeyFile {
             named_by: self.source.clone(),
             reason,
         };
-        let file = crate::taskdir::open_regular(&self.path).map_err(|err| fail(err.to_string()))?;
-        let mut bytes = Vec::new();
-        file.take(MAX_KEY_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|err| fail(err.to_string()))?;
-        if bytes.len() as u64 > MAX_KEY_BYTES {
-            return Err(fail(format!(
-                "it is larger than {MAX_KEY_BYTES} bytes, so it is not a key"
-            )));
-        }
+        let bytes = crate::files::read(&self.path, MAX_KEY_BYTES, crate::files::Links::Follow)
+            .map_err(|err| match err.kind() {
+                std::io::ErrorKind::InvalidData => fail(format!(
+                    "it is larger than {MAX_KEY_BYTES} bytes, so it is not a key"
+                )),
+                _ => fail(err.to_string()),
+            })?;
         // A trailing newline (from `echo` or `openssl rand -hex 32 > key`) is not part of the key.
         let secret = bytes.trim_ascii();
         if secret.is_empty() {
@@ -233,9 +230,11 @@ pub fn verify(document: &str, key: &Key) -> Result<(), VerifyError> {
         .map_err(|_| VerifyError::Mismatch)
 }
 
-/// Reads a verdict file for checking: regular files only, at most [`MAX_DOCUMENT_BYTES`].
-pub fn read_document(path: &Path) -> std::io::Result<String> {
-    let file = crate::taskdir::open_regular(path)?;
+/// Reads a verdict file for checking: regular files only, at most [`MAX_DOCUMENT_BYTES`]; a
+/// link in its place is followed only if `links` says so (a path a person named, as `verify`
+/// takes, not a verdict in the verdicts directory).
+pub fn read_document(path: &Path, links: crate::files::Links) -> std::io::Result<String> {
+    let file = crate::files::open(path, links)?;
     let mut bytes = Vec::new();
     file.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_DOCUMENT_BYTES {

@@ -113,7 +113,11 @@ struct Read {
 
 /// Reads the task's verdict once, so the bytes verified are the bytes parsed.
 fn read_verdict(rules: &Rules, task: &str, key: Option<&Key>) -> Option<Read> {
-    let document = sign::read_document(&staging::verdict_path(&rules.verdicts, task)).ok()?;
+    let document = sign::read_document(
+        &staging::verdict_path(&rules.verdicts, task),
+        crate::files::Links::Refuse,
+    )
+    .ok()?;
     let verdict: Verdict = serde_json::from_str(&document).ok()?;
     // A verdict copied from another task, however well signed, answers nothing here: the
     // signature covers the document, not the file name it sits under.

@@ -47,6 +47,9 @@ impl Default for Retention {
     }
 }
 
+/// The most of one log `read` reads.
+const MAX_READ: u64 = 1024 * 1024 * 1024;
+
 /// The name of the `n`-th older log (`events.jsonl.1` is the newest of them).
 pub fn rotated_name(n: u32) -> String {
     format!("{FILE_NAME}.{n}")
@@ -206,13 +209,14 @@ fn ends_with_newline(file: &mut File) -> io::Result<bool> {
 
 /// Reads every whole event in the log, skipping lines that do not parse (a torn last line).
 pub fn read(state_dir: &Path) -> io::Result<Vec<Event>> {
-    let file = match File::open(state_dir.join(FILE_NAME)) {
+    let file = match crate::files::open(&state_dir.join(FILE_NAME), crate::files::Links::Refuse) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => return Err(err),
     };
     let mut events = Vec::new();
-    for line in BufReader::new(file).split(b'\n') {
+    // The log is bounded by its retention; a planted file is bounded here.
+    for line in BufReader::new(file.take(MAX_READ)).split(b'\n') {
         if let Ok(event) = serde_json::from_slice::<Event>(&line?) {
             events.push(event);
         }

@@ -138,8 +138,11 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         && staging::read_verdict(&rules.verdicts, name)
             .is_some_and(|verdict| staging::is_current(&verdict, &signal))
         && signing.as_deref().is_none_or(|signing| {
-            sign::read_document(&staging::verdict_path(&rules.verdicts, name))
-                .is_ok_and(|document| sign::verify(&document, signing).is_ok())
+            sign::read_document(
+                &staging::verdict_path(&rules.verdicts, name),
+                crate::files::Links::Refuse,
+            )
+            .is_ok_and(|document| sign::verify(&document, signing).is_ok())
         })
     {
         return Ok(Judged::AlreadyCurrent);

@@ -11,7 +11,11 @@ use sha2::{Digest, Sha256};
 use crate::error::Error;
 use crate::verdict::{Decision, GateOutcome, Verdict};
 
+/// A task's state is a few hundred bytes; a larger file was not written by validator.
+const MAX_STATE_BYTES: u64 = 64 * 1024;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TaskState {
     /// The attempt number of `signal`: attempts since the last PASS or reset.
     pub attempt: u32,
@@ -73,7 +77,7 @@ impl TaskState {
     /// with a warning: refusing to judge would block the worker forever.
     pub fn load(state_dir: &Path, task: &str) -> Self {
         let file = path(state_dir, task);
-        match std::fs::read(&file) {
+        match crate::files::read(&file, MAX_STATE_BYTES, crate::files::Links::Refuse) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
                 tracing::warn!(path = %file.display(), %err, "task state is damaged; starting the task afresh");
                 TaskState::default()

@@ -135,3 +135,57 @@ fn the_event_log_is_rotated_at_its_cap_and_keeps_what_the_rules_say() {
         }
     }
 }
+
+#[test]
+fn a_fifo_in_place_of_the_rules_file_does_not_stall_the_watcher() {
+    let mut sidecar = Sidecar::new(RULES);
+    sidecar.start(&["--jobs", "1", "--heartbeat", "1s"]);
+    // Swapped in by a rename, as a reload would see any new rules file.
+    let fifo = sidecar.path().join("rules.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    fs::rename(&fifo, sidecar.rules_path()).expect("swap in the FIFO");
+    let refused = poll(Duration::from_secs(20), || {
+        sidecar
+            .events()
+            .iter()
+            .any(|e| e["event"] == "error" && e["details"]["config"].is_string())
+    });
+    assert!(refused, "no error event for the reload\n{}", sidecar.logs());
+    // The main loop and the workers go on with the rules they had (read the verdict file:
+    // `wait` itself needs a rules file).
+    signal(&sidecar, "t", "STATUS: OK\n");
+    let passed = poll(Duration::from_secs(20), || {
+        fs::read(sidecar.verdict_path("t"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            .is_some_and(|verdict| verdict["verdict"] == "PASS")
+    });
+    assert!(passed, "no verdict after the FIFO\n{}", sidecar.logs());
+    assert!(sidecar.running());
+}
+
+#[test]
+fn links_planted_among_validators_own_files_are_not_followed() {
+    let mut sidecar = Sidecar::new(&RULES.replace(
+        "state: state\n",
+        "state: state\ndefaults: {max_attempts: 5}\n",
+    ));
+    // Another task's state, escalated: a link to it in place of `t`'s must not carry it over.
+    let tasks = sidecar.state().join("tasks");
+    fs::create_dir_all(&tasks).expect("mkdir");
+    fs::write(
+        tasks.join("other.json"),
+        r#"{"attempt": 99, "signal": null, "judged": null, "signature": null, "strikes": 0, "escalated": "by a link", "last_verdict": "ESCALATED", "updated_at": null}"#,
+    )
+    .expect("state");
+    std::os::unix::fs::symlink(tasks.join("other.json"), tasks.join("t.json")).expect("link");
+    sidecar.start(&["--jobs", "1"]);
+    signal(&sidecar, "t", "STATUS: OK\n");
+    let (code, verdict) = wait(&sidecar, "t");
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(verdict["attempt"], 1, "{verdict:#}");
+}
