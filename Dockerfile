@@ -34,16 +34,15 @@ LABEL org.opencontainers.image.title="validator" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="MIT OR Apache-2.0"
 
-# git: file-scope reads the task's repository. Its owner is the agent, not this user, so git's
-# ownership check is turned off: validator already runs git with the repository's hooks,
-# fsmonitor, filters and textconv programs disabled. ca-certificates: for the toolchains a
-# derived image adds. tini: PID 1, which forwards SIGTERM and reaps what gates leave behind.
+# git: file-scope reads the task's repository, which the agent's user owns. validator names the
+# repository to git itself, runs it with no system or user config and the repository's
+# programs switched off, inside a Landlock sandbox, so git's ownership check has nothing to add
+# and needs no setting here. ca-certificates: for the toolchains a derived image adds. tini: PID 1, which forwards SIGTERM and reaps what gates leave behind.
 # The packages follow the Debian release pinned above, not versions pinned here.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates git tini \
     && rm -rf /var/lib/apt/lists/* \
-    && git config --system --add safe.directory '*' \
     && groupadd --system --gid 10001 validator \
     && useradd --system --uid 10001 --gid 10001 --create-home --home-dir /home/validator \
         --shell /usr/sbin/nologin validator \

@@ -33,6 +33,7 @@ pub mod pipeline;
 pub mod process;
 pub mod progress;
 pub mod rules;
+pub mod sandbox;
 pub mod signal;
 pub mod snapshot;
 pub mod staging;

@@ -95,7 +95,8 @@ pub struct Spec<'a> {
     pub argv: &'a [OsString],
     pub cwd: &'a Path,
     pub env: &'a [(OsString, OsString)],
-    /// Variables of validator's own environment the command must not inherit.
+    /// Variables of validator's own environment the command must not inherit (unless `env`
+    /// sets them anew).
     pub env_remove: &'a [&'a str],
     pub timeout: Duration,
     pub output_cap: usize,
@@ -103,6 +104,8 @@ pub struct Spec<'a> {
     /// Keep stderr apart (in `Finished::errors`) instead of interleaving it with stdout, for
     /// tools whose stdout is data (git).
     pub separate_stderr: bool,
+    /// Run the command inside this sandbox (git over a worker's repository).
+    pub sandbox: Option<&'a crate::sandbox::Sandbox>,
 }
 
 /// How a command ended.
@@ -179,6 +182,7 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         Some(reader) => expression.stdin_file(reader),
         None => expression.stdin_null(),
     };
+    let sandbox = spec.sandbox.map(crate::sandbox::Sandbox::fd);
     let mut expression = expression
         .stdout_file(writer)
         .stderr_file(writer_for_stderr)
@@ -187,9 +191,22 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
             command.process_group(0);
             // The program is spawned by its full path (see `on_path`); it still sees its name.
             command.arg0(&program);
+            if let Some(ruleset) = sandbox {
+                // SAFETY: `enter` makes two system calls and nothing else, as a child between
+                // fork and exec may.
+                unsafe {
+                    command.pre_exec(move || crate::sandbox::enter(ruleset));
+                }
+            }
             Ok(())
         });
-    for key in spec.env_remove {
+    // What `env` sets anew is not removed: duct applies the modifier added first last, so
+    // removing it would undo the setting.
+    for key in spec
+        .env_remove
+        .iter()
+        .filter(|key| !spec.env.iter().any(|(name, _)| name == **key))
+    {
         expression = expression.env_remove(key);
     }
     for (key, value) in spec.env {
@@ -568,6 +585,7 @@ mod tests {
             output_cap: cap,
             cancel: None,
             separate_stderr: false,
+            sandbox: None,
         })
     }
 
@@ -657,6 +675,7 @@ mod tests {
             output_cap: OUTPUT_CAP,
             cancel: Some(&cancel),
             separate_stderr: false,
+            sandbox: None,
         };
         let done = run(&spec).unwrap();
         killer.join().unwrap();
@@ -677,6 +696,7 @@ mod tests {
                 output_cap: OUTPUT_CAP,
                 cancel: None,
                 separate_stderr: false,
+                sandbox: None,
             },
             input,
         )
@@ -761,6 +781,7 @@ mod tests {
             output_cap: OUTPUT_CAP,
             cancel: Some(&cancel),
             separate_stderr: false,
+            sandbox: None,
         })
         .unwrap();
         assert_eq!(done.exit, Exit::TimedOut);
@@ -909,6 +930,7 @@ mod tests {
             output_cap: OUTPUT_CAP,
             cancel: Some(&cancel),
             separate_stderr: false,
+            sandbox: None,
         };
         let first = String::from_utf8(run(&spec).unwrap().output).unwrap();
         let second = String::from_utf8(run(&spec).unwrap().output).unwrap();
@@ -946,6 +968,7 @@ mod tests {
             output_cap: OUTPUT_CAP,
             cancel: None,
             separate_stderr: false,
+            sandbox: None,
         })
         .map(|done| done.exit)
         .expect_err("no interpreter");

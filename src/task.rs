@@ -22,6 +22,10 @@ pub struct Task {
     pub protocol_root: bool,
     /// The coordinator's handoff contract for this task, if there is one.
     pub contract: Option<std::sync::Arc<crate::contract::Contract>>,
+    /// The highest directory the worker writes: the task directory, or the staging directory
+    /// holding it under `watch` (the worker writes its done file there). A repository found in
+    /// it is the worker's, never the operator's.
+    pub worker_area: PathBuf,
 }
 
 impl Task {
@@ -38,6 +42,7 @@ impl Task {
             })?;
         Ok(Task {
             name,
+            worker_area: dir.clone(),
             dir,
             attempt: 1,
             signal: Signal::none(),
@@ -59,6 +64,16 @@ impl Task {
 
     pub fn with_contract(mut self, contract: Option<crate::contract::Contract>) -> Self {
         self.contract = contract.map(std::sync::Arc::new);
+        self
+    }
+
+    /// The worker also writes `area`, a directory holding the task directory (staging).
+    pub fn with_worker_area(mut self, area: &Path) -> Self {
+        if let Ok(area) = area.canonicalize() {
+            if self.dir.starts_with(&area) {
+                self.worker_area = area;
+            }
+        }
         self
     }
 

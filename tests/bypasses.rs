@@ -375,3 +375,167 @@ fn verdict(project: &Project) -> (i32, serde_json::Value) {
     cmd.args(["--format", "json"]);
     common::json_verdict(cmd)
 }
+
+/// Makes `dir` a repository of its own with everything in it committed.
+fn commit_all(dir: &Path) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+}
+
+/// A repository with a submodule `sub` (a nested repository staged and committed as a gitlink)
+/// whose own config names a clean filter and a textconv driver that would leave `marker`.
+fn repo_with_hostile_submodule(scope: &str, marker: &Path) -> Project {
+    let project = repo(scope);
+    let task = project.task_dir();
+    project
+        .file("sub/f.txt", "x\n")
+        .file("sub/.gitattributes", "* filter=evil diff=evil\n");
+    let sub = task.join("sub");
+    commit_all(&sub);
+    let program = format!("sh -c 'touch {}; cat'", marker.display());
+    git(&sub, &["config", "filter.evil.clean", &program]);
+    git(&sub, &["config", "diff.evil.textconv", &program]);
+    // The superproject asks for submodule patches inline, which would run git inside `sub`.
+    git(&task, &["config", "diff.submodule", "diff"]);
+    git(&task, &["add", "sub"]);
+    git(&task, &["commit", "-q", "-m", "gitlink"]);
+    project
+}
+
+#[test]
+fn nothing_a_submodule_configures_runs_and_its_changes_are_still_seen() {
+    let project = Project::new();
+    let marker = project.path().join("PWNED");
+    let project = repo_with_hostile_submodule("        readonly: [\"sub/**\"]\n", &marker);
+    // The same size and a new time: git must read the file again, through the clean filter.
+    project.file("sub/f.txt", "y\n");
+    let (code, verdict) = verdict(&project);
+    assert!(!marker.exists(), "a program the submodule configured ran");
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        findings_text(&verdict, "scope").contains("sub/f.txt"),
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn nothing_a_submodule_configures_runs_for_the_reviewer_either() {
+    let project = Project::new();
+    let marker = project.path().join("PWNED");
+    let project = repo_with_hostile_submodule("        allow: [\"**\"]\n", &marker);
+    let recorder = project.path().join("review.sh");
+    std::fs::write(
+        &recorder,
+        "#!/bin/sh\ncat > \"$VALIDATOR_TASK_DIR/../context.md\"\necho APPROVED\n",
+    )
+    .expect("reviewer");
+    make_executable(&recorder);
+    project.rules(&common::pipeline(&format!(
+        "      - name: review\n        rule: review\n        run: [\"{}\"]\n",
+        recorder.display()
+    )));
+    let sub = project.task_dir().join("sub");
+    project.file("sub/f.txt", "changed in a new commit\n");
+    git(&sub, &["commit", "-qam", "moved"]);
+    project.file("sub/f.txt", "y\n");
+    // The test's own commit ran the filter; only validator's runs count.
+    let _ = std::fs::remove_file(&marker);
+    let (code, verdict) = verdict(&project);
+    assert!(!marker.exists(), "a program the submodule configured ran");
+    assert_eq!(code, 0, "{verdict:#}");
+    let context = std::fs::read_to_string(project.path().join("context.md")).expect("context");
+    assert!(context.contains("sub/f.txt"), "{context}");
+}
+
+/// A repository outside the task, with a file only the validator's side can read.
+fn elsewhere(project: &Project) -> std::path::PathBuf {
+    let other = project.path().join("elsewhere");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(other.join("secret.txt"), "TOP-SECRET-CONTENT\n").expect("secret");
+    std::fs::write(other.join("Cargo.lock"), "lock\n").expect("lock");
+    commit_all(&other);
+    other
+}
+
+#[test]
+fn a_git_file_pointing_at_another_repository_is_refused_and_nothing_of_it_is_read() {
+    let project = repo("        readonly: [\"Cargo.lock\"]\n");
+    let other = elsewhere(&project);
+    let recorder = project.path().join("review.sh");
+    std::fs::write(
+        &recorder,
+        "#!/bin/sh\ncat > \"$VALIDATOR_TASK_DIR/../context.md\"\necho APPROVED\n",
+    )
+    .expect("reviewer");
+    make_executable(&recorder);
+    project.rules(&common::pipeline(&format!(
+        "      - name: scope\n        rule: file-scope\n        readonly: [\"Cargo.lock\"]\n        on_fail: CONTINUE\n      - name: review\n        rule: review\n        run: [\"{}\"]\n",
+        recorder.display()
+    )));
+    let task = project.task_dir();
+    std::fs::remove_dir_all(task.join(".git")).expect("rm .git");
+    std::fs::write(
+        task.join(".git"),
+        format!("gitdir: {}\n", other.join(".git").display()),
+    )
+    .expect("gitfile");
+    std::fs::write(task.join("secret.txt"), "mine\n").expect("write");
+    let (_, verdict) = verdict(&project);
+    let scope = gate(&verdict, "scope");
+    assert_eq!(scope["outcome"], "fail", "{verdict:#}");
+    assert!(
+        scope.to_string().contains("outside the task directory"),
+        "{verdict:#}"
+    );
+    let context = std::fs::read_to_string(project.path().join("context.md")).expect("context");
+    assert!(!context.contains("TOP-SECRET"), "{context}");
+    assert!(!verdict.to_string().contains("TOP-SECRET"), "{verdict:#}");
+}
+
+#[test]
+fn settings_that_make_git_look_elsewhere_or_nowhere_cannot_hide_a_deletion() {
+    for (setting, value) in [
+        ("core.bare", "true".to_owned()),
+        ("core.worktree", String::new()),
+    ] {
+        let project = repo("        readonly: [\"Cargo.lock\"]\n");
+        let other = elsewhere(&project);
+        let value = if value.is_empty() {
+            other.display().to_string()
+        } else {
+            value
+        };
+        let task = project.task_dir();
+        git(&task, &["config", setting, &value]);
+        std::fs::remove_file(task.join("Cargo.lock")).expect("delete");
+        let (code, verdict) = verdict(&project);
+        assert_eq!(code, 1, "{setting}: {verdict:#}");
+        assert!(
+            findings_text(&verdict, "scope").contains("Cargo.lock"),
+            "{setting}: {verdict:#}"
+        );
+    }
+}
+
+#[test]
+fn a_git_directory_git_would_skip_is_a_failure_not_a_way_to_the_enclosing_repository() {
+    // The project root is a repository; the task directory inside it holds a `.git` git does
+    // not take for a repository, so git would judge the task against the enclosing one.
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - name: scope\n        rule: file-scope\n        readonly: [\"Cargo.lock\"]\n",
+        ))
+        .file("Cargo.lock", "lock\n");
+    commit_all(project.path());
+    std::fs::create_dir_all(project.task_dir().join(".git")).expect("empty .git");
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        gate(&verdict, "scope")["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains(".git")),
+        "{verdict:#}"
+    );
+}

@@ -295,3 +295,36 @@ fn a_promisor_remote_cannot_make_git_run_a_program() {
     let _ = verdict(&project);
     assert!(!ran.exists(), "git ran the repository's sshCommand");
 }
+
+#[test]
+fn a_linked_worktree_is_judged_against_the_repository_it_belongs_to() {
+    let project = Project::new();
+    project.rules("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: scope, rule: file-scope, readonly: [\"Cargo.lock\"]}\n");
+    let main = project.path().join("main");
+    std::fs::create_dir_all(&main).expect("mkdir");
+    std::fs::write(main.join("Cargo.lock"), "lock\n").expect("write");
+    commit_all(&main);
+    std::fs::remove_dir_all(project.task_dir()).expect("rm task");
+    git(&main, &["worktree", "add", "-q", "../task"]);
+    std::fs::write(project.task_dir().join("Cargo.lock"), "changed\n").expect("edit");
+    assert_caught(&project, "Cargo.lock");
+}
+
+#[test]
+fn a_repository_borrowing_objects_from_outside_the_task_is_refused() {
+    let project = Project::new();
+    project.rules("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: scope, rule: file-scope}\n");
+    let elsewhere = project.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    std::fs::write(elsewhere.join("secret.txt"), "TOP-SECRET\n").expect("write");
+    commit_all(&elsewhere);
+    std::fs::remove_dir_all(project.task_dir()).expect("rm task");
+    git(
+        project.path(),
+        &["clone", "-q", "--shared", "elsewhere", "task"],
+    );
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let summary = gate(&verdict, "scope")["summary"].to_string();
+    assert!(summary.contains("borrows objects"), "{verdict:#}");
+}

@@ -1513,3 +1513,29 @@ fn the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes(mode: Mo
         "the feedback names the failing gate: {fed}"
     );
 }
+
+/// Under `watch` every worker writes the staging directory (its done file goes there), so a
+/// repository there is nobody's to trust: the verdict is ERROR, saying so, never a judgement
+/// against a repository any worker could have forged.
+#[test]
+fn a_repository_over_the_whole_staging_directory_is_an_error() {
+    let w = Watcher::started(
+        Mode::Notify,
+        &rules("", "      - {name: scope, rule: file-scope}\n"),
+        &[],
+    );
+    w.task("t", &[("a.txt", "a")]);
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "base"],
+    ] {
+        common::git(&w.staging(), args);
+    }
+    let (code, verdict) = w.judge("t", "STATUS: OK\n");
+    assert_eq!(code, 2, "{verdict:#}");
+    assert!(
+        reasons(&verdict).contains("where every worker writes"),
+        "{verdict:#}"
+    );
+}

@@ -163,6 +163,7 @@ impl Command {
                 output_cap: OUTPUT_CAP,
                 cancel: ctx.cancel,
                 separate_stderr: false,
+                sandbox: None,
             };
             let finished = match process::run(&spec) {
                 Ok(finished) => finished,

@@ -7,6 +7,7 @@ pub mod command;
 pub mod dependencies;
 pub mod exists;
 pub mod findings;
+mod git;
 pub mod review;
 pub mod schema;
 pub mod scope;

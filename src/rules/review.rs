@@ -146,6 +146,7 @@ impl Review {
             // The verdict is read from standard output only; a CLI's warnings on standard
             // error must not become issues.
             separate_stderr: true,
+            sandbox: None,
         };
         let finished = match process::run_with_input(&spec, input.as_bytes()) {
             Ok(finished) => finished,

@@ -170,6 +170,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     let refused = task_dir.as_ref().err().cloned();
     let task_dir = task_dir.unwrap_or_else(|_| rules.staging.clone());
     let task = protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
+        .with_worker_area(&rules.staging)
         .with_attempt(state.attempt)
         .with_signal(signal);
     let pipeline = rules.pipeline_for(name, None);
