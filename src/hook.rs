@@ -3,8 +3,10 @@
 //!
 //! The agent sends one JSON object on stdin when it is about to stop (Claude Code `Stop` and
 //! `SubagentStop`, Codex `Stop` and `SubagentStop`, Gemini CLI `AfterAgent`). The adapter judges
-//! the agent's working directory (`cwd`) with the agent's last message as the done signal's
-//! body, and answers in the agent's own format:
+//! the project ([`Project`]: the directory the hook command names, else the agent's project
+//! directory, else the repository the hook runs in), never a directory the agent moved to,
+//! with the agent's last message as the done signal's body, and answers in the agent's own
+//! format:
 //!
 //! | verdict | answer (stdout, exit 0) |
 //! |---|---|
@@ -48,9 +50,10 @@ use crate::verdict::{Decision, GateReport, Verdict, feedback};
 use crate::watch::events::EventLog;
 use crate::watch::state::{self, TaskState};
 
-/// Largest hook input read. An agent's last message can be long, but the signal body it becomes
-/// is capped at 1 MiB anyway; more than this is refused, never half-parsed.
-pub const MAX_INPUT: usize = 1024 * 1024;
+/// Largest hook input read and parsed. A last message longer than a done signal's cap is judged
+/// by its end (where its STATUS block is); an input past this is answered with a block that
+/// says why, never half-parsed and never let through.
+pub const MAX_INPUT: usize = 16 * 1024 * 1024;
 
 /// The agents whose stop hooks `validator hook` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +79,16 @@ impl Agent {
         match self {
             Agent::Claude | Agent::Codex => &["Stop", "SubagentStop"],
             Agent::Gemini => &["AfterAgent"],
+        }
+    }
+
+    /// The variables the agent sets for its hooks to name the project it works on, in the
+    /// order they are trusted (Gemini CLI sets Claude Code's too).
+    pub fn project_dir_vars(self) -> &'static [&'static str] {
+        match self {
+            Agent::Claude => &["CLAUDE_PROJECT_DIR"],
+            Agent::Codex => &["CODEX_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
+            Agent::Gemini => &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
         }
     }
 
@@ -124,8 +137,8 @@ impl Input {
         };
         if bytes.len() > MAX_INPUT {
             return Err(refuse(format!(
-                "the input is over {} KiB",
-                MAX_INPUT / 1024
+                "the input is over {} MiB",
+                MAX_INPUT / 1024 / 1024
             )));
         }
         let input: Input = serde_json::from_slice(bytes)
@@ -142,22 +155,23 @@ impl Input {
                 )));
             }
         }
-        if !input.cwd.is_dir() {
-            return Err(refuse(format!(
-                "`cwd` {} is not a directory",
-                input.cwd.display()
-            )));
-        }
         Ok(input)
     }
 
-    /// The agent's last message: the done signal's body (empty when the agent sent none).
-    pub fn message(&self, agent: Agent) -> &str {
+    /// The agent's last message: the done signal's body (empty when the agent sent none). A
+    /// message longer than a done signal may be is cut to its end, where an agent's STATUS
+    /// block is; the second value says how many bytes were left out.
+    pub fn message(&self, agent: Agent) -> (&str, usize) {
         let message = match agent {
             Agent::Claude | Agent::Codex => &self.last_assistant_message,
             Agent::Gemini => &self.prompt_response,
         };
-        message.as_deref().unwrap_or_default()
+        let message = message.as_deref().unwrap_or_default();
+        let mut start = message.len().saturating_sub(crate::signal::MAX_BODY);
+        while !message.is_char_boundary(start) {
+            start += 1;
+        }
+        (&message[start..], start)
     }
 
     /// The subagent's id, if this is a subagent stopping.
@@ -169,6 +183,65 @@ impl Input {
     pub fn session_key(&self) -> String {
         session_key(&self.session_id, self.subagent())
     }
+}
+
+/// Where a stop is judged: the project the agent works on, found without asking the agent. The
+/// directory an agent's input names (`cwd`) is where it last moved to: judging that would let it
+/// `cd` into a corner (a subdirectory no pipeline or contract names, a scratch directory) and
+/// stop there unjudged.
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub dir: PathBuf,
+    /// The task's name, when the hook command gives one (else the directory's name).
+    pub task: Option<String>,
+    /// How `dir` was found, for the event log.
+    pub found_by: &'static str,
+}
+
+impl Project {
+    /// The project of `agent`'s stop: `named_dir` if the hook command gives one; else the
+    /// project directory the agent puts in the hook's environment (`env`); else the top of the
+    /// git repository the hook runs in (`cwd`, which the agent started it in); else `cwd`.
+    pub fn locate(
+        agent: Agent,
+        named_dir: Option<PathBuf>,
+        task: Option<String>,
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+        cwd: &std::path::Path,
+    ) -> Project {
+        let (dir, found_by) = if let Some(dir) = named_dir {
+            (dir, "--task-dir")
+        } else if let Some((var, dir)) = agent
+            .project_dir_vars()
+            .iter()
+            .find_map(|var| env(var).filter(|v| !v.is_empty()).map(|dir| (*var, dir)))
+        {
+            (PathBuf::from(dir), var)
+        } else if let Some(top) = repository_top(cwd) {
+            (top, "the repository the hook runs in")
+        } else {
+            (cwd.to_path_buf(), "the hook's working directory")
+        };
+        Project {
+            dir,
+            task,
+            found_by,
+        }
+    }
+
+    fn task_name(&self) -> String {
+        self.task
+            .clone()
+            .unwrap_or_else(|| task::name_from_dir(&self.dir))
+    }
+}
+
+/// The nearest directory at or above `dir` holding a `.git`.
+fn repository_top(dir: &std::path::Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    dir.ancestors()
+        .find(|at| at.join(".git").symlink_metadata().is_ok())
+        .map(std::path::Path::to_path_buf)
 }
 
 /// The state name of a session (or of one subagent in it): `hook-` and 16 hex digits of a
@@ -201,6 +274,16 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// The answer to a stop whose input is too long to read whole ([`MAX_INPUT`]).
+    pub fn too_long_to_judge() -> Answer {
+        Answer::Block {
+            reason: format!(
+                "validator could not judge this stop: the hook's input is over {} MiB, so your last message was not read. End with a short message whose last lines are the STATUS block (STATUS: OK, or STATUS: BLOCKED and REASON: ...).",
+                MAX_INPUT / 1024 / 1024
+            ),
+        }
+    }
+
     /// The JSON line to print on stdout, or `None` for PASS. Only fields every one of the three
     /// agents documents for its stop event are used (Codex refuses unknown ones).
     pub fn to_json(&self, agent: Agent) -> Option<String> {
@@ -264,11 +347,19 @@ impl Observer for GateEvents<'_> {
 }
 
 /// Judges one stop of `agent`: counts the attempt, applies the breakers as the watcher does,
-/// runs the pipeline over `cwd` as `check` does, saves the session's state and logs events.
+/// runs the pipeline over the project as `check` does, saves the session's state and logs
+/// events.
 ///
-/// The task is named after `cwd` (as `check` names it), so `tasks:` globs and contracts pick
-/// pipelines the same way for both; the session key names the state and the events.
-pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Error> {
+/// The task is named as the hook command says, else after the project's directory (as `check`
+/// names it), so `tasks:` globs and contracts pick pipelines the same way for both; the session
+/// key names the state and the events. A stop no pipeline matches is a FAIL that blocks (the
+/// breakers end it): it is never let through unjudged.
+pub fn judge(
+    rules: &Rules,
+    agent: Agent,
+    input: &Input,
+    project: &Project,
+) -> Result<Judgement, Error> {
     let session = input.session_key();
     let agent_name = match (&input.agent_type, input.subagent()) {
         (Some(kind), Some(_)) => format!("{}/{}", agent.name(), kind),
@@ -276,13 +367,14 @@ pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Er
     };
     let bound = match bound_pipeline(rules, input) {
         Ok(bound) => bound,
-        Err(why) => return unjudged(rules, input, session, &agent_name, why),
+        Err(why) => return unjudged(rules, input, project, session, &agent_name, why),
     };
     let events = EventLog::open(&rules.state, rules.events)?;
     let mut state = TaskState::load(&rules.state, &session);
     let state_existed = state::path(&rules.state, &session).exists();
 
-    let signal = Signal::from_bytes(input.message(agent).as_bytes(), None);
+    let (message, left_out) = input.message(agent);
+    let signal = Signal::from_bytes(message.as_bytes(), None);
     // Every stop is a new attempt, even with the same last message: a unique identity per call.
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -295,16 +387,19 @@ pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Er
         "hook_run",
         json!({
             "event": input.hook_event_name,
+            "project": project.dir,
+            "project_from": project.found_by,
             "cwd": input.cwd,
             "attempt": attempt,
             "stop_hook_active": input.stop_hook_active,
             "sha256": signal.sha256,
+            "message_bytes_left_out": left_out,
         }),
     );
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
     // inside the agent's directory the rules must not count it as the agent's work.
-    let task = Task::new(task::name_from_dir(&input.cwd), &input.cwd)?
+    let task = Task::new(project.task_name(), &project.dir)?
         .ignoring(&rules.state)
         .with_attempt(attempt)
         .with_signal(signal);
@@ -355,9 +450,17 @@ pub fn judge(rules: &Rules, agent: Agent, input: &Input) -> Result<Judgement, Er
             };
             pipeline::run_with(rules, pipeline, &task, supervision)
         }
-        (None, Err(err)) => {
-            pipeline::decide_without_running(rules, None, &task, Decision::Error, err.to_string())
-        }
+        // A stop the rules do not match is not let through: the agent is held (and the breakers
+        // end it, a person being told) until the rules name its task.
+        (None, Err(err)) => pipeline::decide_without_running(
+            rules,
+            None,
+            &task,
+            Decision::Fail,
+            format!(
+                "{err}; this stop cannot be judged, so it is not let through (a person must fix the rules)"
+            ),
+        ),
     };
 
     match verdict.verdict {
@@ -452,6 +555,7 @@ fn bound_pipeline<'r>(rules: &'r Rules, input: &Input) -> Result<Option<&'r str>
 fn unjudged(
     rules: &Rules,
     input: &Input,
+    project: &Project,
     session: String,
     agent_name: &str,
     why: String,
@@ -464,7 +568,7 @@ fn unjudged(
             json!({"event": input.hook_event_name, "reason": why}),
         );
     }
-    let task = Task::new(task::name_from_dir(&input.cwd), &input.cwd)?;
+    let task = Task::new(project.task_name(), &project.dir)?;
     Ok(Judgement {
         session,
         verdict: pipeline::decide_without_running(rules, None, &task, Decision::Pass, why),
@@ -553,7 +657,7 @@ mod tests {
             "timestamp": "2026-01-01T00:00:00Z", "future_field": {"x": 1},
         });
         let input = Input::parse(Agent::Gemini, json.to_string().as_bytes()).unwrap();
-        assert_eq!(input.message(Agent::Gemini), "STATUS: OK");
+        assert_eq!(input.message(Agent::Gemini), ("STATUS: OK", 0));
         assert!(Input::parse(Agent::Claude, json.to_string().as_bytes()).is_err());
     }
 

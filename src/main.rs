@@ -117,6 +117,15 @@ enum Command {
     Hook {
         #[arg(value_enum)]
         agent: HookAgent,
+        /// The project to judge [default: the agent's project directory
+        /// ($CLAUDE_PROJECT_DIR, $GEMINI_PROJECT_DIR), else the git repository the hook runs
+        /// in, else its working directory]; never the directory the agent last moved to
+        #[arg(long, value_name = "DIR")]
+        task_dir: Option<PathBuf>,
+        /// The task's name (picks the pipeline and the contract) [default: the project
+        /// directory's name]
+        #[arg(long, value_name = "NAME")]
+        task: Option<String>,
     },
     /// Check a verdict file's signature: exit 0 valid, 1 unsigned or edited, 2 cannot check
     Verify {
@@ -320,7 +329,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let command = match cli.command {
         Command::Verify { file, key } => return verify(cli.config, &file, key),
         Command::Completions { shell } => return completions(shell),
-        Command::Hook { agent } => return Ok(hook(cli.config, agent)),
+        Command::Hook {
+            agent,
+            task_dir,
+            task,
+        } => return Ok(hook(cli.config, agent, task_dir, task)),
         Command::Rules {
             command: RulesCommand::Schema,
         } => return rules_schema(),
@@ -399,7 +412,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         }
         Command::Status { format, .. } => status(&config, format),
-        Command::Hook { agent } => Ok(hook(Some(config), agent)),
+        Command::Hook {
+            agent,
+            task_dir,
+            task,
+        } => Ok(hook(Some(config), agent, task_dir, task)),
         Command::Reset {
             task,
             session,
@@ -431,9 +448,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 /// `validator hook`: the answer on stdout and exit 0, or the problem on stderr and exit 1 with
 /// nothing on stdout, so a broken setup never blocks the agent by accident.
-fn hook(config: Option<PathBuf>, agent: HookAgent) -> ExitCode {
+fn hook(
+    config: Option<PathBuf>,
+    agent: HookAgent,
+    task_dir: Option<PathBuf>,
+    task: Option<String>,
+) -> ExitCode {
     let agent = validator::hook::Agent::from(agent);
-    let answered = hook_answer(config, agent).and_then(|answer| {
+    let answered = hook_answer(config, agent, task_dir, task).and_then(|answer| {
         if let Some(line) = answer {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}")
@@ -451,7 +473,12 @@ fn hook(config: Option<PathBuf>, agent: HookAgent) -> ExitCode {
     }
 }
 
-fn hook_answer(config: Option<PathBuf>, agent: validator::hook::Agent) -> Result<Option<String>> {
+fn hook_answer(
+    config: Option<PathBuf>,
+    agent: validator::hook::Agent,
+    task_dir: Option<PathBuf>,
+    task: Option<String>,
+) -> Result<Option<String>> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         bail!(
@@ -465,12 +492,19 @@ fn hook_answer(config: Option<PathBuf>, agent: validator::hook::Agent) -> Result
         .take(validator::hook::MAX_INPUT as u64 + 1)
         .read_to_end(&mut input)
         .context("cannot read the hook's input from stdin")?;
+    if input.len() > validator::hook::MAX_INPUT {
+        // Too long to read whole: never let such a stop through, never read half of it.
+        return Ok(validator::hook::Answer::too_long_to_judge().to_json(agent));
+    }
     let input = validator::hook::Input::parse(agent, &input)?;
     // The rules file is found as everywhere else: `-c`, `./validator.yaml`, `$VALIDATOR_CONFIG`.
     // Agents start hooks in the project directory, which the agent can write, so the examples
     // pass `-c` with an absolute path outside it; the input's `cwd` is never searched.
     let rules = load(&config_path(config)?)?;
-    let judgement = validator::hook::judge(&rules, agent, &input)?;
+    let cwd = std::env::current_dir().context("cannot tell the hook's working directory")?;
+    let project =
+        validator::hook::Project::locate(agent, task_dir, task, |var| std::env::var_os(var), &cwd);
+    let judgement = validator::hook::judge(&rules, agent, &input, &project)?;
     Ok(judgement.answer.to_json(agent))
 }
 

@@ -118,14 +118,33 @@ impl Reply {
     }
 }
 
+/// Runs the hook as an agent would, in the project directory (`rules`' directory's `task`),
+/// without an agent's project variables unless a test sets them.
 fn run_hook(rules: &Path, agent: &str, stdin: impl Into<Vec<u8>>) -> Reply {
-    let output = validator()
+    run_hook_with(rules, agent, stdin, |_| {})
+}
+
+fn run_hook_with(
+    rules: &Path,
+    agent: &str,
+    stdin: impl Into<Vec<u8>>,
+    adjust: impl FnOnce(&mut assert_cmd::Command),
+) -> Reply {
+    let mut command = validator();
+    command
         .arg("-c")
         .arg(rules)
         .args(["hook", agent])
-        .write_stdin(stdin)
-        .output()
-        .expect("run validator");
+        .current_dir(rules.parent().expect("the rules' directory").join("task"));
+    for var in [
+        "CLAUDE_PROJECT_DIR",
+        "GEMINI_PROJECT_DIR",
+        "CODEX_PROJECT_DIR",
+    ] {
+        command.env_remove(var);
+    }
+    adjust(&mut command);
+    let output = command.write_stdin(stdin).output().expect("run validator");
     Reply {
         code: output.status.code().expect("exit code"),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -393,10 +412,6 @@ fn unparseable_input_is_refused_without_blocking() {
     // Required fields missing, wrong types.
     run_hook(&rules, "claude", r#"{"cwd": "/"}"#).refused();
     run_hook(&rules, "claude", r#"{"session_id": 7, "cwd": "/"}"#).refused();
-    // A directory that is not there.
-    let mut input = stop(&project, "s1", "done");
-    input["cwd"] = json!(project.path().join("gone"));
-    assert!(hook(&project, "claude", &input).refused().contains("cwd"));
     // Wired to a tool event, a "block" would mean something else.
     let mut input = stop(&project, "s1", "done");
     input["hook_event_name"] = json!("PreToolUse");
@@ -409,10 +424,6 @@ fn unparseable_input_is_refused_without_blocking() {
         .refused()
         .to_owned();
     assert!(stderr.contains("AfterAgent"), "{stderr}");
-    // Over 1 MiB.
-    let mut input = stop(&project, "s1", "");
-    input["last_assistant_message"] = json!("x".repeat(1024 * 1024 + 1));
-    assert!(hook(&project, "claude", &input).refused().contains("over"));
     // Nothing was judged.
     assert!(events(&project).is_empty());
 }
@@ -510,4 +521,90 @@ fn the_example_rules_judge_what_an_agent_sends() {
     )
     .passed();
     assert!(project.path().join(".validator/events.jsonl").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The project, never the directory the agent moved to
+
+/// A project whose pipeline and contract name the task `task` (the project directory), with a
+/// gate that fails, and a subdirectory the agent can move to.
+fn project_bound_to_its_task() -> Project {
+    let project = Project::new();
+    project
+        .rules("version: 1\nstate: state\ncontracts: contracts\npipelines:\n  - name: main\n    tasks: [\"task\"]\n    gates:\n      - {name: lint, rule: lint, run: [\"false\"]}\n")
+        .root_file("contracts/task.yaml", "task_id: task\nfiles_readonly: [\"Cargo.lock\"]\n")
+        .file("sub/notes.txt", "x\n");
+    project
+}
+
+#[test]
+fn a_stop_from_a_subdirectory_judges_the_project() {
+    let project = project_bound_to_its_task();
+    let mut input = stop(&project, "s1", "done");
+    input["cwd"] = json!(project.task_dir().join("sub"));
+    // As Claude Code runs it: its project directory in the environment, the hook wherever.
+    let reply = run_hook_with(&project.rules_path(), "claude", input.to_string(), |cmd| {
+        cmd.env("CLAUDE_PROJECT_DIR", project.task_dir())
+            .current_dir(project.task_dir().join("sub"));
+    });
+    let reason = reply.blocked("block");
+    assert!(reason.contains("(task task, attempt 1"), "{reason}");
+    // Without the variable, the repository the hook runs in is the project.
+    common::git(&project.task_dir(), &["init", "-q"]);
+    let reply = run_hook_with(&project.rules_path(), "codex", input.to_string(), |cmd| {
+        cmd.current_dir(project.task_dir().join("sub"));
+    });
+    assert!(reply.blocked("block").contains("(task task, attempt 2"));
+}
+
+#[test]
+fn the_hook_command_can_name_the_task_and_its_directory() {
+    let project = project_bound_to_its_task();
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let input = stop(&project, "s1", "done");
+    let reply = run_hook_with(&project.rules_path(), "claude", input.to_string(), |cmd| {
+        cmd.arg("--task-dir")
+            .arg(project.task_dir())
+            .args(["--task", "task"])
+            .env("CLAUDE_PROJECT_DIR", elsewhere.path())
+            .current_dir(elsewhere.path());
+    });
+    assert!(reply.blocked("block").contains("(task task, attempt 1"));
+}
+
+#[test]
+fn a_stop_no_pipeline_matches_is_blocked_not_let_through() {
+    let project = project_bound_to_its_task();
+    let reply = run_hook_with(
+        &project.rules_path(),
+        "claude",
+        stop(&project, "s1", "done").to_string(),
+        |cmd| {
+            cmd.args(["--task", "other"]);
+        },
+    );
+    let reason = reply.blocked("block");
+    assert!(reason.contains("no pipeline"), "{reason}");
+}
+
+#[test]
+fn a_last_message_past_the_signal_cap_is_judged_by_its_end() {
+    let project = project_with("      - {name: status, rule: status}\n", 3, 3);
+    let long = format!("{}\n\nSTATUS: OK\n", "words ".repeat(400_000));
+    hook(&project, "claude", &stop(&project, "s1", &long)).passed();
+    let long = format!(
+        "{}\n\nSTATUS: BLOCKED\nREASON: stuck\n",
+        "words ".repeat(400_000)
+    );
+    let reason = hook(&project, "claude", &stop(&project, "s2", &long)).stopped();
+    assert!(reason.contains("stuck"), "{reason}");
+}
+
+#[test]
+fn an_input_too_long_to_read_blocks_with_a_short_reason() {
+    let project = project_with(&lint("lint", PASSING, ""), 3, 3);
+    let huge = "x".repeat(17 * 1024 * 1024);
+    let reason = hook(&project, "claude", &stop(&project, "s1", &huge)).blocked("block");
+    assert!(reason.contains("over 16 MiB"), "{reason}");
+    assert!(reason.lines().count() < 5, "{reason}");
 }
