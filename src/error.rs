@@ -90,3 +90,16 @@ impl fmt::Display for ConfigError {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `err` with its causes, as one string: "cannot write x: No space left on device (os error
+/// 28)". Where the error is logged rather than shown at the edge, the cause (the OS's reason)
+/// is what a person acts on.
+pub fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        text = format!("{text}: {next}");
+        cause = next.source();
+    }
+    text
+}

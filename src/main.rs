@@ -750,6 +750,15 @@ fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
                     task.task
                 )?;
             }
+            for task in tasks.iter().filter(|t| t.unpublished.is_some()) {
+                let why = task.unpublished.as_deref().unwrap_or_default();
+                writeln!(
+                    out,
+                    "{}: judged, but the verdict is {}",
+                    task.task,
+                    validator::text::one_line(why)
+                )?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -180,6 +180,9 @@ pub struct TaskStatus {
     /// Seconds since the last verdict's run started.
     pub age_secs: Option<u64>,
     pub escalated: Option<String>,
+    /// The running watcher judged the task but cannot write its verdict: why (the OS's reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpublished: Option<String>,
 }
 
 /// Every task that has a done signal, a verdict or state. With a key, a verdict is current only
@@ -199,6 +202,8 @@ pub fn status(rules: &Rules, key: Option<&Key>) -> Vec<TaskStatus> {
     collect(&rules.staging, staging::DONE_SUFFIX);
     collect(&rules.verdicts, ".verdict.json");
     collect(&rules.state.join("tasks"), ".json");
+    let mut unpublished = super::health::unpublished(rules);
+    names.extend(unpublished.keys().cloned());
     names
         .into_iter()
         .map(|task| {
@@ -225,6 +230,7 @@ pub fn status(rules: &Rules, key: Option<&Key>) -> Vec<TaskStatus> {
                 max_attempts: rules.defaults.max_attempts,
                 age_secs,
                 escalated: state.escalated,
+                unpublished: unpublished.remove(&task),
                 task,
             }
         })

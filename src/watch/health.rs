@@ -8,8 +8,9 @@
 //! watcher per state, which is what makes killing a predecessor's orphaned gates safe
 //! ([`super::orphans`]).
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -33,6 +34,12 @@ const MISSED_BEATS: u64 = 4;
 /// A record is small; anything bigger was not written by a watcher.
 const MAX_RECORD: u64 = 64 * 1024;
 
+/// The room the record takes from the start, written out so its blocks are the file's.
+const RECORD_ROOM: usize = 16 * 1024;
+
+/// Tasks whose unwritten verdict the record names at most (the rest are counted).
+const RECORD_UNPUBLISHED: usize = 20;
+
 /// How long a starting watcher retries a lock held by someone else: a health probe holds it
 /// for microseconds, another watcher for good.
 const LOCK_RETRIES: u32 = 40;
@@ -52,6 +59,10 @@ pub struct Record {
     /// is gone or stuck, a verdict it cannot write. Any makes it unhealthy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// Tasks judged whose verdict the watcher cannot write (a full or read-only disk), and why;
+    /// `status` shows them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unpublished: BTreeMap<String, String>,
 }
 
 /// The running watcher's claim on its state directory and its record. Dropping it (any return
@@ -143,6 +154,7 @@ impl Registration {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             heartbeat_secs: interval.as_secs(),
             problems: Vec::new(),
+            unpublished: BTreeMap::new(),
         };
         Self::claim(&rules.state, record, interval)
     }
@@ -197,18 +209,28 @@ impl Registration {
         Ok(registration)
     }
 
+    /// Writes the record over the old one in place, padded with spaces (JSON whitespace) to
+    /// [`RECORD_ROOM`] or the file's length: the file keeps the disk blocks it was given at
+    /// start, so on a full disk the watcher can still say what is wrong.
     fn write_record(&mut self) -> io::Result<()> {
-        let text = serde_json::to_string_pretty(&self.record).unwrap_or_default() + "\n";
-        let mut file = self.file.file();
-        file.set_len(0)?;
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(text.as_bytes())
+        use std::os::unix::fs::FileExt;
+        let mut text = serde_json::to_string_pretty(&self.record).unwrap_or_default() + "\n";
+        let file = self.file.file();
+        let room = file.metadata()?.len().max(RECORD_ROOM as u64) as usize;
+        if text.len() < room {
+            text.push_str(&" ".repeat(room - text.len()));
+        }
+        file.write_all_at(text.as_bytes(), 0)?;
+        if (text.len() as u64) < file.metadata()?.len() {
+            file.set_len(text.len() as u64)?;
+        }
+        Ok(())
     }
 
     /// Says in the record what keeps the watcher from judging (empty: nothing), so that
     /// `status --health` reports it; written only when it changed.
-    pub fn report(&mut self, problems: Vec<String>) {
-        if problems == self.record.problems {
+    pub fn report(&mut self, problems: Vec<String>, unpublished: BTreeMap<String, String>) {
+        if problems == self.record.problems && unpublished == self.record.unpublished {
             return;
         }
         for problem in problems
@@ -218,6 +240,13 @@ impl Registration {
             tracing::error!("{problem}");
         }
         self.record.problems = problems;
+        let more = unpublished.len().saturating_sub(RECORD_UNPUBLISHED);
+        self.record.unpublished = unpublished.into_iter().take(RECORD_UNPUBLISHED).collect();
+        if more > 0 {
+            self.record
+                .problems
+                .push(format!("{more} more tasks' verdicts are not written"));
+        }
         if let Err(err) = self.write_record() {
             tracing::warn!(path = %self.path.display(), %err, "cannot write the watcher record");
         }
@@ -359,6 +388,20 @@ pub fn check_config(config: &Path) -> Health {
             }
             Health::unhealthy(message)
         }
+    }
+}
+
+/// The tasks whose verdict the live watcher of `rules` cannot write, and why (empty when no
+/// watcher holds the record, or all is written).
+pub fn unpublished(rules: &Rules) -> BTreeMap<String, String> {
+    let Ok(file) = open_record(&rules.state.join(FILE_NAME), false) else {
+        return BTreeMap::new();
+    };
+    let record = read_record(&file);
+    match Flock::lock(file, FlockArg::LockSharedNonblock) {
+        // Held: the watcher that wrote it lives.
+        Err((_, Errno::EWOULDBLOCK)) => record.map(|r| r.unpublished).unwrap_or_default(),
+        _ => BTreeMap::new(),
     }
 }
 

@@ -62,6 +62,8 @@ enum Message {
     /// Polling mode: time to look at the staging directory and the rules file again.
     Tick,
     Finished(String),
+    /// The task was judged but its verdict could not be written: try it again later.
+    Unpublished(String),
     Shutdown,
 }
 
@@ -122,23 +124,38 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     rescan(&shared, &mut scheduler);
     tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
 
+    let report_problems = |heartbeat: &mut health::Registration| {
+        let unpublished = shared.unpublished_reasons();
+        let mut problems = pool.problems(stuck_after(&shared.rules(), options.heartbeat));
+        if let Some((task, why)) = unpublished.iter().next() {
+            let others = match unpublished.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} other tasks')"),
+            };
+            problems.push(format!("the verdict of task `{task}`{others} is {why}"));
+        }
+        heartbeat.report(problems, unpublished);
+    };
     let beat = |heartbeat: &mut health::Registration| {
         heartbeat.beat();
-        heartbeat.report(pool.problems(stuck_after(&shared.rules(), options.heartbeat)));
+        report_problems(heartbeat);
     };
+    let mut retries = Retries::default();
     loop {
-        let message = match rx.recv_timeout(heartbeat.until_due()) {
-            Ok(message) => message,
-            Err(RecvTimeoutError::Timeout) => {
-                beat(&mut heartbeat);
-                continue;
-            }
+        let wake = heartbeat.until_due().min(retries.until_due());
+        let message = match rx.recv_timeout(wake) {
+            Ok(message) => Some(message),
+            Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => break,
         };
         // Also between messages: a flood of events must not starve the heartbeat.
         if heartbeat.due() {
             beat(&mut heartbeat);
         }
+        for task in retries.due(|task| shared.is_unpublished(task)) {
+            scheduler.request(task);
+        }
+        let Some(message) = message else { continue };
         match message {
             Message::Fs(Ok(event)) if event.need_rescan() => {
                 // The OS dropped events (its queue overflowed): look at everything again.
@@ -170,6 +187,10 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
                 poll(&shared, &mut scheduler);
             }
             Message::Finished(task) => scheduler.finished(&task),
+            Message::Unpublished(task) => {
+                retries.failed(task);
+                report_problems(&mut heartbeat);
+            }
             Message::Shutdown => break,
         }
     }
@@ -232,6 +253,50 @@ fn kill_orphans(mark: &orphans::Mark, claim: &health::Registration, shared: &Sha
         shared
             .events
             .record(None, None, "orphans_killed", json!({"processes": killed}));
+    }
+}
+
+/// Tasks whose verdict could not be written, each tried again after a pause that doubles with
+/// every failure (1 s up to a minute): space may come back, a mount may be fixed.
+#[derive(Default)]
+struct Retries(HashMap<String, (u32, Option<Instant>)>);
+
+impl Retries {
+    const FIRST: Duration = Duration::from_secs(1);
+    const LONGEST: Duration = Duration::from_secs(60);
+
+    fn failed(&mut self, task: String) {
+        let failures = self.0.get(&task).map_or(0, |(failures, _)| *failures) + 1;
+        let pause = Self::FIRST
+            .saturating_mul(1 << failures.saturating_sub(1).min(6))
+            .min(Self::LONGEST);
+        self.0
+            .insert(task, (failures, Some(Instant::now() + pause)));
+    }
+
+    /// How long the main loop may sleep before a retry is due.
+    fn until_due(&self) -> Duration {
+        self.0
+            .values()
+            .filter_map(|(_, due)| *due)
+            .map(|due| due.saturating_duration_since(Instant::now()))
+            .min()
+            .unwrap_or(Duration::MAX)
+    }
+
+    /// The tasks due now, of those `waiting` still says wait to be written; a task tried
+    /// keeps its count of failures until it is written, and is forgotten then.
+    fn due(&mut self, waiting: impl Fn(&str) -> bool) -> Vec<String> {
+        let now = Instant::now();
+        self.0.retain(|task, _| waiting(task));
+        let mut due = Vec::new();
+        for (task, (_, at)) in &mut self.0 {
+            if at.is_some_and(|at| at <= now) {
+                *at = None;
+                due.push(task.clone());
+            }
+        }
+        due
     }
 }
 

@@ -3,8 +3,10 @@
 //! state and the events. Everything here is safe to repeat after a crash: a signal keeps its
 //! attempt number until it has a current verdict.
 
+use std::collections::BTreeMap;
 use std::io;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use serde_json::json;
 
@@ -31,6 +33,22 @@ pub struct Shared {
     /// Whether gates with `inputs:` may be skipped as `cached`.
     use_cache: bool,
     observer: Option<Arc<dyn Observer + Send>>,
+    /// Verdicts judged but not yet written (a full or read-only disk), by task: published when
+    /// the task is tried again, without running its gates again.
+    unpublished: Mutex<BTreeMap<String, Unpublished>>,
+}
+
+/// A judged run whose state or verdict could not be written.
+struct Unpublished {
+    /// The signal it answers: a new signal makes it moot.
+    key: Option<String>,
+    state: TaskState,
+    verdict: Verdict,
+    /// Whether the state is to be saved (not when a `validator reset` came during the run).
+    save_state: bool,
+    since: SystemTime,
+    /// The last failure, with the OS's reason.
+    error: String,
 }
 
 /// How a request to judge a task ended.
@@ -43,6 +61,9 @@ pub enum Judged {
     /// Shutdown interrupted the run; nothing was published.
     Cancelled,
     Published(Box<Verdict>),
+    /// Judged, but the state or the verdict could not be written (the reason, with the OS's):
+    /// kept to be written when the task is tried again.
+    Unpublished(String),
 }
 
 impl Shared {
@@ -55,6 +76,7 @@ impl Shared {
             cancel: Cancel::marked(mark.to_owned()),
             use_cache,
             observer: None,
+            unpublished: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -79,6 +101,33 @@ impl Shared {
     pub fn replace_rules(&self, rules: Rules, key: Option<Key>) {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) =
             (Arc::new(rules), key.map(Arc::new));
+    }
+
+    fn unpublished(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Unpublished>> {
+        self.unpublished.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `task` has a judged verdict waiting to be written.
+    pub fn is_unpublished(&self, task: &str) -> bool {
+        self.unpublished().contains_key(task)
+    }
+
+    /// Each task whose verdict waits to be written, and why it could not be, for
+    /// `status` and `status --health`.
+    pub fn unpublished_reasons(&self) -> BTreeMap<String, String> {
+        self.unpublished()
+            .iter()
+            .map(|(task, waiting)| {
+                (
+                    task.clone(),
+                    format!(
+                        "not written since {}: {}",
+                        crate::timestamp::seconds(waiting.since),
+                        waiting.error
+                    ),
+                )
+            })
+            .collect()
     }
 }
 
@@ -128,6 +177,11 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         Err(err) => return Err(err),
     };
     let key = staging::signal_key(&signal);
+    // A verdict judged for this very signal and not written yet: write it, do not judge again.
+    let waiting = shared.unpublished().remove(name);
+    if let Some(waiting) = waiting.filter(|waiting| waiting.key == key) {
+        return Ok(publish(shared, &rules, name, waiting));
+    }
     let state_existed = state::path(&rules.state, name).exists();
     let mut state = TaskState::load(&rules.state, name);
     // Current only if this watcher published it: a verdict file alone could be forged where
@@ -248,20 +302,14 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
             state.signature = None;
         }
         state.last_verdict = Some(verdict.verdict);
-        state.judged = key;
+        state.judged = key.clone();
     }
-    // State first: a crash between the two re-runs the signal (its verdict is not current)
-    // with the same attempt and without counting it twice.
     // A `validator reset` during the run removed the state file: keep it removed, so the
     // person's decision stands and the next signal is attempt 1.
     let reset_meanwhile = state_existed && !state::path(&rules.state, name).exists();
-    if !reset_meanwhile {
-        state.save(&rules.state, name)?;
-    }
     if let Some(signing) = &signing {
         sign::sign(&mut verdict, signing);
     }
-    write::write(&rules.verdicts, &verdict)?;
     if task.contract.is_some() {
         for violation in crate::contract::violations(&verdict) {
             shared
@@ -269,7 +317,16 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
                 .record(Some(name), agent, "contract_violation", json!(violation));
         }
     }
-    if !held {
+    let judged = Unpublished {
+        key,
+        state,
+        verdict,
+        save_state: !reset_meanwhile,
+        since: SystemTime::now(),
+        error: String::new(),
+    };
+    let published = publish(shared, &rules, name, judged);
+    if let (Judged::Published(verdict), false) = (&published, held) {
         shared.events.record(
             Some(name),
             agent,
@@ -277,7 +334,32 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
             json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
         );
     }
-    Ok(Judged::Published(Box::new(verdict)))
+    Ok(published)
+}
+
+/// Writes a judged run: the state first (a crash between the two re-runs the signal, whose
+/// verdict is not current, with the same attempt and without counting it twice), then the
+/// verdict. What cannot be written (a full or read-only disk) is kept, with the OS's reason, to
+/// be written when the task is tried again; nothing judged is lost.
+fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) -> Judged {
+    let written = if judged.save_state {
+        judged.state.save(&rules.state, name)
+    } else {
+        Ok(())
+    }
+    .and_then(|()| write::write(&rules.verdicts, &judged.verdict));
+    match written {
+        Ok(()) => Judged::Published(Box::new(judged.verdict)),
+        Err(err) => {
+            judged.error = crate::error::with_causes(&err);
+            let reason = judged.error.clone();
+            shared
+                .events
+                .record(Some(name), None, "error", json!({"unpublished": reason}));
+            shared.unpublished().insert(name.to_owned(), judged);
+            Judged::Unpublished(reason)
+        }
+    }
 }
 
 /// Publishes an ERROR verdict with `why` for `name`'s current done signal without running

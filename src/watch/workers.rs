@@ -156,6 +156,13 @@ fn judge(context: &Context, task: &str) {
             tracing::info!(task, "run cancelled; it runs again at the next start")
         }
         Ok(Judged::NoSignal | Judged::AlreadyCurrent) => {}
+        Ok(Judged::Unpublished(why)) => {
+            tracing::error!(
+                task,
+                "the verdict cannot be written ({why}); it is kept and written when possible"
+            );
+            let _ = context.done.send(Message::Unpublished(task.to_owned()));
+        }
         Err(err) => {
             tracing::error!(task, %err, "cannot judge the task");
             context.shared.events.record(

@@ -189,3 +189,52 @@ fn links_planted_among_validators_own_files_are_not_followed() {
     assert_eq!(code, 0, "{verdict:#}");
     assert_eq!(verdict["attempt"], 1, "{verdict:#}");
 }
+
+#[test]
+fn a_verdict_that_cannot_be_written_is_kept_reported_and_written_when_it_can() {
+    // The gate counts its runs beside the task: a verdict written later is not judged again.
+    let mut sidecar = Sidecar::new(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: count, rule: lint, run: [\"sh\", \"-c\", \"echo run >> ../../runs\"]}\n",
+    );
+    // A file where the verdicts directory belongs: every write there fails, as on a full or
+    // read-only disk (which a test running as root cannot make of a directory's mode).
+    fs::write(sidecar.verdicts(), "in the way").expect("block the verdicts directory");
+    sidecar.task("t", &[]);
+    sidecar.start(&["--jobs", "1", "--heartbeat", "1s"]);
+    signal(&sidecar, "t", "STATUS: OK\n");
+
+    let line = unhealthy_within(&sidecar, Duration::from_secs(20));
+    assert!(
+        line.contains("task `t`") && line.contains("not written"),
+        "{line}"
+    );
+    assert!(line.contains("os error"), "the OS's reason: {line}");
+    let status = sidecar.status();
+    let t = status.iter().find(|s| s["task"] == "t").expect("t listed");
+    assert!(
+        t["unpublished"]
+            .as_str()
+            .is_some_and(|why| why.contains("os error")),
+        "{t}"
+    );
+    assert!(
+        sidecar
+            .events()
+            .iter()
+            .any(|e| e["task"] == "t" && e["details"]["unpublished"].is_string()),
+        "an error event"
+    );
+
+    // Space comes back: the verdict is written without another signal or run.
+    fs::remove_file(sidecar.verdicts()).expect("unblock");
+    let written = poll(Duration::from_secs(30), || {
+        sidecar.verdict_path("t").exists()
+    });
+    assert!(written, "never written\n{}", sidecar.logs());
+    let healthy = poll(Duration::from_secs(20), || {
+        sidecar.cli(&["status", "--health"]).status.success()
+    });
+    assert!(healthy, "still unhealthy\n{}", sidecar.logs());
+    let runs = fs::read_to_string(sidecar.path().join("runs")).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 1, "the gate ran again");
+}
