@@ -32,6 +32,7 @@ pub mod init;
 pub mod pipeline;
 pub mod process;
 pub mod progress;
+pub mod reaper;
 pub mod rules;
 pub mod sandbox;
 pub mod signal;

@@ -333,7 +333,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             agent,
             task_dir,
             task,
-        } => return Ok(hook(cli.config, agent, task_dir, task)),
+        } => {
+            validator::reaper::become_subreaper();
+            return Ok(hook(cli.config, agent, task_dir, task));
+        }
         Command::Rules {
             command: RulesCommand::Schema,
         } => return rules_schema(),
@@ -347,6 +350,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         command => command,
     };
     let config = config_path(cli.config)?;
+    if matches!(command, Command::Check(_) | Command::Watch { .. }) {
+        // What a gate leaves running is re-parented here, to be killed (see `reaper`).
+        validator::reaper::become_subreaper();
+    }
     match command {
         Command::Verify { file, key } => verify(Some(config), &file, key),
         Command::Completions { shell } => completions(shell),

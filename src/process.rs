@@ -177,12 +177,31 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         None => (None, None),
     };
 
-    let mut expression = duct::cmd(on_path(&program, spec.env), &spec.argv[1..]).dir(spec.cwd);
+    let resolved = on_path(&program, spec.env);
+    let mut expression = duct::cmd(&resolved, &spec.argv[1..]).dir(spec.cwd);
     expression = match stdin_reader {
         Some(reader) => expression.stdin_file(reader),
         None => expression.stdin_null(),
     };
     let sandbox = spec.sandbox.map(crate::sandbox::Sandbox::fd);
+    // Each command carries its own mark under the watcher's (`<mark>.<n>`), so what escaped
+    // this command's group can be found by it alone while other gates run on.
+    let run_mark = spec.cancel.and_then(Cancel::next_run_mark);
+    // A command in a sandbox (git) starts nothing; any other gets a cgroup where one can be
+    // made, which its end kills whole.
+    let cgroup = match spec.sandbox {
+        Some(_) => None,
+        None => crate::reaper::Cgroup::new(&crate::reaper::cgroup_name(run_mark.as_deref())),
+    };
+    let joins = cgroup.as_ref().map(crate::reaper::Cgroup::procs_fd);
+    // With a step between fork and exec, std execs with execvp, which runs a file that is no
+    // program under /bin/sh; posix_spawn (used otherwise) refuses it. Refuse it the same way.
+    if joins.is_some() && !runnable(Path::new(&resolved), spec.cwd) {
+        return Err(io_err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a program this machine can run (a script needs a `#!` line naming its interpreter)",
+        )));
+    }
     let mut expression = expression
         .stdout_file(writer)
         .stderr_file(writer_for_stderr)
@@ -191,6 +210,12 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
             command.process_group(0);
             // The program is spawned by its full path (see `on_path`); it still sees its name.
             command.arg0(&program);
+            if let Some(procs) = joins {
+                // SAFETY: `join` makes one system call, as a child between fork and exec may.
+                unsafe {
+                    command.pre_exec(move || crate::reaper::join(procs));
+                }
+            }
             if let Some(ruleset) = sandbox {
                 // SAFETY: `enter` makes two system calls and nothing else, as a child between
                 // fork and exec may.
@@ -212,12 +237,11 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     for (key, value) in spec.env {
         expression = expression.env(key, value);
     }
-    // Each command carries its own mark under the watcher's (`<mark>.<n>`), so what escaped
-    // this command's group can be found by it alone while other gates run on.
-    let run_mark = spec.cancel.and_then(Cancel::next_run_mark);
     if let Some(mark) = &run_mark {
         expression = expression.env(MARK_VAR, mark);
     }
+    // Registered before anyone may look for what commands left behind (see `reaper`).
+    let spawning = crate::reaper::Spawning::begin();
     let started_handle = expression.start();
     // The expression holds our copies of the pipe's write end; close them so the reader sees
     // end-of-file once the command's group is gone. It also holds our copy of the input's read
@@ -235,6 +259,11 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         _ => io_err(source),
     })?;
     let group = handle.pids().first().map(|&pid| Pid::from_raw(pid as i32));
+    if let Some(group) = group {
+        spawning.started(group.as_raw(), run_mark.as_deref());
+    } else {
+        drop(spawning);
+    }
     if let (Some(cancel), Some(group)) = (spec.cancel, group) {
         if !cancel.register(group.as_raw()) {
             let _ = killpg(group, Signal::SIGKILL);
@@ -258,7 +287,15 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     if let Some(feeder) = feeder {
         feeder.stop();
     }
-    let status = handle.wait().map(|output| output.status).map_err(io_err)?;
+    let status = handle.wait().map(|output| output.status);
+    // Whatever the command left in its cgroup dies with it; whatever it left re-parented to
+    // validator (it escaped group and mark) is killed and reaped.
+    drop(cgroup);
+    if let Some(group) = group {
+        crate::reaper::finished(group.as_raw());
+    }
+    crate::reaper::reap_adopted();
+    let status = status.map_err(io_err)?;
     let drained_by = Instant::now() + DRAIN_GRACE;
     let (
         Tail {
@@ -420,6 +457,21 @@ fn on_path(program: &OsString, env: &[(OsString, OsString)]) -> OsString {
         }
     }
     program.clone()
+}
+
+/// Whether `program` (a path, or a bare name left to execvp) starts as a program does: an ELF
+/// header or a `#!` line. One that cannot be read is left to exec to judge.
+fn runnable(program: &Path, cwd: &Path) -> bool {
+    if program.components().count() == 1 {
+        return true;
+    }
+    let path = cwd.join(program);
+    let Ok(file) = crate::files::open(&path, crate::files::Links::Follow) else {
+        return true;
+    };
+    let mut head = [0u8; 4];
+    let read = file.take(4).read(&mut head).unwrap_or(0);
+    head[..read].starts_with(b"#!") || (read == 4 && head == *b"\x7fELF")
 }
 
 /// Bytes being written to a command's standard input on their own thread. The pipe is

@@ -278,11 +278,15 @@ fn subagent_stop(project: &Project, agent_type: &str) -> Value {
 }
 
 /// `validator -c RULES hook claude` with `input` on stdin: exit code, stdout, stderr.
+/// Runs the Claude Code hook as Claude Code does: with the project (the input's `cwd`) as
+/// `CLAUDE_PROJECT_DIR`.
 fn hook(rules: &Path, input: &Value) -> (i32, String, String) {
+    let project = input["cwd"].as_str().expect("the input's cwd");
     let output = validator()
         .arg("-c")
         .arg(rules)
         .args(["hook", "claude"])
+        .env("CLAUDE_PROJECT_DIR", project)
         .write_stdin(input.to_string())
         .output()
         .expect("run validator");

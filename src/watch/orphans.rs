@@ -43,7 +43,10 @@ impl Mark {
         if !claim.exclusive() {
             return 0;
         }
-        crate::process::kill_marked(&self.0)
+        // Whole cgroups first (what is in them dies however it hid), then anything marked, then
+        // what was re-parented to this watcher.
+        let cgroups = crate::reaper::kill_left_cgroups(&format!("validator-{}", self.0));
+        cgroups + crate::process::kill_marked(&self.0) + crate::reaper::reap_adopted()
     }
 }
 

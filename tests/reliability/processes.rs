@@ -139,29 +139,107 @@ fn a_watcher_stopped_mid_gate_leaves_no_process_behind() {
     stops_cleanly_leaving_nothing(&mut w, &mark);
 }
 
-/// A process that calls `setsid` leaves its gate's process group, so the end of the gate does
-/// not kill it (README, known limits). It still carries the watcher's mark: the watcher kills
-/// it when it stops, and a watcher that was SIGKILLed first leaves it to the next one.
+/// A process that calls `setsid` and clears its environment leaves both its gate's process
+/// group and the watcher's mark. It still dies with its gate: in the gate's cgroup where one
+/// can be made, and in any case once re-parented to validator, the subreaper of its gates. The
+/// test reads its pid from the file it writes, as no marker in its environment survives.
+fn escaping_script(ending: &str) -> String {
+    format!(
+        "rm -f escaped.pid; env -i setsid sh -c 'echo $$ > escaped.pid; trap \"\" TERM HUP; exec sleep 600' </dev/null >/dev/null 2>&1 & while [ ! -s escaped.pid ]; do sleep 0.01; done; {ending}"
+    )
+}
+
+/// The pid the escaping process wrote in `dir`.
+fn escaped_pid(dir: &std::path::Path) -> u32 {
+    std::fs::read_to_string(dir.join("escaped.pid"))
+        .ok()
+        .and_then(|pid| pid.trim().parse().ok())
+        .expect("the escaped process's pid")
+}
+
+/// Waits (up to 10 s, for a loaded machine) until `pid` is gone or a zombie.
+fn dies(pid: u32) -> bool {
+    crate::common::poll(Duration::from_secs(10), || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .is_some_and(|state| state == "Z" || state == "X")
+        })
+    })
+}
+
+/// Kills `pid` if a failed test left it running.
+fn kill(pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
 #[test]
-fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
+fn a_process_that_leaves_its_group_and_its_mark_dies_with_its_gate() {
+    // Both ways a gate ends (by itself, at its deadline), with and without a cgroup per gate.
+    for (ending, timeout) in [("true", "1m"), ("exec sleep 600", "1s")] {
+        for cgroups in [true, false] {
+            let project = Project::new();
+            project.rules(&pipeline(&format!(
+                "      - name: work\n        rule: lint\n        run: [\"sh\", \"-c\", {}]\n        timeout: {timeout}\n",
+                serde_json::to_string(&escaping_script(ending)).expect("a YAML-safe string")
+            )));
+            let mut check = project.check();
+            if !cgroups {
+                check.env("VALIDATOR_DEBUG_NO_CGROUPS", "1");
+            }
+            check
+                .timeout(Duration::from_secs(120))
+                .output()
+                .expect("run check");
+            let pid = escaped_pid(&project.task_dir());
+            let died = dies(pid);
+            kill(pid);
+            assert!(
+                died,
+                "ending `{ending}`, cgroups {cgroups}: the escaped process outlived its gate"
+            );
+        }
+    }
+}
+
+#[test]
+fn under_the_watcher_a_process_that_leaves_its_group_and_its_mark_dies_with_its_gate() {
     let mark = unique_mark("setsid");
     let _guard = MarkGuard(mark.clone());
-    let mut w = signalled(
-        &mark,
-        "rm -f escaped; setsid sh -c 'trap \"\" TERM; touch escaped; exec sleep 600' </dev/null >/dev/null 2>&1 & while [ ! -e escaped ]; do sleep 0.01; done",
-        "1m",
-        &[],
-    );
+    let mut w = signalled(&mark, &escaping_script("true"), "1m", &[]);
     wait_for_verdict(&w);
-    assert_eq!(
-        survivors(&mark).len(),
-        1,
-        "the escaped process should outlive its gate"
-    );
+    let pid = escaped_pid(&w.staging().join("t"));
+    let died = dies(pid);
+    kill(pid);
+    assert!(died, "the escaped process outlived its gate\n{}", w.logs());
+    stops_cleanly_leaving_nothing(&mut w, &mark);
+}
 
-    // Killed without a chance to clean up; the next watcher ends what the last one left.
+/// A watcher SIGKILLed while a gate runs cannot end it; the next watcher on the same state
+/// does, before judging anything: by the mark, and by the gate's cgroup for what cleared it.
+#[test]
+fn the_next_watcher_ends_what_a_killed_one_left_running() {
+    let mark = unique_mark("orphans");
+    let _guard = MarkGuard(mark.clone());
+    // Only the first run hangs: the next watcher judges the task again, and that run ends.
+    let script = format!(
+        "[ -e ran ] && exit 0; touch ran; {}",
+        escaping_script("exec sleep 600")
+    );
+    let mut w = signalled(&mark, &script, "1m", &[]);
+    let task = w.staging().join("t");
+    assert!(
+        crate::common::poll(Duration::from_secs(30), || task
+            .join("escaped.pid")
+            .exists()),
+        "the gate never started\n{}",
+        w.logs()
+    );
+    let pid = escaped_pid(&task);
     w.kill9();
-    assert_eq!(survivors(&mark).len(), 1);
     w.start(&[]);
     let left = survivors_after_settling(&mark);
     assert!(left.is_empty(), "{}", describe(&left));
@@ -170,15 +248,51 @@ fn a_process_that_leaves_its_group_lives_only_until_the_watcher_stops() {
         "{}",
         w.logs()
     );
-
-    // A clean stop ends it too.
-    std::fs::write(w.done_path("t"), "STATUS: OK\nagain\n").expect("signal");
-    assert!(
-        crate::common::poll(Duration::from_secs(30), || survivors(&mark).len() == 1),
-        "the second run never started its escaping process\n{}",
-        w.logs()
-    );
+    // One that cleared its environment is found only by its cgroup, where there is one.
+    if cgroups_here() {
+        let died = dies(pid);
+        kill(pid);
+        assert!(
+            died,
+            "the escaped process outlived its watcher\n{}",
+            w.logs()
+        );
+    } else {
+        kill(pid);
+    }
     stops_cleanly_leaving_nothing(&mut w, &mark);
+}
+
+/// Whether this machine lets validator make a cgroup per gate (as it does when it can).
+fn cgroups_here() -> bool {
+    let Ok(membership) = std::fs::read_to_string("/proc/self/cgroup") else {
+        return false;
+    };
+    let Some(path) = membership.lines().find_map(|line| line.strip_prefix("0::")) else {
+        return false;
+    };
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let Some(mount) = mounts.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        (after.split_whitespace().next() == Some("cgroup2"))
+            .then(|| {
+                before
+                    .split_whitespace()
+                    .nth(4)
+                    .map(std::path::PathBuf::from)
+            })
+            .flatten()
+    }) else {
+        return false;
+    };
+    let probe = mount
+        .join(path.trim_start_matches('/'))
+        .join(format!("validator-test-probe-{}", std::process::id()));
+    let made = std::fs::create_dir(&probe).is_ok();
+    let _ = std::fs::remove_dir(&probe);
+    made
 }
 
 /// A gate killed at its deadline takes with it what escaped its group (`setsid`, GNU `timeout`

@@ -1,0 +1,358 @@
+//! What a command leaves behind when it ends. A process group is not enough: a command can
+//! `setsid` out of it, and clear its environment so the watcher's mark does not find it. Two
+//! things the kernel offers close that:
+//!
+//! - validator is the subreaper of what it starts (`PR_SET_CHILD_SUBREAPER`, set by the front
+//!   end): whatever a command leaves running is re-parented to validator when its parent dies,
+//!   so every process validator did not start itself, among its children, was left behind by a
+//!   command. After each command ends, those are killed through a pidfd (which names exactly
+//!   that process, so a pid reused meanwhile is never hit) and reaped. One still carrying the
+//!   mark of a command that is running is that command's and is left to it.
+//! - where a cgroup (v2) can be made beside validator's own, each command runs in a cgroup of
+//!   its own, and its end kills the whole cgroup (`cgroup.kill`): no way out of that short of
+//!   being given the right to move itself.
+//!
+//! The set of commands running is the one piece of process-wide state here, as being a
+//! subreaper is a property of the process: every command is started through
+//! [`crate::process`], which registers it before anyone can look for adopted processes.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use nix::libc;
+
+/// Commands started and not yet waited for: pid, and the mark they carry (under a watcher).
+static RUNNING: Mutex<Option<HashMap<i32, Option<String>>>> = Mutex::new(None);
+
+/// Held shared while a command is spawned and registered, exclusively while adopted processes
+/// are sought, so a command between its fork and its registration is never taken for one.
+static SPAWNING: RwLock<()> = RwLock::new(());
+
+/// Whether this process is a subreaper: only then is a child it did not start one a command
+/// left (a library user may have children of its own).
+static SUBREAPER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes this process the subreaper of what it starts (for the front ends: `watch`, `check`,
+/// `hook`). Returns whether the kernel agreed.
+pub fn become_subreaper() -> bool {
+    // SAFETY: a plain system call on integers.
+    let agreed = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 };
+    SUBREAPER.store(agreed, std::sync::atomic::Ordering::SeqCst);
+    agreed
+}
+
+fn running() -> std::sync::MutexGuard<'static, Option<HashMap<i32, Option<String>>>> {
+    RUNNING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Held while one command is spawned; [`Spawning::started`] registers it.
+pub struct Spawning(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>);
+
+impl Spawning {
+    pub fn begin() -> Spawning {
+        Spawning(SPAWNING.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Registers the command that was just spawned as `pid`, carrying `mark`.
+    pub fn started(self, pid: i32, mark: Option<&str>) {
+        running()
+            .get_or_insert_with(HashMap::new)
+            .insert(pid, mark.map(str::to_owned));
+    }
+}
+
+/// The command `pid` has been waited for.
+pub fn finished(pid: i32) {
+    if let Some(map) = running().as_mut() {
+        map.remove(&pid);
+    }
+}
+
+/// Kills and reaps every child of this process that it did not start itself (so: what a
+/// command left behind, re-parented here), except those carrying the mark of a command still
+/// running. Returns how many there were. Cheap when there are none: one read per thread.
+pub fn reap_adopted() -> usize {
+    if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst) {
+        return 0;
+    }
+    let _exclusive = SPAWNING.write().unwrap_or_else(|p| p.into_inner());
+    let own = std::process::id() as i32;
+    let mut reaped = 0;
+    // Killing one re-parents its own children here: look again until none are left (bounded,
+    // for a tree that forks as fast as it is killed).
+    for _ in 0..100 {
+        let (started, marks): (Vec<i32>, Vec<String>) = {
+            let guard = running();
+            let map = guard.as_ref();
+            (
+                map.map(|m| m.keys().copied().collect()).unwrap_or_default(),
+                map.map(|m| m.values().flatten().cloned().collect())
+                    .unwrap_or_default(),
+            )
+        };
+        let adopted: Vec<i32> = children(own)
+            .into_iter()
+            .filter(|pid| !started.contains(pid))
+            .filter(|pid| !carries_a_mark_of(*pid, &marks))
+            .collect();
+        if adopted.is_empty() {
+            break;
+        }
+        for pid in adopted {
+            if kill_and_reap(pid, own) {
+                reaped += 1;
+            }
+        }
+    }
+    reaped
+}
+
+/// The children of process `pid`, from each of its threads' `children` list (or, on a kernel
+/// without those, from every process's parent).
+fn children(pid: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+    let mut listed = false;
+    for task in tasks.into_iter().flatten().flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            listed = true;
+            found.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    if !listed {
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(child) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            if parent_of(child) == Some(pid) {
+                found.push(child);
+            }
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat` ("pid (comm) state ppid ...").
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after_comm) = stat.rsplit_once(')')?;
+    after_comm.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether `pid`'s environment carries one of `marks` (`VALIDATOR_WATCHER=<mark>`).
+fn carries_a_mark_of(pid: i32, marks: &[String]) -> bool {
+    if marks.is_empty() {
+        return false;
+    }
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let prefix = format!("{}=", crate::process::MARK_VAR);
+    environ.split(|&b| b == 0).any(|entry| {
+        entry
+            .strip_prefix(prefix.as_bytes())
+            .is_some_and(|value| marks.iter().any(|mark| value == mark.as_bytes()))
+    })
+}
+
+/// Kills the process `pid` if it is still a child of `own`, through a pidfd, and reaps it.
+fn kill_and_reap(pid: i32, own: i32) -> bool {
+    // SAFETY: plain system calls; the descriptor is owned once the call returns it.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        // A kernel before 5.3: by pid, checked just before.
+        if parent_of(pid) != Some(own) {
+            return false;
+        }
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+        return true;
+    }
+    // SAFETY: `fd` was just returned by pidfd_open and is owned here alone.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // The pidfd names the process that had `pid` when it was opened; if that is no longer our
+    // child, the pid was reused and is none of ours.
+    if parent_of(pid) != Some(own) {
+        return false;
+    }
+    // SAFETY: a system call on an open pidfd.
+    unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            libc::SIGKILL,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        );
+    }
+    let _ = nix::sys::wait::waitid(
+        nix::sys::wait::Id::PIDFd(std::os::fd::AsFd::as_fd(&pidfd)),
+        nix::sys::wait::WaitPidFlag::WEXITED,
+    );
+    true
+}
+
+// -------------------------------------------------------------------------------------------
+// A cgroup per command
+// -------------------------------------------------------------------------------------------
+
+/// The cgroup (v2) validator runs in, if it may make cgroups in it; found once.
+fn own_cgroup() -> Option<&'static Path> {
+    static OWN: OnceLock<Option<PathBuf>> = OnceLock::new();
+    OWN.get_or_init(|| {
+        #[cfg(debug_assertions)]
+        if std::env::var_os("VALIDATOR_DEBUG_NO_CGROUPS").is_some() {
+            return None;
+        }
+        let mount = cgroup2_mount()?;
+        let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let path = membership
+            .lines()
+            .find_map(|line| line.strip_prefix("0::"))?;
+        let dir = mount.join(path.trim_start_matches('/'));
+        // Commands can be moved into a cgroup made here only if it is writable and has no
+        // controller in `cgroup.subtree_control` that would forbid processes beside them.
+        let probe = dir.join(format!("validator-probe-{}", std::process::id()));
+        std::fs::create_dir(&probe).ok()?;
+        let kill_file = probe.join("cgroup.kill").exists();
+        let _ = std::fs::remove_dir(&probe);
+        kill_file.then_some(dir)
+    })
+    .as_deref()
+}
+
+/// Where the cgroup2 hierarchy is mounted (`/sys/fs/cgroup`, or beside v1 on a hybrid system).
+fn cgroup2_mount() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mounts.lines().find_map(|line| {
+        let (before, after) = line.split_once(" - ")?;
+        (after.split_whitespace().next() == Some("cgroup2"))
+            .then(|| before.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })
+}
+
+/// A cgroup one command runs in: made before it starts, killed and removed when it ends.
+pub struct Cgroup {
+    dir: PathBuf,
+    /// `cgroup.procs`, open for the child to write itself into between fork and exec.
+    procs: File,
+}
+
+impl Cgroup {
+    /// A new cgroup named `name` beside validator's, or `None` where none can be made.
+    pub fn new(name: &str) -> Option<Cgroup> {
+        let dir = own_cgroup()?.join(name);
+        std::fs::create_dir(&dir).ok()?;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))
+        {
+            Ok(procs) => Some(Cgroup { dir, procs }),
+            Err(_) => {
+                let _ = std::fs::remove_dir(&dir);
+                None
+            }
+        }
+    }
+
+    /// The descriptor the child writes `0` to, joining the cgroup ([`join`]).
+    pub fn procs_fd(&self) -> i32 {
+        self.procs.as_raw_fd()
+    }
+}
+
+/// Dropped (the command ended, or never started): everything in the cgroup is killed, and the
+/// cgroup removed once empty.
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        kill_cgroup(&self.dir);
+    }
+}
+
+/// The name of a command's cgroup: `validator-<mark>-<n>` under a watcher (so the next one
+/// finds what a killed watcher left), `validator-<pid>-<n>` otherwise.
+pub fn cgroup_name(run_mark: Option<&str>) -> String {
+    static NUMBER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    match run_mark.and_then(|mark| mark.rsplit_once('.')) {
+        Some((mark, n)) => format!("validator-{mark}-{n}"),
+        None => format!(
+            "validator-{}-{}",
+            std::process::id(),
+            NUMBER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ),
+    }
+}
+
+/// Writes `0` (the writer itself) to `cgroup.procs`. Called in the child between fork and
+/// exec: one system call.
+pub fn join(procs: i32) -> io::Result<()> {
+    // SAFETY: a write of one static byte to an open descriptor.
+    let written = unsafe { libc::write(procs, b"0".as_ptr().cast(), 1) };
+    if written == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn kill_cgroup(dir: &Path) {
+    let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        let populated = std::fs::read_to_string(dir.join("cgroup.events"))
+            .map(|events| events.lines().any(|line| line == "populated 1"))
+            .unwrap_or(false);
+        if !populated {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Kills the cgroups a killed watcher left, named `<prefix>-…` beside validator's own;
+/// returns how many processes were in them.
+pub fn kill_left_cgroups(prefix: &str) -> usize {
+    let Some(own) = own_cgroup() else {
+        return 0;
+    };
+    let mut killed = 0;
+    for entry in std::fs::read_dir(own).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('-'))
+        {
+            killed += std::fs::read_to_string(entry.path().join("cgroup.procs"))
+                .map(|procs| procs.lines().count())
+                .unwrap_or(0);
+            kill_cgroup(&entry.path());
+        }
+    }
+    killed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parent_of_this_process_is_read_from_proc() {
+        assert_eq!(
+            parent_of(std::process::id() as i32),
+            Some(std::os::unix::process::parent_id() as i32)
+        );
+    }
+}
