@@ -198,10 +198,8 @@ fn program_identity(program: &Path, task: &Task) -> Option<String> {
     let path = if program.components().count() > 1 {
         program.to_path_buf()
     } else {
-        let search = std::env::var_os("PATH")?;
-        std::env::split_paths(&search)
-            .map(|dir| dir.join(program))
-            .find(|candidate| candidate.is_file())?
+        crate::process::on_path(&program.as_os_str().to_owned(), &[])
+            .map(std::path::PathBuf::from)?
     };
     let real = path.canonicalize().ok()?;
     if real.starts_with(task_dir) {

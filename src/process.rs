@@ -177,7 +177,9 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         None => (None, None),
     };
 
-    let resolved = on_path(&program, spec.env);
+    let Some(resolved) = on_path(&program, spec.env) else {
+        return Err(SpawnError::NotFound(program_name));
+    };
     let mut expression = duct::cmd(&resolved, &spec.argv[1..]).dir(spec.cwd);
     expression = match stdin_reader {
         Some(reader) => expression.stdin_file(reader),
@@ -427,36 +429,34 @@ fn ancestors() -> HashSet<i32> {
     chain
 }
 
-/// The full path a bare program name (`ruff`, `true`) would be run from, or the name unchanged
-/// when it has a `/`, is not found, or PATH holds a relative entry before it (left to `execvp`).
+/// The full path a bare program name (`ruff`, `true`) is run from: the first directory of the
+/// PATH the command will get (`env` may set one) that holds it as an executable file; `None`
+/// when none does. A program with a `/` is returned as it is. Only absolute PATH entries
+/// count: a relative one (`.`, `bin`, an empty entry) would be searched from the command's
+/// working directory, the task's, where a worker could plant a program by a tool's name.
 ///
-/// Why: duct clears the environment and sets it again, and std then spawns a bare name by
-/// fork + execvp (a new PATH must be searched in the child); a program given by its path is
-/// spawned with posix_spawn instead (a vfork-style clone), which is several times cheaper per
-/// gate. The search mirrors execvp's over the PATH the command will get (`env` may set one).
-fn on_path(program: &OsString, env: &[(OsString, OsString)]) -> OsString {
+/// A program given by its full path is also spawned with posix_spawn (a vfork-style clone),
+/// which is several times cheaper per gate than fork + execvp.
+pub(crate) fn on_path(program: &OsString, env: &[(OsString, OsString)]) -> Option<OsString> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     if program.is_empty() || program.as_bytes().contains(&b'/') {
-        return program.clone();
+        return Some(program.clone());
     }
     let path = match env.iter().rev().find(|(key, _)| key == "PATH") {
         Some((_, value)) => Some(value.clone()),
         None => std::env::var_os("PATH"),
     };
     let path = path.unwrap_or_else(|| "/bin:/usr/bin".into());
-    for dir in path.as_bytes().split(|&b| b == b':') {
-        if !dir.starts_with(b"/") {
-            return program.clone();
-        }
-        let candidate = Path::new(std::ffi::OsStr::from_bytes(dir)).join(program);
-        let executable = std::fs::metadata(&candidate)
-            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0);
-        if executable {
-            return candidate.into_os_string();
-        }
-    }
-    program.clone()
+    path.as_bytes()
+        .split(|&b| b == b':')
+        .filter(|dir| dir.starts_with(b"/"))
+        .map(|dir| Path::new(std::ffi::OsStr::from_bytes(dir)).join(program))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
+        .map(std::path::PathBuf::into_os_string)
 }
 
 /// Whether `program` (a path, or a bare name left to execvp) starts as a program does: an ELF
@@ -1000,14 +1000,22 @@ mod tests {
             .unwrap();
         let path: OsString = format!("/nonexistent:{}", bin.path().display()).into();
         let env = [("PATH".into(), path)];
-        assert_eq!(on_path(&"tool".into(), &env), tool.as_os_str());
-        assert_eq!(on_path(&"./tool".into(), &env), "./tool");
-        let relative = [("PATH".into(), "bin:/usr/bin".into())];
-        assert_eq!(on_path(&"sh".into(), &relative), "sh");
         assert_eq!(
-            on_path(&"no-such-program-xyz".into(), &env),
-            "no-such-program-xyz"
+            on_path(&"tool".into(), &env),
+            Some(tool.clone().into_os_string())
         );
+        assert_eq!(on_path(&"./tool".into(), &env), Some("./tool".into()));
+        // A relative entry is passed over: from the task's directory it would find the
+        // worker's program.
+        let relative: [(OsString, OsString); 1] = [(
+            "PATH".into(),
+            format!(".:bin:{}", bin.path().display()).into(),
+        )];
+        assert_eq!(
+            on_path(&"tool".into(), &relative),
+            Some(tool.clone().into_os_string())
+        );
+        assert_eq!(on_path(&"no-such-program-xyz".into(), &env), None);
         // A script without `#!` is an error that says what it lacks.
         std::fs::write(&tool, "echo hi\n").unwrap();
         let argv = [OsString::from("tool")];

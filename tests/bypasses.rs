@@ -539,3 +539,26 @@ fn a_git_directory_git_would_skip_is_a_failure_not_a_way_to_the_enclosing_reposi
         "{verdict:#}"
     );
 }
+
+#[test]
+fn a_relative_entry_in_path_never_finds_the_workers_program() {
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - {name: lint, rule: lint, run: [\"lint-tool\"]}\n",
+        ))
+        .file("lint-tool", "#!/bin/sh\necho the worker was here\nexit 0\n");
+    make_executable(&project.task_dir().join("lint-tool"));
+    let mut cmd = project.check();
+    cmd.env(
+        "PATH",
+        format!(".:bin:{}", std::env::var("PATH").unwrap_or_default()),
+    )
+    .args(["--format", "json"]);
+    let (code, verdict) = common::json_verdict(cmd);
+    assert_eq!(code, 2, "{verdict:#}");
+    assert!(
+        common::reasons(&verdict).contains("command not found: `lint-tool`"),
+        "{verdict:#}"
+    );
+}

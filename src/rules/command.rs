@@ -343,8 +343,7 @@ pub(super) fn env_from_spec(spec: &GateSpec) -> Result<Vec<(String, String)>, Ke
 
 /// Whether a PATH directory holds an executable file named `program`.
 pub(super) fn on_path(program: &str) -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
+    crate::process::on_path(&program.into(), &[]).is_some()
 }
 
 pub(super) fn is_executable(path: &Path) -> bool {

@@ -571,13 +571,8 @@ enum Nested {
 /// The `git` on validator's PATH, found once.
 fn git_program() -> Option<PathBuf> {
     static GIT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    GIT.get_or_init(|| {
-        let path = std::env::var_os("PATH")?;
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("git"))
-            .find(|candidate| crate::rules::command::is_executable(candidate))
-    })
-    .clone()
+    GIT.get_or_init(|| crate::process::on_path(&"git".into(), &[]).map(PathBuf::from))
+        .clone()
 }
 
 // -------------------------------------------------------------------------------------------
