@@ -359,6 +359,7 @@ pub fn judge(
     agent: Agent,
     input: &Input,
     project: &Project,
+    cancel: Option<&crate::process::Cancel>,
 ) -> Result<Judgement, Error> {
     let session = input.session_key();
     let agent_name = match (&input.agent_type, input.subagent()) {
@@ -369,7 +370,9 @@ pub fn judge(
         Ok(bound) => bound,
         Err(why) => return unjudged(rules, input, project, session, &agent_name, why),
     };
-    let events = EventLog::open(&rules.state, rules.events)?;
+    // The agent's answer matters more than the history: a log that cannot be opened (a full or
+    // read-only disk) drops events, and a state that cannot be saved is said on stderr.
+    let events = EventLog::open_or_discard(&rules.state, rules.events);
     let mut state = TaskState::load(&rules.state, &session);
     let state_existed = state::path(&rules.state, &session).exists();
 
@@ -446,7 +449,7 @@ pub fn judge(
             let supervision = Supervision {
                 observer: Some(&observer),
                 cache: Some(&cache),
-                ..Default::default()
+                cancel,
             };
             pipeline::run_with(rules, pipeline, &task, supervision)
         }
@@ -493,7 +496,12 @@ pub fn judge(
     // A `validator reset` during the run removed the file: the person's decision stands.
     let reset_meanwhile = state_existed && !state::path(&rules.state, &session).exists();
     if !reset_meanwhile {
-        state.save(&rules.state, &session)?;
+        if let Err(err) = state.save(&rules.state, &session) {
+            tracing::error!(
+                "the session's attempts cannot be saved, so this stop is not counted: {}",
+                crate::error::with_causes(&err)
+            );
+        }
     }
     if task.contract.is_some() {
         for violation in crate::contract::violations(&verdict) {

@@ -511,7 +511,8 @@ fn hook_answer(
     let cwd = std::env::current_dir().context("cannot tell the hook's working directory")?;
     let project =
         validator::hook::Project::locate(agent, task_dir, task, |var| std::env::var_os(var), &cwd);
-    let judgement = validator::hook::judge(&rules, agent, &input, &project)?;
+    let cancel = cancel_on_stop_signals()?;
+    let judgement = validator::hook::judge(&rules, agent, &input, &project, Some(&cancel))?;
     Ok(judgement.answer.to_json(agent))
 }
 
@@ -567,12 +568,13 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
             let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
             // Dropped (the line erased) before the verdict is printed.
             let progress = terminal_progress(false);
+            let cancel = cancel_on_stop_signals()?;
             let supervision = validator::pipeline::Supervision {
                 cache: cache.as_ref(),
                 observer: progress
                     .as_deref()
                     .map(|p| p as &dyn validator::pipeline::Observer),
-                ..Default::default()
+                cancel: Some(&cancel),
             };
             let verdict = validator::pipeline::run_with(&rules, pipeline, &task, supervision);
             drop(progress);
@@ -594,6 +596,24 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
         sign::sign(&mut verdict, key);
     }
     print_verdict(&verdict, args.format)
+}
+
+/// A way to stop the gates of a one-shot run (`check`, `hook`) when the process is asked to end
+/// (SIGTERM from a CI runner or an agent's hook timeout, SIGINT, SIGHUP from a closed terminal,
+/// SIGQUIT): the running command's group and cgroup are killed and the run ends as ERROR,
+/// instead of validator dying and leaving its gate running.
+fn cancel_on_stop_signals() -> Result<Arc<validator::process::Cancel>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let cancel = Arc::new(validator::process::Cancel::default());
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
+        .context("cannot install the handler of SIGTERM, SIGINT, SIGHUP and SIGQUIT")?;
+    let cancelled = Arc::clone(&cancel);
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            cancelled.cancel();
+        }
+    });
+    Ok(cancel)
 }
 
 /// A coordinator learns from contract violations wherever the run happened, so `check` logs

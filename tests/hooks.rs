@@ -608,3 +608,13 @@ fn an_input_too_long_to_read_blocks_with_a_short_reason() {
     assert!(reason.contains("over 16 MiB"), "{reason}");
     assert!(reason.lines().count() < 5, "{reason}");
 }
+
+#[test]
+fn a_state_directory_that_cannot_be_written_still_gets_the_agent_its_answer() {
+    let project = project_with(&lint("lint", FAILING, ""), 3, 3);
+    // A file where the state directory belongs, as a full or read-only disk would refuse it.
+    std::fs::write(project.path().join("state"), "in the way").expect("block state");
+    let reply = hook(&project, "claude", &stop(&project, "s1", "done"));
+    reply.blocked("block");
+    assert!(reply.stderr.contains("cannot"), "{}", reply.stderr);
+}

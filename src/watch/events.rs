@@ -74,7 +74,8 @@ pub struct Event {
 pub struct EventLog {
     path: PathBuf,
     /// The file, the last id written (nanoseconds since the epoch) and how much is kept.
-    file: Mutex<(File, u128, Retention)>,
+    /// `None` for a log that could not be opened (see [`EventLog::open_or_discard`]).
+    file: Mutex<(Option<File>, u128, Retention)>,
 }
 
 impl EventLog {
@@ -90,7 +91,23 @@ impl EventLog {
         })?;
         Ok(EventLog {
             path,
-            file: Mutex::new((file, 0, retention)),
+            file: Mutex::new((Some(file), 0, retention)),
+        })
+    }
+
+    /// The log, or, where it cannot be opened (a full or read-only disk), one that drops what
+    /// is recorded, saying so once: for a hook, whose answer to the agent matters more than
+    /// the history.
+    pub fn open_or_discard(state_dir: &Path, retention: Retention) -> Self {
+        EventLog::open(state_dir, retention).unwrap_or_else(|err| {
+            tracing::error!(
+                "the event log cannot be opened, so nothing of this run is logged: {}",
+                crate::error::with_causes(&err)
+            );
+            EventLog {
+                path: state_dir.join(FILE_NAME),
+                file: Mutex::new((None, 0, retention)),
+            }
         })
     }
 
@@ -102,15 +119,19 @@ impl EventLog {
     /// Appends an event. A log that cannot be written is reported on stderr, never fatal: the
     /// verdicts matter more than the history.
     pub fn record(&self, task: Option<&str>, agent: Option<&str>, event: &str, details: Value) {
-        let mut log = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let (file, last_id, retention) = &mut *guard;
+        let Some(log) = file.as_mut() else {
+            return;
+        };
         // The id is taken under the lock, so ids increase in file order; a clock that steps
         // back cannot make them repeat.
         let now = SystemTime::now();
         let nanos = now
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
-            .max(log.1 + 1);
-        log.1 = nanos;
+            .max(*last_id + 1);
+        *last_id = nanos;
         let line = Event {
             id: format!("{nanos:024x}"),
             time: crate::timestamp::millis(now),
@@ -122,17 +143,15 @@ impl EventLog {
         let mut text = serde_json::to_string(&line).unwrap_or_default();
         text.push('\n');
         // One write per line, so a crash tears at most the last line.
-        if let Err(err) = log.0.write_all(text.as_bytes()) {
+        if let Err(err) = log.write_all(text.as_bytes()) {
             tracing::error!(path = %self.path.display(), %err, "cannot append to the event log");
         }
-        let retention = log.2;
         let full = log
-            .0
             .metadata()
             .is_ok_and(|meta| meta.len() >= retention.max_bytes);
         if full {
-            match self.rotate(&log.0, retention) {
-                Ok(reopened) => log.0 = reopened,
+            match self.rotate(log, *retention) {
+                Ok(reopened) => *log = reopened,
                 Err(err) => {
                     tracing::error!(path = %self.path.display(), %err, "cannot rotate the event log")
                 }

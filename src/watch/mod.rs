@@ -300,6 +300,9 @@ impl Retries {
     }
 }
 
+/// The most done files with bad names remembered as reported.
+const MAX_REFUSED: usize = 10_000;
+
 /// One run per task at a time; a signal during a run asks for exactly one more run after it.
 struct Scheduler {
     jobs: Option<Sender<String>>,
@@ -434,6 +437,11 @@ fn task_of(shared: &Shared, scheduler: &mut Scheduler, path: &Path) -> Option<St
     match staging::task_of_signal(path.file_name()?)? {
         Ok(task) => Some(task),
         Err(err) => {
+            // Each bad name is reported once; the set is bounded, so a worker making names
+            // without end cannot grow the watcher (past the bound, names may be reported again).
+            if scheduler.refused.len() >= MAX_REFUSED {
+                scheduler.refused.clear();
+            }
             if scheduler.refused.insert(path.to_path_buf()) {
                 tracing::error!(path = %path.display(), %err, "skipping a done signal with a bad task name");
                 shared.events.record(

@@ -344,3 +344,50 @@ fn stops_cleanly_leaving_nothing(w: &mut Sidecar, mark: &str) {
     let left = survivors_after_settling(mark);
     assert!(left.is_empty(), "{}", describe(&left));
 }
+
+/// A CI runner cancelling a job (SIGTERM), Ctrl-C (SIGINT) or a closed terminal (SIGHUP) ends
+/// `check` with its gate, not `check` alone with its gate left running.
+#[test]
+fn check_asked_to_stop_takes_its_running_gate_with_it() {
+    for signal in ["TERM", "INT", "HUP"] {
+        let project = Project::new();
+        project.rules(&pipeline(
+            "      - name: slow\n        rule: lint\n        run: [\"sh\", \"-c\", \"echo $$ > gate.pid; exec sleep 600\"]\n",
+        ));
+        let child = std::process::Command::new(crate::harness::BIN)
+            .arg("check")
+            .arg("-c")
+            .arg(project.rules_path())
+            .arg("--task-dir")
+            .arg(project.task_dir())
+            .args(["--format", "json"])
+            .env_remove("VALIDATOR_CONFIG")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn check");
+        let pid_file = project.task_dir().join("gate.pid");
+        assert!(
+            crate::common::poll(Duration::from_secs(30), || pid_file.exists()),
+            "the gate never started"
+        );
+        let gate: u32 = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|pid| pid.trim().parse().ok())
+            .expect("the gate's pid");
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        let output = child.wait_with_output().expect("wait for check");
+        let died = dies(gate);
+        kill(gate);
+        assert!(died, "SIG{signal}: the gate outlived check");
+        assert_eq!(output.status.code(), Some(2), "SIG{signal}");
+        let verdict: Value = serde_json::from_slice(&output.stdout).expect("a verdict");
+        assert!(
+            verdict["reasons"].to_string().contains("cancelled"),
+            "{verdict:#}"
+        );
+    }
+}
