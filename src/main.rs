@@ -274,7 +274,11 @@ fn main() -> ExitCode {
     // No input may panic validator; should a bug do so anyway, the exit code still keeps its
     // promise (2: could not judge; 1 for a hook, which must never block an agent by accident)
     // instead of Rust's 101, which no caller expects.
-    match std::panic::catch_unwind(|| run(cli)) {
+    let ran = std::panic::catch_unwind(|| run(cli));
+    // What the gates leave (kept cgroups, processes re-parented here) ends with validator.
+    validator::reaper::release_cgroups();
+    validator::reaper::reap_adopted();
+    match ran {
         Ok(Ok(code)) => code,
         Ok(Err(err)) => {
             eprintln!("error: {err:#}");

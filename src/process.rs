@@ -189,11 +189,14 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     // Each command carries its own mark under the watcher's (`<mark>.<n>`), so what escaped
     // this command's group can be found by it alone while other gates run on.
     let run_mark = spec.cancel.and_then(Cancel::next_run_mark);
-    // A command in a sandbox (git) starts nothing; any other gets a cgroup where one can be
-    // made, which its end kills whole.
-    let cgroup = match spec.sandbox {
-        Some(_) => None,
-        None => crate::reaper::Cgroup::new(&crate::reaper::cgroup_name(run_mark.as_deref())),
+    // Under a watcher a command gets a cgroup where one can be made: its end kills the cgroup
+    // whole, and a watcher killed before that leaves it, named by its mark, to the next. (A
+    // command in a sandbox, git, starts nothing. A one-shot run relies on being the subreaper:
+    // joining a cgroup costs a fork where a spawn would do, half a millisecond a command.)
+    let cgroup_prefix = crate::reaper::cgroup_prefix(run_mark.as_deref());
+    let cgroup = match (spec.sandbox, &run_mark) {
+        (None, Some(_)) => crate::reaper::Cgroup::new(&cgroup_prefix),
+        _ => None,
     };
     let joins = cgroup.as_ref().map(crate::reaper::Cgroup::procs_fd);
     // With a step between fork and exec, std execs with execvp, which runs a file that is no
@@ -292,7 +295,9 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     let status = handle.wait().map(|output| output.status);
     // Whatever the command left in its cgroup dies with it; whatever it left re-parented to
     // validator (it escaped group and mark) is killed and reaped.
-    drop(cgroup);
+    if let Some(cgroup) = cgroup {
+        crate::reaper::finish(cgroup, &cgroup_prefix);
+    }
     if let Some(group) = group {
         crate::reaper::finished(group.as_raw());
     }

@@ -8,9 +8,9 @@
 //!   command. After each command ends, those are killed through a pidfd (which names exactly
 //!   that process, so a pid reused meanwhile is never hit) and reaped. One still carrying the
 //!   mark of a command that is running is that command's and is left to it.
-//! - where a cgroup (v2) can be made beside validator's own, each command runs in a cgroup of
-//!   its own, and its end kills the whole cgroup (`cgroup.kill`): no way out of that short of
-//!   being given the right to move itself.
+//! - under a watcher, where a cgroup (v2) can be made beside validator's own, each command runs
+//!   in a cgroup of its own, and its end kills the whole cgroup (`cgroup.kill`); a watcher that
+//!   was killed leaves the cgroups, named by its mark, to the next, which kills them whole.
 //!
 //! The set of commands running is the one piece of process-wide state here, as being a
 //! subreaper is a property of the process: every command is started through
@@ -249,10 +249,28 @@ pub struct Cgroup {
     procs: File,
 }
 
+/// Cgroups whose command ended, emptied, kept for the next command (making and removing one
+/// costs a quarter of a millisecond): each with the prefix of its name.
+static POOL: Mutex<Vec<(String, Cgroup)>> = Mutex::new(Vec::new());
+
+fn pool() -> std::sync::MutexGuard<'static, Vec<(String, Cgroup)>> {
+    POOL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Cgroup {
-    /// A new cgroup named `name` beside validator's, or `None` where none can be made.
-    pub fn new(name: &str) -> Option<Cgroup> {
-        let dir = own_cgroup()?.join(name);
+    /// An empty cgroup beside validator's, named `<prefix>-<n>`: one a command before left, or
+    /// a new one; `None` where none can be made.
+    pub fn new(prefix: &str) -> Option<Cgroup> {
+        let own = own_cgroup()?;
+        {
+            let mut pool = pool();
+            if let Some(at) = pool.iter().position(|(kept, _)| kept == prefix) {
+                return Some(pool.swap_remove(at).1);
+            }
+        }
+        static NUMBER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NUMBER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = own.join(format!("{prefix}-{n}"));
         std::fs::create_dir(&dir).ok()?;
         match std::fs::OpenOptions::new()
             .write(true)
@@ -272,25 +290,34 @@ impl Cgroup {
     }
 }
 
-/// Dropped (the command ended, or never started): everything in the cgroup is killed, and the
-/// cgroup removed once empty.
+/// A command's cgroup, once the command ended: everything in it is killed, and it is kept for
+/// the next command once empty ([`release_cgroups`] removes the kept ones).
+pub fn finish(cgroup: Cgroup, prefix: &str) {
+    if empty_out(&cgroup.dir) {
+        pool().push((prefix.to_owned(), cgroup));
+    }
+}
+
+/// Dropped without [`finish`] (the command never started, or the pool is let go): everything
+/// in the cgroup is killed, and the cgroup removed.
 impl Drop for Cgroup {
     fn drop(&mut self) {
         kill_cgroup(&self.dir);
     }
 }
 
-/// The name of a command's cgroup: `validator-<mark>-<n>` under a watcher (so the next one
-/// finds what a killed watcher left), `validator-<pid>-<n>` otherwise.
-pub fn cgroup_name(run_mark: Option<&str>) -> String {
-    static NUMBER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Removes the cgroups kept for later commands (at the end of `check`, `hook`, `watch`).
+pub fn release_cgroups() {
+    let kept = std::mem::take(&mut *pool());
+    drop(kept);
+}
+
+/// The prefix of a command's cgroup's name: `validator-<mark>`, so the next watcher finds what
+/// a killed one left (`validator-<pid>` for a command without a mark).
+pub fn cgroup_prefix(run_mark: Option<&str>) -> String {
     match run_mark.and_then(|mark| mark.rsplit_once('.')) {
-        Some((mark, n)) => format!("validator-{mark}-{n}"),
-        None => format!(
-            "validator-{}-{}",
-            std::process::id(),
-            NUMBER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ),
+        Some((mark, _)) => format!("validator-{mark}"),
+        None => format!("validator-{}", std::process::id()),
     }
 }
 
@@ -307,18 +334,30 @@ pub fn join(procs: i32) -> io::Result<()> {
 }
 
 fn kill_cgroup(dir: &Path) {
+    empty_out(dir);
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Kills everything in the cgroup at `dir` and waits (two seconds at most) until it is empty;
+/// says whether it is.
+fn empty_out(dir: &Path) -> bool {
+    let populated = || {
+        std::fs::read_to_string(dir.join("cgroup.events"))
+            .map(|events| events.lines().any(|line| line == "populated 1"))
+            .unwrap_or(false)
+    };
+    if !populated() {
+        return true;
+    }
     let _ = std::fs::write(dir.join("cgroup.kill"), "1");
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
-        let populated = std::fs::read_to_string(dir.join("cgroup.events"))
-            .map(|events| events.lines().any(|line| line == "populated 1"))
-            .unwrap_or(false);
-        if !populated {
-            break;
+        if !populated() {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let _ = std::fs::remove_dir(dir);
+    false
 }
 
 /// Kills the cgroups a killed watcher left, named `<prefix>-…` beside validator's own;

@@ -226,6 +226,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     }
     drop(tx);
     pool.join();
+    crate::reaper::release_cgroups();
     // Every gate has ended; what still carries the mark left its gate's group (setsid).
     kill_orphans(
         &mark,

@@ -178,44 +178,52 @@ fn kill(pid: u32) {
 
 #[test]
 fn a_process_that_leaves_its_group_and_its_mark_dies_with_its_gate() {
-    // Both ways a gate ends (by itself, at its deadline), with and without a cgroup per gate.
+    // Both ways a gate ends: by itself, and at its deadline.
     for (ending, timeout) in [("true", "1m"), ("exec sleep 600", "1s")] {
-        for cgroups in [true, false] {
-            let project = Project::new();
-            project.rules(&pipeline(&format!(
-                "      - name: work\n        rule: lint\n        run: [\"sh\", \"-c\", {}]\n        timeout: {timeout}\n",
-                serde_json::to_string(&escaping_script(ending)).expect("a YAML-safe string")
-            )));
-            let mut check = project.check();
-            if !cgroups {
-                check.env("VALIDATOR_DEBUG_NO_CGROUPS", "1");
-            }
-            check
-                .timeout(Duration::from_secs(120))
-                .output()
-                .expect("run check");
-            let pid = escaped_pid(&project.task_dir());
-            let died = dies(pid);
-            kill(pid);
-            assert!(
-                died,
-                "ending `{ending}`, cgroups {cgroups}: the escaped process outlived its gate"
-            );
-        }
+        let project = Project::new();
+        project.rules(&pipeline(&format!(
+            "      - name: work\n        rule: lint\n        run: [\"sh\", \"-c\", {}]\n        timeout: {timeout}\n",
+            serde_json::to_string(&escaping_script(ending)).expect("a YAML-safe string")
+        )));
+        project
+            .check()
+            .timeout(Duration::from_secs(120))
+            .output()
+            .expect("run check");
+        let pid = escaped_pid(&project.task_dir());
+        let died = dies(pid);
+        kill(pid);
+        assert!(
+            died,
+            "ending `{ending}`: the escaped process outlived its gate"
+        );
     }
 }
 
 #[test]
 fn under_the_watcher_a_process_that_leaves_its_group_and_its_mark_dies_with_its_gate() {
-    let mark = unique_mark("setsid");
-    let _guard = MarkGuard(mark.clone());
-    let mut w = signalled(&mark, &escaping_script("true"), "1m", &[]);
-    wait_for_verdict(&w);
-    let pid = escaped_pid(&w.staging().join("t"));
-    let died = dies(pid);
-    kill(pid);
-    assert!(died, "the escaped process outlived its gate\n{}", w.logs());
-    stops_cleanly_leaving_nothing(&mut w, &mark);
+    // With a cgroup per gate, and without (the subreaper alone).
+    for env in [&[][..], &[("VALIDATOR_DEBUG_NO_CGROUPS", "1")][..]] {
+        let mark = unique_mark("setsid");
+        let _guard = MarkGuard(mark.clone());
+        let mut w = Sidecar::new(&format!(
+            "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{}",
+            marked_gate(&mark, &escaping_script("true"), "1m")
+        ));
+        w.task("t", &[]);
+        w.start_with(&[], env);
+        std::fs::write(w.done_path("t"), "STATUS: OK\n").expect("signal");
+        wait_for_verdict(&w);
+        let pid = escaped_pid(&w.staging().join("t"));
+        let died = dies(pid);
+        kill(pid);
+        assert!(
+            died,
+            "{env:?}: the escaped process outlived its gate\n{}",
+            w.logs()
+        );
+        stops_cleanly_leaving_nothing(&mut w, &mark);
+    }
 }
 
 /// A watcher SIGKILLed while a gate runs cannot end it; the next watcher on the same state
