@@ -54,3 +54,13 @@ fn junit_seeds() {
 fn review_answer_seeds() {
     replay("review_answer", targets::review_answer);
 }
+
+#[test]
+fn hook_input_seeds() {
+    replay("hook_input", targets::hook_input);
+}
+
+#[test]
+fn git_listing_seeds() {
+    replay("git_listing", targets::git_listing);
+}

@@ -112,3 +112,41 @@ pub fn review_answer(data: &[u8]) {
         }
     }
 }
+
+/// A stop hook's input from an agent (JSON on stdin): parsed for each agent, the last message
+/// cut to the end a done signal may hold, never more and never a split character.
+pub fn hook_input(data: &[u8]) {
+    use validator::hook::{Agent, Input};
+    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini] {
+        let Ok(input) = Input::parse(agent, data) else {
+            continue;
+        };
+        let (message, left_out) = input.message(agent);
+        assert!(message.len() <= MAX_BODY);
+        let whole = match agent {
+            Agent::Claude | Agent::Codex => input.last_assistant_message.as_deref(),
+            Agent::Gemini => input.prompt_response.as_deref(),
+        }
+        .unwrap_or_default();
+        assert_eq!(
+            &whole[left_out..],
+            message,
+            "the message's end was not kept"
+        );
+    }
+}
+
+/// git's listings of the worker's files (`status --porcelain=v2 -z`, `ls-files -s -v`,
+/// `diff-index --raw -z`), whose paths are the worker's names: every path read is a non-empty
+/// path inside the task, and every name shows on one line.
+pub fn git_listing(data: &[u8]) {
+    for path in validator::rules::read_git_listings(data) {
+        assert!(!path.is_empty());
+        let shown = validator::text::name(&path);
+        assert!(!shown.contains(['\n', '\r', '\u{1b}', '\u{2028}', '\u{2029}', '\u{85}']));
+        if shown != path {
+            assert!(shown.len() >= 2 && shown.starts_with('"') && shown.ends_with('"'));
+            assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        }
+    }
+}

@@ -905,6 +905,30 @@ impl Raw {
     }
 }
 
+/// Runs the three readers of git's listings over `bytes` as if git had printed it (paths under
+/// `task/` being the task's), for the fuzzer: git prints what the worker named its files, so
+/// any bytes may reach them. Returns every path they read.
+#[doc(hidden)]
+pub fn read_listings(bytes: &[u8]) -> Vec<String> {
+    let in_task = |path: &str| {
+        path.strip_prefix("task/")
+            .filter(|rel| !rel.is_empty())
+            .map(str::to_owned)
+    };
+    let status = Status::parse_with(bytes, in_task);
+    let index = Index::parse_with(bytes, in_task);
+    let raw = Raw::parse_with(bytes, in_task);
+    status
+        .tracked
+        .into_iter()
+        .chain(status.untracked)
+        .chain(status.ignored)
+        .chain(index.hidden)
+        .chain(index.gitlinks.into_keys())
+        .chain(raw.into_iter().map(|change| change.path))
+        .collect()
+}
+
 fn is_gitignore(path: &str) -> bool {
     path == ".gitignore" || path.ends_with("/.gitignore")
 }

@@ -8,6 +8,8 @@ pub mod dependencies;
 pub mod exists;
 pub mod findings;
 mod git;
+#[doc(hidden)]
+pub use git::read_listings as read_git_listings;
 pub mod review;
 pub mod schema;
 pub mod scope;
