@@ -192,7 +192,12 @@ impl Contract {
     /// agree: inside the contract's files and the gate's `allow`, in neither's `readonly`.
     ///
     /// The added gates route as any gate does by default (CONTINUE on pass, BLOCK on fail).
-    pub fn expand(&self, pipeline: &Pipeline, rules: &Rules) -> Result<Pipeline, String> {
+    pub fn expand(
+        &self,
+        pipeline: &Pipeline,
+        rules: &Rules,
+        key: &crate::judge::Signing,
+    ) -> Result<Pipeline, String> {
         let gate = |name: &str, rule: Rule, about: Option<String>| Gate {
             name: format!("contract.{name}"),
             rule,
@@ -205,14 +210,13 @@ impl Contract {
         };
         let mut first = Vec::new();
         if !self.dependencies_completed.is_empty() {
-            let key = crate::verdict::sign::configured_key(Some(rules))
-                .map_err(|err| format!("{err:#}"))?;
+            let key = key.clone()?;
             let rule = Rule::Dependencies(Dependencies {
                 tasks: self.dependencies_completed.clone(),
                 staging: rules.staging.clone(),
                 verdicts: rules.verdicts.clone(),
                 state: rules.state.clone(),
-                key: key.map(std::sync::Arc::new),
+                key,
             });
             first.push(gate("dependencies", rule, None));
         }

@@ -43,12 +43,12 @@ use sha2::{Digest, Sha256};
 use crate::cache::Cache;
 use crate::config::Rules;
 use crate::error::Error;
-use crate::pipeline::{self, Observer, Supervision};
+use crate::judge::{Case, History, Judge, Keeper};
+use crate::pipeline;
 use crate::signal::Signal;
 use crate::task::{self, Task};
-use crate::verdict::{Decision, GateReport, Verdict, feedback};
+use crate::verdict::{Decision, Verdict, feedback};
 use crate::watch::events::EventLog;
-use crate::watch::state::{self, TaskState};
 
 /// Largest hook input read and parsed. A last message longer than a done signal's cap is judged
 /// by its end (where its STATUS block is); an input past this is answered with a block that
@@ -319,33 +319,6 @@ pub struct Judgement {
     pub answer: Answer,
 }
 
-/// Writes `gate_started` / `gate_finished` events for the session as the engine goes.
-struct GateEvents<'a> {
-    log: &'a EventLog,
-    session: &'a str,
-    agent: &'a str,
-}
-
-impl Observer for GateEvents<'_> {
-    fn gate_started(&self, _task: &Task, gate: &str) {
-        self.log.record(
-            Some(self.session),
-            Some(self.agent),
-            "gate_started",
-            json!({"gate": gate}),
-        );
-    }
-
-    fn gate_finished(&self, _task: &Task, report: &GateReport) {
-        self.log.record(
-            Some(self.session),
-            Some(self.agent),
-            "gate_finished",
-            json!({"gate": report.name, "outcome": report.outcome, "duration_ms": report.duration_ms, "summary": report.summary}),
-        );
-    }
-}
-
 /// Judges one stop of `agent`: counts the attempt, applies the breakers as the watcher does,
 /// runs the pipeline over the project as `check` does, saves the session's state and logs
 /// events.
@@ -373,9 +346,6 @@ pub fn judge(
     // The agent's answer matters more than the history: a log that cannot be opened (a full or
     // read-only disk) drops events, and a state that cannot be saved is said on stderr.
     let events = EventLog::open_or_discard(&rules.state, rules.events);
-    let mut state = TaskState::load(&rules.state, &session);
-    let state_existed = state::path(&rules.state, &session).exists();
-
     let (message, left_out) = input.message(agent);
     let signal = Signal::from_bytes(message.as_bytes(), None);
     // Every stop is a new attempt, even with the same last message: a unique identity per call.
@@ -383,17 +353,24 @@ pub fn judge(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let identity = format!("{} {nanos}", signal.sha256.as_deref().unwrap_or_default());
-    let attempt = state.attempt_for(Some(identity.clone()));
+    let mut history = History::load(
+        rules,
+        &session,
+        Some(identity),
+        &events,
+        Some(agent_name),
+        Keeper::Session,
+    );
     events.record(
         Some(&session),
-        Some(&agent_name),
+        history.agent.as_deref(),
         "hook_run",
         json!({
             "event": input.hook_event_name,
             "project": project.dir,
             "project_from": project.found_by,
             "cwd": input.cwd,
-            "attempt": attempt,
+            "attempt": history.attempt(),
             "stop_hook_active": input.stop_hook_active,
             "sha256": signal.sha256,
             "message_bytes_left_out": left_out,
@@ -404,120 +381,44 @@ pub fn judge(
     // inside the agent's directory the rules must not count it as the agent's work.
     let task = Task::new(project.task_name(), &project.dir)?
         .ignoring(&rules.state)
-        .with_attempt(attempt)
+        .with_attempt(history.attempt())
         .with_signal(signal);
-    let pipeline = rules.pipeline_for(&task.name, bound);
-    let (task, contract_error) = match rules.contract_for(&task.name) {
-        Ok(contract) => (task.with_contract(contract), None),
-        Err(err) => (task, Some(format!("{err:#}"))),
-    };
-
-    let precluded = if let Some(why) = contract_error {
-        Some((Decision::Error, why))
-    } else if let Some(why) = state.escalated.clone() {
-        Some((Decision::Escalated, why))
-    } else if let Some(why) = state.blocked.clone() {
-        Some((Decision::Blocked, why))
-    } else if attempt > rules.defaults.max_attempts {
-        let why = format!(
-            "attempt {attempt} is over max_attempts ({}): a person must look",
-            rules.defaults.max_attempts
-        );
-        escalate(
-            &mut state,
-            &events,
-            &session,
-            &agent_name,
-            "max_attempts",
-            &why,
-        );
-        Some((Decision::Escalated, why))
-    } else {
-        None
-    };
-    let mut verdict = match (precluded, pipeline) {
-        (Some((decision, why)), pipeline) => {
-            pipeline::decide_without_running(rules, pipeline.ok(), &task, decision, why)
-        }
-        (None, Ok(pipeline)) => {
-            let observer = GateEvents {
-                log: &events,
-                session: &session,
-                agent: &agent_name,
-            };
-            let cache = Cache::new(&rules.state);
-            let supervision = Supervision {
-                observer: Some(&observer),
-                cache: Some(&cache),
-                cancel,
-            };
-            pipeline::run_with(rules, pipeline, &task, supervision)
-        }
-        // A stop the rules do not match is not let through: the agent is held (and the breakers
-        // end it, a person being told) until the rules name its task.
-        (None, Err(err)) => pipeline::decide_without_running(
-            rules,
-            None,
-            &task,
+    // A stop the rules do not match is not let through: the agent is held (and the breakers
+    // end it, a person being told) until the rules name its task.
+    let pipeline = rules.pipeline_for(&task.name, bound).map_err(|err| {
+        (
             Decision::Fail,
             format!(
                 "{err}; this stop cannot be judged, so it is not let through (a person must fix the rules)"
             ),
-        ),
+        )
+    });
+    let cache = Cache::new(&rules.state);
+    let judge = Judge {
+        rules,
+        key: &crate::judge::signing(rules),
+        sign: false,
+        cache: Some(&cache),
+        cancel,
+        observer: None,
     };
-
-    match verdict.verdict {
-        Decision::Fail => {
-            let strikes = state.strike(&verdict);
-            if strikes >= rules.defaults.strikes {
-                let why = format!("the same failure {strikes} times in a row: a person must look");
-                escalate(&mut state, &events, &session, &agent_name, "strikes", &why);
-                verdict.verdict = Decision::Escalated;
-                verdict.reasons.push(why);
-            }
-        }
-        Decision::Pass => {
-            state.strikes = 0;
-            state.signature = None;
-        }
-        Decision::Blocked if state.blocked.is_none() => {
-            state.blocked = Some(
-                verdict
-                    .reasons
-                    .first()
-                    .cloned()
-                    .unwrap_or_else(|| "the worker reported BLOCKED".into()),
-            );
-        }
-        _ => {}
-    }
-    state.last_verdict = Some(verdict.verdict);
-    state.judged = Some(identity);
-    // A `validator reset` during the run removed the file: the person's decision stands.
-    let reset_meanwhile = state_existed && !state::path(&rules.state, &session).exists();
-    if !reset_meanwhile {
-        if let Err(err) = state.save(&rules.state, &session) {
-            tracing::error!(
-                "the session's attempts cannot be saved, so this stop is not counted: {}",
-                crate::error::with_causes(&err)
-            );
-        }
-    }
-    if task.contract.is_some() {
-        for violation in crate::contract::violations(&verdict) {
-            events.record(
-                Some(&session),
-                Some(&agent_name),
-                "contract_violation",
-                json!(violation),
-            );
-        }
+    let case = Case {
+        task,
+        pipeline,
+        refused: None,
+    };
+    let verdict = judge.judge(case, Some(&mut history)).verdict;
+    if let Err(err) = history.save() {
+        tracing::error!(
+            "the session's attempts cannot be saved, so this stop is not counted: {}",
+            crate::error::with_causes(&err)
+        );
     }
 
     let answer = answer(rules, &session, &verdict);
     events.record(
         Some(&session),
-        Some(&agent_name),
+        history.agent.as_deref(),
         "hook_answered",
         json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "answer": answer.word(), "reasons": verdict.reasons}),
     );
@@ -582,23 +483,6 @@ fn unjudged(
         verdict: pipeline::decide_without_running(rules, None, &task, Decision::Pass, why),
         answer: Answer::Pass,
     })
-}
-
-fn escalate(
-    state: &mut TaskState,
-    events: &EventLog,
-    session: &str,
-    agent: &str,
-    breaker: &str,
-    why: &str,
-) {
-    state.escalated = Some(why.to_owned());
-    events.record(
-        Some(session),
-        Some(agent),
-        "escalated",
-        json!({"breaker": breaker, "reason": why}),
-    );
 }
 
 /// The answer for a verdict. The reset command names the rules file by its absolute path and the

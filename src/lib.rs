@@ -29,6 +29,7 @@ pub mod files;
 pub mod globs;
 pub mod hook;
 pub mod init;
+pub mod judge;
 pub mod pipeline;
 pub mod process;
 pub mod progress;

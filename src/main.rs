@@ -15,7 +15,7 @@ use validator::progress::Progress;
 use validator::verdict::sign::{self, KeyFile, KeySource, VerifyError};
 use validator::verdict::{feedback, format};
 use validator::watch::client;
-use validator::{Decision, Rules, Signal, Task, Verdict, snapshot, task};
+use validator::{Rules, Signal, Task, Verdict, snapshot, task};
 
 /// Exit code when the validator itself could not judge (bad rules file, bad arguments).
 const EXIT_ERROR: u8 = 2;
@@ -562,43 +562,32 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
     let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
     // Only the JSON document carries a signature; a key that is named but unreadable stops
     // the run before any gate, never a silently unsigned verdict.
-    let key = match args.format {
-        Format::Json => sign::configured_key(Some(&rules))?,
-        _ => None,
+    let sign = matches!(args.format, Format::Json);
+    let key = match sign {
+        true => Ok(sign::configured_key(Some(&rules))?.map(Arc::new)),
+        false => validator::judge::signing(&rules),
     };
-    let mut verdict = match rules.contract_for(&task.name) {
-        Ok(contract) => {
-            let task = task.with_contract(contract);
-            let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
-            // Dropped (the line erased) before the verdict is printed.
-            let progress = terminal_progress(false);
-            let cancel = cancel_on_stop_signals()?;
-            let supervision = validator::pipeline::Supervision {
-                cache: cache.as_ref(),
-                observer: progress
-                    .as_deref()
-                    .map(|p| p as &dyn validator::pipeline::Observer),
-                cancel: Some(&cancel),
-            };
-            let verdict = validator::pipeline::run_with(&rules, pipeline, &task, supervision);
-            drop(progress);
-            if task.contract.is_some() {
-                record_violations(&rules, &verdict);
-            }
-            verdict
-        }
-        // A broken contract is the coordinator's to fix: the task cannot be judged without it.
-        Err(err) => validator::pipeline::decide_without_running(
-            &rules,
-            Some(pipeline),
-            &task,
-            Decision::Error,
-            format!("{err:#}"),
-        ),
+    let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
+    // Dropped (the line erased) before the verdict is printed.
+    let progress = terminal_progress(false);
+    let cancel = cancel_on_stop_signals()?;
+    let judge = validator::judge::Judge {
+        rules: &rules,
+        key: &key,
+        sign,
+        cache: cache.as_ref(),
+        cancel: Some(&cancel),
+        observer: progress
+            .as_deref()
+            .map(|p| p as &dyn validator::pipeline::Observer),
     };
-    if let Some(key) = &key {
-        sign::sign(&mut verdict, key);
-    }
+    let case = validator::judge::Case {
+        task,
+        pipeline: Ok(pipeline),
+        refused: None,
+    };
+    let verdict = judge.judge(case, None).verdict;
+    drop(progress);
     print_verdict(&verdict, args.format)
 }
 
@@ -618,28 +607,6 @@ fn cancel_on_stop_signals() -> Result<Arc<validator::process::Cancel>> {
         }
     });
     Ok(cancel)
-}
-
-/// A coordinator learns from contract violations wherever the run happened, so `check` logs
-/// them to the same event log as the watcher.
-fn record_violations(rules: &Rules, verdict: &Verdict) {
-    let violations = validator::contract::violations(verdict);
-    if violations.is_empty() {
-        return;
-    }
-    match validator::watch::events::EventLog::open(&rules.state, rules.events) {
-        Ok(log) => {
-            for violation in violations {
-                log.record(
-                    Some(&verdict.task),
-                    verdict.signal.agent.as_deref(),
-                    "contract_violation",
-                    serde_json::json!(violation),
-                );
-            }
-        }
-        Err(err) => tracing::warn!("contract violations not logged: {err:#}"),
-    }
 }
 
 fn print_verdict(verdict: &Verdict, format: Format) -> Result<ExitCode> {

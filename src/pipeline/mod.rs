@@ -46,20 +46,6 @@ pub fn run_with(
     task: &Task,
     supervision: Supervision<'_>,
 ) -> Verdict {
-    let expanded;
-    let pipeline = match task.contract.as_deref() {
-        None => pipeline,
-        Some(contract) => match contract.expand(pipeline, rules) {
-            Ok(pipeline) => {
-                expanded = pipeline;
-                &expanded
-            }
-            Err(why) => {
-                let why = format!("contract {}: {why}", contract.path.display());
-                return decide_without_running(rules, Some(pipeline), task, Decision::Error, why);
-            }
-        },
-    };
     let cancel = supervision.cancel;
     let started_at = SystemTime::now();
     let started = Instant::now();

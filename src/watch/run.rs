@@ -11,17 +11,18 @@ use std::time::SystemTime;
 use serde_json::json;
 
 use super::events::EventLog;
-use super::state::{self, TaskState};
+use super::state::TaskState;
 use crate::cache::Cache;
 use crate::config::Rules;
 use crate::error::Error;
-use crate::pipeline::{self, Observer, Supervision};
+use crate::judge::{Case, History, Judge, Keeper};
+use crate::pipeline::{self, Observer};
 use crate::process::Cancel;
 use crate::signal::Signal;
 use crate::staging;
 use crate::task::Task;
 use crate::verdict::sign::{self, Key};
-use crate::verdict::{Decision, GateReport, Verdict, write};
+use crate::verdict::{Decision, Verdict, write};
 
 /// What the watcher's threads share.
 pub struct Shared {
@@ -131,40 +132,6 @@ impl Shared {
     }
 }
 
-/// Writes `gate_started` / `gate_finished` events as the engine goes, and passes them on to
-/// the watcher's own observer, if it has one.
-struct GateEvents<'a> {
-    log: &'a EventLog,
-    agent: Option<&'a str>,
-    also: Option<&'a dyn Observer>,
-}
-
-impl Observer for GateEvents<'_> {
-    fn gate_started(&self, task: &Task, gate: &str) {
-        self.log.record(
-            Some(&task.name),
-            self.agent,
-            "gate_started",
-            json!({"gate": gate}),
-        );
-        if let Some(also) = self.also {
-            also.gate_started(task, gate);
-        }
-    }
-
-    fn gate_finished(&self, task: &Task, report: &GateReport) {
-        if let Some(also) = self.also {
-            also.gate_finished(task, report);
-        }
-        self.log.record(
-            Some(&task.name),
-            self.agent,
-            "gate_finished",
-            json!({"gate": report.name, "outcome": report.outcome, "duration_ms": report.duration_ms, "summary": report.summary}),
-        );
-    }
-}
-
 /// Judges `task` if its done signal has no current verdict.
 pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     let (rules, signing) = shared.config();
@@ -182,13 +149,22 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     if let Some(waiting) = waiting.filter(|waiting| waiting.key == key) {
         return Ok(publish(shared, &rules, name, waiting));
     }
-    let state_existed = state::path(&rules.state, name).exists();
-    let mut state = TaskState::load(&rules.state, name);
+    let agent = signal.report.as_ref().ok().and_then(|r| r.agent.clone());
+    // Nothing is saved before the run: a crash mid-run leaves the state as it was, so the
+    // repeated run computes the same attempt number.
+    let mut history = History::load(
+        &rules,
+        name,
+        key.clone(),
+        &shared.events,
+        agent.clone(),
+        Keeper::Task,
+    );
     // Current only if this watcher published it: a verdict file alone could be forged where
     // the worker can write (verdicts inside staging). With a key, it must also still carry a
     // valid signature: one edited since (or signed with an old key) is judged and published
     // again, with the same attempt number.
-    if state.judged == key
+    if history.state.judged == key
         && staging::read_verdict(&rules.verdicts, name)
             .is_some_and(|verdict| staging::is_current(&verdict, &signal))
         && signing.as_deref().is_none_or(|signing| {
@@ -201,127 +177,53 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     {
         return Ok(Judged::AlreadyCurrent);
     }
-    let agent = signal.report.as_ref().ok().and_then(|r| r.agent.clone());
-    let agent = agent.as_deref();
     // A task a breaker holds gives each new signal the same answer until a person resets it:
     // the verdict is written for the signal (so `wait` returns), but no attempt is counted and
     // nothing is logged, so a worker touching its done file cannot grow the state or the log.
-    let held = state.escalated.is_some();
+    let held = history.is_held();
     if !held {
         shared.events.record(
             Some(name),
-            agent,
+            agent.as_deref(),
             "signal_seen",
             json!({"sha256": signal.sha256}),
         );
     }
-
-    // Nothing is saved before the run: a crash mid-run leaves the state as it was, so the
-    // repeated run computes the same attempt number.
-    state.attempt_for(key.clone());
 
     let task_dir = staging::task_dir(&rules.staging, name);
     let refused = task_dir.as_ref().err().cloned();
     let task_dir = task_dir.unwrap_or_else(|_| rules.staging.clone());
     let task = protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
         .with_worker_area(&rules.staging)
-        .with_attempt(state.attempt)
+        .with_attempt(history.attempt())
         .with_signal(signal);
-    let pipeline = rules.pipeline_for(name, None);
-    let (task, contract_error) = match rules.contract_for(name) {
-        Ok(contract) => (task.with_contract(contract), None),
-        Err(err) => (task, Some(format!("{err:#}"))),
+    let pipeline = rules
+        .pipeline_for(name, None)
+        .map_err(|err| (Decision::Error, err.to_string()));
+    let cache = shared.use_cache.then(|| Cache::new(&rules.state));
+    let key_read = Ok(signing.clone());
+    let judge = Judge {
+        rules: &rules,
+        key: &key_read,
+        sign: true,
+        cache: cache.as_ref(),
+        cancel: Some(&shared.cancel),
+        observer: shared.observer.as_deref().map(|o| o as &dyn Observer),
     };
-
-    // Reasons to decide without running any gate, in order of precedence.
-    let precluded = if let Some(why) = refused {
-        Some((Decision::Fail, why))
-    } else if let Some(why) = contract_error {
-        // The coordinator's contract is broken: the validator cannot judge against it.
-        Some((Decision::Error, why))
-    } else if let Some(why) = state.escalated.clone() {
-        Some((Decision::Escalated, why))
-    } else if state.attempt > rules.defaults.max_attempts {
-        let why = format!(
-            "attempt {} is over max_attempts ({}): a person must look; `validator reset {name}` after deciding",
-            state.attempt, rules.defaults.max_attempts
-        );
-        state.escalated = Some(why.clone());
-        shared.events.record(
-            Some(name),
-            agent,
-            "escalated",
-            json!({"breaker": "max_attempts", "reason": why}),
-        );
-        Some((Decision::Escalated, why))
-    } else {
-        None
+    let case = Case {
+        task,
+        pipeline,
+        refused,
     };
-    let mut verdict = match (precluded, pipeline) {
-        (Some((decision, why)), pipeline) => {
-            pipeline::decide_without_running(&rules, pipeline.ok(), &task, decision, why)
-        }
-        (None, Ok(pipeline)) => {
-            shared.events.record(
-                Some(name),
-                agent,
-                "run_started",
-                json!({"pipeline": pipeline.name, "attempt": state.attempt}),
-            );
-            let observer = GateEvents {
-                log: &shared.events,
-                agent,
-                also: shared.observer.as_deref().map(|o| o as &dyn Observer),
-            };
-            let cache = shared.use_cache.then(|| Cache::new(&rules.state));
-            let supervision = Supervision {
-                cancel: Some(&shared.cancel),
-                observer: Some(&observer),
-                cache: cache.as_ref(),
-            };
-            pipeline::run_with(&rules, pipeline, &task, supervision)
-        }
-        (None, Err(err)) => {
-            pipeline::decide_without_running(&rules, None, &task, Decision::Error, err.to_string())
-        }
-    };
-    if shared.cancel.is_cancelled() {
+    let judged = judge.judge(case, Some(&mut history));
+    if judged.cancelled {
         return Ok(Judged::Cancelled);
-    }
-
-    if state.judged != key {
-        apply_strikes(
-            &mut state,
-            &mut verdict,
-            rules.defaults.strikes,
-            shared,
-            agent,
-        );
-        if verdict.verdict == Decision::Pass {
-            state.strikes = 0;
-            state.signature = None;
-        }
-        state.last_verdict = Some(verdict.verdict);
-        state.judged = key.clone();
-    }
-    // A `validator reset` during the run removed the state file: keep it removed, so the
-    // person's decision stands and the next signal is attempt 1.
-    let reset_meanwhile = state_existed && !state::path(&rules.state, name).exists();
-    if let Some(signing) = &signing {
-        sign::sign(&mut verdict, signing);
-    }
-    if task.contract.is_some() {
-        for violation in crate::contract::violations(&verdict) {
-            shared
-                .events
-                .record(Some(name), agent, "contract_violation", json!(violation));
-        }
     }
     let judged = Unpublished {
         key,
-        state,
-        verdict,
-        save_state: !reset_meanwhile,
+        save_state: history.keeps_state(),
+        state: history.state,
+        verdict: judged.verdict,
         since: SystemTime::now(),
         error: String::new(),
     };
@@ -329,7 +231,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     if let (Judged::Published(verdict), false) = (&published, held) {
         shared.events.record(
             Some(name),
-            agent,
+            agent.as_deref(),
             "verdict_written",
             json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
         );
@@ -394,41 +296,6 @@ pub fn publish_error(shared: &Shared, name: &str, why: String) -> Result<Option<
         json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
     );
     Ok(Some(verdict))
-}
-
-/// The strikes breaker: the same failure `strikes` runs in a row escalates the task.
-fn apply_strikes(
-    state: &mut TaskState,
-    verdict: &mut Verdict,
-    strikes: u32,
-    shared: &Shared,
-    agent: Option<&str>,
-) {
-    if verdict.verdict != Decision::Fail {
-        return;
-    }
-    let signature = state::failure_signature(verdict);
-    state.strikes = if state.signature.as_deref() == Some(signature.as_str()) {
-        state.strikes + 1
-    } else {
-        1
-    };
-    state.signature = Some(signature);
-    if state.strikes >= strikes {
-        let why = format!(
-            "the same failure {} times in a row: a person must look; `validator reset {}` after deciding",
-            state.strikes, verdict.task
-        );
-        shared.events.record(
-            Some(&verdict.task),
-            agent,
-            "escalated",
-            json!({"breaker": "strikes", "reason": why}),
-        );
-        verdict.verdict = Decision::Escalated;
-        verdict.reasons.push(why.clone());
-        state.escalated = Some(why);
-    }
 }
 
 /// Hides the protocol's own files from the rules: the state and verdict directories and, when

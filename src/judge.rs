@@ -1,0 +1,377 @@
+//! Judging one task: the one path `check`, the watcher and the hook adapters share. The
+//! contract is looked up and expanded, the circuit breakers are applied, the pipeline runs (or
+//! a breaker decides without it), the strikes are counted, the verdict is signed and the
+//! contract's violations are logged.
+//!
+//! What differs between the front ends is said by the caller, never copied: the [`History`] a
+//! task keeps across runs (none for `check`; per task for the watcher; per agent session for a
+//! hook, see [`Keeper`]), the signing key, the cache, the cancel and the observer. Writing the
+//! verdict and the state is the caller's: the watcher publishes (and retries), the hook saves
+//! the session and answers, `check` prints.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::cache::Cache;
+use crate::config::{Pipeline, Rules};
+use crate::pipeline::{self, Observer, Supervision};
+use crate::process::Cancel;
+use crate::task::Task;
+use crate::verdict::sign::{self, Key};
+use crate::verdict::{Decision, GateReport, Verdict};
+use crate::watch::events::EventLog;
+use crate::watch::state::{self, TaskState};
+
+/// The signing key the rules configure, as the front end read it. A key that is named but
+/// cannot be read is kept as its error: a run that must sign or verify with it fails for it,
+/// and a run that needs no key is not stopped by it.
+pub type Signing = Result<Option<Arc<Key>>, String>;
+
+/// What a run is judged with besides the task.
+pub struct Judge<'a> {
+    pub rules: &'a Rules,
+    /// Verifies the verdicts a contract's dependencies name, and signs this run's verdict when
+    /// `sign` is set.
+    pub key: &'a Signing,
+    pub sign: bool,
+    /// Where gates with `inputs:` remember their passes; without it every gate runs.
+    pub cache: Option<&'a Cache>,
+    pub cancel: Option<&'a Cancel>,
+    /// Told of every gate, besides the history's event log.
+    pub observer: Option<&'a dyn Observer>,
+}
+
+/// One task to judge.
+pub struct Case<'a> {
+    /// The task, its attempt already set (from the history when there is one).
+    pub task: Task,
+    /// The pipeline to run, or what to answer when there is none for the task.
+    pub pipeline: Result<&'a Pipeline, (Decision, String)>,
+    /// A reason to fail the task before anything else (the watcher's task directory refused).
+    pub refused: Option<String>,
+}
+
+/// Whose history it is, which decides the few things the front ends do differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keeper {
+    /// A staged task under the watcher: a signal is judged once (a run repeated after a crash
+    /// counts nothing again), a breaker's reason names `validator reset <task>`, and each run
+    /// is announced with `run_started`.
+    Task,
+    /// An agent session under a hook: every stop is a new attempt, a BLOCKED verdict holds the
+    /// session until a person resets it, and the reset command is in the hook's answer.
+    Session,
+}
+
+/// What a task remembers between runs: its attempts and breakers, and the event log its runs
+/// append to. `check` keeps none.
+pub struct History<'a> {
+    /// The state's name: the task's, or the hook session's key.
+    pub name: String,
+    state_dir: std::path::PathBuf,
+    pub state: TaskState,
+    /// The signal the run answers: the same signal keeps its attempt number.
+    identity: Option<String>,
+    /// Whether the state file existed when it was read: one gone by the end of the run was
+    /// removed by `validator reset`, whose decision then stands.
+    existed: bool,
+    pub events: &'a EventLog,
+    pub agent: Option<String>,
+    pub keeper: Keeper,
+}
+
+impl<'a> History<'a> {
+    /// `name`'s history under `rules`, with the attempt for the signal `identity` counted.
+    pub fn load(
+        rules: &Rules,
+        name: &str,
+        identity: Option<String>,
+        events: &'a EventLog,
+        agent: Option<String>,
+        keeper: Keeper,
+    ) -> Self {
+        let existed = state::path(&rules.state, name).exists();
+        let mut state = TaskState::load(&rules.state, name);
+        state.attempt_for(identity.clone());
+        History {
+            name: name.to_owned(),
+            state_dir: rules.state.clone(),
+            state,
+            identity,
+            existed,
+            events,
+            agent,
+            keeper,
+        }
+    }
+
+    /// Whether the state is to be saved: not when `validator reset` removed it during the run,
+    /// so the person's decision stands and the next signal is attempt 1.
+    pub fn keeps_state(&self) -> bool {
+        !self.existed || state::path(&self.state_dir, &self.name).exists()
+    }
+
+    /// Saves the state, unless a reset came during the run.
+    pub fn save(&mut self) -> Result<(), crate::error::Error> {
+        if !self.keeps_state() {
+            return Ok(());
+        }
+        self.state.save(&self.state_dir, &self.name)
+    }
+
+    /// The attempt this run is.
+    pub fn attempt(&self) -> u32 {
+        self.state.attempt
+    }
+
+    /// Whether a breaker holds the task: its answer cannot change until a person resets it.
+    pub fn is_held(&self) -> bool {
+        self.state.escalated.is_some() || self.state.blocked.is_some()
+    }
+
+    fn record(&self, event: &str, details: serde_json::Value) {
+        self.events
+            .record(Some(&self.name), self.agent.as_deref(), event, details);
+    }
+
+    /// Trips a breaker: the task is ESCALATED until a person resets it.
+    fn escalate(&mut self, breaker: &str, why: &str) {
+        self.state.escalated = Some(why.to_owned());
+        self.record("escalated", json!({"breaker": breaker, "reason": why}));
+    }
+
+    /// What a person is told to do about a tripped breaker.
+    fn after_deciding(&self) -> String {
+        match self.keeper {
+            Keeper::Task => format!(
+                "a person must look; `validator reset {}` after deciding",
+                self.name
+            ),
+            Keeper::Session => "a person must look".to_owned(),
+        }
+    }
+}
+
+/// A judged run, not yet written anywhere.
+pub struct Judged {
+    pub verdict: Verdict,
+    /// Shutdown or a stop signal cancelled the run: the history was not touched, and the
+    /// verdict (an ERROR) answers nothing the watcher would publish.
+    pub cancelled: bool,
+}
+
+impl Judge<'_> {
+    /// Judges `case`, counting it in `history` when there is one.
+    pub fn judge(&self, case: Case<'_>, mut history: Option<&mut History<'_>>) -> Judged {
+        let rules = self.rules;
+        let Case {
+            task,
+            pipeline,
+            refused,
+        } = case;
+        let (task, contract_error) = match rules.contract_for(&task.name) {
+            Ok(contract) => (task.with_contract(contract), None),
+            Err(err) => (task, Some(format!("{err:#}"))),
+        };
+
+        // Reasons to decide without running any gate, in order of precedence.
+        let precluded = if let Some(why) = refused {
+            Some((Decision::Fail, why))
+        } else if let Some(why) = contract_error {
+            // The coordinator's contract is broken: the task cannot be judged against it.
+            Some((Decision::Error, why))
+        } else if let Some(history) = history.as_deref_mut() {
+            breakers(history, rules.defaults.max_attempts)
+        } else {
+            None
+        };
+        let mut verdict = match (precluded, pipeline) {
+            (Some((decision, why)), pipeline) => {
+                pipeline::decide_without_running(rules, pipeline.ok(), &task, decision, why)
+            }
+            (None, Ok(pipeline)) => self.run(pipeline, &task, history.as_deref()),
+            (None, Err((decision, why))) => {
+                pipeline::decide_without_running(rules, None, &task, decision, why)
+            }
+        };
+        // A cancelled run was not the worker's doing: it counts nothing and logs nothing.
+        let cancelled = self.cancel.is_some_and(Cancel::is_cancelled);
+        if !cancelled {
+            if let Some(history) = history.as_deref_mut() {
+                count(history, &mut verdict, rules.defaults.strikes);
+            }
+            if task.contract.is_some() {
+                log_violations(rules, &verdict, history.as_deref());
+            }
+        }
+        if let (true, Ok(Some(key))) = (self.sign, self.key) {
+            sign::sign(&mut verdict, key);
+        }
+        Judged { verdict, cancelled }
+    }
+
+    /// Runs `pipeline` (with the task's contract's gates added) over `task`.
+    fn run(&self, pipeline: &Pipeline, task: &Task, history: Option<&History<'_>>) -> Verdict {
+        let rules = self.rules;
+        let expanded = match task.contract.as_deref() {
+            None => None,
+            Some(contract) => match contract.expand(pipeline, rules, self.key) {
+                Ok(expanded) => Some(expanded),
+                Err(why) => {
+                    let why = format!("contract {}: {why}", contract.path.display());
+                    return pipeline::decide_without_running(
+                        rules,
+                        Some(pipeline),
+                        task,
+                        Decision::Error,
+                        why,
+                    );
+                }
+            },
+        };
+        let pipeline = expanded.as_ref().unwrap_or(pipeline);
+        if let Some(history) = history.filter(|h| h.keeper == Keeper::Task) {
+            history.record(
+                "run_started",
+                json!({"pipeline": pipeline.name, "attempt": history.attempt()}),
+            );
+        }
+        let logged = history.map(|history| GateEvents {
+            history,
+            also: self.observer,
+        });
+        let observer = match &logged {
+            Some(logged) => Some(logged as &dyn Observer),
+            None => self.observer,
+        };
+        let supervision = Supervision {
+            cancel: self.cancel,
+            observer,
+            cache: self.cache,
+        };
+        pipeline::run_with(rules, pipeline, task, supervision)
+    }
+}
+
+/// The breakers that decide before a run: a task a person must look at stays held, and an
+/// attempt past `max_attempts` escalates it.
+fn breakers(history: &mut History<'_>, max_attempts: u32) -> Option<(Decision, String)> {
+    if let Some(why) = history.state.escalated.clone() {
+        return Some((Decision::Escalated, why));
+    }
+    if let Some(why) = history.state.blocked.clone() {
+        return Some((Decision::Blocked, why));
+    }
+    let attempt = history.attempt();
+    if attempt <= max_attempts {
+        return None;
+    }
+    let why = format!(
+        "attempt {attempt} is over max_attempts ({max_attempts}): {}",
+        history.after_deciding()
+    );
+    history.escalate("max_attempts", &why);
+    Some((Decision::Escalated, why))
+}
+
+/// Counts the verdict in the history, once per signal: the strikes breaker (the same failure
+/// `strikes` runs in a row escalates), a PASS clearing the strikes, a session's BLOCKED held.
+fn count(history: &mut History<'_>, verdict: &mut Verdict, strikes: u32) {
+    if history.state.judged == history.identity {
+        return;
+    }
+    match verdict.verdict {
+        Decision::Fail => {
+            let so_far = history.state.strike(verdict);
+            if so_far >= strikes {
+                let why = format!(
+                    "the same failure {so_far} times in a row: {}",
+                    history.after_deciding()
+                );
+                history.escalate("strikes", &why);
+                verdict.verdict = Decision::Escalated;
+                verdict.reasons.push(why);
+            }
+        }
+        Decision::Pass => {
+            history.state.strikes = 0;
+            history.state.signature = None;
+        }
+        Decision::Blocked
+            if history.keeper == Keeper::Session && history.state.blocked.is_none() =>
+        {
+            history.state.blocked = Some(
+                verdict
+                    .reasons
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "the worker reported BLOCKED".into()),
+            );
+        }
+        _ => {}
+    }
+    history.state.last_verdict = Some(verdict.verdict);
+    history.state.judged = history.identity.clone();
+}
+
+/// A coordinator learns from contract violations wherever the run happened: they go to the
+/// history's log, or (for `check`) to the rules' event log, opened only when there are some.
+fn log_violations(rules: &Rules, verdict: &Verdict, history: Option<&History<'_>>) {
+    let violations = crate::contract::violations(verdict);
+    if violations.is_empty() {
+        return;
+    }
+    if let Some(history) = history {
+        for violation in violations {
+            history.record("contract_violation", json!(violation));
+        }
+        return;
+    }
+    match EventLog::open(&rules.state, rules.events) {
+        Ok(log) => {
+            for violation in violations {
+                log.record(
+                    Some(&verdict.task),
+                    verdict.signal.agent.as_deref(),
+                    "contract_violation",
+                    json!(violation),
+                );
+            }
+        }
+        Err(err) => tracing::warn!("contract violations not logged: {err:#}"),
+    }
+}
+
+/// Writes `gate_started` / `gate_finished` events as the run goes, and tells the front end's
+/// own observer too.
+struct GateEvents<'a, 'h> {
+    history: &'a History<'h>,
+    also: Option<&'a dyn Observer>,
+}
+
+impl Observer for GateEvents<'_, '_> {
+    fn gate_started(&self, task: &Task, gate: &str) {
+        self.history.record("gate_started", json!({"gate": gate}));
+        if let Some(also) = self.also {
+            also.gate_started(task, gate);
+        }
+    }
+
+    fn gate_finished(&self, task: &Task, report: &GateReport) {
+        if let Some(also) = self.also {
+            also.gate_finished(task, report);
+        }
+        self.history.record(
+            "gate_finished",
+            json!({"gate": report.name, "outcome": report.outcome, "duration_ms": report.duration_ms, "summary": report.summary}),
+        );
+    }
+}
+
+/// The signing key the rules configure, read for a run (see [`Signing`]).
+pub fn signing(rules: &Rules) -> Signing {
+    sign::configured_key(Some(rules))
+        .map(|key| key.map(Arc::new))
+        .map_err(|err| format!("{err:#}"))
+}
