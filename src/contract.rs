@@ -294,6 +294,17 @@ pub struct Violation {
     pub detail: String,
 }
 
+impl Violation {
+    /// The `contract_violation` event that tells a coordinator of it.
+    pub fn event(&self) -> crate::events::Event<'_> {
+        crate::events::Event::ContractViolation {
+            detail: &self.detail,
+            gate: &self.gate,
+            kind: self.kind,
+        }
+    }
+}
+
 /// The contract violations a verdict reports (for a task that ran under a contract).
 pub fn violations(verdict: &crate::verdict::Verdict) -> Vec<Violation> {
     use crate::verdict::GateOutcome;

@@ -43,12 +43,12 @@ use sha2::{Digest, Sha256};
 use crate::cache::Cache;
 use crate::config::Rules;
 use crate::error::Error;
+use crate::events::{Event, EventLog};
 use crate::judge::{Case, History, Judge, Keeper};
 use crate::pipeline;
 use crate::signal::Signal;
 use crate::task::{self, Task};
 use crate::verdict::{Decision, Verdict, feedback};
-use crate::watch::events::EventLog;
 
 /// Largest hook input read and parsed. A last message longer than a done signal's cap is judged
 /// by its end (where its STATUS block is); an input past this is answered with a block that
@@ -364,17 +364,16 @@ pub fn judge(
     events.record(
         Some(&session),
         history.agent.as_deref(),
-        "hook_run",
-        json!({
-            "event": input.hook_event_name,
-            "project": project.dir,
-            "project_from": project.found_by,
-            "cwd": input.cwd,
-            "attempt": history.attempt(),
-            "stop_hook_active": input.stop_hook_active,
-            "sha256": signal.sha256,
-            "message_bytes_left_out": left_out,
-        }),
+        Event::HookRun {
+            attempt: history.attempt(),
+            cwd: input.cwd.to_string_lossy().into_owned(),
+            event: input.hook_event_name.as_deref(),
+            message_bytes_left_out: left_out,
+            project: project.dir.to_string_lossy().into_owned(),
+            project_from: project.found_by,
+            sha256: signal.sha256.as_deref(),
+            stop_hook_active: input.stop_hook_active,
+        },
     );
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
@@ -419,8 +418,12 @@ pub fn judge(
     events.record(
         Some(&session),
         history.agent.as_deref(),
-        "hook_answered",
-        json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "answer": answer.word(), "reasons": verdict.reasons}),
+        Event::HookAnswered {
+            answer: answer.word(),
+            attempt: verdict.attempt,
+            reasons: &verdict.reasons,
+            verdict: verdict.verdict,
+        },
     );
     Ok(Judgement {
         session,
@@ -473,8 +476,10 @@ fn unjudged(
         events.record(
             Some(&session),
             Some(agent_name),
-            "hook_skipped",
-            json!({"event": input.hook_event_name, "reason": why}),
+            Event::HookSkipped {
+                event: input.hook_event_name.as_deref(),
+                reason: &why,
+            },
         );
     }
     let task = Task::new(project.task_name(), &project.dir)?;

@@ -11,17 +11,15 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use crate::cache::Cache;
 use crate::config::{Pipeline, Rules};
+use crate::events::{Breaker, Event, EventLog};
 use crate::pipeline::{self, Observer, Supervision};
 use crate::process::Cancel;
+use crate::state::{self, TaskState};
 use crate::task::Task;
 use crate::verdict::sign::{self, Key};
 use crate::verdict::{Decision, GateReport, Verdict};
-use crate::watch::events::EventLog;
-use crate::watch::state::{self, TaskState};
 
 /// The signing key the rules configure, as the front end read it. A key that is named but
 /// cannot be read is kept as its error: a run that must sign or verify with it fails for it,
@@ -130,15 +128,18 @@ impl<'a> History<'a> {
         self.state.escalated.is_some() || self.state.blocked.is_some()
     }
 
-    fn record(&self, event: &str, details: serde_json::Value) {
+    fn record(&self, event: Event<'_>) {
         self.events
-            .record(Some(&self.name), self.agent.as_deref(), event, details);
+            .record(Some(&self.name), self.agent.as_deref(), event);
     }
 
     /// Trips a breaker: the task is ESCALATED until a person resets it.
-    fn escalate(&mut self, breaker: &str, why: &str) {
+    fn escalate(&mut self, breaker: Breaker, why: &str) {
         self.state.escalated = Some(why.to_owned());
-        self.record("escalated", json!({"breaker": breaker, "reason": why}));
+        self.record(Event::Escalated {
+            breaker,
+            reason: why,
+        });
     }
 
     /// What a person is told to do about a tripped breaker.
@@ -232,10 +233,10 @@ impl Judge<'_> {
         };
         let pipeline = expanded.as_ref().unwrap_or(pipeline);
         if let Some(history) = history.filter(|h| h.keeper == Keeper::Task) {
-            history.record(
-                "run_started",
-                json!({"pipeline": pipeline.name, "attempt": history.attempt()}),
-            );
+            history.record(Event::RunStarted {
+                attempt: history.attempt(),
+                pipeline: &pipeline.name,
+            });
         }
         let logged = history.map(|history| GateEvents {
             history,
@@ -271,7 +272,7 @@ fn breakers(history: &mut History<'_>, max_attempts: u32) -> Option<(Decision, S
         "attempt {attempt} is over max_attempts ({max_attempts}): {}",
         history.after_deciding()
     );
-    history.escalate("max_attempts", &why);
+    history.escalate(Breaker::MaxAttempts, &why);
     Some((Decision::Escalated, why))
 }
 
@@ -289,7 +290,7 @@ fn count(history: &mut History<'_>, verdict: &mut Verdict, strikes: u32) {
                     "the same failure {so_far} times in a row: {}",
                     history.after_deciding()
                 );
-                history.escalate("strikes", &why);
+                history.escalate(Breaker::Strikes, &why);
                 verdict.verdict = Decision::Escalated;
                 verdict.reasons.push(why);
             }
@@ -323,19 +324,18 @@ fn log_violations(rules: &Rules, verdict: &Verdict, history: Option<&History<'_>
         return;
     }
     if let Some(history) = history {
-        for violation in violations {
-            history.record("contract_violation", json!(violation));
+        for violation in &violations {
+            history.record(violation.event());
         }
         return;
     }
     match EventLog::open(&rules.state, rules.events) {
         Ok(log) => {
-            for violation in violations {
+            for violation in &violations {
                 log.record(
                     Some(&verdict.task),
                     verdict.signal.agent.as_deref(),
-                    "contract_violation",
-                    json!(violation),
+                    violation.event(),
                 );
             }
         }
@@ -352,7 +352,7 @@ struct GateEvents<'a, 'h> {
 
 impl Observer for GateEvents<'_, '_> {
     fn gate_started(&self, task: &Task, gate: &str) {
-        self.history.record("gate_started", json!({"gate": gate}));
+        self.history.record(Event::GateStarted { gate });
         if let Some(also) = self.also {
             also.gate_started(task, gate);
         }
@@ -362,10 +362,12 @@ impl Observer for GateEvents<'_, '_> {
         if let Some(also) = self.also {
             also.gate_finished(task, report);
         }
-        self.history.record(
-            "gate_finished",
-            json!({"gate": report.name, "outcome": report.outcome, "duration_ms": report.duration_ms, "summary": report.summary}),
-        );
+        self.history.record(Event::GateFinished {
+            duration_ms: report.duration_ms,
+            gate: &report.name,
+            outcome: report.outcome,
+            summary: &report.summary,
+        });
     }
 }
 

@@ -442,9 +442,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 (None, None) => bail!("name a task, or --session SESSION_ID"),
             };
             task::validate_name(&task)?;
-            let cleared = validator::watch::state::TaskState::reset(&rules.state, &task)?;
-            if let Ok(log) = validator::watch::events::EventLog::open(&rules.state, rules.events) {
-                log.record(Some(&task), None, "reset", serde_json::Value::Null);
+            let cleared = validator::state::TaskState::reset(&rules.state, &task)?;
+            if let Ok(log) = validator::events::EventLog::open(&rules.state, rules.events) {
+                log.record(Some(&task), None, validator::events::Event::Reset);
             }
             match cleared {
                 true => println!(

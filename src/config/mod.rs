@@ -40,7 +40,7 @@ pub struct Rules {
     pub signing_key_file: Option<PathBuf>,
     pub defaults: Defaults,
     /// How much of the event log is kept.
-    pub events: crate::watch::events::Retention,
+    pub events: crate::events::Retention,
     pub pipelines: Vec<Pipeline>,
     /// Agent hook events bound to pipelines (a gates.json's `hooks`). Empty when the rules file
     /// binds none: then every stop runs the pipeline [`Rules::pipeline_for`] picks.
@@ -378,11 +378,8 @@ impl Loader<'_> {
         })
     }
 
-    fn retention(
-        &self,
-        raw: &raw::RawEvents,
-    ) -> Result<crate::watch::events::Retention, ConfigError> {
-        use crate::watch::events::{MAX_KEEP, MIN_MAX_BYTES, Retention};
+    fn retention(&self, raw: &raw::RawEvents) -> Result<crate::events::Retention, ConfigError> {
+        use crate::events::{MAX_KEEP, MIN_MAX_BYTES, Retention};
         let fallback = Retention::default();
         let retention = Retention {
             max_bytes: raw.max_bytes.unwrap_or(fallback.max_bytes),

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use super::{Context, Outcome};
 use crate::signal::Signal;
 use crate::staging;
+use crate::state::TaskState;
 use crate::verdict::sign::{self, Key};
 use crate::verdict::{Decision, Finding, Verdict};
-use crate::watch::state::TaskState;
 
 #[derive(Debug, Clone)]
 pub struct Dependencies {

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::{RecursiveMode, Watcher};
 use serde::Serialize;
 
-use super::state::TaskState;
 use crate::config::Rules;
 use crate::error::Error;
 use crate::signal::Signal;
+use crate::state::TaskState;
 use crate::verdict::sign::{self, Key, VerifyError};
 use crate::verdict::{Decision, Verdict};
 use crate::{staging, task};

@@ -10,13 +10,11 @@
 //! wakes on a slow timer to touch its heartbeat ([`health`]), so a wedged loop shows.
 
 pub mod client;
-pub mod events;
 #[cfg(debug_assertions)]
 mod fault;
 pub mod health;
 pub mod orphans;
 pub mod run;
-pub mod state;
 mod workers;
 
 use std::collections::{HashMap, HashSet};
@@ -28,10 +26,10 @@ use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-use serde_json::json;
 
 use crate::config::Rules;
 use crate::error::Error;
+use crate::events::{Event, Problem};
 use crate::pipeline::Observer;
 use crate::staging;
 use crate::verdict::{Verdict, sign};
@@ -165,8 +163,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
                 shared.events.record(
                     None,
                     None,
-                    "error",
-                    json!({"watcher": "event queue overflow; rescanned"}),
+                    Event::Error(Problem::Watcher("event queue overflow; rescanned".into())),
                 );
                 rescan(&shared, &mut scheduler);
             }
@@ -177,7 +174,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
                 tracing::error!(%err, "file watcher error");
                 shared
                     .events
-                    .record(None, None, "error", json!({"watcher": err.to_string()}));
+                    .record(None, None, Event::Error(Problem::Watcher(err.to_string())));
             }
             Message::Tick => {
                 tick_pending.store(false, std::sync::atomic::Ordering::SeqCst);
@@ -253,7 +250,7 @@ fn kill_orphans(mark: &orphans::Mark, claim: &health::Registration, shared: &Sha
         tracing::warn!(killed, "{what}");
         shared
             .events
-            .record(None, None, "orphans_killed", json!({"processes": killed}));
+            .record(None, None, Event::OrphansKilled { processes: killed });
     }
 }
 
@@ -448,8 +445,10 @@ fn task_of(shared: &Shared, scheduler: &mut Scheduler, path: &Path) -> Option<St
                 shared.events.record(
                     None,
                     None,
-                    "error",
-                    json!({"path": path.display().to_string(), "error": err.to_string()}),
+                    Event::Error(Problem::Unreadable {
+                        error: err.to_string(),
+                        path: path.display().to_string(),
+                    }),
                 );
             }
             None
@@ -558,8 +557,9 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
             shared.events.record(
                 None,
                 None,
-                "config_reloaded",
-                json!({"config": options.config.display().to_string()}),
+                Event::ConfigReloaded {
+                    config: options.config.display().to_string(),
+                },
             );
             if new_staging != old_staging {
                 let _ = std::fs::create_dir_all(&new_staging);
@@ -571,7 +571,7 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
             tracing::error!("rules file not reloaded, keeping the previous rules: {err}");
             shared
                 .events
-                .record(None, None, "error", json!({"config": err.to_string()}));
+                .record(None, None, Event::Error(Problem::Config(err.to_string())));
         }
     }
 }

@@ -8,18 +8,16 @@ use std::io;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
-use serde_json::json;
-
-use super::events::EventLog;
-use super::state::TaskState;
 use crate::cache::Cache;
 use crate::config::Rules;
 use crate::error::Error;
+use crate::events::{Event, EventLog, Problem};
 use crate::judge::{Case, History, Judge, Keeper};
 use crate::pipeline::{self, Observer};
 use crate::process::Cancel;
 use crate::signal::Signal;
 use crate::staging;
+use crate::state::TaskState;
 use crate::task::Task;
 use crate::verdict::sign::{self, Key};
 use crate::verdict::{Decision, Verdict, write};
@@ -185,8 +183,9 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         shared.events.record(
             Some(name),
             agent.as_deref(),
-            "signal_seen",
-            json!({"sha256": signal.sha256}),
+            Event::SignalSeen {
+                sha256: signal.sha256.as_deref(),
+            },
         );
     }
 
@@ -232,8 +231,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         shared.events.record(
             Some(name),
             agent.as_deref(),
-            "verdict_written",
-            json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
+            Event::verdict_written(verdict),
         );
     }
     Ok(published)
@@ -255,9 +253,11 @@ fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) 
         Err(err) => {
             judged.error = crate::error::with_causes(&err);
             let reason = judged.error.clone();
-            shared
-                .events
-                .record(Some(name), None, "error", json!({"unpublished": reason}));
+            shared.events.record(
+                Some(name),
+                None,
+                Event::Error(Problem::Unpublished(reason.clone())),
+            );
             shared.unpublished().insert(name.to_owned(), judged);
             Judged::Unpublished(reason)
         }
@@ -289,12 +289,9 @@ pub fn publish_error(shared: &Shared, name: &str, why: String) -> Result<Option<
         sign::sign(&mut verdict, signing);
     }
     write::write(&rules.verdicts, &verdict)?;
-    shared.events.record(
-        Some(name),
-        None,
-        "verdict_written",
-        json!({"verdict": verdict.verdict, "attempt": verdict.attempt, "duration_ms": verdict.duration_ms, "reasons": verdict.reasons}),
-    );
+    shared
+        .events
+        .record(Some(name), None, Event::verdict_written(&verdict));
     Ok(Some(verdict))
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use crate::events::{Event, Problem};
 
 use super::run::{self, Judged, Shared};
 use super::{Message, Reporter};
@@ -168,8 +168,7 @@ fn judge(context: &Context, task: &str) {
             context.shared.events.record(
                 Some(task),
                 None,
-                "error",
-                json!({"error": err.to_string()}),
+                Event::Error(Problem::Error(err.to_string())),
             );
         }
     }
@@ -183,7 +182,7 @@ fn contain(context: &Context, task: &str, payload: &(dyn Any + Send)) {
     context
         .shared
         .events
-        .record(Some(task), None, "error", json!({"panic": why}));
+        .record(Some(task), None, Event::Error(Problem::Panic(why.clone())));
     let published = catch_unwind(AssertUnwindSafe(|| {
         run::publish_error(
             &context.shared,

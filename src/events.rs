@@ -20,6 +20,8 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::verdict::{Decision, GateOutcome, Verdict};
+
 use crate::error::Error;
 
 pub const FILE_NAME: &str = "events.jsonl";
@@ -55,9 +57,124 @@ pub fn rotated_name(n: u32) -> String {
     format!("{FILE_NAME}.{n}")
 }
 
-/// One line of the log.
+/// What happened: the line's `event` name and its `details`, as `events.jsonl` holds them
+/// (docs/events.md). Fields are in alphabetical order, as the log has always written them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", content = "details", rename_all = "snake_case")]
+pub enum Event<'a> {
+    /// The watcher took up a done signal (not logged while a breaker holds the task).
+    SignalSeen {
+        sha256: Option<&'a str>,
+    },
+    /// The watcher started a run of the task's pipeline.
+    RunStarted {
+        attempt: u32,
+        pipeline: &'a str,
+    },
+    GateStarted {
+        gate: &'a str,
+    },
+    GateFinished {
+        duration_ms: u64,
+        gate: &'a str,
+        outcome: GateOutcome,
+        summary: &'a str,
+    },
+    /// The watcher wrote a verdict.
+    VerdictWritten {
+        attempt: u32,
+        duration_ms: u64,
+        reasons: &'a [String],
+        verdict: Decision,
+    },
+    /// A circuit breaker tripped: the task waits for a person.
+    Escalated {
+        breaker: Breaker,
+        reason: &'a str,
+    },
+    /// A run broke its contract: for the coordinator.
+    ContractViolation {
+        detail: &'a str,
+        gate: &'a str,
+        kind: &'a str,
+    },
+    /// A hook adapter took up an agent's stop.
+    HookRun {
+        attempt: u32,
+        cwd: String,
+        event: Option<&'a str>,
+        message_bytes_left_out: usize,
+        project: String,
+        project_from: &'a str,
+        sha256: Option<&'a str>,
+        stop_hook_active: Option<bool>,
+    },
+    /// A hook adapter's answer to the agent.
+    HookAnswered {
+        answer: &'a str,
+        attempt: u32,
+        reasons: &'a [String],
+        verdict: Decision,
+    },
+    /// A stop the rules do not judge: the agent stopped unjudged.
+    HookSkipped {
+        event: Option<&'a str>,
+        reason: &'a str,
+    },
+    /// `validator reset` cleared the task's attempts and breakers.
+    Reset,
+    ConfigReloaded {
+        config: String,
+    },
+    /// Processes a killed watcher's gates left, killed before judging.
+    OrphansKilled {
+        processes: usize,
+    },
+    /// Something went wrong outside any verdict.
+    Error(Problem),
+}
+
+impl<'a> Event<'a> {
+    pub fn verdict_written(verdict: &'a Verdict) -> Self {
+        Event::VerdictWritten {
+            attempt: verdict.attempt,
+            duration_ms: verdict.duration_ms,
+            reasons: &verdict.reasons,
+            verdict: verdict.verdict,
+        }
+    }
+}
+
+/// The circuit breaker that tripped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Breaker {
+    MaxAttempts,
+    Strikes,
+}
+
+/// What an `error` event's details say, by where it came from.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Problem {
+    /// Judging a task failed.
+    Error(String),
+    /// Judging a task panicked (a bug in validator).
+    Panic(String),
+    /// The file watcher failed or overflowed.
+    Watcher(String),
+    /// The rules file was not reloaded.
+    Config(String),
+    /// A verdict could not be written.
+    Unpublished(String),
+    /// A done file could not be read.
+    #[serde(untagged)]
+    Unreadable { error: String, path: String },
+}
+
+/// One line of the log, as read back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Event {
+pub struct Line {
     pub id: String,
     pub time: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +184,19 @@ pub struct Event {
     pub event: String,
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub details: Value,
+}
+
+/// One line of the log, as written.
+#[derive(Serialize)]
+struct Written<'a> {
+    id: String,
+    time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<&'a str>,
+    #[serde(flatten)]
+    event: Event<'a>,
 }
 
 /// An open event log, shared by the watcher's threads.
@@ -118,7 +248,7 @@ impl EventLog {
 
     /// Appends an event. A log that cannot be written is reported on stderr, never fatal: the
     /// verdicts matter more than the history.
-    pub fn record(&self, task: Option<&str>, agent: Option<&str>, event: &str, details: Value) {
+    pub fn record(&self, task: Option<&str>, agent: Option<&str>, event: Event<'_>) {
         let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let (file, last_id, retention) = &mut *guard;
         let Some(log) = file.as_mut() else {
@@ -132,13 +262,12 @@ impl EventLog {
             .map_or(0, |d| d.as_nanos())
             .max(*last_id + 1);
         *last_id = nanos;
-        let line = Event {
+        let line = Written {
             id: format!("{nanos:024x}"),
             time: crate::timestamp::millis(now),
-            task: task.map(str::to_owned),
-            agent: agent.map(str::to_owned),
-            event: event.to_owned(),
-            details,
+            task,
+            agent,
+            event,
         };
         let mut text = serde_json::to_string(&line).unwrap_or_default();
         text.push('\n');
@@ -227,7 +356,7 @@ fn ends_with_newline(file: &mut File) -> io::Result<bool> {
 }
 
 /// Reads every whole event in the log, skipping lines that do not parse (a torn last line).
-pub fn read(state_dir: &Path) -> io::Result<Vec<Event>> {
+pub fn read(state_dir: &Path) -> io::Result<Vec<Line>> {
     let file = match crate::files::open(&state_dir.join(FILE_NAME), crate::files::Links::Refuse) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -236,7 +365,7 @@ pub fn read(state_dir: &Path) -> io::Result<Vec<Event>> {
     let mut events = Vec::new();
     // The log is bounded by its retention; a planted file is bounded here.
     for line in BufReader::new(file.take(MAX_READ)).split(b'\n') {
-        if let Ok(event) = serde_json::from_slice::<Event>(&line?) {
+        if let Ok(event) = serde_json::from_slice::<Line>(&line?) {
             events.push(event);
         }
     }
@@ -247,16 +376,72 @@ pub fn read(state_dir: &Path) -> io::Result<Vec<Event>> {
 mod tests {
     use super::*;
 
+    /// The typed events write the lines the log has always held: the names and detail keys
+    /// that readers (people, `jq`, dashboards) rely on.
+    #[test]
+    fn events_are_written_as_their_names_and_details() {
+        let json = |event: Event<'_>| {
+            let mut value = serde_json::to_value(Written {
+                id: String::new(),
+                time: String::new(),
+                task: None,
+                agent: None,
+                event,
+            })
+            .unwrap();
+            let object = value.as_object_mut().unwrap();
+            object.remove("id");
+            object.remove("time");
+            value
+        };
+        assert_eq!(
+            json(Event::GateFinished {
+                duration_ms: 5,
+                gate: "lint",
+                outcome: GateOutcome::Fail,
+                summary: "2 findings",
+            }),
+            serde_json::json!({"event": "gate_finished", "details": {"gate": "lint", "outcome": "fail", "duration_ms": 5, "summary": "2 findings"}})
+        );
+        assert_eq!(json(Event::Reset), serde_json::json!({"event": "reset"}));
+        assert_eq!(
+            json(Event::Escalated {
+                breaker: Breaker::MaxAttempts,
+                reason: "r"
+            }),
+            serde_json::json!({"event": "escalated", "details": {"breaker": "max_attempts", "reason": "r"}})
+        );
+        assert_eq!(
+            json(Event::Error(Problem::Panic("p".into()))),
+            serde_json::json!({"event": "error", "details": {"panic": "p"}})
+        );
+        assert_eq!(
+            json(Event::Error(Problem::Unreadable {
+                error: "e".into(),
+                path: "x".into()
+            })),
+            serde_json::json!({"event": "error", "details": {"error": "e", "path": "x"}})
+        );
+        assert_eq!(
+            json(Event::SignalSeen { sha256: None }),
+            serde_json::json!({"event": "signal_seen", "details": {"sha256": null}})
+        );
+    }
+
     #[test]
     fn events_read_back_in_order_and_a_torn_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let log = EventLog::open(dir.path(), Retention::default()).unwrap();
-        log.record(Some("a"), None, "signal_seen", Value::Null);
+        log.record(Some("a"), None, Event::SignalSeen { sha256: None });
         log.record(
             Some("a"),
             Some("claude"),
-            "verdict_written",
-            serde_json::json!({"verdict": "PASS"}),
+            Event::VerdictWritten {
+                attempt: 1,
+                duration_ms: 0,
+                reasons: &[],
+                verdict: Decision::Pass,
+            },
         );
         drop(log);
         // A crash mid-write.
@@ -266,7 +451,7 @@ mod tests {
             .unwrap();
         file.write_all(b"{\"id\": \"torn").unwrap();
         let log = EventLog::open(dir.path(), Retention::default()).unwrap();
-        log.record(Some("b"), None, "signal_seen", Value::Null);
+        log.record(Some("b"), None, Event::SignalSeen { sha256: None });
 
         let events = read(dir.path()).unwrap();
         let names: Vec<_> = events
@@ -299,7 +484,14 @@ mod tests {
         };
         let log = EventLog::open(dir.path(), small).unwrap();
         for i in 0..400 {
-            log.record(Some("t"), None, "signal_seen", serde_json::json!({"n": i}));
+            log.record(
+                Some("t"),
+                None,
+                Event::RunStarted {
+                    attempt: i,
+                    pipeline: "p",
+                },
+            );
         }
         let log_size = std::fs::metadata(dir.path().join(FILE_NAME)).unwrap().len();
         assert!(log_size < MIN_MAX_BYTES, "{log_size}");
@@ -308,7 +500,7 @@ mod tests {
         }
         assert!(!dir.path().join(rotated_name(3)).exists());
         // The newest event is in the log, whole.
-        assert_eq!(read(dir.path()).unwrap().last().unwrap().details["n"], 399);
+        assert_eq!(read(dir.path()).unwrap().last().unwrap().details["attempt"], 399);
     }
 
     #[test]
@@ -327,7 +519,14 @@ mod tests {
             for log in [&one, &two] {
                 scope.spawn(move || {
                     for i in 0..300 {
-                        log.record(Some("t"), None, "signal_seen", serde_json::json!({"n": i}));
+                        log.record(
+                            Some("t"),
+                            None,
+                            Event::RunStarted {
+                                attempt: i,
+                                pipeline: "p",
+                            },
+                        );
                     }
                 });
             }
