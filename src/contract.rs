@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::config::locate::Step;
-use crate::config::raw::{Argv, GateSpec, RuleKind};
 use crate::config::{Gate, Pipeline, Route, Rules, error_at, parse_yaml};
 use crate::error::{ConfigError, Error};
 use crate::globs::Pattern;
+use crate::rules::spec::{Argv, GateSpec, RuleKind};
 use crate::rules::{Rule, dependencies::Dependencies, scope::FileScope};
 use crate::task;
+use crate::yaml::locate::Step;
 
 /// Largest contract read: a contract is a page, not a data set.
 const MAX_CONTRACT_BYTES: u64 = 1024 * 1024;
@@ -167,6 +167,16 @@ impl Contract {
     }
 
     /// The criteria no machine checks, as written.
+    /// What the task carries of this contract for its readers.
+    pub fn handoff(&self) -> crate::task::Handoff {
+        crate::task::Handoff {
+            path: self.path.clone(),
+            source: self.source.clone(),
+            unchecked: self.unchecked(),
+            context: self.context.clone(),
+        }
+    }
+
     pub fn unchecked(&self) -> Vec<String> {
         self.criteria
             .iter()
@@ -196,7 +206,7 @@ impl Contract {
         &self,
         pipeline: &Pipeline,
         rules: &Rules,
-        key: &crate::judge::Signing,
+        key: &crate::verdict::sign::Signing,
     ) -> Result<Pipeline, String> {
         let gate = |name: &str, rule: Rule, about: Option<String>| Gate {
             name: format!("contract.{name}"),

@@ -39,17 +39,16 @@ pub enum Error {
     Watch { path: PathBuf, message: String },
     #[error("cannot install the handler of SIGTERM, SIGINT, SIGHUP and SIGQUIT")]
     Signals(#[source] std::io::Error),
-    #[error("cannot use the signing key {} ({named_by}): {reason}\n  help: {}", path.display(), named_by.help())]
+    /// `named_by` says where the key file was named, `help` what to change there.
+    #[error("cannot use the signing key {} ({named_by}): {reason}\n  help: {help}", path.display())]
     SigningKey {
         path: PathBuf,
-        named_by: crate::verdict::sign::KeySource,
+        named_by: String,
+        help: String,
         reason: String,
     },
-    #[error("refusing the verdict {}: {why}\n  help: only a verdict the watcher signed with this key is trusted; make sure the watcher and this command use the same key (${}, or `signing_key_file:` in the rules file), then signal the task again for a fresh verdict", path.display(), crate::verdict::sign::KEY_FILE_ENV)]
-    Unverified {
-        path: PathBuf,
-        why: crate::verdict::sign::VerifyError,
-    },
+    #[error("refusing the verdict {}: {why}\n  help: only a verdict the watcher signed with this key is trusted; make sure the watcher and this command use the same key ($VALIDATOR_KEY_FILE, or `signing_key_file:` in the rules file), then signal the task again for a fresh verdict", path.display())]
+    Unverified { path: PathBuf, why: String },
     #[error(
         "invalid task name `{name}`: {reason}\n  help: task names are 1-128 characters of A-Z a-z 0-9 . _ - and do not start with `.`"
     )]

@@ -500,7 +500,10 @@ mod tests {
         }
         assert!(!dir.path().join(rotated_name(3)).exists());
         // The newest event is in the log, whole.
-        assert_eq!(read(dir.path()).unwrap().last().unwrap().details["attempt"], 399);
+        assert_eq!(
+            read(dir.path()).unwrap().last().unwrap().details["attempt"],
+            399
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl schemars::JsonSchema for Pattern {
 
 impl<'de> Deserialize<'de> for Pattern {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::config::scalar::parse_str(deserializer, "a glob such as `src/**/*.rs`", Pattern::new)
+        crate::yaml::scalar::parse_str(deserializer, "a glob such as `src/**/*.rs`", Pattern::new)
     }
 }
 

@@ -136,7 +136,7 @@ pub enum InitError {
     #[error("{} exists and is not a schema `validator init` wrote; nothing was written\n  help: move it away, or pass --force to replace it", path.display())]
     ForeignSchema { path: PathBuf },
     #[error(transparent)]
-    Io(#[from] crate::Error),
+    Io(#[from] crate::error::Error),
 }
 
 /// What `init` wrote.
@@ -191,7 +191,7 @@ pub fn init(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).map_err(|source| crate::Error::Write {
+    std::fs::create_dir_all(dir).map_err(|source| crate::error::Error::Write {
         path: dir.to_path_buf(),
         source,
     })?;

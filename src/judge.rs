@@ -13,18 +13,16 @@ use std::sync::Arc;
 
 use crate::cache::Cache;
 use crate::config::{Pipeline, Rules};
+use crate::contract::Contract;
 use crate::events::{Breaker, Event, EventLog};
 use crate::pipeline::{self, Observer, Supervision};
 use crate::process::Cancel;
 use crate::state::{self, TaskState};
 use crate::task::Task;
-use crate::verdict::sign::{self, Key};
+use crate::verdict::sign;
 use crate::verdict::{Decision, GateReport, Verdict};
 
-/// The signing key the rules configure, as the front end read it. A key that is named but
-/// cannot be read is kept as its error: a run that must sign or verify with it fails for it,
-/// and a run that needs no key is not stopped by it.
-pub type Signing = Result<Option<Arc<Key>>, String>;
+pub use crate::verdict::sign::Signing;
 
 /// What a run is judged with besides the task.
 pub struct Judge<'a> {
@@ -171,10 +169,11 @@ impl Judge<'_> {
             pipeline,
             refused,
         } = case;
-        let (task, contract_error) = match rules.contract_for(&task.name) {
-            Ok(contract) => (task.with_contract(contract), None),
-            Err(err) => (task, Some(format!("{err:#}"))),
+        let (contract, contract_error) = match rules.contract_for(&task.name) {
+            Ok(contract) => (contract, None),
+            Err(err) => (None, Some(format!("{err:#}"))),
         };
+        let task = task.with_contract(contract.as_ref().map(Contract::handoff));
 
         // Reasons to decide without running any gate, in order of precedence.
         let precluded = if let Some(why) = refused {
@@ -191,7 +190,9 @@ impl Judge<'_> {
             (Some((decision, why)), pipeline) => {
                 pipeline::decide_without_running(rules, pipeline.ok(), &task, decision, why)
             }
-            (None, Ok(pipeline)) => self.run(pipeline, &task, history.as_deref()),
+            (None, Ok(pipeline)) => {
+                self.run(pipeline, &task, contract.as_ref(), history.as_deref())
+            }
             (None, Err((decision, why))) => {
                 pipeline::decide_without_running(rules, None, &task, decision, why)
             }
@@ -213,9 +214,15 @@ impl Judge<'_> {
     }
 
     /// Runs `pipeline` (with the task's contract's gates added) over `task`.
-    fn run(&self, pipeline: &Pipeline, task: &Task, history: Option<&History<'_>>) -> Verdict {
+    fn run(
+        &self,
+        pipeline: &Pipeline,
+        task: &Task,
+        contract: Option<&Contract>,
+        history: Option<&History<'_>>,
+    ) -> Verdict {
         let rules = self.rules;
-        let expanded = match task.contract.as_deref() {
+        let expanded = match contract {
             None => None,
             Some(contract) => match contract.expand(pipeline, rules, self.key) {
                 Ok(expanded) => Some(expanded),
@@ -373,7 +380,7 @@ impl Observer for GateEvents<'_, '_> {
 
 /// The signing key the rules configure, read for a run (see [`Signing`]).
 pub fn signing(rules: &Rules) -> Signing {
-    sign::configured_key(Some(rules))
+    sign::configured_key(rules.key_named())
         .map(|key| key.map(Arc::new))
         .map_err(|err| format!("{err:#}"))
 }

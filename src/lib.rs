@@ -24,6 +24,7 @@ pub mod atomic;
 pub mod cache;
 pub mod config;
 pub mod contract;
+pub mod duration;
 pub mod error;
 pub mod events;
 pub mod files;

@@ -294,7 +294,7 @@ fn main() -> ExitCode {
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    validator::config::duration::parse(text)
+    validator::duration::parse(text)
 }
 
 /// A polling interval: a shorter one would have the watcher busy-loop over the staging
@@ -413,12 +413,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             format,
         } => {
             let rules = load(&config)?;
-            let key = sign::configured_key(Some(&rules))?;
+            let key = sign::configured_key(rules.key_named())?;
             match client::wait(&rules, &task, timeout, key.as_ref())? {
                 Some(verdict) => print_verdict(&verdict, format),
                 None => bail!(
                     "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
-                    validator::config::duration::format(timeout)
+                    validator::duration::format(timeout)
                 ),
             }
         }
@@ -564,7 +564,7 @@ fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
     // the run before any gate, never a silently unsigned verdict.
     let sign = matches!(args.format, Format::Json);
     let key = match sign {
-        true => Ok(sign::configured_key(Some(&rules))?.map(Arc::new)),
+        true => Ok(sign::configured_key(rules.key_named())?.map(Arc::new)),
         false => validator::judge::signing(&rules),
     };
     let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
@@ -711,7 +711,7 @@ fn terminal_progress(with_task: bool) -> Option<Arc<Progress>> {
 
 fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
     let rules = load(config)?;
-    let key = sign::configured_key(Some(&rules))?;
+    let key = sign::configured_key(rules.key_named())?;
     let tasks = client::status(&rules, key.as_ref());
     let mut out = anstream::stdout();
     match format {
@@ -800,7 +800,7 @@ fn verify(config: Option<PathBuf>, file: &Path, key: Option<PathBuf>) -> Result<
                     Ok(path) => Some(load(&path)?),
                     Err(_) => None,
                 };
-                KeyFile::configured(rules.as_ref())
+                KeyFile::configured(rules.as_ref().and_then(Rules::key_named))
             }
         },
     };

@@ -79,7 +79,7 @@ pub fn read_verdict(dir: &Path, task: &str) -> Option<Verdict> {
 /// ctime (which no worker can set back, so deleting a verdict and `touch -d` cannot replay an
 /// attempt). The watcher records it as `judged` in the task's state once it has published.
 pub fn signal_key(signal: &Signal) -> Option<String> {
-    let info = crate::pipeline::signal_info(signal);
+    let info = crate::verdict::SignalInfo::of(signal);
     match (&info.sha256, &info.mtime, signal.changed) {
         (Some(sha), Some(mtime), Some((secs, nanos))) => {
             Some(format!("{sha} {mtime} {secs}.{nanos:09}"))
@@ -90,7 +90,7 @@ pub fn signal_key(signal: &Signal) -> Option<String> {
 
 /// A verdict is current when it answers exactly this signal: same body hash, same mtime.
 pub fn is_current(verdict: &Verdict, signal: &Signal) -> bool {
-    let info = crate::pipeline::signal_info(signal);
+    let info = crate::verdict::SignalInfo::of(signal);
     info.sha256.is_some()
         && verdict.signal.sha256 == info.sha256
         && verdict.signal.mtime == info.mtime

@@ -6,6 +6,18 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 use crate::signal::Signal;
 
+/// A task's handoff contract as its readers need it: a reviewer, and the verdict's `unchecked`
+/// criteria and `context`.
+#[derive(Debug, Clone, Default)]
+pub struct Handoff {
+    pub path: PathBuf,
+    /// The contract as written.
+    pub source: String,
+    /// The success criteria no gate checks: a person must.
+    pub unchecked: Vec<String>,
+    pub context: Option<String>,
+}
+
 /// One unit of work to judge.
 #[derive(Debug, Clone)]
 pub struct Task {
@@ -20,8 +32,9 @@ pub struct Task {
     /// The task directory is a staging directory (single-task mode): the signal, verdict and
     /// feedback files at its top level are the protocol's, not the worker's output.
     pub protocol_root: bool,
-    /// The coordinator's handoff contract for this task, if there is one.
-    pub contract: Option<std::sync::Arc<crate::contract::Contract>>,
+    /// What the coordinator's handoff contract for this task says to those who read the
+    /// verdict or review the work, if there is a contract.
+    pub contract: Option<std::sync::Arc<Handoff>>,
     /// The highest directory the worker writes: the task directory, or the staging directory
     /// holding it under `watch` (the worker writes its done file there). A repository found in
     /// it is the worker's, never the operator's.
@@ -62,7 +75,7 @@ impl Task {
         self
     }
 
-    pub fn with_contract(mut self, contract: Option<crate::contract::Contract>) -> Self {
+    pub fn with_contract(mut self, contract: Option<Handoff>) -> Self {
         self.contract = contract.map(std::sync::Arc::new);
         self
     }

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{Pipeline, Route, duration};
+use super::{Pipeline, Route};
+use crate::duration;
 
 /// The gates a gate can lead to (`None` = the run ends there).
 fn successors(pipeline: &Pipeline, index: usize) -> [Option<usize>; 2] {

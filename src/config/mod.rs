@@ -1,12 +1,9 @@
 //! The rules file (`validator.yaml`): loading, strict validation, and the checked model the
 //! pipeline runs. Every error names the file, line and column, and says what to write instead.
 
-pub mod duration;
 mod gates_json;
 pub mod graph;
-pub(crate) mod locate;
 pub mod raw;
-pub(crate) mod scalar;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
@@ -17,7 +14,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use crate::error::{ConfigError, Error};
 use crate::globs::PatternSet;
 use crate::rules::Rule;
-use locate::{Step, locate};
+use crate::yaml::locate::{Step, locate};
 use raw::{GateSpec, RawRules, RuleKind};
 
 /// Largest rules file read; a rules file is a page, not a data set.
@@ -161,6 +158,16 @@ impl Rules {
 
     /// The handoff contract for `task`, if the rules file names a contracts directory and the
     /// coordinator wrote one. A contract that cannot be read or checked is an error.
+    /// The key file this rules file names (`signing_key_file:`), with itself as the namer.
+    pub fn key_named(&self) -> Option<crate::verdict::sign::Named<'_>> {
+        self.signing_key_file
+            .as_deref()
+            .map(|key_file| crate::verdict::sign::Named {
+                key_file,
+                rules_file: &self.path,
+            })
+    }
+
     pub fn contract_for(&self, task: &str) -> Result<Option<crate::contract::Contract>, Error> {
         match &self.contracts {
             Some(dir) => crate::contract::Contract::find(dir, task),

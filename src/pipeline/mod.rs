@@ -5,10 +5,10 @@
 use std::time::{Instant, SystemTime};
 
 use crate::cache::{self, Cache};
-use crate::config::{Pipeline, Route, Rules, duration};
+use crate::config::{Pipeline, Route, Rules};
+use crate::duration;
 use crate::process::Cancel;
 use crate::rules::{Context, Outcome};
-use crate::signal::Signal;
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
 
@@ -210,7 +210,7 @@ pub fn run_with(
         attempt: task.attempt,
         max_attempts: rules.defaults.max_attempts,
         pipeline: pipeline.name.clone(),
-        signal: signal_info(&task.signal),
+        signal: SignalInfo::of(&task.signal),
         started_at: crate::timestamp::seconds(started_at),
         duration_ms: millis(started),
         gates,
@@ -225,7 +225,7 @@ pub fn run_with(
 fn unchecked(task: &Task) -> Vec<String> {
     task.contract
         .as_deref()
-        .map(|c| c.unchecked())
+        .map(|c| c.unchecked.clone())
         .unwrap_or_default()
 }
 
@@ -262,7 +262,7 @@ pub fn decide_without_running(
         attempt: task.attempt,
         max_attempts: rules.defaults.max_attempts,
         pipeline: pipeline.map(|p| p.name.clone()).unwrap_or_default(),
-        signal: signal_info(&task.signal),
+        signal: SignalInfo::of(&task.signal),
         started_at: crate::timestamp::seconds(SystemTime::now()),
         duration_ms: 0,
         gates: pipeline
@@ -291,15 +291,4 @@ fn report(name: &str, rule: &str, started: Instant, outcome: Outcome) -> GateRep
 
 fn millis(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The signal section of the verdict: what makes it current, and what the worker said of itself.
-pub fn signal_info(signal: &Signal) -> SignalInfo {
-    let report = signal.report.as_ref().ok();
-    SignalInfo {
-        sha256: signal.sha256.clone(),
-        mtime: signal.mtime.map(crate::timestamp::nanos),
-        agent: report.and_then(|r| r.agent.clone()),
-        status: report.and_then(|r| r.status.clone()),
-    }
 }

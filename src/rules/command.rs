@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::{Context, KeyError, MAX_FINDINGS, Outcome, findings, test_names};
-use crate::config::duration;
-use crate::config::raw::{GateSpec, RuleKind};
+use crate::duration;
 use crate::globs::PatternSet;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
+use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
 

@@ -2,8 +2,8 @@
 //! `min_count` files, non-empty if asked) and the ones it must not leave are not (`forbid`).
 
 use super::{Context, KeyError, Outcome};
-use crate::config::raw::{GateSpec, RuleKind};
 use crate::globs::PatternSet;
+use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
 

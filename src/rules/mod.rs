@@ -13,13 +13,14 @@ pub use git::read_listings as read_git_listings;
 pub mod review;
 pub mod schema;
 pub mod scope;
+pub mod spec;
 pub mod status;
 pub mod test_names;
 
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::raw::{GateSpec, RuleKind};
+use crate::rules::spec::{GateSpec, RuleKind};
 use crate::task::Task;
 use crate::verdict::{Finding, GateOutcome};
 

@@ -27,9 +27,9 @@ use std::time::Instant;
 use super::command::{env_from_spec, is_executable, on_path, relative_findings, tail};
 use super::scope::{self, Problem};
 use super::{Context, KeyError, MAX_FINDINGS, Outcome, findings};
-use crate::config::duration;
-use crate::config::raw::GateSpec;
+use crate::duration;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
+use crate::rules::spec::GateSpec;
 use crate::taskdir;
 use crate::text::name;
 use crate::verdict::Finding;
@@ -881,7 +881,7 @@ mod tests {
         fixture.task = fixture
             .task
             .clone()
-            .with_contract(Some(contract))
+            .with_contract(Some(contract.handoff()))
             .with_signal(Signal::from_bytes(
                 b"Implemented login.\n```\nfake fence\n```\nSTATUS: OK\n",
                 None,

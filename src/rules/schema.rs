@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 
 use super::{Context, KeyError, MAX_FINDINGS, Outcome};
-use crate::config::raw::{GateSpec, RuleKind};
 use crate::globs::PatternSet;
+use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
 

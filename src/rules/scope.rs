@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use super::git::Repo;
 use super::{Context, KeyError, Outcome};
-use crate::config::raw::GateSpec;
 use crate::globs::{Pattern, PatternSet};
+use crate::rules::spec::GateSpec;
 use crate::verdict::Finding;
 
 use crate::{snapshot, taskdir};

@@ -4,7 +4,7 @@
 //! the gate is skipped; whether a signal is read is the caller's choice, never the worker's.
 
 use super::{Context, Outcome};
-use crate::config::raw::GateSpec;
+use crate::rules::spec::GateSpec;
 use crate::signal::Declared;
 use crate::verdict::GateOutcome;
 

@@ -152,6 +152,19 @@ pub struct SignalInfo {
     pub status: Option<String>,
 }
 
+impl SignalInfo {
+    /// The signal section of the verdict: what makes it current, and what the worker said of itself.
+    pub fn of(signal: &crate::signal::Signal) -> SignalInfo {
+        let report = signal.report.as_ref().ok();
+        SignalInfo {
+            sha256: signal.sha256.clone(),
+            mtime: signal.mtime.map(crate::timestamp::nanos),
+            agent: report.and_then(|r| r.agent.clone()),
+            status: report.and_then(|r| r.status.clone()),
+        }
+    }
+}
+
 /// The verdict document (`<task>.verdict.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {

@@ -31,7 +31,6 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use super::Verdict;
-use crate::config::Rules;
 use crate::error::Error;
 
 /// The environment variable naming the key file; it wins over `signing_key_file:`.
@@ -86,6 +85,18 @@ impl KeySource {
     }
 }
 
+/// The signing key configured for a run, as the front end read it. A key that is named but
+/// cannot be read is kept as its error: a run that must sign or verify with it fails for it,
+/// and a run that needs no key is not stopped by it.
+pub type Signing = Result<Option<std::sync::Arc<Key>>, String>;
+
+/// A rules file's `signing_key_file:` (resolved) and the rules file that names it.
+#[derive(Debug, Clone, Copy)]
+pub struct Named<'a> {
+    pub key_file: &'a Path,
+    pub rules_file: &'a Path,
+}
+
 /// A key file to read, and who named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyFile {
@@ -96,7 +107,7 @@ pub struct KeyFile {
 impl KeyFile {
     /// The key file in force: `$VALIDATOR_KEY_FILE` if it is set and not empty, else the rules
     /// file's `signing_key_file:`, else none (verdicts are not signed).
-    pub fn configured(rules: Option<&Rules>) -> Option<KeyFile> {
+    pub fn configured(rules: Option<Named<'_>>) -> Option<KeyFile> {
         choose(std::env::var_os(KEY_FILE_ENV), rules)
     }
 
@@ -104,7 +115,8 @@ impl KeyFile {
     pub fn read(&self) -> Result<Key, Error> {
         let fail = |reason: String| Error::SigningKey {
             path: self.path.clone(),
-            named_by: self.source.clone(),
+            named_by: self.source.to_string(),
+            help: self.source.help(),
             reason,
         };
         let bytes = crate::files::read(&self.path, MAX_KEY_BYTES, crate::files::Links::Follow)
@@ -127,23 +139,21 @@ impl KeyFile {
     }
 }
 
-fn choose(env: Option<OsString>, rules: Option<&Rules>) -> Option<KeyFile> {
+fn choose(env: Option<OsString>, rules: Option<Named<'_>>) -> Option<KeyFile> {
     match env {
         Some(path) if !path.is_empty() => Some(KeyFile {
             path: PathBuf::from(path),
             source: KeySource::Env,
         }),
-        _ => rules.and_then(|rules| {
-            rules.signing_key_file.as_ref().map(|path| KeyFile {
-                path: path.clone(),
-                source: KeySource::Rules(rules.path.clone()),
-            })
+        _ => rules.map(|named| KeyFile {
+            path: named.key_file.to_path_buf(),
+            source: KeySource::Rules(named.rules_file.to_path_buf()),
         }),
     }
 }
 
 /// The configured key, read: `None` when no key file is configured.
-pub fn configured_key(rules: Option<&Rules>) -> Result<Option<Key>, Error> {
+pub fn configured_key(rules: Option<Named<'_>>) -> Result<Option<Key>, Error> {
     KeyFile::configured(rules)
         .map(|file| file.read())
         .transpose()
@@ -480,19 +490,18 @@ mod tests {
 
     #[test]
     fn the_environment_wins_over_the_rules_file() {
-        let rules = Rules::parse(
-            Path::new("/etc/v/validator.yaml"),
-            "version: 1\nsigning_key_file: key\npipelines:\n  - name: p\n    gates:\n      - {name: s, rule: status}\n",
-        )
-        .unwrap();
-        let from_rules = choose(None, Some(&rules)).unwrap();
+        let rules = Named {
+            key_file: Path::new("/etc/v/key"),
+            rules_file: Path::new("/etc/v/validator.yaml"),
+        };
+        let from_rules = choose(None, Some(rules)).unwrap();
         assert!(from_rules.path.ends_with("key"));
         assert!(matches!(from_rules.source, KeySource::Rules(_)));
-        let from_env = choose(Some("/run/k".into()), Some(&rules)).unwrap();
+        let from_env = choose(Some("/run/k".into()), Some(rules)).unwrap();
         assert_eq!(from_env.path, PathBuf::from("/run/k"));
         assert_eq!(from_env.source, KeySource::Env);
         // An empty variable is unset, as for VALIDATOR_CONFIG.
-        assert_eq!(choose(Some("".into()), Some(&rules)), Some(from_rules));
+        assert_eq!(choose(Some("".into()), Some(rules)), Some(from_rules));
         assert_eq!(choose(None, None), None);
     }
 

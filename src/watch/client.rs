@@ -99,7 +99,7 @@ pub fn current_verdict(
     match read.signature {
         Some(Err(why)) => Err(Error::Unverified {
             path: staging::verdict_path(&rules.verdicts, task),
-            why,
+            why: why.to_string(),
         }),
         _ => Ok(Some(read.verdict)),
     }

@@ -73,7 +73,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     let rules = Rules::load(&options.config)?;
     // A key that is named but unusable stops the start: publishing unsigned verdicts that every
     // reader holding the key refuses would only look like a gate.
-    let key = sign::configured_key(Some(&rules))?;
+    let key = sign::configured_key(rules.key_named())?;
     std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
         path: rules.staging.clone(),
         source,
@@ -526,7 +526,7 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
     // Taken before reading: a change made while reading is then noticed next time.
     watches.rules_seen = Fingerprint::of(&options.config);
     let loaded = Rules::load(&options.config).and_then(|rules| {
-        let key = sign::configured_key(Some(&rules))?;
+        let key = sign::configured_key(rules.key_named())?;
         Ok((rules, key))
     });
     let current_state = shared.rules().state.clone();
@@ -594,7 +594,7 @@ impl Watches {
     ) -> Result<Self, Error> {
         let rules_seen = Fingerprint::of(&options.config);
         if let Some(interval) = options.poll {
-            tracing::info!(interval = %crate::config::duration::format(interval), "polling the staging directory");
+            tracing::info!(interval = %crate::duration::format(interval), "polling the staging directory");
             spawn_ticker(tx, interval, Arc::clone(tick_pending));
             return Ok(Watches {
                 watcher: None,
@@ -723,7 +723,7 @@ fn warn_about_layout(rules: &Rules) {
     let staging = resolved(&rules.staging);
     let inside = |path: &Path| resolved(path).starts_with(&staging);
     // The key in force, wherever it was named (the environment wins over the rules file).
-    let key_file = crate::verdict::sign::KeyFile::configured(Some(rules)).map(|k| k.path);
+    let key_file = crate::verdict::sign::KeyFile::configured(rules.key_named()).map(|k| k.path);
     let risks = [
         (
             Some(&rules.path),

@@ -16,7 +16,7 @@ use crate::events::{Event, Problem};
 
 use super::run::{self, Judged, Shared};
 use super::{Message, Reporter};
-use crate::config::duration;
+use crate::duration;
 
 /// The worker threads and what each is doing.
 pub struct Pool {

@@ -74,7 +74,7 @@ pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 pub fn deserialize<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Duration>, D::Error> {
-    super::scalar::parse_str(
+    crate::yaml::scalar::parse_str(
         deserializer,
         "a duration such as 500ms, 30s, 10m or 1h",
         |text| {

@@ -4,6 +4,9 @@
 
 use std::fmt;
 
+pub mod locate;
+pub mod scalar;
+
 /// The deepest nesting of YAML flow collections (`[…]`, `{…}`) handed to the YAML parser, whose
 /// time grows with the square of that depth (a 1 MiB `[[[…]]]` would take hours). The parser
 /// refuses anything nested deeper than 128 levels anyway, after reading all of it.

@@ -1,0 +1,271 @@
+//! A gate as the rules file writes it (`GateSpec`): the rule it runs and every key any rule
+//! takes, each value checked where its position is still known. Each rule reads its own keys
+//! from here (`from_spec`); the rules file's loader and its JSON Schema (`config::raw`,
+//! `config::schema`) take the same type, so its doc comments are what an editor shows a user.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::de::{self, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::globs::Pattern;
+
+/// The rule a gate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuleKind {
+    /// Every `paths` glob matches at least `min_count` files (non-empty ones with `non_empty`)
+    /// and no `forbid` glob matches.
+    Exists,
+    /// `run` exits 0; `file:line[:col]: message` lines and rustc-style `--> file:line:col`
+    /// blocks become findings.
+    Lint,
+    /// `run` exits 0; failed test names are read from cargo test, nextest, pytest, unittest,
+    /// go test and a `junit` report.
+    Test,
+    /// Every JSON/YAML file matching `files` validates against the JSON Schema `schema`.
+    Schema,
+    /// A reviewer program reads the task's context on stdin and answers APPROVED or REJECTED
+    /// with `- file:line: issue` lines.
+    Review,
+    /// Every changed file is inside `allow` (if given) and in neither `readonly` nor `deny`.
+    FileScope,
+    /// The done signal says `STATUS: OK`; `STATUS: BLOCKED` ends the run BLOCKED with the
+    /// worker's reason.
+    Status,
+    /// A contract's `dependencies_completed`; added by the contract, never written in a rules file.
+    #[serde(skip_deserializing)]
+    Dependencies,
+}
+
+impl RuleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::Exists => "exists",
+            RuleKind::Lint => "lint",
+            RuleKind::Test => "test",
+            RuleKind::Schema => "schema",
+            RuleKind::Review => "review",
+            RuleKind::FileScope => "file-scope",
+            RuleKind::Status => "status",
+            RuleKind::Dependencies => "dependencies",
+        }
+    }
+}
+
+impl fmt::Display for RuleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One gate: a rule, its keys, and where the run goes after it.
+// Each rule reads the keys it owns from here (`rules::*::from_spec`) and the loader refuses
+// keys that belong to other rules; the schema says the same per rule (`config::schema`).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateSpec {
+    /// The gate's name: letters, digits, `-`, `_` and `.`, unique in its pipeline.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]+$"))]
+    pub name: String,
+    /// The rule the gate runs.
+    pub rule: RuleKind,
+    /// Where the run goes when the gate passes (default: CONTINUE).
+    pub on_pass: Option<RouteText>,
+    /// Where the run goes when the gate fails (default: BLOCK). A failure routed by CONTINUE,
+    /// PASS or to a gate is a warning, not a failed verdict.
+    pub on_fail: Option<RouteText>,
+    /// Longest this gate may run (default: `defaults.timeout`); the whole process group is
+    /// killed past it.
+    #[serde(default, deserialize_with = "crate::duration::deserialize")]
+    #[schemars(schema_with = "crate::duration::schema")]
+    pub timeout: Option<Duration>,
+    /// Globs of every file the gate reads: once it passed, it is not run again (`cached`) while
+    /// these files, the gate and its program are unchanged. Not for status, file-scope, review.
+    #[schemars(length(min = 1))]
+    pub inputs: Option<Vec<Pattern>>,
+    // exists
+    /// exists: globs that must each match at least `min_count` files.
+    pub paths: Option<Vec<Pattern>>,
+    /// exists: globs that must match no file.
+    pub forbid: Option<Vec<Pattern>>,
+    /// exists: files matching `paths` must not be empty (default: false).
+    pub non_empty: Option<bool>,
+    /// exists: how many files each `paths` glob must match (default: 1).
+    pub min_count: Option<u32>,
+    // lint, test, review
+    /// lint, test, review: the command, as a list of arguments or a string split like a shell
+    /// would (no shell runs). It runs in the task directory.
+    pub run: Option<Argv>,
+    /// lint, test (globs; matches are appended to `run` as arguments, in batches); schema (the
+    /// documents to validate).
+    pub files: Option<Vec<Pattern>>,
+    /// lint, test, review: environment variables added for the command.
+    pub env: Option<BTreeMap<String, String>>,
+    /// lint, test: the working directory, relative to the task directory.
+    pub cwd: Option<String>,
+    /// test: a JUnit XML report the command writes (relative to the task directory), read for
+    /// failed test names.
+    pub junit: Option<String>,
+    // schema
+    /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local
+    /// `$ref` only.
+    pub schema: Option<PathBuf>,
+    /// schema: largest document read, in bytes (default: 10 MiB).
+    pub max_bytes: Option<u64>,
+    // file-scope
+    /// file-scope: globs a changed file must match (if given).
+    pub allow: Option<Vec<Pattern>>,
+    /// file-scope: globs no changed file may match (the worker may read, not change, these).
+    pub readonly: Option<Vec<Pattern>>,
+    /// file-scope: globs no changed file may match.
+    pub deny: Option<Vec<Pattern>>,
+    /// file-scope: the git ref changes are counted from (default: HEAD).
+    pub base: Option<String>,
+    // status
+    /// status: STATUS: OK must come with a summary (default: false).
+    pub require_summary: Option<bool>,
+}
+
+impl GateSpec {
+    /// A gate with no keys but its name and rule, for gates made outside the rules file
+    /// (a contract's success criteria).
+    pub fn new(name: String, rule: RuleKind) -> Self {
+        GateSpec {
+            name,
+            rule,
+            on_pass: None,
+            on_fail: None,
+            timeout: None,
+            inputs: None,
+            paths: None,
+            forbid: None,
+            non_empty: None,
+            min_count: None,
+            run: None,
+            files: None,
+            env: None,
+            cwd: None,
+            junit: None,
+            schema: None,
+            max_bytes: None,
+            allow: None,
+            readonly: None,
+            deny: None,
+            base: None,
+            require_summary: None,
+        }
+    }
+
+    /// The rule-specific keys this gate sets, to refuse the ones its rule does not take.
+    pub fn rule_keys(&self) -> Vec<&'static str> {
+        let set = [
+            ("paths", self.paths.is_some()),
+            ("forbid", self.forbid.is_some()),
+            ("non_empty", self.non_empty.is_some()),
+            ("min_count", self.min_count.is_some()),
+            ("run", self.run.is_some()),
+            ("files", self.files.is_some()),
+            ("env", self.env.is_some()),
+            ("cwd", self.cwd.is_some()),
+            ("junit", self.junit.is_some()),
+            ("schema", self.schema.is_some()),
+            ("max_bytes", self.max_bytes.is_some()),
+            ("allow", self.allow.is_some()),
+            ("readonly", self.readonly.is_some()),
+            ("deny", self.deny.is_some()),
+            ("base", self.base.is_some()),
+            ("require_summary", self.require_summary.is_some()),
+        ];
+        set.into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(key, _)| key)
+            .collect()
+    }
+}
+
+/// `on_pass` / `on_fail` as written; resolved against the gate names after parsing.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct RouteText(pub String);
+
+impl JsonSchema for RouteText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Route".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "CONTINUE (the next gate), BLOCK (stop: FAIL), PASS (stop: PASS), STOP (stop: BLOCKED, a person decides), or the name of a gate to jump to.",
+            "anyOf": [
+                {"enum": ["CONTINUE", "BLOCK", "PASS", "STOP"]},
+                {"type": "string", "pattern": "^[A-Za-z0-9._-]+$"}
+            ]
+        })
+    }
+}
+
+/// A command: an argv list, or a string split the way a shell would split it (no shell runs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Argv(pub Vec<String>);
+
+impl JsonSchema for Argv {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Command".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A command: a list of arguments such as [\"cargo\", \"test\"], or a string such as `cargo test --quiet`, split like a shell would (no shell runs).",
+            "anyOf": [
+                {"type": "string", "pattern": "\\S"},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1}
+            ]
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Argv {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ArgvVisitor)
+    }
+}
+
+struct ArgvVisitor;
+
+impl<'de> Visitor<'de> for ArgvVisitor {
+    type Value = Argv;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a command: a string such as `cargo test --quiet`, or a list such as [\"cargo\", \"test\"]")
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Argv, E> {
+        let words = shell_words::split(text).map_err(|err| {
+            E::custom(format!(
+                "cannot split `{text}` into words ({err}); close the quote, or write the command as a list"
+            ))
+        })?;
+        non_empty(words)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Argv, A::Error> {
+        let mut words = Vec::new();
+        while let Some(word) = seq.next_element::<String>()? {
+            words.push(word);
+        }
+        non_empty(words)
+    }
+}
+
+fn non_empty<E: de::Error>(words: Vec<String>) -> Result<Argv, E> {
+    match words.first() {
+        Some(program) if !program.is_empty() => Ok(Argv(words)),
+        _ => Err(E::custom("the command is empty; name the program to run")),
+    }
+}
