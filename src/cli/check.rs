@@ -1,0 +1,129 @@
+//! `validator check`: one run over a directory, the verdict printed, the exit code the verdict's.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use validator::progress::Progress;
+use validator::verdict::sign;
+use validator::{Signal, Task, task};
+
+use super::*;
+
+#[derive(clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The directory to judge
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub(crate) task_dir: PathBuf,
+    /// The task's name (picks the pipeline and the snapshot baseline) [default: DIR's name]
+    #[arg(long, value_name = "NAME")]
+    pub(crate) task: Option<String>,
+    /// The done signal's body: a file, or - for standard input
+    #[arg(long, value_name = "FILE")]
+    pub(crate) signal: Option<PathBuf>,
+    /// Run this pipeline instead of the first one whose `tasks` match
+    #[arg(long, value_name = "NAME")]
+    pub(crate) pipeline: Option<String>,
+    /// How to print the verdict
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+    /// The attempt number to record in the verdict
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) attempt: u32,
+    /// Run every gate, even those whose `inputs:` are unchanged since they passed
+    #[arg(long)]
+    pub(crate) no_cache: bool,
+}
+
+pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
+    let rules = load(config)?;
+    let name = args
+        .task
+        .clone()
+        .unwrap_or_else(|| task::name_from_dir(&args.task_dir));
+    // The state and verdict directories are not hidden from the rules here: inside a task
+    // directory they are the worker's to write, so the rules must see them.
+    let mut task = Task::new(name, &args.task_dir)?.with_attempt(args.attempt);
+    if let Some(signal) = &args.signal {
+        task = task.ignoring(signal).with_signal(read_signal(signal)?);
+    }
+    let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
+    // Only the JSON document carries a signature; a key that is named but unreadable stops
+    // the run before any gate, never a silently unsigned verdict.
+    let sign = matches!(args.format, Format::Json);
+    let key = match sign {
+        true => Ok(sign::configured_key(rules.key_named())?.map(Arc::new)),
+        false => validator::judge::signing(&rules),
+    };
+    let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
+    // Dropped (the line erased) before the verdict is printed.
+    let progress = terminal_progress(false);
+    let cancel = cancel_on_stop_signals()?;
+    let judge = validator::judge::Judge {
+        rules: &rules,
+        key: &key,
+        sign,
+        cache: cache.as_ref(),
+        cancel: Some(&cancel),
+        observer: progress
+            .as_deref()
+            .map(|p| p as &dyn validator::pipeline::Observer),
+    };
+    let case = validator::judge::Case {
+        task,
+        pipeline: Ok(pipeline),
+        refused: None,
+    };
+    let verdict = judge.judge(case, None).verdict;
+    drop(progress);
+    print_verdict(&verdict, args.format)
+}
+
+/// A way to stop the gates of a one-shot run (`check`, `hook`) when the process is asked to end
+/// (SIGTERM from a CI runner or an agent's hook timeout, SIGINT, SIGHUP from a closed terminal,
+/// SIGQUIT): the running command's group and cgroup are killed and the run ends as ERROR,
+/// instead of validator dying and leaving its gate running.
+pub(crate) fn cancel_on_stop_signals() -> Result<Arc<validator::process::Cancel>> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let cancel = Arc::new(validator::process::Cancel::default());
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
+        .context("cannot install the handler of SIGTERM, SIGINT, SIGHUP and SIGQUIT")?;
+    let cancelled = Arc::clone(&cancel);
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            cancelled.cancel();
+        }
+    });
+    Ok(cancel)
+}
+
+/// A status line for gates that take longer than a second, only when stdout is a terminal
+/// that can redraw a line: pipes, files and CI logs get the verdict alone.
+pub(crate) fn terminal_progress(with_task: bool) -> Option<Arc<Progress>> {
+    let stdout = std::io::stdout();
+    let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
+    if !stdout.is_terminal() || dumb {
+        return None;
+    }
+    let width = terminal_size::terminal_size_of(&stdout).map_or(80, |(width, _)| width.0);
+    Some(Arc::new(Progress::new(
+        Box::new(stdout),
+        usize::from(width),
+        with_task,
+    )))
+}
+
+pub(crate) fn read_signal(path: &Path) -> Result<Signal> {
+    if path == Path::new("-") {
+        let mut body = Vec::new();
+        std::io::stdin()
+            .take(validator::signal::MAX_BODY as u64 + 1)
+            .read_to_end(&mut body)
+            .context("cannot read the done signal from standard input")?;
+        return Ok(Signal::from_bytes(&body, None));
+    }
+    Ok(Signal::read(path)?)
+}

@@ -1,0 +1,94 @@
+//! `validator hook`: the agent's stop hook, answering in the agent's format; never blocking the
+//! agent by accident.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+use super::check::cancel_on_stop_signals;
+use super::*;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum HookAgent {
+    /// Claude Code: Stop and SubagentStop
+    Claude,
+    /// Codex CLI: Stop and SubagentStop
+    Codex,
+    /// Gemini CLI: AfterAgent
+    Gemini,
+}
+
+impl From<HookAgent> for validator::hook::Agent {
+    fn from(agent: HookAgent) -> Self {
+        match agent {
+            HookAgent::Claude => validator::hook::Agent::Claude,
+            HookAgent::Codex => validator::hook::Agent::Codex,
+            HookAgent::Gemini => validator::hook::Agent::Gemini,
+        }
+    }
+}
+
+/// `validator hook`: the answer on stdout and exit 0, or the problem on stderr and exit 1 with
+/// nothing on stdout, so a broken setup never blocks the agent by accident.
+pub(crate) fn hook(
+    config: Option<PathBuf>,
+    agent: HookAgent,
+    task_dir: Option<PathBuf>,
+    task: Option<String>,
+) -> ExitCode {
+    let agent = validator::hook::Agent::from(agent);
+    let answered = hook_answer(config, agent, task_dir, task).and_then(|answer| {
+        if let Some(line) = answer {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{line}")
+                .and_then(|()| out.flush())
+                .context("cannot write the answer to stdout")?;
+        }
+        Ok(())
+    });
+    match answered {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("validator hook {}: error: {err:#}", agent.name());
+            ExitCode::from(EXIT_HOOK_ERROR)
+        }
+    }
+}
+
+pub(crate) fn hook_answer(
+    config: Option<PathBuf>,
+    agent: validator::hook::Agent,
+    task_dir: Option<PathBuf>,
+    task: Option<String>,
+) -> Result<Option<String>> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        bail!(
+            "`validator hook {}` reads the agent's hook JSON on stdin\n  help: configure it as the agent's stop hook (see examples/hooks), or pipe a JSON object into it",
+            agent.name()
+        );
+    }
+    let mut input = Vec::new();
+    stdin
+        .lock()
+        .take(validator::hook::MAX_INPUT as u64 + 1)
+        .read_to_end(&mut input)
+        .context("cannot read the hook's input from stdin")?;
+    if input.len() > validator::hook::MAX_INPUT {
+        // Too long to read whole: never let such a stop through, never read half of it.
+        return Ok(validator::hook::Answer::too_long_to_judge().to_json(agent));
+    }
+    let input = validator::hook::Input::parse(agent, &input)?;
+    // The rules file is found as everywhere else: `-c`, `./validator.yaml`, `$VALIDATOR_CONFIG`.
+    // Agents start hooks in the project directory, which the agent can write, so the examples
+    // pass `-c` with an absolute path outside it; the input's `cwd` is never searched.
+    let rules = load(&config_path(config)?)?;
+    let cwd = std::env::current_dir().context("cannot tell the hook's working directory")?;
+    let project =
+        validator::hook::Project::locate(agent, task_dir, task, |var| std::env::var_os(var), &cwd);
+    let cancel = cancel_on_stop_signals()?;
+    let judgement = validator::hook::judge(&rules, agent, &input, &project, Some(&cancel))?;
+    Ok(judgement.answer.to_json(agent))
+}

@@ -1,0 +1,418 @@
+//! The command line: the arguments (clap), finding the rules file, and one dispatch from a
+//! command to its front end; printing a verdict and mapping it to an exit code. Nothing here
+//! judges: the library's `judge` does, for every command alike.
+
+mod check;
+mod hook;
+mod rules;
+mod watch;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+
+use validator::verdict::{feedback, format};
+use validator::watch::client;
+use validator::{Rules, Verdict};
+
+use check::{CheckArgs, check};
+use hook::{HookAgent, hook};
+use rules::{init, rules_check, rules_schema, snapshot, verify};
+use watch::{WatchArgs, health, reset, signal, status, wait, watch};
+
+/// Exit code when the validator itself could not judge (bad rules file, bad arguments).
+pub(crate) const EXIT_ERROR: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "validator",
+    version,
+    about = "A quality gate that sits outside the worker it judges."
+)]
+pub(crate) struct Cli {
+    /// The rules file [default: ./validator.yaml, then $VALIDATOR_CONFIG]
+    #[arg(short, long, global = true, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// More log output on stderr (-v info, -vv debug); or set VALIDATOR_LOG
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+    /// Log format on stderr: text for people, json for containers
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Watch the staging directory and judge every done signal (the sidecar)
+    Watch {
+        /// Tasks judged in parallel [default: the number of cores]
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Poll the file system at this interval instead of using OS notifications (10ms at
+        /// least)
+        #[arg(long, value_name = "DURATION", value_parser = parse_poll)]
+        poll: Option<Duration>,
+        /// After SIGTERM, how long running gates may finish before they are killed
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+        grace: Duration,
+        /// Run every gate, even those whose `inputs:` are unchanged since they passed
+        #[arg(long)]
+        no_cache: bool,
+        /// How often the watcher proves it is alive and checks its workers (`status --health`
+        /// calls it stale after four missed beats); whole seconds
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "15s")]
+        heartbeat: Duration,
+    },
+    /// Write a task's done file atomically, asking the watcher for a run
+    Signal {
+        task: String,
+        #[arg(long, value_enum)]
+        status: Option<Status>,
+        #[arg(long)]
+        summary: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Block until a task has a current verdict, print its feedback; exit code as `check`
+    Wait {
+        task: String,
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
+        timeout: Duration,
+        /// What to print
+        #[arg(long, value_enum, default_value_t = Format::Feedback)]
+        format: Format,
+    },
+    /// List tasks: last verdict, whether it is current, attempt, age
+    Status {
+        #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
+        format: StatusFormat,
+        /// Instead: whether the watcher for this rules file is alive and making progress; exit
+        /// 0 healthy, 1 not (a container HEALTHCHECK or probe), with one line saying why
+        #[arg(long)]
+        health: bool,
+    },
+    /// Clear a task's (or an agent hook session's) attempts and circuit breakers after a person
+    /// has decided
+    Reset {
+        /// The task, or a hook session's state name (`hook-…`, as its stop message says)
+        #[arg(required_unless_present = "session", conflicts_with = "session")]
+        task: Option<String>,
+        /// An agent hook session, by the `session_id` the agent sent
+        #[arg(long, value_name = "SESSION_ID")]
+        session: Option<String>,
+        /// With --session: the subagent (`agent_id`) whose attempts to clear
+        #[arg(long, value_name = "ID", requires = "session")]
+        agent_id: Option<String>,
+    },
+    /// Run as an agent's stop hook: read its JSON on stdin, judge its `cwd` with its last
+    /// message as the done signal, answer in its format. Exit 0 with an answer, 1 (never
+    /// blocking) when it cannot judge
+    Hook {
+        #[arg(value_enum)]
+        agent: HookAgent,
+        /// The project to judge [default: the agent's project directory
+        /// ($CLAUDE_PROJECT_DIR, $GEMINI_PROJECT_DIR), else the git repository the hook runs
+        /// in, else its working directory]; never the directory the agent last moved to
+        #[arg(long, value_name = "DIR")]
+        task_dir: Option<PathBuf>,
+        /// The task's name (picks the pipeline and the contract) [default: the project
+        /// directory's name]
+        #[arg(long, value_name = "NAME")]
+        task: Option<String>,
+    },
+    /// Check a verdict file's signature: exit 0 valid, 1 unsigned or edited, 2 cannot check
+    Verify {
+        /// The verdict file (`<task>.verdict.json`, or `check --format json` output)
+        file: PathBuf,
+        /// The key file [default: $VALIDATOR_KEY_FILE, then the rules file's signing_key_file]
+        #[arg(long, value_name = "KEYFILE")]
+        key: Option<PathBuf>,
+    },
+    /// Run the pipeline once over a directory; the exit code is the verdict
+    Check(CheckArgs),
+    /// Write a starter validator.yaml for the project in this directory (and its JSON Schema
+    /// beside it, for editors); -c FILE writes it there instead
+    Init {
+        /// The starter pack [default: detected from Cargo.toml, go.mod, pyproject.toml,
+        /// setup.py, requirements.txt, package.json, in that order; else generic]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(validator::init::Kind::NAMES))]
+        kind: Option<String>,
+        /// Replace an existing rules file
+        #[arg(long)]
+        force: bool,
+    },
+    /// Work with the rules file
+    Rules {
+        #[command(subcommand)]
+        command: RulesCommand,
+    },
+    /// Print a shell completion script (e.g. `validator completions bash > ~/.local/share/bash-completion/completions/validator`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Record a task directory's files before its worker starts (the baseline file-scope uses
+    /// when the task is not in a git work tree)
+    Snapshot {
+        /// The task name (its directory is <staging>/<TASK>, or <staging> itself)
+        task: String,
+        /// Snapshot this directory instead of the task's directory in staging
+        #[arg(long, value_name = "DIR")]
+        task_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RulesCommand {
+    /// Validate the rules file without running anything, and print the gate graph
+    Check,
+    /// Print the rules file's JSON Schema (draft-07), for editors and other tools
+    Schema,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum Status {
+    #[value(name = "OK")]
+    Ok,
+    #[value(name = "BLOCKED")]
+    Blocked,
+}
+
+/// Exit code of `validator hook` when it cannot judge. Not 2: agents read exit 2 from a stop
+/// hook as "block" (Claude Code, Codex) or "retry" (Gemini CLI), which would trap the agent on
+/// a broken setup; any other non-zero code is a non-blocking error to all three.
+pub(crate) const EXIT_HOOK_ERROR: u8 = 1;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum StatusFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum Format {
+    /// For people: a line per gate, findings, the decision
+    Text,
+    /// The verdict document
+    Json,
+    /// JUnit XML, one testcase per gate
+    Junit,
+    /// GitHub Actions annotations
+    Github,
+    /// The feedback an agent reads (at most 60 lines)
+    Feedback,
+}
+
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    validator::duration::parse(text)
+}
+
+/// A polling interval: a shorter one would have the watcher busy-loop over the staging
+/// directory.
+pub(crate) fn parse_poll(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < Duration::from_millis(10) {
+        return Err(format!(
+            "`{text}` is too short to poll at; use 10ms or more (without --poll, OS notifications cost nothing while idle)"
+        ));
+    }
+    Ok(interval)
+}
+
+pub(crate) fn init_logging(verbose: u8, format: LogFormat) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("VALIDATOR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
+    // Some commands need no rules file: `verify` needs a key (it must work where only the key
+    // is at hand), completions describe the command line, a hook and `status --health` find
+    // theirs themselves (a missing one is their answer, not an error).
+    let config = || config_path(cli.config.clone());
+    match cli.command {
+        Command::Verify { file, key } => verify(cli.config, &file, key),
+        Command::Completions { shell } => completions(shell),
+        Command::Hook {
+            agent,
+            task_dir,
+            task,
+        } => {
+            validator::reaper::become_subreaper();
+            Ok(hook(cli.config, agent, task_dir, task))
+        }
+        Command::Rules {
+            command: RulesCommand::Schema,
+        } => rules_schema(),
+        Command::Rules {
+            command: RulesCommand::Check,
+        } => rules_check(&config()?),
+        Command::Init { kind, force } => init(cli.config, kind.as_deref(), force),
+        // Every way of being unhealthy (no rules file included) must exit 1, not 2: container
+        // runtimes reserve 2.
+        Command::Status {
+            health: true,
+            format,
+        } => Ok(health(cli.config, format)),
+        Command::Status { format, .. } => status(&config()?, format),
+        Command::Check(args) => {
+            let config = config()?;
+            // What a gate leaves running is re-parented here, to be killed (see `reaper`).
+            validator::reaper::become_subreaper();
+            check(&config, args)
+        }
+        Command::Watch {
+            jobs,
+            poll,
+            grace,
+            no_cache,
+            heartbeat,
+        } => {
+            let config = config()?;
+            validator::reaper::become_subreaper();
+            let args = WatchArgs {
+                jobs,
+                poll,
+                grace,
+                no_cache,
+                heartbeat,
+            };
+            watch(config, args)
+        }
+        Command::Snapshot { task, task_dir } => snapshot(&config()?, &task, task_dir),
+        Command::Signal {
+            task,
+            status,
+            summary,
+            reason,
+            agent,
+        } => {
+            let body = client::SignalBody {
+                agent,
+                status: status.map(|s| match s {
+                    Status::Ok => "OK".to_owned(),
+                    Status::Blocked => "BLOCKED".to_owned(),
+                }),
+                summary,
+                reason,
+            };
+            signal(&config()?, &task, &body)
+        }
+        Command::Wait {
+            task,
+            timeout,
+            format,
+        } => wait(&config()?, &task, timeout, format),
+        Command::Reset {
+            task,
+            session,
+            agent_id,
+        } => {
+            let task = match (task, session) {
+                (Some(task), _) => task,
+                (None, Some(session)) => {
+                    validator::hook::session_key(&session, agent_id.as_deref())
+                }
+                (None, None) => bail!("name a task, or --session SESSION_ID"),
+            };
+            reset(&config()?, &task)
+        }
+    }
+}
+
+pub(crate) fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "validator", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `-c`, else `./validator.yaml`, else `$VALIDATOR_CONFIG`.
+pub(crate) fn config_path(flag: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(path) = flag {
+        return Ok(path);
+    }
+    let local = PathBuf::from("validator.yaml");
+    if local.exists() {
+        return Ok(local);
+    }
+    match std::env::var_os("VALIDATOR_CONFIG") {
+        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
+        _ => bail!(
+            "no rules file: ./validator.yaml does not exist\n  help: pass -c FILE, or set VALIDATOR_CONFIG"
+        ),
+    }
+}
+
+pub(crate) fn load(config: &Path) -> Result<Rules> {
+    Ok(Rules::load(config)?)
+}
+
+pub(crate) fn print_verdict(verdict: &Verdict, format: Format) -> Result<ExitCode> {
+    let rendered = match format {
+        Format::Text => format::text(verdict),
+        Format::Json => verdict.to_json() + "\n",
+        Format::Junit => format::junit(verdict),
+        Format::Github => format::github(verdict),
+        Format::Feedback => feedback::render(verdict),
+    };
+    let mut out = anstream::stdout();
+    out.write_all(rendered.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write the verdict to stdout")?;
+    if matches!(format, Format::Github) {
+        append_job_summary(verdict);
+    }
+    Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+}
+
+/// In GitHub Actions, `$GITHUB_STEP_SUMMARY` names a file whose Markdown becomes the job's
+/// summary page; steps append to it. A summary that cannot be written is logged: the verdict
+/// and the exit code are what the job relies on.
+pub(crate) fn append_job_summary(verdict: &Verdict) {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(format::job_summary(verdict).as_bytes()));
+    if let Err(err) = written {
+        tracing::warn!(path = %PathBuf::from(path).display(), %err, "cannot write the job summary");
+    }
+}
+
+pub(crate) fn human_age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}

@@ -1,0 +1,165 @@
+//! The commands about the rules and the key: `rules check`, `rules schema`, `init`, `snapshot`,
+//! `verify`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use validator::config::graph;
+use validator::verdict::sign::{self, KeyFile, KeySource, VerifyError};
+use validator::{Rules, Task, snapshot, task};
+
+use super::*;
+
+pub(crate) fn rules_check(config: &Path) -> Result<ExitCode> {
+    let rules = load(config)?;
+    let mut out = anstream::stdout();
+    let mut warnings = Vec::new();
+    for pipeline in &rules.pipelines {
+        writeln!(out, "{}", graph::render(pipeline, rules.defaults.timeout))?;
+        warnings.extend(graph::warnings(pipeline));
+    }
+    print_hooks_and_notes(&mut out, &rules)?;
+    let warn = anstyle::AnsiColor::Yellow.on_default();
+    for warning in &warnings {
+        writeln!(out, "{warn}warning{warn:#}: {warning}")?;
+    }
+    let gates: usize = rules.pipelines.iter().map(|p| p.gates.len()).sum();
+    writeln!(
+        out,
+        "{}: valid, {} pipeline{}, {gates} gates, {} warning{}",
+        config.display(),
+        rules.pipelines.len(),
+        if rules.pipelines.len() == 1 { "" } else { "s" },
+        warnings.len(),
+        if warnings.len() == 1 { "" } else { "s" },
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Which pipeline answers which agent hook event (a gates.json's `hooks`), and what the
+/// loader accepted without running it.
+pub(crate) fn print_hooks_and_notes(out: &mut impl Write, rules: &Rules) -> Result<()> {
+    for binding in &rules.hooks {
+        let agents = match binding.agents.as_slice() {
+            [] => String::new(),
+            agents => format!(" (agent types: {})", agents.join(", ")),
+        };
+        writeln!(
+            out,
+            "hook {} runs pipeline {}{agents}",
+            binding.event, binding.pipeline
+        )?;
+    }
+    for note in &rules.notes {
+        writeln!(out, "note: {note}")?;
+    }
+    Ok(())
+}
+
+/// `validator init`: writes the rules file `-c` names, else ./validator.yaml, for the project
+/// in the current directory.
+pub(crate) fn init(config: Option<PathBuf>, kind: Option<&str>, force: bool) -> Result<ExitCode> {
+    let rules = config.unwrap_or_else(|| PathBuf::from(validator::init::RULES_FILE));
+    let kind = kind.and_then(validator::init::Kind::from_name);
+    let written = validator::init::init(Path::new("."), &rules, kind, force)?;
+    print!("{written}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator rules schema`: needs no rules file, it describes them.
+pub(crate) fn rules_schema() -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(validator::config::schema::rules_schema_text().as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write the schema to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn snapshot(config: &Path, name: &str, task_dir: Option<PathBuf>) -> Result<ExitCode> {
+    let rules = load(config)?;
+    task::validate_name(name)?;
+    let dir = match task_dir {
+        Some(dir) => dir,
+        None => validator::staging::task_dir(&rules.staging, name).map_err(anyhow::Error::msg)?,
+    };
+    let task = Task::new(name, &dir)?
+        .ignoring(&rules.state)
+        .ignoring(&rules.verdicts);
+    let (path, baseline) = snapshot::take(&task, &rules.state)?;
+    println!(
+        "baseline of {name}: {} files in {} -> {}",
+        baseline.files.len(),
+        task.dir.display(),
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator verify`: the key from `--key`, else `$VALIDATOR_KEY_FILE`, else the rules file's
+/// `signing_key_file:` (a rules file is looked for only then, and need not exist).
+pub(crate) fn verify(
+    config: Option<PathBuf>,
+    file: &Path,
+    key: Option<PathBuf>,
+) -> Result<ExitCode> {
+    let key_file = match key {
+        Some(path) => Some(KeyFile {
+            path,
+            source: KeySource::Flag,
+        }),
+        // Without a rules file, only $VALIDATOR_KEY_FILE can name the key; a rules file is
+        // looked for only when it does not.
+        None => match KeyFile::configured(None) {
+            Some(from_env) => Some(from_env),
+            None => {
+                let rules = match config_path(config) {
+                    Ok(path) => Some(load(&path)?),
+                    Err(_) => None,
+                };
+                KeyFile::configured(rules.as_ref().and_then(Rules::key_named))
+            }
+        },
+    };
+    let Some(key_file) = key_file else {
+        bail!(
+            "no signing key to check {} with\n  help: pass --key KEYFILE, set {}, or set `signing_key_file:` in the rules file (-c FILE); the key must be the one the watcher signs with",
+            file.display(),
+            sign::KEY_FILE_ENV
+        );
+    };
+    let key = key_file.read()?;
+    let document = sign::read_document(file, validator::files::Links::Follow).map_err(|err| {
+        anyhow!(
+            "cannot read the verdict {}: {err}\n  help: pass the path of a <task>.verdict.json file",
+            file.display()
+        )
+    })?;
+    match sign::verify(&document, &key) {
+        Ok(()) => {
+            let value: serde_json::Value = serde_json::from_str(&document)?;
+            let field = |name: &str| value[name].as_str().unwrap_or("?").to_owned();
+            println!(
+                "{}: task {}, verdict {}: signature valid",
+                file.display(),
+                field("task"),
+                field("verdict")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(why @ (VerifyError::Unsigned | VerifyError::Mismatch)) => {
+            eprintln!(
+                "{}: {why}\n  help: do not trust this verdict (checked with the key in {}; the watcher must sign with the same key)",
+                file.display(),
+                key.path().display()
+            );
+            Ok(ExitCode::from(1))
+        }
+        Err(why @ VerifyError::Malformed(_)) => bail!(
+            "{}: {why}\n  help: pass a verdict document written by validator",
+            file.display()
+        ),
+    }
+}

@@ -1,0 +1,182 @@
+//! `validator watch` and `validator status`: the sidecar, and what it says of itself.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use validator::verdict::sign;
+use validator::watch::client;
+use validator::{Verdict, task};
+
+use super::check::terminal_progress;
+use super::*;
+
+/// `validator watch`'s options.
+pub(crate) struct WatchArgs {
+    pub(crate) jobs: Option<usize>,
+    pub(crate) poll: Option<Duration>,
+    pub(crate) grace: Duration,
+    pub(crate) no_cache: bool,
+    pub(crate) heartbeat: Duration,
+}
+
+pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let progress = terminal_progress(true);
+    let options = validator::watch::Options {
+        config,
+        jobs,
+        poll: args.poll,
+        grace: args.grace,
+        no_cache: args.no_cache,
+        heartbeat: args.heartbeat,
+        observer: progress
+            .clone()
+            .map(|p| p as Arc<dyn validator::pipeline::Observer + Send>),
+    };
+    let report = Box::new(move |verdict: &Verdict| {
+        let now = validator::timestamp::seconds(std::time::SystemTime::now());
+        let why = verdict
+            .reasons
+            .first()
+            .map(|r| format!("  {r}"))
+            .unwrap_or_default();
+        let line = format!(
+            "{now} {:<9} {} (attempt {}/{}){why}",
+            verdict.verdict, verdict.task, verdict.attempt, verdict.max_attempts
+        );
+        let print = || {
+            let mut out = anstream::stdout();
+            let _ = writeln!(out, "{line}");
+        };
+        match &progress {
+            Some(progress) => progress.suspend(print),
+            None => print(),
+        }
+    });
+    validator::watch::watch(options, report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
+    let rules = load(config)?;
+    let key = sign::configured_key(rules.key_named())?;
+    let tasks = client::status(&rules, key.as_ref());
+    let mut out = anstream::stdout();
+    match format {
+        StatusFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&tasks)?)?,
+        StatusFormat::Text if tasks.is_empty() => {
+            writeln!(out, "no tasks in {}", rules.staging.display())?
+        }
+        StatusFormat::Text => {
+            let width = tasks.iter().map(|t| t.task.len()).max().unwrap_or(4).max(4);
+            // The signature column appears only when a key is configured.
+            let signature_column = |text: &str| match key {
+                Some(_) => format!("  {text}"),
+                None => String::new(),
+            };
+            writeln!(
+                out,
+                "{:<width$}  {:<9}  {:<7}  {:>7}  {:>8}{}",
+                "TASK",
+                "VERDICT",
+                "CURRENT",
+                "ATTEMPT",
+                "AGE",
+                signature_column("SIGNATURE")
+            )?;
+            for task in &tasks {
+                let verdict = task.verdict.map_or("-", |v| v.as_str());
+                let age = task.age_secs.map_or("-".to_owned(), human_age);
+                let current = if task.current { "yes" } else { "no" };
+                let attempt = format!("{}/{}", task.attempt, task.max_attempts);
+                let signature = signature_column(task.signature.map_or("-", |s| s.as_str()));
+                writeln!(
+                    out,
+                    "{:<width$}  {verdict:<9}  {current:<7}  {attempt:>7}  {age:>8}{signature}",
+                    task.task
+                )?;
+            }
+            for task in tasks.iter().filter(|t| t.unpublished.is_some()) {
+                let why = task.unpublished.as_deref().unwrap_or_default();
+                writeln!(
+                    out,
+                    "{}: judged, but the verdict is {}",
+                    task.task,
+                    validator::text::one_line(why)
+                )?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator status --health`: one line (or the JSON details) on stdout; exit 0 when the
+/// watcher is healthy, 1 otherwise.
+pub(crate) fn health(config: Option<PathBuf>, format: StatusFormat) -> ExitCode {
+    use validator::watch::health::{Health, check_config};
+    let health = match config_path(config) {
+        Ok(config) => check_config(&config),
+        Err(err) => Health::unhealthy(format!("{err:#}")),
+    };
+    let line = match format {
+        StatusFormat::Json => serde_json::to_string_pretty(&health).unwrap_or_default(),
+        StatusFormat::Text if health.healthy => format!("healthy: {}", health.message),
+        StatusFormat::Text => format!("unhealthy: {}", health.message),
+    };
+    let mut out = std::io::stdout().lock();
+    let printed = writeln!(out, "{line}").and_then(|()| out.flush());
+    match (health.healthy, printed) {
+        (true, Ok(())) => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    }
+}
+
+/// `validator signal`: the done file, written atomically.
+pub(crate) fn signal(config: &Path, task: &str, body: &client::SignalBody) -> Result<ExitCode> {
+    let rules = load(config)?;
+    let path = client::signal(&rules, task, body)?;
+    println!("signalled {task}: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator wait`: the current verdict once there is one, printed as `check` prints it.
+pub(crate) fn wait(
+    config: &Path,
+    task: &str,
+    timeout: Duration,
+    format: Format,
+) -> Result<ExitCode> {
+    let rules = load(config)?;
+    let key = sign::configured_key(rules.key_named())?;
+    match client::wait(&rules, task, timeout, key.as_ref())? {
+        Some(verdict) => print_verdict(&verdict, format),
+        None => bail!(
+            "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
+            validator::duration::format(timeout)
+        ),
+    }
+}
+
+/// `validator reset`: a person has decided; the task's (or session's) next signal is attempt 1.
+pub(crate) fn reset(config: &Path, task: &str) -> Result<ExitCode> {
+    let rules = load(config)?;
+    task::validate_name(task)?;
+    let cleared = validator::state::TaskState::reset(&rules.state, task)?;
+    if let Ok(log) = validator::events::EventLog::open(&rules.state, rules.events) {
+        log.record(Some(task), None, validator::events::Event::Reset);
+    }
+    match cleared {
+        true => println!(
+            "reset {task}: attempts and circuit breakers cleared; its next signal is attempt 1"
+        ),
+        false => println!("reset {task}: nothing to clear"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
