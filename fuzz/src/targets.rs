@@ -3,7 +3,7 @@
 //! output, a JUnit report, a reviewer's answer) and check what a caller relies on besides "it
 //! returned": bounded results, no empty names, errors that point inside the text.
 //!
-//! This file is also compiled into the validator's own tests (`tests/fuzz_seeds.rs`), which
+//! This file is also compiled into the validator's own tests (`tests/it/fuzz_seeds.rs`), which
 //! replay the committed seeds through these same functions; it may use nothing but `validator`
 //! and `std`.
 

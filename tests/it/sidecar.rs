@@ -4,14 +4,13 @@
 // the invariants of the Dockerfile and the Kubernetes and Compose examples that a user relies
 // on (no Docker engine is needed). Waiting is polling for a condition, never a guessed sleep.
 
-mod common;
-
+use crate::common;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::poll;
+use crate::common::poll;
 use serde_json::Value;
 use tempfile::TempDir;
 

@@ -2,7 +2,7 @@
 //! functions the fuzzers call, so `cargo test` keeps every input a fuzzer once broke (and the
 //! hand-written seeds) passing without building libFuzzer. See `fuzz/README.md`.
 
-#[path = "../fuzz/src/targets.rs"]
+#[path = "../../fuzz/src/targets.rs"]
 mod targets;
 
 use std::path::Path;

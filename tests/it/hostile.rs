@@ -1,5 +1,3 @@
-mod common;
-
 // Hostile input from the worker, driven through the real binary: done signals and documents
 // built to make the validator hang, burn CPU for hours, or bloat its verdict. Each must end
 // promptly with a verdict (or a refusal) that says why.
@@ -9,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Project, gate, pipeline};
+use crate::common::{Project, gate, pipeline};
 use serde_json::Value;
 
 /// The largest done-signal body that is still parsed (`validator::signal::MAX_BODY`).

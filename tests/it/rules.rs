@@ -1,11 +1,10 @@
-mod common;
-
+use crate::common;
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Project, gate, git, isolate_git, json_verdict, pipeline, reasons};
+use crate::common::{Project, gate, git, isolate_git, json_verdict, pipeline, reasons};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------

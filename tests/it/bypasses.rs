@@ -1,13 +1,12 @@
 //! Ways a worker could get past the gate, found in review, each shut and kept shut: forged
 //! baselines, git tricks that hide changes, files the gate could not see, crashes on its output.
 
-mod common;
-
+use crate::common;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Project, gate};
+use crate::common::{Project, gate};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")

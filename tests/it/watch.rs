@@ -5,8 +5,7 @@
 // Each behaviour runs twice (`in_both_modes!`): with OS notifications and with the polling
 // fallback (`--poll`), which a watcher uses where the OS refuses a watch.
 
-mod common;
-
+use crate::common;
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -14,7 +13,7 @@ use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Watching, poll, reasons};
+use crate::common::{Watching, poll, reasons};
 use serde_json::Value;
 use tempfile::TempDir;
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::Sidecar;
+use crate::reliability::harness::Sidecar;
 
 const RULES: &str = r#"version: 1
 staging: staging
@@ -158,13 +158,13 @@ fn polling_a_burst_of_1000_signals_loses_none() {
 }
 
 #[test]
-#[ignore = "long: cargo test --release --test reliability -- --ignored"]
+#[ignore = "long: cargo test --release --test it reliability:: -- --ignored"]
 fn a_burst_of_10000_signals_loses_none() {
     burst(10_000, &["--jobs", "2"]);
 }
 
 #[test]
-#[ignore = "long: cargo test --release --test reliability -- --ignored"]
+#[ignore = "long: cargo test --release --test it reliability:: -- --ignored"]
 fn polling_a_burst_of_10000_signals_loses_none() {
     burst(10_000, &["--jobs", "2", "--poll", "200ms"]);
 }

@@ -1,7 +1,7 @@
 //! Bad input from a worker (its files, its done signal) or in a rules file: hostile file names,
 //! trees too deep for a path, symlink loops, a 2 GB sparse file, YAML alias bombs. Each must
 //! end in a verdict or an error that says why, with no crash, in bounded time and memory.
-//! `tests/hostile.rs` covers nesting bombs and special files; this covers the rest.
+//! `tests/it/hostile.rs` covers nesting bombs and special files; this covers the rest.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{Project, gate, pipeline, reasons};
-use crate::harness::{BIN, Sidecar};
+use crate::reliability::harness::{BIN, Sidecar};
 
 /// Far beyond what any of these runs needs; a run that has not ended by then is a hang.
 const HANG: Duration = Duration::from_secs(120);

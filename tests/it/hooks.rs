@@ -1,12 +1,11 @@
-mod common;
-
 // `validator hook claude|codex|gemini` as each agent drives it: the JSON the agent sends on
 // stdin, the answer it reads on stdout, the exit code, attempts per session, the breakers, and
 // the ready settings in examples/hooks. Every test runs the real binary over a temp directory.
 
+use crate::common;
 use std::path::Path;
 
-use common::{Project, lint, pipeline, validator};
+use crate::common::{Project, lint, pipeline, validator};
 use serde_json::{Value, json};
 
 const FAILING: &str = r#"["false"]"#;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{
+use crate::reliability::harness::{
     MARK_VAR, MarkGuard, Rng, Sidecar, assert_ids_increase, describe, sha256_hex, survivors,
     survivors_after_settling, unique_mark,
 };
@@ -239,7 +239,7 @@ fn ten_crashes_lose_nothing_and_leave_nothing_running() {
 }
 
 #[test]
-#[ignore = "long: cargo test --release --test reliability -- --ignored"]
+#[ignore = "long: cargo test --release --test it reliability:: -- --ignored"]
 fn a_hundred_crashes_lose_nothing_and_leave_nothing_running() {
     crash_and_restart(100);
 }
@@ -253,7 +253,7 @@ fn a_second_watcher_on_the_same_state_directory_is_refused() {
     let mut w = Sidecar::new(&rules(&mark));
     w.task(&task_name(1), &[("out.txt", "x")]);
     w.start(ARGS);
-    let second = assert_cmd::Command::new(crate::harness::BIN)
+    let second = assert_cmd::Command::new(crate::reliability::harness::BIN)
         .arg("watch")
         .arg("-c")
         .arg(w.rules_path())

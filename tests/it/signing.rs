@@ -4,9 +4,8 @@
 // not verify; a key that is named but cannot be read stops the command; and the watcher warns
 // at start when a worker could rewrite its own rules. Every watcher here is killed on drop.
 
-mod common;
-
-use common::poll;
+use crate::common;
+use crate::common::poll;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,3 @@
-mod common;
-
 // A gates.json file (the format of gates.json-based Claude Code hook runners) given to the real
 // binary with `-c`: `check`, `rules check`, `hook` and `watch` read it as they read a
 // validator.yaml. The files are shaped like seed 001's, with small real commands.
@@ -7,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use common::{Project, copy_dir, gate, json_verdict, reasons, validator};
+use crate::common::{Project, copy_dir, gate, json_verdict, reasons, validator};
 use serde_json::{Value, json};
 
 /// Seed 001's file: `check` chains to `test` on SubagentStop, for two agent types. `check`

@@ -8,11 +8,8 @@
 //! - `inputs`: hostile file names, deep trees, symlink loops, a 2 GB sparse file, alias bombs.
 //!
 //! The quick versions run in CI (`cargo test`). The long ones are `#[ignore]`d:
-//! `cargo test --release --test reliability -- --ignored --nocapture` runs 100 crashes and a
+//! `cargo test --release --test it reliability:: -- --ignored --nocapture` runs 100 crashes and a
 //! burst of 10,000 signals and prints the figures. `VALIDATOR_CRASH_SEED=N` replays a crash run.
-
-#[path = "../common/mod.rs"]
-mod common;
 
 mod crash;
 mod faults;

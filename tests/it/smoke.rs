@@ -1,6 +1,4 @@
-mod common;
-
-use common::{Project, gate, pipeline};
+use crate::common::{Project, gate, pipeline};
 
 #[test]
 fn a_status_ok_signal_passes() {

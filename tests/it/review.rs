@@ -2,12 +2,11 @@
 //! answer APPROVED, REJECTED or nonsense, record what they were given on stdin, hang, or are
 //! missing, and the verdict and exit code must say what a user relies on.
 
-mod common;
-
+use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Project, copy_dir, gate, git, isolate_git, json_verdict, pipeline, reasons};
+use crate::common::{Project, copy_dir, gate, git, isolate_git, json_verdict, pipeline, reasons};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------

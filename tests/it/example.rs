@@ -1,11 +1,10 @@
 //! The README's first command, kept true: the bundled quickstart fails for the reason the README
 //! shows, and the one-line fix it gives turns the verdict to PASS.
 
-mod common;
-
+use crate::common;
 use std::path::Path;
 
-use common::copy_dir;
+use crate::common::copy_dir;
 
 #[test]
 fn quickstart_fails_on_the_bug_and_passes_after_the_fix() {

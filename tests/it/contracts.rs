@@ -2,12 +2,11 @@
 // criteria that run as gates, the ones listed as unchecked, dependencies on other tasks'
 // verdicts, the events a coordinator learns from, and broken contracts.
 
-mod common;
-
+use crate::common;
 use std::fs;
 use std::path::Path;
 
-use common::{Project, gate, pipeline, validator};
+use crate::common::{Project, gate, pipeline, validator};
 use serde_json::Value;
 
 /// A rules file whose pipeline holds `gates`, with contracts in `contracts/`.

@@ -1,13 +1,12 @@
 //! Starting a project: `validator rules schema`, the `rules/` starter packs and `validator init`,
 //! through the real binary on real temporary directories.
 
-mod common;
-
+use crate::common;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use common::validator;
+use crate::common::validator;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

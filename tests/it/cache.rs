@@ -1,11 +1,10 @@
 // The result cache: a gate with `inputs:` that passed is `cached` on a retry while its inputs,
 // its definition and its program are unchanged, and runs again as soon as one changes.
 
-mod common;
-
+use crate::common;
 use std::fs;
 
-use common::{Project, gate, pipeline};
+use crate::common::{Project, gate, pipeline};
 use serde_json::Value;
 
 /// A gate that records each run in `runs-<name>` beside the task, then runs `then`.

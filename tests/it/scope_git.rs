@@ -1,9 +1,8 @@
 //! `file-scope` in a git work tree, through the real binary: what one `git status` walk sees,
 //! and the ignore files that must not hide a new file from it.
 
-mod common;
-
-use common::{Project, gate, git, isolate_git};
+use crate::common;
+use crate::common::{Project, gate, git, isolate_git};
 
 /// A committed repository as the task directory (its `.gitignore`, if any, committed too) with
 /// one scope gate.

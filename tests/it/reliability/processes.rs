@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::common::{Project, gate, pipeline};
-use crate::harness::{
+use crate::reliability::harness::{
     MARK_VAR, MarkGuard, Sidecar, describe, survivors, survivors_after_settling, unique_mark,
 };
 
@@ -362,7 +362,7 @@ fn check_asked_to_stop_takes_its_running_gate_with_it() {
         project.rules(&pipeline(
             "      - name: slow\n        rule: lint\n        run: [\"sh\", \"-c\", \"echo $$ > gate.pid; exec sleep 600\"]\n",
         ));
-        let child = std::process::Command::new(crate::harness::BIN)
+        let child = std::process::Command::new(crate::reliability::harness::BIN)
             .arg("check")
             .arg("-c")
             .arg(project.rules_path())

@@ -1,13 +1,12 @@
-mod common;
-
 // The `validator` command line as a user drives it: chaining and the decision it leads to, the
 // exit codes of `check`, every output format, refused input, pipeline selection, `rules check`,
 // `snapshot` and the run's time budget. Every test runs the real binary over a temp directory.
 
+use crate::common;
 use std::path::Path;
 
+use crate::common::{Project, gate, lint, pipeline, project, validator};
 use assert_cmd::Command;
-use common::{Project, gate, lint, pipeline, project, validator};
 use serde_json::Value;
 
 /// A command that exits 0.

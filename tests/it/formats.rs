@@ -1,12 +1,10 @@
-mod common;
-
 // The output formats of `validator check` under hostile input: what a worker writes into its
 // done signal (a BLOCKED reason holding workflow commands, escape sequences, hundreds of lines)
 // must not forge GitHub workflow commands, extra lines or terminal escapes, the feedback keeps
 // its 60-line limit, and the JUnit report agrees with the verdict and its exit code. Every test
 // runs the real binary over a temp directory.
 
-use common::{Project, lint, project};
+use crate::common::{Project, lint, project};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 

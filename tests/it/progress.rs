@@ -2,8 +2,6 @@
 // pseudo-terminal show a slow gate's name and elapsed time, and erase it; on a pipe (CI logs,
 // scripts, agents) nothing of the sort appears.
 
-mod common;
-
 use std::fs::File;
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -11,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common::{Project, pipeline, poll};
+use crate::common::{Project, pipeline, poll};
 
 const BIN: &str = env!("CARGO_BIN_EXE_validator");
 /// The line is erased in place before anything else is printed.

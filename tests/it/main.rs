@@ -1,0 +1,27 @@
+//! The integration tests: the real binary driven on real temporary directories, one module per
+//! area, in one test binary (one link on a two-core machine, not twenty). `common` holds the
+//! shared helpers; `reliability` is the reliability suite, whose long runs are `#[ignore]`d.
+
+mod common;
+mod reliability;
+
+mod bypasses;
+mod cache;
+mod cli;
+mod contracts;
+mod example;
+mod formats;
+mod fuzz_seeds;
+mod gates_json;
+mod hooks;
+mod hostile;
+mod layers;
+mod progress;
+mod review;
+mod rules;
+mod scope_git;
+mod sidecar;
+mod signing;
+mod smoke;
+mod starter;
+mod watch;
