@@ -331,7 +331,7 @@ pub fn violations(verdict: &crate::verdict::Verdict) -> Vec<Violation> {
         if gate.rule == RuleKind::FileScope.as_str() {
             found.extend(gate.findings.iter().filter_map(|finding| {
                 Some(Violation {
-                    kind: crate::rules::scope::violation_kind(finding)?,
+                    kind: finding.breach?.as_str(),
                     gate: gate.name.clone(),
                     detail: finding.to_string(),
                 })

@@ -40,6 +40,7 @@ pub fn parse(output: &str) -> Vec<Finding> {
                     line: Some(line_no),
                     column: col,
                     message: header,
+                    breach: None,
                 });
             }
             continue;
@@ -55,6 +56,7 @@ pub fn parse(output: &str) -> Vec<Finding> {
                     line: Some(line_no),
                     column: col,
                     message: message.to_owned(),
+                    breach: None,
                 });
             }
         }

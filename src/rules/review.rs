@@ -333,6 +333,7 @@ fn issue(line: &str) -> Finding {
                     line: line_no,
                     column,
                     message: message.to_owned(),
+                    breach: None,
                 };
             }
         }
@@ -690,6 +691,7 @@ mod tests {
             line,
             column,
             message: message.into(),
+            breach: None,
         }
     }
 

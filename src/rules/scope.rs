@@ -18,32 +18,11 @@ use super::git::Repo;
 use super::{Context, KeyError, Outcome};
 use crate::globs::{Pattern, PatternSet};
 use crate::rules::spec::GateSpec;
-use crate::verdict::Finding;
+use crate::verdict::{Breach, Finding};
 
 use crate::{snapshot, taskdir};
 
 pub const KEYS: &[&str] = &["allow", "readonly", "deny", "base"];
-
-const READONLY: &str = "`readonly`";
-const OUTSIDE: &str = "outside `allow`";
-const UNDECLARED: &str = "changed, but not declared in files_touched";
-const UNCHANGED: &str = "declared in files_touched, but it did not change";
-
-/// The kind of scope violation a finding of this rule reports, for the `contract_violation`
-/// event: `scope`, `readonly` or `undeclared change`. `None` for findings about how the
-/// changes were found.
-pub fn violation_kind(finding: &Finding) -> Option<&'static str> {
-    let message = finding.message.as_str();
-    if message == UNDECLARED || message == UNCHANGED {
-        Some("undeclared change")
-    } else if message.ends_with(READONLY) {
-        Some("readonly")
-    } else if message.contains(OUTSIDE) || message.ends_with("in `deny`") {
-        Some("scope")
-    } else {
-        None
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct FileScope {
@@ -139,20 +118,21 @@ impl FileScope {
         };
         for file in &changed {
             let broke = if self.deny.is_match(file) {
-                Some("changed, but it is in `deny`".to_string())
+                Some((Breach::Scope, "changed, but it is in `deny`".to_string()))
             } else if self.readonly.is_match(file) {
-                Some(format!("changed, but it is {READONLY}"))
+                Some((
+                    Breach::Readonly,
+                    "changed, but it is `readonly`".to_string(),
+                ))
             } else if !self.allow.is_empty() && !self.allow.is_match(file) {
                 let allow: Vec<&str> = self.allow.patterns().iter().map(|p| p.as_str()).collect();
-                Some(format!(
-                    "changed, but it is {OUTSIDE} ({})",
-                    allow.join(", ")
-                ))
+                let message = format!("changed, but it is outside `allow` ({})", allow.join(", "));
+                Some((Breach::Scope, message))
             } else {
                 None
             };
-            if let Some(message) = broke {
-                findings.push(Finding::in_file(file, message));
+            if let Some((breach, message)) = broke {
+                findings.push(Finding::in_file(file, message).breaching(breach));
             }
         }
         if let Ok(report) = &ctx.task.signal.report {
@@ -162,10 +142,16 @@ impl FileScope {
                     .map(|f| f.trim_start_matches("./").to_owned())
                     .collect();
                 for file in changed.difference(&declared) {
-                    findings.push(Finding::in_file(file, UNDECLARED));
+                    findings.push(
+                        Finding::in_file(file, "changed, but not declared in files_touched")
+                            .breaching(Breach::Undeclared),
+                    );
                 }
                 for file in declared.difference(&changed) {
-                    findings.push(Finding::in_file(file, UNCHANGED));
+                    findings.push(
+                        Finding::in_file(file, "declared in files_touched, but it did not change")
+                            .breaching(Breach::Undeclared),
+                    );
                 }
             }
         }

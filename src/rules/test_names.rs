@@ -36,6 +36,7 @@ impl Failed {
             line: None,
             column: None,
             message,
+            breach: None,
         }
     }
 }

@@ -76,6 +76,30 @@ impl GateOutcome {
     }
 }
 
+/// The kind of breach a finding reports, where its rule knows one: what a coordinator's
+/// `contract_violation` event names. Kept with the finding in memory, not in the verdict
+/// document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breach {
+    /// A change outside what the task may change (outside `allow`, or in `deny`).
+    Scope,
+    /// A change to a `readonly` file.
+    Readonly,
+    /// A change the worker did not declare in `files_touched`, or a declared one that did not
+    /// happen.
+    Undeclared,
+}
+
+impl Breach {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Breach::Scope => "scope",
+            Breach::Readonly => "readonly",
+            Breach::Undeclared => "undeclared change",
+        }
+    }
+}
+
 /// Something a gate found, as precise as the tool that found it allowed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
@@ -86,6 +110,8 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
     pub message: String,
+    #[serde(skip)]
+    pub breach: Option<Breach>,
 }
 
 impl Finding {
@@ -95,6 +121,14 @@ impl Finding {
             line: None,
             column: None,
             message: message.into(),
+            breach: None,
+        }
+    }
+
+    pub fn breaching(self, breach: Breach) -> Self {
+        Finding {
+            breach: Some(breach),
+            ..self
         }
     }
 
