@@ -1,6 +1,6 @@
-//! Handoff contracts (`contracts/<task>.yaml`, DESIGN section 5): what a coordinator promised a
+//! Handoff contracts (`contracts/<task>.yaml`, docs/rules-file.md): what a coordinator promised a
 //! worker and expects back. Loading is as strict as the rules file (unknown keys, bad globs and
-//! commands are errors with line and column); [`Contract::gates`] turns the checkable success
+//! commands are errors with line and column); `Contract::expand` turns the checkable success
 //! criteria into ordinary gates, and the rest stay `unchecked` for a person to see.
 
 use std::path::{Path, PathBuf};

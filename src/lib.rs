@@ -3,56 +3,95 @@
 //! validator runs the rules file's pipeline of gates over that output and produces a verdict:
 //! PASS, or FAIL with reasons the worker can act on.
 //!
-//! The engine is a plain function from (rules, pipeline, task) to a [`Verdict`] value: it does
-//! no printing and owns no process-wide state, so the one-shot `check`, a long-running watcher
-//! and agent hook adapters can all call it.
+//! The library is the engine; the `validator` binary is a thin front end over it. One path
+//! judges a task for every front end ([`judge::Judge`]): the contract, the circuit breakers
+//! (given a [`judge::History`]), the gates, the signature. It prints nothing and owns no
+//! process-wide state but the set of commands it runs, so `check`, a long-running watcher and
+//! the agent hook adapters all call it. This judges a task exactly as `validator check
+//! --format json` does:
 //!
 //! ```no_run
 //! use std::path::Path;
+//! use validator::judge::{self, Case, Judge};
 //! use validator::{Rules, Signal, Task};
 //!
 //! let rules = Rules::load(Path::new("validator.yaml"))?;
 //! let task = Task::new("svc-auth", Path::new("staging/svc-auth"))?
 //!     .with_signal(Signal::read(Path::new("staging/svc-auth.done"))?);
 //! let pipeline = rules.pipeline_for(&task.name, None)?;
-//! let verdict = validator::run(&rules, pipeline, &task);
-//! println!("{}", verdict.verdict);
+//! let key = judge::signing(&rules);
+//! let cache = validator::cache::Cache::new(&rules.state);
+//! let judge = Judge {
+//!     rules: &rules,
+//!     key: &key,
+//!     sign: true,
+//!     cache: Some(&cache),
+//!     cancel: None,
+//!     observer: None,
+//! };
+//! let case = Case { task, pipeline: Ok(pipeline), refused: None };
+//! let verdict = judge.judge(case, None).verdict;
+//! println!("{}: {}", verdict.verdict, verdict.to_json());
 //! # Ok::<(), validator::Error>(())
 //! ```
+//!
+//! The documented modules are that API: [`config`] (the rules file), [`task`], [`signal`],
+//! [`judge`], [`verdict`], [`cache`], [`state`] and [`events`] (what a task remembers), and
+//! [`error`]. The rest are the front ends' and the engine's own, public for the binary and
+//! hidden from these docs; the floors they stand on are in ARCHITECTURE.md.
 
+#[doc(hidden)]
 pub mod atomic;
 pub mod cache;
 pub mod config;
+#[doc(hidden)]
 pub mod contract;
+#[doc(hidden)]
 pub mod duration;
 pub mod error;
 pub mod events;
+#[doc(hidden)]
 pub mod files;
+#[doc(hidden)]
 pub mod globs;
+#[doc(hidden)]
 pub mod hook;
+#[doc(hidden)]
 pub mod init;
 pub mod judge;
+#[doc(hidden)]
 pub mod pipeline;
+#[doc(hidden)]
 pub mod process;
+#[doc(hidden)]
 pub mod progress;
+#[doc(hidden)]
 pub mod reaper;
+#[doc(hidden)]
 pub mod rules;
+#[doc(hidden)]
 pub mod sandbox;
 pub mod signal;
+#[doc(hidden)]
 pub mod snapshot;
+#[doc(hidden)]
 pub mod staging;
 pub mod state;
 pub mod task;
+#[doc(hidden)]
 pub mod taskdir;
+#[doc(hidden)]
 pub mod text;
+#[doc(hidden)]
 pub mod timestamp;
 pub mod verdict;
+#[doc(hidden)]
 pub mod watch;
+#[doc(hidden)]
 pub mod yaml;
 
 pub use config::Rules;
 pub use error::{ConfigError, Error};
-pub use pipeline::run;
 pub use signal::Signal;
 pub use task::Task;
 pub use verdict::{Decision, Verdict};

@@ -1,5 +1,5 @@
 //! The done signal: the file a worker creates when it has finished, and what its body says
-//! (DESIGN section 4). The body is untrusted: it is size-capped, never executed, and a body
+//! (docs/signal.md). The body is untrusted: it is size-capped, never executed, and a body
 //! that does not parse becomes a reason to fail, never a crash.
 
 use std::borrow::Cow;

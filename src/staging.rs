@@ -1,4 +1,4 @@
-//! The staging protocol (DESIGN section 1): which files are done signals, where a task's
+//! The staging protocol (docs/staging.md): which files are done signals, where a task's
 //! directory and verdict live, and when a verdict is current for a signal.
 
 use std::ffi::OsStr;

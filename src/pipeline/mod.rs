@@ -57,7 +57,7 @@ pub fn run_with(
     let mut warnings = Vec::new();
     let mut next = Some(0);
     // A done signal that cannot be read is the worker's failure whatever the gates are
-    // (DESIGN section 4): no gate runs on it.
+    // (docs/signal.md): no gate runs on it.
     if let Err(why) = &task.signal.report {
         reasons.push(format!("done signal: {why}"));
         next = None;

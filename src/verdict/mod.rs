@@ -1,4 +1,4 @@
-//! The verdict: the document a run produces (DESIGN section 3), the feedback text an agent
+//! The verdict: the document a run produces (docs/verdict.md), the feedback text an agent
 //! reads, and the output formats. Types here are plain data; `feedback` and `format` render them.
 
 pub mod feedback;
@@ -25,7 +25,7 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// The exit code `validator check` ends with (DESIGN section 3).
+    /// The exit code `validator check` ends with (docs/verdict.md).
     pub fn exit_code(self) -> i32 {
         match self {
             Decision::Pass => 0,

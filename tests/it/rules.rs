@@ -480,7 +480,7 @@ fn lint_never_passes_a_link_pointing_outside_the_task_as_an_argument() {
 
 #[test]
 fn lint_reports_a_files_link_pointing_outside_the_task() {
-    // DESIGN 2: "a symlink that points outside it is not followed and is reported".
+    // docs/rules-file.md: "a symlink that points outside it is not followed and is reported".
     let project = Project::new();
     let args = script(&project, "args.sh", "exit 0\n");
     project
@@ -1332,7 +1332,7 @@ fn a_broken_json_body_fails_the_run_saying_json() {
 
 #[test]
 fn a_broken_json_signal_fails_the_run_even_without_a_status_gate() {
-    // DESIGN 4: broken JSON/YAML bodies "give a FAIL verdict that says why", whatever the gates.
+    // docs/signal.md: broken JSON/YAML bodies "give a FAIL verdict that says why", whatever the gates.
     let project = Project::new();
     project
         .rules(&pipeline(

@@ -857,7 +857,7 @@ fn bad_done_files_never_stop_the_watcher(mode: Mode) {
     assert!(w.running(), "{}", w.logs());
 }
 
-/// DESIGN 1 and 3: a verdict is current when its `signal.sha256` matches the done file; that is
+/// docs/staging.md and docs/verdict.md: a verdict is current when its `signal.sha256` matches the done file; that is
 /// the SHA-256 of the file a client hashes, however long it is.
 fn an_oversized_signal_is_answered_by_its_own_hash(mode: Mode) {
     let w = Watcher::started(mode, &rules("", OUT), &[]);
@@ -867,7 +867,7 @@ fn an_oversized_signal_is_answered_by_its_own_hash(mode: Mode) {
     assert_eq!(code, 1, "{verdict:#}");
 }
 
-/// DESIGN 1 and 4: the done file may be empty (`touch staging/t.done`).
+/// docs/staging.md and docs/signal.md: the done file may be empty (`touch staging/t.done`).
 fn an_empty_done_file_is_a_signal(mode: Mode) {
     let w = Watcher::started(mode, &rules("", OUT), &[]);
     w.task("t", &[("out.txt", "x")]);
@@ -936,7 +936,7 @@ fn an_escalated_task_answers_new_signals_without_growing(mode: Mode) {
     assert_eq!(w.events().len(), logged, "the event log grew");
 }
 
-/// DESIGN 1: writing the done file again asks for a new run, however soon after the last one.
+/// docs/staging.md: writing the done file again asks for a new run, however soon after the last one.
 /// The two signals here are given modification times within the same second, as two quick
 /// writes have.
 fn a_second_signal_within_the_same_second_is_seen(mode: Mode) {
@@ -1162,7 +1162,7 @@ fn assert_ids_increase(events: &[Value]) {
     }
 }
 
-/// DESIGN 3: ids are sortable; the log is appended in order, so reading it in order must read
+/// docs/events.md: ids are sortable; the log is appended in order, so reading it in order must read
 /// the ids in order too, even with several runs writing at once.
 fn event_ids_increase_in_log_order_with_parallel_runs(mode: Mode) {
     let mut w = Watcher::new(mode, &rules("", &format!("{STATUS}{OUT}")));
