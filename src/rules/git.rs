@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -140,8 +141,9 @@ struct GitDirs {
 pub(crate) struct Repo<'a> {
     ctx: &'a Context<'a>,
     layout: Layout,
-    /// `-c <name>=` for each filter or diff driver program the repository configures.
-    neutralised: Vec<String>,
+    /// Each filter or diff driver program the repository configures, by its config name as
+    /// git printed it (raw bytes: a subsection may hold anything), to be set empty.
+    neutralised: Vec<OsString>,
     sandbox: Option<Sandbox>,
     git: PathBuf,
     /// Every git run ends by then: the gate's deadline covers all of them, not each.
@@ -188,7 +190,11 @@ impl<'a> Repo<'a> {
         // Reading config runs nothing; what it names must not run either.
         let pattern = r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$";
         if let Ok(names) = repo.run(&["config", "--name-only", "-z", "--get-regexp", pattern]) {
-            repo.neutralised = split_z(&names).map(|name| format!("{name}=")).collect();
+            repo.neutralised = names
+                .split(|&b| b == 0)
+                .filter(|name| !name.is_empty())
+                .map(|name| OsString::from_vec(name.to_vec()))
+                .collect();
         }
         Ok(repo)
     }
@@ -208,12 +214,8 @@ impl<'a> Repo<'a> {
     fn run_capped(&self, args: &[&str], cap: usize) -> Result<process::Finished, String> {
         let mut argv: Vec<OsString> = vec![self.git.clone().into()];
         argv.extend(HARDENING.iter().map(OsString::from));
-        for setting in &self.neutralised {
-            argv.push("-c".into());
-            argv.push(setting.into());
-        }
         argv.extend(args.iter().map(OsString::from));
-        let env: Vec<(OsString, OsString)> = vec![
+        let mut env: Vec<(OsString, OsString)> = vec![
             ("GIT_DIR".into(), self.layout.git_dir.clone().into()),
             ("GIT_WORK_TREE".into(), self.layout.work_tree.clone().into()),
             // No config but the repository's own (whose programs are switched off above):
@@ -225,11 +227,21 @@ impl<'a> Repo<'a> {
             ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
             // Settings passed down from an enclosing git (a hook's `git -c`) are not the task's.
             ("GIT_CONFIG_PARAMETERS".into(), "".into()),
-            ("GIT_CONFIG_COUNT".into(), "0".into()),
             ("GIT_NO_LAZY_FETCH".into(), "1".into()),
             ("GIT_ALLOW_PROTOCOL".into(), "none".into()),
             ("GIT_NO_REPLACE_OBJECTS".into(), "1".into()),
         ];
+        // The repository's programs, each set to nothing. Not as `-c name=`: git splits that at
+        // the first `=`, and a driver named `a=b` would keep its program. The variables take the
+        // name whole. (Replacing an enclosing git's `GIT_CONFIG_COUNT` settings too.)
+        env.push((
+            "GIT_CONFIG_COUNT".into(),
+            self.neutralised.len().to_string().into(),
+        ));
+        for (n, name) in self.neutralised.iter().enumerate() {
+            env.push((format!("GIT_CONFIG_KEY_{n}").into(), name.clone()));
+            env.push((format!("GIT_CONFIG_VALUE_{n}").into(), OsString::new()));
+        }
         let cwd = self.ctx.task.dir.join(&self.layout.under);
         let spec = process::Spec {
             argv: &argv,

@@ -89,24 +89,45 @@ fn files_inside_a_nested_repository_count_as_changes() {
     );
 }
 
+/// A filter the worker's config names never runs, whatever its name (`a=b` once slipped past
+/// a `-c name=` override, which git splits at the first `=`), with the sandbox and on a machine
+/// without Landlock, where switching the programs off is all that stops them.
 #[test]
 fn a_filter_in_the_workers_git_config_never_runs() {
-    let project = repo("        allow: [\"**\"]\n");
-    let marker = project.path().join("PWNED");
-    git(
-        &project.task_dir(),
-        &[
-            "config",
-            "filter.x.clean",
-            &format!("sh -c 'touch {}; cat'", marker.display()),
-        ],
-    );
-    project
-        .file(".gitattributes", "* filter=x\n")
-        .file("src/lib.rs", "fn b() {}\n");
-    let (code, verdict) = project.verdict();
-    assert!(!marker.exists(), "the repository's filter ran");
-    assert_eq!(code, 0, "{verdict:#}");
+    for driver in ["x", "a=b", "a.b=c.d", "x y"] {
+        for sandbox in [true, false] {
+            let project = repo("        allow: [\"**\"]\n");
+            let task = project.task_dir();
+            let marker = project.path().join("PWNED");
+            let attribute = driver.replace(' ', "\\040");
+            project.file(".gitattributes", &format!("* filter={attribute}\n"));
+            git(&task, &["add", "-A"]);
+            git(&task, &["commit", "-q", "-m", "attributes"]);
+            git(
+                &task,
+                &[
+                    "config",
+                    &format!("filter.{driver}.clean"),
+                    &format!("sh -c 'touch {}; cat'", marker.display()),
+                ],
+            );
+            // A tracked file changed, at the same size: git must read it through the filter.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            project.file("src/lib.rs", "fn b() {}\n");
+            let mut cmd = project.check();
+            common::isolate_git(&mut cmd);
+            if !sandbox {
+                cmd.env("VALIDATOR_DEBUG_NO_SANDBOX", "1");
+            }
+            cmd.args(["--format", "json"]);
+            let (code, verdict) = common::json_verdict(cmd);
+            assert!(
+                !marker.exists(),
+                "the repository's filter `{driver}` ran (sandbox: {sandbox})"
+            );
+            assert_eq!(code, 0, "{driver}: {verdict:#}");
+        }
+    }
 }
 
 #[test]
