@@ -617,3 +617,30 @@ fn a_state_directory_that_cannot_be_written_still_gets_the_agent_its_answer() {
     reply.blocked("block");
     assert!(reply.stderr.contains("cannot"), "{}", reply.stderr);
 }
+
+/// A project directory whose name is not UTF-8 is judged and logged (lossily), never a panic
+/// that leaves the agent's stop unjudged.
+#[test]
+fn a_project_directory_named_in_invalid_utf8_is_judged() {
+    use std::os::unix::ffi::OsStrExt;
+    let project = project_with("      - {name: status, rule: status}\n", 3, 3);
+    let odd = project
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"proj\xff"));
+    std::fs::create_dir(&odd).expect("odd directory");
+    let input = stop(&project, "s1", "done\nSTATUS: OK");
+    let reply = run_hook_with(&project.rules_path(), "claude", input.to_string(), |cmd| {
+        cmd.env("CLAUDE_PROJECT_DIR", &odd);
+    });
+    reply.passed();
+    let ran = events(&project)
+        .into_iter()
+        .find(|event| event["event"] == "hook_run")
+        .expect("a hook_run event");
+    assert!(
+        ran["details"]["project"]
+            .as_str()
+            .is_some_and(|dir| dir.ends_with("proj\u{fffd}")),
+        "{ran}"
+    );
+}
