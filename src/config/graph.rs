@@ -125,14 +125,12 @@ pub fn render(pipeline: &Pipeline, default_timeout: std::time::Duration) -> Stri
         }
     };
     for (i, gate) in pipeline.gates.iter().enumerate() {
-        let timeout = match gate.kind() {
-            crate::config::raw::RuleKind::Lint | crate::config::raw::RuleKind::Test => {
-                format!(
-                    "  timeout {}",
-                    duration::format(gate.timeout.unwrap_or(default_timeout))
-                )
-            }
-            _ => String::new(),
+        let timeout = match crate::rules::Rule::about(gate.kind()).shows_timeout {
+            true => format!(
+                "  timeout {}",
+                duration::format(gate.timeout.unwrap_or(default_timeout))
+            ),
+            false => String::new(),
         };
         let _ = writeln!(
             out,

@@ -435,12 +435,7 @@ impl Loader<'_> {
                     "gate names are unique within a pipeline; rename one",
                 ));
             }
-            if spec.inputs.is_some()
-                && matches!(
-                    spec.rule,
-                    RuleKind::FileScope | RuleKind::Status | RuleKind::Review
-                )
-            {
+            if spec.inputs.is_some() && !Rule::about(spec.rule).cacheable {
                 return Err(self.error(
                     &gate_at(g, "inputs"),
                     format!(

@@ -13,7 +13,7 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 use super::raw::{RawRules, RuleKind};
-use crate::rules::Rule;
+use crate::rules::{Required, Rule};
 
 /// The rules file's JSON Schema.
 pub fn rules_schema() -> Value {
@@ -33,23 +33,21 @@ pub fn rules_schema_text() -> String {
     text
 }
 
-/// The keys a rule refuses to go without, as its `from_spec` checks them; a unit test holds the
-/// two together. `exists` needs `paths` or `forbid`.
+/// The keys a rule refuses to go without, from its declaration (a unit test holds it to what
+/// its `from_spec` checks).
 fn required(kind: RuleKind) -> Value {
-    match kind {
-        RuleKind::Lint | RuleKind::Test | RuleKind::Review => json!({"required": ["run"]}),
-        RuleKind::Schema => json!({"required": ["schema", "files"]}),
-        RuleKind::Exists => json!({"anyOf": [{"required": ["paths"]}, {"required": ["forbid"]}]}),
-        RuleKind::FileScope | RuleKind::Status | RuleKind::Dependencies => json!({}),
+    match Rule::about(kind).required {
+        Required::None => json!({}),
+        Required::All(keys) => json!({ "required": keys }),
+        Required::AnyOf(keys) => {
+            json!({"anyOf": keys.iter().map(|key| json!({"required": [key]})).collect::<Vec<_>>()})
+        }
     }
 }
 
 /// Rules whose result depends on more than files, and so refuse `inputs:` (as the loader does).
 fn uncacheable(kind: RuleKind) -> bool {
-    matches!(
-        kind,
-        RuleKind::FileScope | RuleKind::Status | RuleKind::Review
-    )
+    !Rule::about(kind).cacheable
 }
 
 /// Adds, for each rule a gate can name, an `if rule is K then` clause: the other rules' keys

@@ -15,8 +15,16 @@ use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
 
-pub const LINT_KEYS: &[&str] = &["run", "files", "env", "cwd"];
-pub const TEST_KEYS: &[&str] = &["run", "files", "env", "cwd", "junit"];
+pub const LINT: super::About = super::About {
+    keys: &["run", "files", "env", "cwd"],
+    required: super::Required::All(&["run"]),
+    cacheable: true,
+    shows_timeout: true,
+};
+pub const TEST: super::About = super::About {
+    keys: &["run", "files", "env", "cwd", "junit"],
+    ..LINT
+};
 
 /// Largest JUnit report read.
 const MAX_JUNIT_BYTES: u64 = 16 * 1024 * 1024;

@@ -6,6 +6,14 @@
 //! verifies (with a signing key), or when it lies outside staging, or when the watcher's own
 //! state records that it judged exactly this done signal with a PASS.
 
+/// Only a contract adds it (`dependencies_completed`); a rules file cannot name it.
+pub const ABOUT: super::About = super::About {
+    keys: &[],
+    required: super::Required::None,
+    cacheable: false,
+    shows_timeout: false,
+};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -7,7 +7,12 @@ use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
 
-pub const KEYS: &[&str] = &["paths", "forbid", "non_empty", "min_count"];
+pub const ABOUT: super::About = super::About {
+    keys: &["paths", "forbid", "non_empty", "min_count"],
+    required: super::Required::AnyOf(&["paths", "forbid"]),
+    cacheable: true,
+    shows_timeout: false,
+};
 
 #[derive(Debug, Clone)]
 pub struct Exists {

@@ -125,6 +125,30 @@ impl KeyError {
     }
 }
 
+/// What the rules file, its loader, its schema and the gate graph know of a rule, declared in
+/// the rule's own file (`ABOUT`) and found through [`Rule::about`]: nothing else lists a rule's
+/// keys or its needs.
+#[derive(Debug, Clone, Copy)]
+pub struct About {
+    /// The rule-specific keys it takes.
+    pub keys: &'static [&'static str],
+    pub required: Required,
+    /// Whether `inputs:` may skip it: not for a rule that judges more than files.
+    pub cacheable: bool,
+    /// Whether the gate graph shows its timeout (the lint and test commands).
+    pub shows_timeout: bool,
+}
+
+/// The keys a rule cannot go without, as its `from_spec` checks them.
+#[derive(Debug, Clone, Copy)]
+pub enum Required {
+    None,
+    /// Each of these.
+    All(&'static [&'static str]),
+    /// At least one of these.
+    AnyOf(&'static [&'static str]),
+}
+
 /// A gate's rule with its keys read and checked.
 #[derive(Debug, Clone)]
 pub enum Rule {
@@ -139,18 +163,23 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// The registry: each rule's declaration.
+    pub fn about(kind: RuleKind) -> &'static About {
+        match kind {
+            RuleKind::Exists => &exists::ABOUT,
+            RuleKind::Lint => &command::LINT,
+            RuleKind::Test => &command::TEST,
+            RuleKind::Schema => &schema::ABOUT,
+            RuleKind::FileScope => &scope::ABOUT,
+            RuleKind::Status => &status::ABOUT,
+            RuleKind::Review => &review::ABOUT,
+            RuleKind::Dependencies => &dependencies::ABOUT,
+        }
+    }
+
     /// The rule-specific keys each rule takes.
     pub fn keys(kind: RuleKind) -> &'static [&'static str] {
-        match kind {
-            RuleKind::Exists => exists::KEYS,
-            RuleKind::Lint => command::LINT_KEYS,
-            RuleKind::Test => command::TEST_KEYS,
-            RuleKind::Schema => schema::KEYS,
-            RuleKind::FileScope => scope::KEYS,
-            RuleKind::Status => status::KEYS,
-            RuleKind::Review => review::KEYS,
-            RuleKind::Dependencies => &[],
-        }
+        Rule::about(kind).keys
     }
 
     /// Reads the rule's keys from a gate. `rules_dir` anchors paths written in the rules file.

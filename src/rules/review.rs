@@ -34,7 +34,13 @@ use crate::taskdir;
 use crate::text::name;
 use crate::verdict::Finding;
 
-pub const KEYS: &[&str] = &["run", "env"];
+/// Not cacheable: a reviewer's opinion is more than the files.
+pub const ABOUT: super::About = super::About {
+    keys: &["run", "env"],
+    required: super::Required::All(&["run"]),
+    cacheable: false,
+    shows_timeout: false,
+};
 
 /// Bytes of the patch and of new files' contents the context carries; past it, it says what
 /// was left out. A reviewer reads what matters first, and a model has a context window.

@@ -15,7 +15,12 @@ use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
 
-pub const KEYS: &[&str] = &["schema", "files", "max_bytes"];
+pub const ABOUT: super::About = super::About {
+    keys: &["schema", "files", "max_bytes"],
+    required: super::Required::All(&["schema", "files"]),
+    cacheable: true,
+    shows_timeout: false,
+};
 
 /// Default largest document read: 10 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;

@@ -22,7 +22,13 @@ use crate::verdict::{Breach, Finding};
 
 use crate::{snapshot, taskdir};
 
-pub const KEYS: &[&str] = &["allow", "readonly", "deny", "base"];
+/// Not cacheable: what changed depends on git history and the done signal, not the files alone.
+pub const ABOUT: super::About = super::About {
+    keys: &["allow", "readonly", "deny", "base"],
+    required: super::Required::None,
+    cacheable: false,
+    shows_timeout: false,
+};
 
 #[derive(Debug, Clone)]
 pub struct FileScope {

@@ -43,6 +43,18 @@ pub enum RuleKind {
 }
 
 impl RuleKind {
+    /// Every rule, in the order the registry lists them.
+    pub const ALL: [RuleKind; 8] = [
+        RuleKind::Exists,
+        RuleKind::Lint,
+        RuleKind::Test,
+        RuleKind::Schema,
+        RuleKind::Review,
+        RuleKind::FileScope,
+        RuleKind::Status,
+        RuleKind::Dependencies,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RuleKind::Exists => "exists",
@@ -163,28 +175,19 @@ impl GateSpec {
 
     /// The rule-specific keys this gate sets, to refuse the ones its rule does not take.
     pub fn rule_keys(&self) -> Vec<&'static str> {
-        let set = [
-            ("paths", self.paths.is_some()),
-            ("forbid", self.forbid.is_some()),
-            ("non_empty", self.non_empty.is_some()),
-            ("min_count", self.min_count.is_some()),
-            ("run", self.run.is_some()),
-            ("files", self.files.is_some()),
-            ("env", self.env.is_some()),
-            ("cwd", self.cwd.is_some()),
-            ("junit", self.junit.is_some()),
-            ("schema", self.schema.is_some()),
-            ("max_bytes", self.max_bytes.is_some()),
-            ("allow", self.allow.is_some()),
-            ("readonly", self.readonly.is_some()),
-            ("deny", self.deny.is_some()),
-            ("base", self.base.is_some()),
-            ("require_summary", self.require_summary.is_some()),
-        ];
-        set.into_iter()
-            .filter(|(_, on)| *on)
-            .map(|(key, _)| key)
-            .collect()
+        // Derived from the type itself: a key added to a rule is found here without a list.
+        let Ok(serde_json::Value::Object(set)) = serde_json::to_value(self) else {
+            return Vec::new();
+        };
+        let mut keys: Vec<&'static str> = Vec::new();
+        for kind in RuleKind::ALL {
+            for key in crate::rules::Rule::keys(kind) {
+                if !keys.contains(key) && set.get(*key).is_some_and(|value| !value.is_null()) {
+                    keys.push(key);
+                }
+            }
+        }
+        keys
     }
 }
 

@@ -8,7 +8,13 @@ use crate::rules::spec::GateSpec;
 use crate::signal::Declared;
 use crate::verdict::GateOutcome;
 
-pub const KEYS: &[&str] = &["require_summary"];
+/// Not cacheable: it judges the done signal.
+pub const ABOUT: super::About = super::About {
+    keys: &["require_summary"],
+    required: super::Required::None,
+    cacheable: false,
+    shows_timeout: false,
+};
 
 #[derive(Debug, Clone)]
 pub struct Status {
