@@ -532,9 +532,13 @@ fn bad_gate_name(name: &str) -> Option<&'static str> {
     }
 }
 
-/// A suggestion for serde's own messages: the closest known key for a typo, else the reference.
+/// A suggestion for serde's own messages: the closest known key or rule for a typo, else what
+/// serde says it expected.
 fn hint_for(message: &str) -> String {
-    if let Some(rest) = message.split("unknown field `").nth(1) {
+    for (unknown, what) in [("unknown field `", "key"), ("unknown variant `", "value")] {
+        let Some(rest) = message.split(unknown).nth(1) else {
+            continue;
+        };
         let typed = rest.split('`').next().unwrap_or_default();
         let expected: Vec<&str> = rest
             .split("expected ")
@@ -551,11 +555,11 @@ fn hint_for(message: &str) -> String {
             Some(near) if strsim::jaro_winkler(typed, near) > 0.8 => {
                 format!("did you mean `{near}`?")
             }
+            _ if what == "value" && !expected.is_empty() => {
+                format!("write one of: {}", expected.join(", "))
+            }
             _ => "remove it, or check its indentation: it may belong to another level".into(),
         };
-    }
-    if message.contains("unknown variant") && message.contains("file-scope") {
-        return "rules are: exists, lint, test, schema, review, file-scope, status".into();
     }
     if message.contains("does not compile") {
         return "close every `[` and `{`, or escape a literal `*`, `?`, `[` or `{` with a backslash".into();

@@ -7,24 +7,15 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{Context, KeyError, MAX_FINDINGS, Outcome, findings, test_names};
+use super::{
+    About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, findings, test_names,
+};
 use crate::duration;
 use crate::globs::PatternSet;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
-
-pub const LINT: super::About = super::About {
-    keys: &["run", "files", "env", "cwd"],
-    required: super::Required::All(&["run"]),
-    cacheable: true,
-    shows_timeout: true,
-};
-pub const TEST: super::About = super::About {
-    keys: &["run", "files", "env", "cwd", "junit"],
-    ..LINT
-};
 
 /// Largest JUnit report read.
 const MAX_JUNIT_BYTES: u64 = 16 * 1024 * 1024;
@@ -46,6 +37,62 @@ pub struct Command {
 pub enum Parse {
     Findings,
     TestNames,
+}
+
+/// `lint`: the command's findings.
+#[derive(Debug, Clone)]
+pub struct Lint(Command);
+
+/// `test`: the command's failed tests.
+#[derive(Debug, Clone)]
+pub struct Test(Command);
+
+impl RuleDef for Lint {
+    const ABOUT: About = About {
+        keys: &["run", "files", "env", "cwd"],
+        required: Required::All(&["run"]),
+        cacheable: true,
+        shows_timeout: true,
+    };
+
+    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
+        Command::from_spec(spec).map(Lint)
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
+        self.0.run(ctx, Parse::Findings)
+    }
+
+    fn preflight(&self) -> Option<String> {
+        self.0.preflight()
+    }
+
+    fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
+        self.0.program(task)
+    }
+}
+
+impl RuleDef for Test {
+    const ABOUT: About = About {
+        keys: &["run", "files", "env", "cwd", "junit"],
+        ..Lint::ABOUT
+    };
+
+    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
+        Command::from_spec(spec).map(Test)
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
+        self.0.run(ctx, Parse::TestNames)
+    }
+
+    fn preflight(&self) -> Option<String> {
+        self.0.preflight()
+    }
+
+    fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
+        self.0.program(task)
+    }
 }
 
 impl Command {

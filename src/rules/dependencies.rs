@@ -6,18 +6,11 @@
 //! verifies (with a signing key), or when it lies outside staging, or when the watcher's own
 //! state records that it judged exactly this done signal with a PASS.
 
-/// Only a contract adds it (`dependencies_completed`); a rules file cannot name it.
-pub const ABOUT: super::About = super::About {
-    keys: &[],
-    required: super::Required::None,
-    cacheable: false,
-    shows_timeout: false,
-};
-
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Context, Outcome};
+use super::{About, Context, KeyError, Outcome, Required, RuleDef};
+use crate::rules::spec::GateSpec;
 use crate::signal::Signal;
 use crate::staging;
 use crate::state::TaskState;
@@ -34,8 +27,24 @@ pub struct Dependencies {
     pub key: Option<Arc<Key>>,
 }
 
-impl Dependencies {
-    pub fn run(&self, _ctx: &Context<'_>) -> Outcome {
+impl RuleDef for Dependencies {
+    /// Only a contract adds it (`dependencies_completed`); a rules file cannot name it.
+    const ABOUT: About = About {
+        keys: &[],
+        required: Required::None,
+        cacheable: false,
+        shows_timeout: false,
+    };
+
+    fn from_spec(_spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
+        Err(KeyError::new(
+            "rule",
+            "rule `dependencies` comes from a contract's `dependencies_completed`",
+            "list the tasks under `dependencies_completed:` in contracts/<task>.yaml",
+        ))
+    }
+
+    fn run(&self, _ctx: &Context<'_>) -> Outcome {
         let findings: Vec<Finding> = self
             .tasks
             .iter()
@@ -54,7 +63,9 @@ impl Dependencies {
             |n| format!("{n} of {count} dependencies are not completed"),
         )
     }
+}
 
+impl Dependencies {
     /// The dependency's verdict as read once (the bytes verified are the bytes judged), or why
     /// it cannot count.
     fn verdict(&self, task: &str) -> Result<Option<Verdict>, String> {

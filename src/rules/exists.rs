@@ -1,18 +1,13 @@
 //! `exists`: the outputs the task must produce are there (`paths`, each glob matching at least
 //! `min_count` files, non-empty if asked) and the ones it must not leave are not (`forbid`).
 
-use super::{Context, KeyError, Outcome};
+use std::path::Path;
+
+use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::globs::PatternSet;
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
-
-pub const ABOUT: super::About = super::About {
-    keys: &["paths", "forbid", "non_empty", "min_count"],
-    required: super::Required::AnyOf(&["paths", "forbid"]),
-    cacheable: true,
-    shows_timeout: false,
-};
 
 #[derive(Debug, Clone)]
 pub struct Exists {
@@ -22,8 +17,15 @@ pub struct Exists {
     min_count: u32,
 }
 
-impl Exists {
-    pub fn from_spec(spec: &GateSpec) -> Result<Self, KeyError> {
+impl RuleDef for Exists {
+    const ABOUT: About = About {
+        keys: &["paths", "forbid", "non_empty", "min_count"],
+        required: Required::AnyOf(&["paths", "forbid"]),
+        cacheable: true,
+        shows_timeout: false,
+    };
+
+    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
         let paths = spec.paths.clone().unwrap_or_default();
         let forbid = spec.forbid.clone().unwrap_or_default();
         if paths.is_empty() && forbid.is_empty() {
@@ -41,7 +43,7 @@ impl Exists {
         })
     }
 
-    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
         let listing = taskdir::list(ctx.task);
         let mut counts = vec![0u32; self.paths.patterns().len()];
         let mut findings = Vec::new();

@@ -1,7 +1,12 @@
 //! The rules a gate can run. Each rule lives in its own file with the same small shape: it reads
 //! its keys from the gate's spec (`from_spec`), and `run` looks at the task and returns an
-//! [`Outcome`]. Rules never write files or print; adding a rule is one file and one line in
-//! [`Rule::from_spec`].
+//! [`Outcome`]. Rules never write files or print.
+//!
+//! Adding a rule is its file (a type implementing [`RuleDef`]: its `About`, `from_spec`, `run`)
+//! and one line in the `registry!` below, which writes `RuleKind`, `Rule` and every match over
+//! them. A rule that takes a key no rule takes yet also declares it as a field of
+//! [`spec::GateSpec`], the one type the loader, the positions of its errors and the JSON Schema
+//! come from; which rule owns the key is said only in the rule's `About`.
 
 pub mod command;
 pub mod dependencies;
@@ -17,10 +22,14 @@ pub mod spec;
 pub mod status;
 pub mod test_names;
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::rules::spec::{GateSpec, RuleKind};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::rules::spec::GateSpec;
 use crate::task::Task;
 use crate::verdict::{Finding, GateOutcome};
 
@@ -149,40 +158,155 @@ pub enum Required {
     AnyOf(&'static [&'static str]),
 }
 
-/// A gate's rule with its keys read and checked.
-#[derive(Debug, Clone)]
-pub enum Rule {
-    Exists(exists::Exists),
-    Lint(command::Command),
-    Test(command::Command),
-    Schema(schema::Schema),
-    FileScope(scope::FileScope),
-    Status(status::Status),
-    Dependencies(dependencies::Dependencies),
-    Review(review::Review),
+/// What a rule's own file gives the registry: its declaration, how it reads its keys, and how
+/// it judges. Only `ABOUT`, `from_spec` and `run` are needed; the rest say "nothing".
+pub trait RuleDef: Sized {
+    const ABOUT: About;
+
+    /// Reads the rule's keys from a gate (the loader has already refused keys of other rules).
+    /// `rules_dir` anchors paths written in the rules file.
+    fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Self, KeyError>;
+
+    fn run(&self, ctx: &Context<'_>) -> Outcome;
+
+    /// Problems visible without running anything (a schema that does not compile, a program
+    /// that is not on PATH), for `validator rules check`.
+    fn preflight(&self) -> Option<String> {
+        None
+    }
+
+    /// The program a command gate runs over `task`, as it is started (a bare name is looked up
+    /// on PATH), whose identity is part of its cache key.
+    fn program(&self, _task: &Task) -> Option<PathBuf> {
+        None
+    }
+
+    /// Files outside the task that decide the outcome as much as the gate's keys (a schema):
+    /// part of the gate's cache key.
+    fn definition_files(&self) -> Vec<&Path> {
+        Vec::new()
+    }
+}
+
+/// Writes `RuleKind` (the names a rules file may give `rule:`) and `Rule` (a gate's rule with
+/// its keys read) from one list, with every match over them: a rule is registered by one line.
+macro_rules! registry {
+    ($( $(#[$attr:meta])* $kind:ident = $name:literal => $rule:ty, )*) => {
+        /// The rule a gate runs.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+        pub enum RuleKind {
+            $( $(#[$attr])* #[serde(rename = $name)] $kind, )*
+        }
+
+        impl RuleKind {
+            /// Every rule, in the order the registry lists them.
+            pub const ALL: &'static [RuleKind] = &[$(RuleKind::$kind),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(RuleKind::$kind => $name,)*
+                }
+            }
+        }
+
+        /// A gate's rule with its keys read and checked.
+        #[derive(Debug, Clone)]
+        pub enum Rule {
+            $( $kind($rule), )*
+        }
+
+        impl Rule {
+            /// The registry: each rule's declaration, from its own file.
+            pub fn about(kind: RuleKind) -> &'static About {
+                match kind {
+                    $(RuleKind::$kind => &<$rule as RuleDef>::ABOUT,)*
+                }
+            }
+
+            pub fn kind(&self) -> RuleKind {
+                match self {
+                    $(Rule::$kind(_) => RuleKind::$kind,)*
+                }
+            }
+
+            fn read(spec: &GateSpec, rules_dir: &Path) -> Result<Rule, KeyError> {
+                Ok(match spec.rule {
+                    $(RuleKind::$kind => Rule::$kind(<$rule as RuleDef>::from_spec(spec, rules_dir)?),)*
+                })
+            }
+
+            pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+                match self {
+                    $(Rule::$kind(rule) => rule.run(ctx),)*
+                }
+            }
+
+            /// Problems visible without running anything, for `validator rules check`.
+            pub fn preflight(&self) -> Option<String> {
+                match self {
+                    $(Rule::$kind(rule) => rule.preflight(),)*
+                }
+            }
+
+            /// The program a command gate runs over `task`, as it is started: part of its
+            /// cache key.
+            pub fn program(&self, task: &Task) -> Option<PathBuf> {
+                match self {
+                    $(Rule::$kind(rule) => rule.program(task),)*
+                }
+            }
+
+            /// Files outside the task that decide the outcome (a schema): part of the gate's
+            /// cache key.
+            pub fn definition_files(&self) -> Vec<&Path> {
+                match self {
+                    $(Rule::$kind(rule) => rule.definition_files(),)*
+                }
+            }
+        }
+    };
+}
+
+// The registry. A rule's doc comment is what an editor shows for its name in `rule:`.
+registry! {
+    /// Every `paths` glob matches at least `min_count` files (non-empty ones with `non_empty`)
+    /// and no `forbid` glob matches.
+    Exists = "exists" => exists::Exists,
+    /// `run` exits 0; `file:line[:col]: message` lines and rustc-style `--> file:line:col`
+    /// blocks become findings.
+    Lint = "lint" => command::Lint,
+    /// `run` exits 0; failed test names are read from cargo test, nextest, pytest, unittest,
+    /// go test and a `junit` report.
+    Test = "test" => command::Test,
+    /// Every JSON/YAML file matching `files` validates against the JSON Schema `schema`.
+    Schema = "schema" => schema::Schema,
+    /// A reviewer program reads the task's context on stdin and answers APPROVED or REJECTED
+    /// with `- file:line: issue` lines.
+    Review = "review" => review::Review,
+    /// Every changed file is inside `allow` (if given) and in neither `readonly` nor `deny`.
+    FileScope = "file-scope" => scope::FileScope,
+    /// The done signal says `STATUS: OK`; `STATUS: BLOCKED` ends the run BLOCKED with the
+    /// worker's reason.
+    Status = "status" => status::Status,
+    /// A contract's `dependencies_completed`; added by the contract, never written in a rules file.
+    #[serde(skip_deserializing)]
+    Dependencies = "dependencies" => dependencies::Dependencies,
+}
+
+impl fmt::Display for RuleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Rule {
-    /// The registry: each rule's declaration.
-    pub fn about(kind: RuleKind) -> &'static About {
-        match kind {
-            RuleKind::Exists => &exists::ABOUT,
-            RuleKind::Lint => &command::LINT,
-            RuleKind::Test => &command::TEST,
-            RuleKind::Schema => &schema::ABOUT,
-            RuleKind::FileScope => &scope::ABOUT,
-            RuleKind::Status => &status::ABOUT,
-            RuleKind::Review => &review::ABOUT,
-            RuleKind::Dependencies => &dependencies::ABOUT,
-        }
-    }
-
     /// The rule-specific keys each rule takes.
     pub fn keys(kind: RuleKind) -> &'static [&'static str] {
         Rule::about(kind).keys
     }
 
-    /// Reads the rule's keys from a gate. `rules_dir` anchors paths written in the rules file.
+    /// Reads the rule's keys from a gate, refusing keys that belong to other rules.
+    /// `rules_dir` anchors paths written in the rules file.
     pub fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Rule, KeyError> {
         let allowed = Rule::keys(spec.rule);
         if let Some(stray) = spec
@@ -204,79 +328,35 @@ impl Rule {
                 ),
             ));
         }
-        Ok(match spec.rule {
-            RuleKind::Exists => Rule::Exists(exists::Exists::from_spec(spec)?),
-            RuleKind::Lint => Rule::Lint(command::Command::from_spec(spec)?),
-            RuleKind::Test => Rule::Test(command::Command::from_spec(spec)?),
-            RuleKind::Schema => Rule::Schema(schema::Schema::from_spec(spec, rules_dir)?),
-            RuleKind::FileScope => Rule::FileScope(scope::FileScope::from_spec(spec)?),
-            RuleKind::Status => Rule::Status(status::Status::from_spec(spec)),
-            RuleKind::Dependencies => {
-                return Err(KeyError::new(
-                    "rule",
-                    "rule `dependencies` comes from a contract's `dependencies_completed`",
-                    "list the tasks under `dependencies_completed:` in contracts/<task>.yaml",
-                ));
-            }
-            RuleKind::Review => Rule::Review(review::Review::from_spec(spec, rules_dir)?),
-        })
-    }
-
-    pub fn kind(&self) -> RuleKind {
-        match self {
-            Rule::Exists(_) => RuleKind::Exists,
-            Rule::Lint(_) => RuleKind::Lint,
-            Rule::Test(_) => RuleKind::Test,
-            Rule::Schema(_) => RuleKind::Schema,
-            Rule::FileScope(_) => RuleKind::FileScope,
-            Rule::Status(_) => RuleKind::Status,
-            Rule::Dependencies(_) => RuleKind::Dependencies,
-            Rule::Review(_) => RuleKind::Review,
-        }
-    }
-
-    /// Problems visible without running anything (a schema that does not compile, a program
-    /// that is not on PATH), for `validator rules check`.
-    pub fn preflight(&self) -> Option<String> {
-        match self {
-            Rule::Lint(rule) | Rule::Test(rule) => rule.preflight(),
-            Rule::Schema(rule) => rule.preflight(),
-            Rule::Review(rule) => rule.preflight(),
-            Rule::Exists(_) | Rule::FileScope(_) | Rule::Status(_) | Rule::Dependencies(_) => None,
-        }
-    }
-
-    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
-        match self {
-            Rule::Exists(rule) => rule.run(ctx),
-            Rule::Lint(rule) => rule.run(ctx, command::Parse::Findings),
-            Rule::Test(rule) => rule.run(ctx, command::Parse::TestNames),
-            Rule::Schema(rule) => rule.run(ctx),
-            Rule::FileScope(rule) => rule.run(ctx),
-            Rule::Status(rule) => rule.run(ctx),
-            Rule::Review(rule) => rule.run(ctx),
-            Rule::Dependencies(rule) => rule.run(ctx),
-        }
+        Rule::read(spec, rules_dir)
     }
 }
 
-impl Rule {
-    /// Files outside the task that decide the outcome as much as the gate's keys (a schema):
-    /// part of the gate's cache key.
-    pub fn definition_files(&self) -> Vec<&Path> {
-        match self {
-            Rule::Schema(rule) => vec![rule.schema_path()],
-            _ => Vec::new(),
-        }
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// The program a command gate runs over `task`, as it is started (a bare name is looked up
-    /// on PATH), whose identity is part of its cache key.
-    pub fn program(&self, task: &Task) -> Option<std::path::PathBuf> {
-        match self {
-            Rule::Lint(rule) | Rule::Test(rule) => rule.program(task),
-            Rule::Review(rule) => Some(rule.program().to_path_buf()),
-            _ => None,
+    /// The README's table of rules lists, for each rule a rules file can name, exactly the keys
+    /// its declaration says it takes: the tour stays true as rules and keys are added.
+    #[test]
+    fn the_readme_lists_each_rules_keys() {
+        let readme = include_str!("../../README.md");
+        for &kind in RuleKind::ALL {
+            if kind == RuleKind::Dependencies {
+                continue;
+            }
+            let row = readme
+                .lines()
+                .find(|line| line.starts_with(&format!("| `{kind}` |")))
+                .unwrap_or_else(|| panic!("README.md's rules table has no row for `{kind}`"));
+            let keys_cell = row.trim_end_matches('|').rsplit('|').next().unwrap_or("");
+            let listed: Vec<&str> = keys_cell
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|word| word.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+                .collect();
+            assert_eq!(listed, Rule::keys(kind), "README.md's row for `{kind}`");
         }
     }
 }

@@ -26,21 +26,13 @@ use std::time::Instant;
 
 use super::command::{env_from_spec, is_executable, on_path, relative_findings, tail};
 use super::scope::{self, Problem};
-use super::{Context, KeyError, MAX_FINDINGS, Outcome, findings};
+use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, findings};
 use crate::duration;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
 use crate::rules::spec::GateSpec;
 use crate::taskdir;
 use crate::text::name;
 use crate::verdict::Finding;
-
-/// Not cacheable: a reviewer's opinion is more than the files.
-pub const ABOUT: super::About = super::About {
-    keys: &["run", "env"],
-    required: super::Required::All(&["run"]),
-    cacheable: false,
-    shows_timeout: false,
-};
 
 /// Bytes of the patch and of new files' contents the context carries; past it, it says what
 /// was left out. A reviewer reads what matters first, and a model has a context window.
@@ -80,9 +72,17 @@ pub struct Answer {
     pub more: usize,
 }
 
-impl Review {
+impl RuleDef for Review {
+    /// Not cacheable: a reviewer's opinion is more than the files.
+    const ABOUT: About = About {
+        keys: &["run", "env"],
+        required: Required::All(&["run"]),
+        cacheable: false,
+        shows_timeout: false,
+    };
+
     /// `rules_dir` anchors a relative reviewer path (`./review.sh`).
-    pub fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Self, KeyError> {
+    fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Self, KeyError> {
         let Some(run) = &spec.run else {
             return Err(KeyError::missing(
                 "run",
@@ -105,27 +105,7 @@ impl Review {
         Ok(Review { argv, program, env })
     }
 
-    /// Says so when the reviewer cannot be started from here: a bare name not on PATH, or a
-    /// path that is not an executable file.
-    /// The program that runs, resolved as it will be started.
-    pub fn program(&self) -> &Path {
-        &self.program
-    }
-
-    pub fn preflight(&self) -> Option<String> {
-        let shown = &self.argv[0];
-        if shown.contains('/') {
-            return (!is_executable(&self.program)).then(|| {
-                format!(
-                    "reviewer `{}` is not an executable file; the gate will end in ERROR until it is (chmod +x, or fix `run:`)",
-                    self.program.display()
-                )
-            });
-        }
-        (!on_path(shown)).then(|| format!("reviewer `{shown}` is not on PATH here; the gate will end in ERROR unless it is installed where validator runs"))
-    }
-
-    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
         let deadline = Instant::now() + ctx.timeout;
         let input = match context(ctx, deadline) {
             Ok(text) => text,
@@ -190,6 +170,28 @@ impl Review {
         outcome
     }
 
+    /// Says so when the reviewer cannot be started from here: a bare name not on PATH, or a
+    /// path that is not an executable file.
+    fn preflight(&self) -> Option<String> {
+        let shown = &self.argv[0];
+        if shown.contains('/') {
+            return (!is_executable(&self.program)).then(|| {
+                format!(
+                    "reviewer `{}` is not an executable file; the gate will end in ERROR until it is (chmod +x, or fix `run:`)",
+                    self.program.display()
+                )
+            });
+        }
+        (!on_path(shown)).then(|| format!("reviewer `{shown}` is not on PATH here; the gate will end in ERROR unless it is installed where validator runs"))
+    }
+
+    /// The program that runs, resolved as it will be started.
+    fn program(&self, _task: &crate::task::Task) -> Option<PathBuf> {
+        Some(self.program.clone())
+    }
+}
+
+impl Review {
     fn judge(&self, ctx: &Context<'_>, exit: Exit, stdout: &str) -> Outcome {
         let shown = &self.argv[0];
         let code = match exit {

@@ -9,18 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
-use super::{Context, KeyError, MAX_FINDINGS, Outcome};
+use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
 use crate::globs::PatternSet;
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
-
-pub const ABOUT: super::About = super::About {
-    keys: &["schema", "files", "max_bytes"],
-    required: super::Required::All(&["schema", "files"]),
-    cacheable: true,
-    shows_timeout: false,
-};
 
 /// Default largest document read: 10 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
@@ -39,8 +32,15 @@ pub struct Schema {
     max_bytes: u64,
 }
 
-impl Schema {
-    pub fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Self, KeyError> {
+impl RuleDef for Schema {
+    const ABOUT: About = About {
+        keys: &["schema", "files", "max_bytes"],
+        required: Required::All(&["schema", "files"]),
+        cacheable: true,
+        shows_timeout: false,
+    };
+
+    fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Self, KeyError> {
         let Some(schema) = &spec.schema else {
             return Err(KeyError::missing(
                 "schema",
@@ -62,11 +62,7 @@ impl Schema {
         })
     }
 
-    pub fn schema_path(&self) -> &Path {
-        &self.schema
-    }
-
-    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
         let validator = match self.compile() {
             Ok(validator) => validator,
             Err(why) => return Outcome::error(why),
@@ -113,6 +109,16 @@ impl Schema {
         Outcome::from_findings(findings, &ok, |n| format!("{n} schema problems"))
     }
 
+    fn preflight(&self) -> Option<String> {
+        self.compile().err()
+    }
+
+    fn definition_files(&self) -> Vec<&Path> {
+        vec![&self.schema]
+    }
+}
+
+impl Schema {
     /// Each document's findings, checked on every core: documents are handed out in order, and
     /// no new one is started once [`MAX_FINDINGS`] are found, so those checked are always a
     /// prefix of the list (`None` marks the rest).
@@ -197,10 +203,6 @@ impl Schema {
                 Finding::in_file(&entry.rel, clipped(format_args!("{at}: {error}")))
             })
             .collect()
-    }
-
-    pub fn preflight(&self) -> Option<String> {
-        self.compile().err()
     }
 
     fn compile(&self) -> Result<jsonschema::Validator, String> {

@@ -15,20 +15,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::git::Repo;
-use super::{Context, KeyError, Outcome};
+use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::globs::{Pattern, PatternSet};
 use crate::rules::spec::GateSpec;
 use crate::verdict::{Breach, Finding};
 
 use crate::{snapshot, taskdir};
-
-/// Not cacheable: what changed depends on git history and the done signal, not the files alone.
-pub const ABOUT: super::About = super::About {
-    keys: &["allow", "readonly", "deny", "base"],
-    required: super::Required::None,
-    cacheable: false,
-    shows_timeout: false,
-};
 
 #[derive(Debug, Clone)]
 pub struct FileScope {
@@ -79,8 +71,16 @@ pub(crate) struct Patch {
     pub from_middle: bool,
 }
 
-impl FileScope {
-    pub fn from_spec(spec: &GateSpec) -> Result<Self, KeyError> {
+impl RuleDef for FileScope {
+    /// Not cacheable: what changed depends on git history and the done signal, not the files alone.
+    const ABOUT: About = About {
+        keys: &["allow", "readonly", "deny", "base"],
+        required: Required::None,
+        cacheable: false,
+        shows_timeout: false,
+    };
+
+    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
         let base = spec.base.clone().unwrap_or_else(|| "HEAD".into());
         if base.is_empty()
             || base.starts_with('-')
@@ -101,17 +101,7 @@ impl FileScope {
         })
     }
 
-    /// A gate that holds a contract's file lists when the pipeline has no `file-scope` gate.
-    pub fn from_contract(owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
-        FileScope {
-            allow: PatternSet::new(owned),
-            readonly: PatternSet::new(readonly),
-            deny: PatternSet::new(&[]),
-            base: "HEAD".into(),
-        }
-    }
-
-    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
         let Changes {
             source,
             files: changed,
@@ -173,6 +163,18 @@ impl FileScope {
         Outcome::from_findings(findings, &ok, |n| {
             format!("{n} scope violations among {count} changed files ({from})")
         })
+    }
+}
+
+impl FileScope {
+    /// A gate that holds a contract's file lists when the pipeline has no `file-scope` gate.
+    pub fn from_contract(owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
+        FileScope {
+            allow: PatternSet::new(owned),
+            readonly: PatternSet::new(readonly),
+            deny: PatternSet::new(&[]),
+            base: "HEAD".into(),
+        }
     }
 }
 

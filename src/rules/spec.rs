@@ -14,66 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::globs::Pattern;
 
-/// The rule a gate runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum RuleKind {
-    /// Every `paths` glob matches at least `min_count` files (non-empty ones with `non_empty`)
-    /// and no `forbid` glob matches.
-    Exists,
-    /// `run` exits 0; `file:line[:col]: message` lines and rustc-style `--> file:line:col`
-    /// blocks become findings.
-    Lint,
-    /// `run` exits 0; failed test names are read from cargo test, nextest, pytest, unittest,
-    /// go test and a `junit` report.
-    Test,
-    /// Every JSON/YAML file matching `files` validates against the JSON Schema `schema`.
-    Schema,
-    /// A reviewer program reads the task's context on stdin and answers APPROVED or REJECTED
-    /// with `- file:line: issue` lines.
-    Review,
-    /// Every changed file is inside `allow` (if given) and in neither `readonly` nor `deny`.
-    FileScope,
-    /// The done signal says `STATUS: OK`; `STATUS: BLOCKED` ends the run BLOCKED with the
-    /// worker's reason.
-    Status,
-    /// A contract's `dependencies_completed`; added by the contract, never written in a rules file.
-    #[serde(skip_deserializing)]
-    Dependencies,
-}
-
-impl RuleKind {
-    /// Every rule, in the order the registry lists them.
-    pub const ALL: [RuleKind; 8] = [
-        RuleKind::Exists,
-        RuleKind::Lint,
-        RuleKind::Test,
-        RuleKind::Schema,
-        RuleKind::Review,
-        RuleKind::FileScope,
-        RuleKind::Status,
-        RuleKind::Dependencies,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleKind::Exists => "exists",
-            RuleKind::Lint => "lint",
-            RuleKind::Test => "test",
-            RuleKind::Schema => "schema",
-            RuleKind::Review => "review",
-            RuleKind::FileScope => "file-scope",
-            RuleKind::Status => "status",
-            RuleKind::Dependencies => "dependencies",
-        }
-    }
-}
-
-impl fmt::Display for RuleKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use super::RuleKind;
 
 /// One gate: a rule, its keys, and where the run goes after it.
 // Each rule reads the keys it owns from here (`rules::*::from_spec`) and the loader refuses
@@ -180,7 +121,7 @@ impl GateSpec {
             return Vec::new();
         };
         let mut keys: Vec<&'static str> = Vec::new();
-        for kind in RuleKind::ALL {
+        for &kind in RuleKind::ALL {
             for key in crate::rules::Rule::keys(kind) {
                 if !keys.contains(key) && set.get(*key).is_some_and(|value| !value.is_null()) {
                     keys.push(key);

@@ -3,32 +3,34 @@
 //! signal at all (`check` without `--signal`: CI, pre-commit) has no worker report to read, and
 //! the gate is skipped; whether a signal is read is the caller's choice, never the worker's.
 
-use super::{Context, Outcome};
+use std::path::Path;
+
+use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::rules::spec::GateSpec;
 use crate::signal::Declared;
 use crate::verdict::GateOutcome;
-
-/// Not cacheable: it judges the done signal.
-pub const ABOUT: super::About = super::About {
-    keys: &["require_summary"],
-    required: super::Required::None,
-    cacheable: false,
-    shows_timeout: false,
-};
 
 #[derive(Debug, Clone)]
 pub struct Status {
     require_summary: bool,
 }
 
-impl Status {
-    pub fn from_spec(spec: &GateSpec) -> Self {
-        Status {
+impl RuleDef for Status {
+    /// Not cacheable: it judges the done signal.
+    const ABOUT: About = About {
+        keys: &["require_summary"],
+        required: Required::None,
+        cacheable: false,
+        shows_timeout: false,
+    };
+
+    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
+        Ok(Status {
             require_summary: spec.require_summary.unwrap_or(false),
-        }
+        })
     }
 
-    pub fn run(&self, ctx: &Context<'_>) -> Outcome {
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
         if ctx.task.signal.sha256.is_none() {
             return Outcome {
                 outcome: GateOutcome::Skipped,
