@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
+use super::{Format, load, print_verdict};
 use validator::progress::Progress;
 use validator::verdict::sign;
 use validator::{Signal, Task, task};
-
-use super::*;
 
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {

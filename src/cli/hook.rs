@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 
 use super::check::cancel_on_stop_signals;
-use super::*;
+use clap::ValueEnum;
+
+use super::{EXIT_HOOK_ERROR, config_path, load};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum HookAgent {

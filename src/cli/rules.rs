@@ -7,11 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use super::{config_path, load};
 use validator::config::graph;
 use validator::verdict::sign::{self, KeyFile, KeySource, VerifyError};
 use validator::{Rules, Task, snapshot, task};
-
-use super::*;
 
 pub(crate) fn rules_check(config: &Path) -> Result<ExitCode> {
     let rules = load(config)?;

@@ -13,7 +13,7 @@ use validator::watch::client;
 use validator::{Verdict, task};
 
 use super::check::terminal_progress;
-use super::*;
+use super::{Format, StatusFormat, config_path, human_age, load, print_verdict};
 
 /// `validator watch`'s options.
 pub(crate) struct WatchArgs {
