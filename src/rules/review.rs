@@ -340,8 +340,7 @@ fn issue(line: &str) -> Finding {
                     file: Some(file.trim_start_matches("./").to_owned()),
                     line: line_no,
                     column,
-                    message: message.to_owned(),
-                    breach: None,
+                    ..Finding::new(message)
                 };
             }
         }
@@ -698,8 +697,7 @@ mod tests {
             file: Some(file.into()),
             line,
             column,
-            message: message.into(),
-            breach: None,
+            ..Finding::new(message)
         }
     }
 

@@ -33,10 +33,7 @@ impl Failed {
         };
         Finding {
             file: self.file,
-            line: None,
-            column: None,
-            message,
-            breach: None,
+            ..Finding::new(message)
         }
     }
 }
@@ -182,7 +179,7 @@ fn testcase(element: &BytesStart<'_>) -> Failed {
     }
 }
 
-fn attribute(element: &BytesStart<'_>, key: &str) -> Option<String> {
+pub(super) fn attribute(element: &BytesStart<'_>, key: &str) -> Option<String> {
     element
         .attributes()
         .flatten()

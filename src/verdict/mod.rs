@@ -109,6 +109,12 @@ pub struct Finding {
     pub line: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
+    /// As the tool said it (`error`, `warning`, `note`, ...), lower case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<String>,
+    /// The tool's code for what it found (`F401`, `E0308`, `clippy::needless_return`, `SC2086`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
     pub message: String,
     #[serde(skip)]
     pub breach: Option<Breach>,
@@ -120,9 +126,61 @@ impl Finding {
             file: None,
             line: None,
             column: None,
+            severity: None,
+            rule: None,
             message: message.into(),
             breach: None,
         }
+    }
+
+    /// A finding at `file:line[:column]`, as a tool reported it.
+    pub fn at(
+        file: impl Into<String>,
+        line: u32,
+        column: Option<u32>,
+        message: impl Into<String>,
+    ) -> Self {
+        Finding {
+            file: Some(file.into()),
+            line: Some(line),
+            column,
+            ..Finding::new(message)
+        }
+    }
+
+    pub fn with_severity(self, severity: Option<&str>) -> Self {
+        Finding {
+            severity: severity
+                .map(|s| s.trim().to_ascii_lowercase())
+                .filter(|s| !s.is_empty()),
+            ..self
+        }
+    }
+
+    pub fn with_rule(self, rule: Option<&str>) -> Self {
+        Finding {
+            rule: rule
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned),
+            ..self
+        }
+    }
+
+    /// The message with its severity and rule, as a line reads best: `error: msg [E0308]`.
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        if let Some(severity) = &self.severity {
+            text.push_str(severity);
+            text.push_str(": ");
+        }
+        text.push_str(&self.message);
+        if let Some(rule) = &self.rule {
+            text.push_str(" [");
+            text.push_str(rule);
+            text.push(']');
+        }
+        text
     }
 
     pub fn breaching(self, breach: Breach) -> Self {
@@ -154,8 +212,8 @@ impl Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.location() {
-            Some(at) => write!(f, "{at}: {}", self.message),
-            None => f.write_str(&self.message),
+            Some(at) => write!(f, "{at}: {}", self.text()),
+            None => f.write_str(&self.text()),
         }
     }
 }

@@ -1,0 +1,408 @@
+//! The formats that spread a finding over several lines, read by one pass that remembers what
+//! the lines before said: a header waiting for its `-->` (rustc, clippy, ruff), the file an
+//! eslint or yamllint list is under, shellcheck's block waiting for its caret, biome's header
+//! waiting for its message. Lines that are none of these are tried as one-line findings.
+
+use super::lines::{self, is_code, looks_like_path};
+use super::structured;
+use crate::verdict::Finding;
+
+/// The severity and code a header line announced, with its message.
+struct Header {
+    severity: Option<String>,
+    rule: Option<String>,
+    message: String,
+}
+
+#[derive(Default)]
+pub struct Scanner {
+    found: Vec<Finding>,
+    /// A rustc-style header waiting for its `-->` on the next line.
+    header: Option<Header>,
+    /// The finding a rustc-style block made last, which its `= note:` lines may name.
+    block: Option<usize>,
+    /// The file an eslint-stylish or yamllint list is under.
+    list_file: Option<String>,
+    /// shellcheck: the file and line of `In file line N:`, and the source line under it.
+    shellcheck: Option<(String, u32, Option<String>)>,
+    /// biome: a header's location and rule, waiting for its message.
+    biome: Option<(String, Option<u32>, Option<u32>, String)>,
+}
+
+impl Scanner {
+    pub fn scan(output: &str) -> Vec<Finding> {
+        let mut scanner = Scanner::default();
+        for line in output.lines() {
+            scanner.line(line.trim_end());
+        }
+        scanner.found
+    }
+
+    fn push(&mut self, finding: Finding) {
+        self.found.push(finding);
+    }
+
+    fn line(&mut self, line: &str) {
+        let trimmed = line.trim_start();
+        let indented = trimmed.len() != line.len();
+        // A header's location: ` --> file:line:col` (rustc, ruff) or `┌─ file:line:col`.
+        if let Some(location) = trimmed
+            .strip_prefix("--> ")
+            .or_else(|| trimmed.strip_prefix("┌─ "))
+        {
+            if let (Some(header), Some(found)) =
+                (self.header.take(), lines::location(location.trim()))
+            {
+                let finding = Finding {
+                    message: header.message,
+                    ..found
+                }
+                .with_severity(header.severity.as_deref())
+                .with_rule(header.rule.as_deref());
+                self.block = Some(self.found.len());
+                self.push(finding);
+            }
+            return;
+        }
+        self.header = None;
+        if let Some(rule) = block_note(trimmed) {
+            if let Some(index) = self.block {
+                if let Some(finding) = self.found.get_mut(index) {
+                    if finding.rule.is_none() {
+                        finding.rule = Some(rule);
+                    }
+                }
+            }
+            return;
+        }
+        if trimmed.is_empty() {
+            self.list_file = None;
+            return;
+        }
+        if let Some(found) = structured::json_line(trimmed) {
+            self.found.extend(found);
+            return;
+        }
+        if let Some(header) = header(line) {
+            self.header = Some(header);
+            self.block = None;
+            return;
+        }
+        if let Some(found) = self.shellcheck_line(line) {
+            self.push(found);
+            return;
+        }
+        if let Some(found) = self.biome_line(line) {
+            self.push(found);
+            return;
+        }
+        if let Some(found) = formatter(trimmed) {
+            self.push(found);
+            return;
+        }
+        if indented {
+            if let (Some(file), Some(found)) = (&self.list_file, list_row(trimmed)) {
+                let found = Finding {
+                    file: Some(file.clone()),
+                    ..found
+                };
+                self.push(found);
+                return;
+            }
+        }
+        if let Some(found) = lines::read(line) {
+            self.block = None;
+            self.push(found);
+            return;
+        }
+        if !indented && looks_like_path(trimmed) {
+            self.list_file = Some(trimmed.to_owned());
+        }
+    }
+
+    /// shellcheck's default: `In s.sh line 3:`, the source line, then one or more
+    /// `^-- SC2086 (info): message` lines whose caret marks the column.
+    fn shellcheck_line(&mut self, line: &str) -> Option<Finding> {
+        if let Some(rest) = line.strip_prefix("In ") {
+            if let Some((file, number)) = rest
+                .strip_suffix(':')
+                .and_then(|rest| rest.rsplit_once(" line "))
+            {
+                if let Ok(number) = number.parse::<u32>() {
+                    self.shellcheck = Some((file.to_owned(), number, None));
+                    return None;
+                }
+            }
+        }
+        let (file, number, source) = self.shellcheck.as_mut()?;
+        let caret = line.find('^');
+        let marker = caret.map(|at| &line[at..]);
+        let Some(marker) = marker.filter(|m| m.starts_with("^-") || m.starts_with("^ ")) else {
+            if source.is_none() {
+                *source = Some(line.to_owned());
+            }
+            return None;
+        };
+        let text = marker.trim_start_matches(['^', '-']).trim_start();
+        let (code, rest) = text.split_once(' ')?;
+        if !is_code(code) {
+            return None;
+        }
+        let (severity, message) = rest
+            .strip_prefix('(')
+            .and_then(|r| r.split_once("):"))
+            .map_or((None, rest), |(s, m)| (Some(s), m));
+        let column = caret.and_then(|at| u32::try_from(line[..at].chars().count() + 1).ok());
+        Some(
+            Finding::at(file.clone(), *number, column, message.trim())
+                .with_severity(severity)
+                .with_rule(Some(code)),
+        )
+    }
+
+    /// biome: `src/a.js:1:7 lint/correctness/noUnusedVariables  FIXABLE  ━━━━`, then the
+    /// message on a line of its own under a severity mark (`✖`, `⚠`, `ℹ`, `×`, `!`, `i`).
+    fn biome_line(&mut self, line: &str) -> Option<Finding> {
+        if line.contains("━━━") && !line.starts_with(char::is_whitespace) {
+            let mut words = line.split_whitespace();
+            let location = words.next()?;
+            let category = words.next()?;
+            let (file, at) = match location.split_once(':') {
+                Some((file, at)) => (file, Some(at)),
+                None => (location, None),
+            };
+            if !looks_like_path(file) || category.starts_with('━') {
+                self.biome = None;
+                return None;
+            }
+            let (line_no, column) = match at.map(|at| at.split_once(':')) {
+                Some(Some((l, c))) => (l.parse().ok(), c.parse().ok()),
+                _ => (None, None),
+            };
+            self.biome = Some((file.to_owned(), line_no, column, category.to_owned()));
+            return None;
+        }
+        let (file, line_no, column, category) = self.biome.as_ref()?;
+        let text = line.trim_start();
+        let mut chars = text.chars();
+        let severity = match chars.next()? {
+            '✖' | '×' => "error",
+            '⚠' | '!' => "warning",
+            'ℹ' | 'i' => "info",
+            _ => return None,
+        };
+        let message = chars.as_str();
+        if !message.starts_with(' ') {
+            return None;
+        }
+        let finding = Finding {
+            file: Some(file.clone()),
+            line: *line_no,
+            column: *column,
+            ..Finding::new(message.trim())
+        }
+        .with_severity(Some(severity))
+        .with_rule(Some(category));
+        self.biome = None;
+        Some(finding)
+    }
+}
+
+/// A rustc-style header: `error[E0308]: msg`, `warning: msg`, ruff's `F401 [*] msg`,
+/// `invalid-syntax: msg`; never cargo's summaries (`aborting due to`, `generated 3 warnings`).
+fn header(line: &str) -> Option<Header> {
+    if line.starts_with(char::is_whitespace) {
+        return None;
+    }
+    if let Some((kind, message)) = line.split_once(": ") {
+        let (severity, code) = match kind.split_once('[') {
+            Some((severity, code)) => (severity, code.strip_suffix(']')),
+            None => (kind, None),
+        };
+        if matches!(severity, "error" | "warning") && !message.is_empty() {
+            if message.starts_with("aborting due to")
+                || message.starts_with("could not compile")
+                || message.contains("generated") && message.contains("warning")
+                || message.starts_with("build failed")
+            {
+                return None;
+            }
+            return Some(Header {
+                severity: Some(severity.to_owned()),
+                rule: code.map(str::to_owned),
+                message: message.to_owned(),
+            });
+        }
+    }
+    // ruff: `F401 [*] `os` imported but unused`
+    let (code, message) = line.split_once(' ')?;
+    is_code(code).then(|| Header {
+        severity: None,
+        rule: Some(code.to_owned()),
+        message: message
+            .strip_prefix("[*] ")
+            .unwrap_or(message)
+            .trim()
+            .to_owned(),
+    })
+}
+
+/// The lint a rustc block's notes name: `= note: `#[warn(unused_variables)]` on by default`,
+/// `= help: ... index.html#needless_return` (clippy).
+fn block_note(line: &str) -> Option<String> {
+    let note = line.strip_prefix("= ")?;
+    if let Some(start) = note.find("#[") {
+        let inner = &note[start + 2..];
+        let (_, name) = inner.split_once('(')?;
+        let name = name.split(')').next()?;
+        return Some(name.to_owned());
+    }
+    if note.contains("rust-clippy") {
+        let (_, lint) = note.rsplit_once('#')?;
+        return Some(format!("clippy::{lint}"));
+    }
+    None
+}
+
+/// eslint's and yamllint's rows under a file: `1:7  error  'x' is unused  no-unused-vars`,
+/// `3:1       error    wrong indentation  (indentation)`.
+fn list_row(text: &str) -> Option<Finding> {
+    let (at, rest) = text.split_once(char::is_whitespace)?;
+    let (line_no, column) = at.split_once(':')?;
+    let line_no: u32 = line_no.parse().ok().filter(|&n| n > 0)?;
+    let column: u32 = column.parse().ok()?;
+    let rest = rest.trim_start();
+    let (severity, rest) = rest.split_once(char::is_whitespace)?;
+    if !matches!(severity, "error" | "warning" | "info") {
+        return None;
+    }
+    let rest = rest.trim();
+    // eslint puts the rule last, after two or more spaces; yamllint in parentheses.
+    let (message, rule) = match rest.rsplit_once("  ") {
+        Some((message, rule))
+            if !rule.trim().contains(char::is_whitespace) && !message.trim().is_empty() =>
+        {
+            (message.trim(), Some(rule.trim().trim_matches(['(', ')'])))
+        }
+        _ => (rest, None),
+    };
+    Some(
+        Finding::at("", line_no, Some(column), message)
+            .with_severity(Some(severity))
+            .with_rule(rule),
+    )
+}
+
+/// A file a formatter's check mode says it would change, with the command that fixes it.
+fn formatter(line: &str) -> Option<Finding> {
+    let (file, fix) = if let Some(file) = line.strip_prefix("Would reformat: ") {
+        (file, "ruff format")
+    } else if let Some(file) = line.strip_prefix("would reformat ") {
+        (file, "black")
+    } else if let Some(rest) = line.strip_prefix("Diff in ") {
+        // cargo fmt --check: `Diff in /abs/src/main.rs:3:` or `Diff in /abs/src/main.rs at line 3:`
+        let rest = rest.trim_end_matches(':');
+        let file = match rest.split_once(" at line ") {
+            Some((file, _)) => file,
+            None => rest
+                .rsplit_once(':')
+                .filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit()))
+                .map_or(rest, |(file, _)| file),
+        };
+        (file, "cargo fmt")
+    } else if let Some(file) = line.strip_prefix("[warn] ") {
+        // prettier --check; its closing line is not a file.
+        if file.contains(' ') {
+            return None;
+        }
+        (file, "prettier --write")
+    } else {
+        return None;
+    };
+    let file = file.trim();
+    looks_like_path(file).then(|| {
+        Finding::in_file(file, format!("is not formatted; run `{fix}` to fix it"))
+            .with_rule(Some("format"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(output: &str) -> Vec<String> {
+        Scanner::scan(output)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn ruff_full_reads_as_a_header_over_its_location() {
+        let out = "F401 [*] `os` imported but unused\n --> a.py:1:8\n  |\n1 | import os\n  |        ^^\n  |\nhelp: Remove unused import: `os`\n\nFound 1 error.\n";
+        assert_eq!(shown(out), ["a.py:1:8: `os` imported but unused [F401]"]);
+    }
+
+    #[test]
+    fn a_note_with_its_own_location_is_not_another_finding() {
+        let out = "error[E0061]: takes 1 argument\n --> src/main.rs:4:5\n  |\nnote: function defined here\n --> src/main.rs:1:4\n";
+        assert_eq!(
+            shown(out),
+            ["src/main.rs:4:5: error: takes 1 argument [E0061]"]
+        );
+    }
+
+    #[test]
+    fn clippy_names_its_lint() {
+        let out = "warning: unneeded `return` statement\n --> src/lib.rs:2:5\n  |\n  = help: for further information visit https://rust-lang.github.io/rust-clippy/master/index.html#needless_return\n  = note: `#[warn(clippy::needless_return)]` on by default\n";
+        assert_eq!(
+            shown(out),
+            ["src/lib.rs:2:5: warning: unneeded `return` statement [clippy::needless_return]"]
+        );
+    }
+
+    #[test]
+    fn eslint_stylish_and_yamllint_rows_take_their_file() {
+        let out = "\n/t/src/a.js\n  1:7  error    'x' is assigned a value but never used  no-unused-vars\n  2:1  warning  Unexpected console statement             no-console\n\n✖ 2 problems (1 error, 1 warning)\n\na.yaml\n  3:1       error    wrong indentation: expected 2 but found 4  (indentation)\n";
+        assert_eq!(
+            shown(out),
+            [
+                "/t/src/a.js:1:7: error: 'x' is assigned a value but never used [no-unused-vars]",
+                "/t/src/a.js:2:1: warning: Unexpected console statement [no-console]",
+                "a.yaml:3:1: error: wrong indentation: expected 2 but found 4 [indentation]",
+            ]
+        );
+    }
+
+    #[test]
+    fn shellcheck_blocks_read_the_caret_as_the_column() {
+        let out = "\nIn s.sh line 3:\necho $1 $2\n     ^-- SC2086 (info): Double quote to prevent globbing.\n        ^-- SC2086 (info): Double quote again.\n\nDid you mean:\necho \"$1\"\n";
+        assert_eq!(
+            shown(out),
+            [
+                "s.sh:3:6: info: Double quote to prevent globbing. [SC2086]",
+                "s.sh:3:9: info: Double quote again. [SC2086]",
+            ]
+        );
+    }
+
+    #[test]
+    fn biome_headers_take_the_message_under_them() {
+        let out = "src/a.js:1:7 lint/correctness/noUnusedVariables  FIXABLE  ━━━━━━━━━━\n\n  ✖ This variable is unused.\n\n  > 1 │ let x = 1;\n";
+        assert_eq!(
+            shown(out),
+            ["src/a.js:1:7: error: This variable is unused. [lint/correctness/noUnusedVariables]"]
+        );
+    }
+
+    #[test]
+    fn formatters_name_each_file_and_the_fix() {
+        let out = "Diff in /t/src/main.rs:1:\n-fn main(){}\nDiff in /t/src/main.rs at line 5:\nWould reformat: a.py\n[warn] src/b.js\n[warn] Code style issues found in the above file. Run Prettier with --write to fix.\n";
+        let found = shown(out);
+        assert_eq!(found.len(), 4, "{found:?}");
+        assert_eq!(
+            found[0],
+            "/t/src/main.rs: is not formatted; run `cargo fmt` to fix it [format]"
+        );
+    }
+}

@@ -1,0 +1,478 @@
+//! The one-line formats: a finding whole on one line, its location first
+//! (`file:line[:col]: message`, `file(line,col): message`, `file:line:col - severity: message`,
+//! `file:line CODE message`), with the severity and the tool's code read out of the message
+//! wherever the tools put them.
+
+use crate::verdict::Finding;
+
+/// The finding on `line`, if it is one.
+pub fn read(line: &str) -> Option<Finding> {
+    let line = line.trim_end();
+    if let Some(found) = paren(line).or_else(|| dash(line)) {
+        return Some(found);
+    }
+    if let Some(found) = located(line) {
+        return Some(found);
+    }
+    // `vet: ./main.go:3:2: ...`, `hadolint:Dockerfile:3 ...`: a tool's name before the location.
+    let (word, rest) = line.split_once(':')?;
+    if !word.is_empty()
+        && word.len() <= 32
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && !looks_like_path(word)
+    {
+        return located(rest.trim_start());
+    }
+    None
+}
+
+/// Whether a word can be the file part of a location: a path (`src/a.rs`, `a.py`, `./x`) or a
+/// file conventionally without an extension (`Dockerfile`, `Makefile`), never a number, a URL,
+/// a time or prose.
+pub fn looks_like_path(word: &str) -> bool {
+    !word.is_empty()
+        && !word.contains(char::is_whitespace)
+        && !word.contains("://")
+        && !word.starts_with('-')
+        && !word.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && (word.contains('/')
+            || word.contains('.') && !word.ends_with('.')
+            || word.to_ascii_lowercase().ends_with("file"))
+}
+
+/// A bare location, `file:line[:col]`, as a block's `-->` line gives it.
+pub fn location(text: &str) -> Option<Finding> {
+    let (file, rest) = text.split_once(':')?;
+    if !looks_like_path(file) {
+        return None;
+    }
+    let (line_no, rest) = number(rest)?;
+    let (column, rest) = match rest.strip_prefix(':').and_then(number) {
+        Some((column, after)) => (Some(column), after),
+        None => (None, rest),
+    };
+    (line_no > 0 && rest.is_empty()).then(|| Finding::at(file, line_no, column, ""))
+}
+
+/// `file:line[:col]` then `: message` (gcc and most linters) or ` CODE message` (markdownlint,
+/// hadolint).
+fn located(line: &str) -> Option<Finding> {
+    let (file, rest) = line.split_once(':')?;
+    if !looks_like_path(file) {
+        return None;
+    }
+    let (line_no, rest) = number(rest)?;
+    if line_no == 0 {
+        return None;
+    }
+    let (column, rest) = match rest.strip_prefix(':').and_then(number) {
+        Some((column, after)) => (Some(column), after),
+        None => (None, rest),
+    };
+    let message = if let Some(message) = rest.strip_prefix(':') {
+        message.trim()
+    } else if let Some(message) = rest.strip_prefix(' ') {
+        // Without the colon only a code may follow, so prose such as `a.py:3 was changed`
+        // is not taken for a finding.
+        let message = message.trim();
+        let after_severity = severity_word(message).map_or(message, |(_, after)| after);
+        if !is_code(after_severity.split_whitespace().next().unwrap_or_default()) {
+            return None;
+        }
+        message
+    } else {
+        return None;
+    };
+    if message.is_empty() {
+        return None;
+    }
+    Some(described(Finding::at(file, line_no, column, ""), message))
+}
+
+/// `file(line,col): error TS2322: message` (tsc, MSBuild-style tools).
+fn paren(line: &str) -> Option<Finding> {
+    let open = line.find('(')?;
+    let file = &line[..open];
+    if !looks_like_path(file) {
+        return None;
+    }
+    let close = line[open..].find("):")? + open;
+    let (line_no, column) = line[open + 1..close].split_once(',')?;
+    let line_no: u32 = line_no.trim().parse().ok().filter(|&n| n > 0)?;
+    let column: u32 = column.trim().parse().ok()?;
+    let message = line[close + 2..].trim();
+    (!message.is_empty()).then(|| described(Finding::at(file, line_no, Some(column), ""), message))
+}
+
+/// `file:line:col - error TS2322: message` (tsc --pretty) and `  file:line:col - error: message
+/// (reportX)` (pyright), indented or not.
+fn dash(line: &str) -> Option<Finding> {
+    let (location, message) = line.trim_start().split_once(" - ")?;
+    let (file, rest) = location.split_once(':')?;
+    if !looks_like_path(file) {
+        return None;
+    }
+    let (line_no, rest) = number(rest)?;
+    let (column, rest) = number(rest.strip_prefix(':')?)?;
+    if !rest.is_empty() || line_no == 0 {
+        return None;
+    }
+    // Only with a severity: a dash is common in prose.
+    severity_word(message.trim())?;
+    Some(described(
+        Finding::at(file, line_no, Some(column), ""),
+        message.trim(),
+    ))
+}
+
+/// A positive decimal number at the start of `text`, and what follows it.
+fn number(text: &str) -> Option<(u32, &str)> {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    Some((text[..digits].parse().ok()?, &text[digits..]))
+}
+
+/// Fills in the severity, the code and the message from the text after a location, wherever
+/// the tool put them: `error: msg`, `[error] msg (rule)`, `E302 msg`, `C0114: msg (symbol)`,
+/// `DL3008 warning: msg`, `error TS2322: msg`, `msg  [code]`, `msg [Error/no-unused-vars]`,
+/// `msg (SA4006)`.
+pub fn described(mut finding: Finding, text: &str) -> Finding {
+    let mut text = text.trim();
+    let mut severity: Option<&str> = None;
+    let mut rule: Option<String> = None;
+    // [error] msg (yamllint -f parsable)
+    if let Some(rest) = text.strip_prefix('[') {
+        if let Some((word, after)) = rest.split_once(']') {
+            if is_severity(word) {
+                severity = Some(word);
+                text = after.trim_start();
+            }
+        }
+    }
+    if severity.is_none() {
+        if let Some((word, after)) = severity_word(text) {
+            severity = Some(word);
+            text = after;
+        }
+    }
+    // A leading code: `E302 msg`, `C0114: msg`, `TS2322: msg`, `DL3008 warning: msg`.
+    if let Some(first) = text.split_whitespace().next() {
+        let bare = first.trim_end_matches(':');
+        if is_code(bare) {
+            rule = Some(bare.to_owned());
+            text = text[first.len()..].trim_start();
+            if severity.is_none() {
+                if let Some((word, after)) = severity_word(text) {
+                    severity = Some(word);
+                    text = after;
+                }
+            }
+        }
+    }
+    // ruff's mark for a finding it can fix.
+    text = text.strip_prefix("[*] ").unwrap_or(text);
+    if rule.is_none() {
+        if let Some((message, code)) = trailing_code(text) {
+            text = message;
+            if let Some((level, code)) = code.split_once('/').filter(|(l, _)| is_severity(l)) {
+                severity = severity.or(Some(level));
+                rule = Some(code.to_owned());
+            } else {
+                rule = Some(code.to_owned());
+            }
+        }
+    }
+    finding.message = text.trim().to_owned();
+    finding.with_severity(severity).with_rule(rule.as_deref())
+}
+
+/// `error: rest`, `warning rest` (a severity word, with or without its colon) at the start.
+fn severity_word(text: &str) -> Option<(&str, &str)> {
+    let end = text
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(text.len());
+    let word = &text[..end];
+    if !is_severity(word) {
+        return None;
+    }
+    let rest = &text[end..];
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    // `error TS2322: ...` keeps its code for the caller; `errors found` is prose.
+    if !(rest.is_empty() || rest.starts_with(' ')) {
+        return None;
+    }
+    Some((word, rest.trim_start()))
+}
+
+fn is_severity(word: &str) -> bool {
+    matches!(
+        word.to_ascii_lowercase().as_str(),
+        "error"
+            | "warning"
+            | "warn"
+            | "info"
+            | "information"
+            | "note"
+            | "hint"
+            | "style"
+            | "fatal"
+            | "convention"
+            | "refactor"
+    )
+}
+
+/// A tool's code for a check: letters then digits (`F401`, `E0308`, `SC2086`, `DL3008`,
+/// `TS2322`, `C0114`), with an optional `/alias` (markdownlint's `MD022/blanks-around-headings`).
+pub fn is_code(word: &str) -> bool {
+    let head = word.split('/').next().unwrap_or_default();
+    let letters = head.len()
+        - head
+            .trim_start_matches(|c: char| c.is_ascii_uppercase())
+            .len();
+    let digits = &head[letters..];
+    (1..=4).contains(&letters)
+        && (2..=5).contains(&digits.len())
+        && digits.chars().all(|c| c.is_ascii_digit())
+        && word[head.len()..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_'))
+}
+
+/// `message [code]` or `message (code)` at the end, where the code is one word of a check's
+/// name (`[assignment]`, `(missing-module-docstring)`, `[SC2086]`, `(SA4006)`, `(unused)`).
+fn trailing_code(text: &str) -> Option<(&str, &str)> {
+    let (open, close) = match text.chars().last()? {
+        ']' => ('[', ']'),
+        ')' => ('(', ')'),
+        _ => return None,
+    };
+    let start = text.rfind(open)?;
+    let code = &text[start + 1..text.len() - close.len_utf8()];
+    let message = text[..start].trim_end();
+    let wordlike = !code.is_empty()
+        && code.len() <= 64
+        && code
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '/' | '.' | ':'))
+        && code.chars().any(|c| c.is_ascii_alphabetic());
+    (wordlike && !message.is_empty()).then_some((message, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// file, line, column, severity, rule, message
+    type Read<'a> = (
+        &'a str,
+        u32,
+        Option<u32>,
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a str,
+    );
+
+    fn read_all(
+        line: &str,
+    ) -> (
+        String,
+        u32,
+        Option<u32>,
+        Option<String>,
+        Option<String>,
+        String,
+    ) {
+        let f = read(line).unwrap_or_else(|| panic!("no finding in {line:?}"));
+        (
+            f.file.unwrap_or_default(),
+            f.line.unwrap_or_default(),
+            f.column,
+            f.severity,
+            f.rule,
+            f.message,
+        )
+    }
+
+    #[test]
+    fn reads_each_tools_one_line_shape() {
+        let cases: &[(&str, Read<'_>)] = &[
+            (
+                "a.py:1:8: F401 [*] `os` imported but unused",
+                (
+                    "a.py",
+                    1,
+                    Some(8),
+                    None,
+                    Some("F401"),
+                    "`os` imported but unused",
+                ),
+            ),
+            (
+                "a.py:3: error: Incompatible types (got \"str\")  [assignment]",
+                (
+                    "a.py",
+                    3,
+                    None,
+                    Some("error"),
+                    Some("assignment"),
+                    "Incompatible types (got \"str\")",
+                ),
+            ),
+            (
+                "a.py:1:0: C0114: Missing module docstring (missing-module-docstring)",
+                (
+                    "a.py",
+                    1,
+                    Some(0),
+                    None,
+                    Some("C0114"),
+                    "Missing module docstring (missing-module-docstring)",
+                ),
+            ),
+            (
+                "s.sh:3:6: note: Double quote to prevent globbing. [SC2086]",
+                (
+                    "s.sh",
+                    3,
+                    Some(6),
+                    Some("note"),
+                    Some("SC2086"),
+                    "Double quote to prevent globbing.",
+                ),
+            ),
+            (
+                "a.yaml:3:1: [error] wrong indentation (indentation)",
+                (
+                    "a.yaml",
+                    3,
+                    Some(1),
+                    Some("error"),
+                    Some("indentation"),
+                    "wrong indentation",
+                ),
+            ),
+            (
+                "/t/a.js:1:7: 'x' is unused. [Error/no-unused-vars]",
+                (
+                    "/t/a.js",
+                    1,
+                    Some(7),
+                    Some("error"),
+                    Some("no-unused-vars"),
+                    "'x' is unused.",
+                ),
+            ),
+            (
+                "src/a.ts(3,7): error TS2322: Type 'string' is not assignable.",
+                (
+                    "src/a.ts",
+                    3,
+                    Some(7),
+                    Some("error"),
+                    Some("TS2322"),
+                    "Type 'string' is not assignable.",
+                ),
+            ),
+            (
+                "src/a.ts:3:7 - error TS2322: Type 'string'.",
+                (
+                    "src/a.ts",
+                    3,
+                    Some(7),
+                    Some("error"),
+                    Some("TS2322"),
+                    "Type 'string'.",
+                ),
+            ),
+            (
+                "  /t/a.py:3:5 - error: Type is wrong (reportAssignmentType)",
+                (
+                    "/t/a.py",
+                    3,
+                    Some(5),
+                    Some("error"),
+                    Some("reportAssignmentType"),
+                    "Type is wrong",
+                ),
+            ),
+            (
+                "README.md:3 MD022/blanks-around-headings Headings should be surrounded",
+                (
+                    "README.md",
+                    3,
+                    None,
+                    None,
+                    Some("MD022/blanks-around-headings"),
+                    "Headings should be surrounded",
+                ),
+            ),
+            (
+                "Dockerfile:3 DL3008 warning: Pin versions in apt get install.",
+                (
+                    "Dockerfile",
+                    3,
+                    None,
+                    Some("warning"),
+                    Some("DL3008"),
+                    "Pin versions in apt get install.",
+                ),
+            ),
+            (
+                "vet: ./main.go:5:2: x declared and not used",
+                (
+                    "./main.go",
+                    5,
+                    Some(2),
+                    None,
+                    None,
+                    "x declared and not used",
+                ),
+            ),
+            (
+                "main.go:5:2: this value of x is never used (SA4006)",
+                (
+                    "main.go",
+                    5,
+                    Some(2),
+                    None,
+                    Some("SA4006"),
+                    "this value of x is never used",
+                ),
+            ),
+        ];
+        for (line, want) in cases {
+            let got = read_all(line);
+            assert_eq!(
+                (
+                    got.0.as_str(),
+                    got.1,
+                    got.2,
+                    got.3.as_deref(),
+                    got.4.as_deref(),
+                    got.5.as_str()
+                ),
+                *want,
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn prose_times_and_urls_are_not_findings() {
+        for line in [
+            "see https://example.com:443/x",
+            "12:30:01 started",
+            "1.2:3 ratio",
+            "a.py:3 was changed yesterday",
+            "Found 3 errors in 1 file (checked 1 source file)",
+            "note: 1 - error: x",
+            "error: something broke",
+        ] {
+            assert!(read(line).is_none(), "{line}");
+        }
+    }
+}

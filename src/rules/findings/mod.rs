@@ -1,0 +1,154 @@
+//! Reading findings out of a linter's output, as a person reading it would: every format in
+//! [`FORMATS`] is recognised where it appears, line by line (one-line formats such as
+//! `file:line:col: message` and `file(line,col): error TS..`), block by block (rustc and ruff's
+//! `--> file:line:col` under a header, eslint's and yamllint's file headers over indented
+//! entries, shellcheck's `In file line N:` with its caret, biome's header over its message,
+//! formatters' "would reformat" lists), or whole (SARIF, checkstyle XML, reviewdog rdjson,
+//! cargo's `--message-format=json` lines).
+//!
+//! The output is the tool's, so the worker's: it is read as text only, capped by the process
+//! runner, and nothing in it is opened here (paths are made relative to the task afterwards).
+
+mod blocks;
+mod lines;
+mod structured;
+
+use crate::verdict::Finding;
+
+/// The formats validator reads: their names and the tools known to print them. Auto-detection
+/// tries every one; the list is what the docs and `rules check` show.
+pub const FORMATS: &[(&str, &str)] = &[
+    (
+        "gnu",
+        "file:line[:col]: [severity:] message [code]: gcc, ruff concise, flake8, pylint, mypy, go vet/build, staticcheck, golangci-lint, shellcheck -f gcc, yamllint -f parsable, actionlint, eslint -f unix, hadolint",
+    ),
+    (
+        "located-space",
+        "file:line[:col] CODE message: markdownlint, hadolint's default",
+    ),
+    (
+        "paren",
+        "file(line,col): severity CODE: message: tsc, MSBuild-style tools",
+    ),
+    (
+        "dash",
+        "file:line:col - severity CODE: message: tsc --pretty, pyright",
+    ),
+    (
+        "rustc",
+        "a header (`error[E0308]: msg`, `F401 msg`) over `--> file:line:col`: rustc, clippy, ruff's default",
+    ),
+    (
+        "stylish",
+        "a file name over indented `line:col severity message rule` rows: eslint's default, yamllint's default",
+    ),
+    (
+        "shellcheck",
+        "`In file line N:`, the source line and `^-- SC1234 (severity): message`: shellcheck's default",
+    ),
+    (
+        "biome",
+        "`file:line:col rule` headers over `✖ message`: biome",
+    ),
+    (
+        "formatter",
+        "files a formatter would change: cargo fmt --check, ruff format --check, prettier --check, black --check",
+    ),
+    ("cargo-json", "cargo/rustc --message-format=json lines"),
+    ("sarif", "SARIF 2.1.0"),
+    ("checkstyle", "checkstyle XML"),
+    ("rdjson", "reviewdog's rdjson and rdjsonl"),
+];
+
+/// Removes terminal control sequences of every kind (CSI colours, OSC titles and links,
+/// charset shifts such as rustfmt's `ESC ( B`), which colourful tools emit even into pipes.
+pub fn strip_ansi(text: &str) -> String {
+    anstream::adapter::strip_str(text).to_string()
+}
+
+/// Finds every finding in `output` (already capped in size by the process runner), each once,
+/// in the order the tool printed them.
+pub fn parse(output: &str) -> Vec<Finding> {
+    let mut found = structured::parse(output).unwrap_or_else(|| blocks::Scanner::scan(output));
+    dedup(&mut found);
+    found
+}
+
+/// Drops a finding printed twice (cargo prints a crate's warnings for each target that builds
+/// it; a tool may print a summary repeating its list).
+fn dedup(found: &mut Vec<Finding>) {
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|f| {
+        seen.insert((
+            f.file.clone(),
+            f.line,
+            f.column,
+            f.rule.clone(),
+            f.message.clone(),
+        ))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(output: &str) -> Vec<String> {
+        parse(output).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn reads_file_line_col_message() {
+        let found = parse(
+            "src/auth.rs:12:5: unused variable `x`\nlib.py:3: E302 expected 2 blank lines\nnoise\n",
+        );
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[0].location().as_deref(), Some("src/auth.rs:12:5"));
+        assert_eq!(found[0].message, "unused variable `x`");
+        assert_eq!(found[1].location().as_deref(), Some("lib.py:3"));
+        assert_eq!(found[1].rule.as_deref(), Some("E302"));
+        assert_eq!(found[1].message, "expected 2 blank lines");
+    }
+
+    #[test]
+    fn reads_rustc_and_clippy_blocks_with_the_lint_name() {
+        let out = "warning: unused variable: `x`\n --> src/main.rs:2:9\n  |\n2 |     let x = 1;\n  |\n  = note: `#[warn(unused_variables)]` on by default\n\nerror[E0308]: mismatched types\n --> src/main.rs:3:5\n\nerror: aborting due to 1 previous error\n";
+        assert_eq!(
+            shown(out),
+            [
+                "src/main.rs:2:9: warning: unused variable: `x` [unused_variables]",
+                "src/main.rs:3:5: error: mismatched types [E0308]",
+            ]
+        );
+    }
+
+    #[test]
+    fn ignores_urls_times_and_prose() {
+        assert!(
+            parse("see https://example.com:443/x\n12:30:01 started\nerror: something broke\nat 10:20 it ran\n")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn message_may_contain_colons() {
+        let found = parse("a.c:1: error: expected ';': here\n");
+        assert_eq!(found[0].message, "expected ';': here");
+        assert_eq!(found[0].severity.as_deref(), Some("error"));
+    }
+
+    #[test]
+    fn strips_every_kind_of_control_sequence() {
+        assert_eq!(strip_ansi("\u{1b}[1;31merror\u{1b}[0m: x"), "error: x");
+        assert_eq!(strip_ansi("\u{1b}(Bplain\u{1b}[m"), "plain");
+        assert_eq!(
+            strip_ansi("\u{1b}]8;;https://x\u{1b}\\link\u{1b}]8;;\u{1b}\\"),
+            "link"
+        );
+    }
+
+    #[test]
+    fn a_finding_printed_twice_is_kept_once() {
+        assert_eq!(parse("a.py:1:1: F401 x\na.py:1:1: F401 x\n").len(), 1);
+    }
+}

@@ -1,0 +1,239 @@
+//! Findings a tool wrote as data: SARIF 2.1.0, checkstyle XML and reviewdog's rdjson as a
+//! whole output, and, line by line amid other output, cargo's and rustc's JSON messages and
+//! rdjsonl diagnostics. Every field is optional to the reader: a document that is not what it
+//! claims is read for what it has, never trusted to be well-formed.
+
+use quick_xml::Reader;
+use quick_xml::events::Event;
+use serde_json::Value;
+
+use crate::verdict::Finding;
+
+/// The findings of an output that is one structured document, or `None` when it is not one.
+pub fn parse(output: &str) -> Option<Vec<Finding>> {
+    let text = output.trim();
+    if text.starts_with('{') {
+        let document: Value = serde_json::from_str(text).ok()?;
+        if let Some(runs) = document.get("runs").and_then(Value::as_array) {
+            return Some(runs.iter().flat_map(sarif_run).collect());
+        }
+        if let Some(diagnostics) = document.get("diagnostics").and_then(Value::as_array) {
+            return Some(diagnostics.iter().filter_map(rdjson).collect());
+        }
+        return None;
+    }
+    if text.starts_with("<?xml") || text.starts_with("<checkstyle") {
+        return checkstyle(text);
+    }
+    None
+}
+
+/// The findings on one line of JSON amid other output: a cargo `compiler-message`, a rustc
+/// diagnostic (`--error-format=json`) or an rdjsonl diagnostic.
+pub fn json_line(line: &str) -> Option<Vec<Finding>> {
+    if !line.starts_with('{') {
+        return None;
+    }
+    let value: Value = serde_json::from_str(line).ok()?;
+    if value.get("reason").and_then(Value::as_str) == Some("compiler-message") {
+        return Some(rustc(value.get("message")?).into_iter().collect());
+    }
+    if value.get("$message_type").and_then(Value::as_str) == Some("diagnostic") {
+        return Some(rustc(&value).into_iter().collect());
+    }
+    if value.get("reason").is_some() {
+        // cargo's other messages (artifacts, build-finished) say nothing to fix.
+        return Some(Vec::new());
+    }
+    if value.get("location").is_some() && value.get("message").is_some() {
+        return Some(rdjson(&value).into_iter().collect());
+    }
+    None
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+fn number(value: &Value, pointer: &str) -> Option<u32> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+/// A rustc diagnostic at its primary span; summaries without one (`aborting due to`) are not
+/// findings.
+fn rustc(message: &Value) -> Option<Finding> {
+    let level = text(message, "/level")?;
+    if !matches!(level, "error" | "warning") {
+        return None;
+    }
+    let span = message
+        .get("spans")?
+        .as_array()?
+        .iter()
+        .find(|span| span.get("is_primary").and_then(Value::as_bool) == Some(true))?;
+    let line = number(span, "/line_start").filter(|&n| n > 0)?;
+    let mut rule = text(message, "/code/code").map(str::to_owned);
+    if rule.is_none() {
+        // A lint that carries no code names itself in a child note: `#[warn(unused)]`.
+        rule = message
+            .get("children")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|child| text(child, "/message"))
+            .find_map(|note| {
+                let inner = &note[note.find("#[")? + 2..];
+                Some(inner.split_once('(')?.1.split(')').next()?.to_owned())
+            });
+    }
+    Some(
+        Finding::at(
+            text(span, "/file_name")?,
+            line,
+            number(span, "/column_start"),
+            text(message, "/message")?,
+        )
+        .with_severity(Some(level))
+        .with_rule(rule.as_deref()),
+    )
+}
+
+fn sarif_run(run: &Value) -> Vec<Finding> {
+    let Some(results) = run.get("results").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    results
+        .iter()
+        .map(|result| {
+            let message = text(result, "/message/text").unwrap_or("(no message)");
+            let location = result.pointer("/locations/0/physicalLocation");
+            let file = location.and_then(|l| text(l, "/artifactLocation/uri"));
+            let mut finding = Finding::new(message)
+                .with_severity(text(result, "/level"))
+                .with_rule(text(result, "/ruleId"));
+            finding.file = file.map(file_uri);
+            finding.line = location.and_then(|l| number(l, "/region/startLine"));
+            finding.column = location.and_then(|l| number(l, "/region/startColumn"));
+            finding
+        })
+        .collect()
+}
+
+/// A SARIF artifact URI as a path: `file:///t/a.py` → `/t/a.py`, `src/a%20b.py` → `src/a b.py`.
+fn file_uri(uri: &str) -> String {
+    let path = uri.strip_prefix("file://").unwrap_or(uri);
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if let (b'%', Some(Some(high)), Some(Some(low))) = (
+            bytes[i],
+            bytes.get(i + 1).map(|&b| hex(b)),
+            bytes.get(i + 2).map(|&b| hex(b)),
+        ) {
+            out.push((high * 16 + low) as u8);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn rdjson(diagnostic: &Value) -> Option<Finding> {
+    let mut finding = Finding::new(text(diagnostic, "/message")?)
+        .with_severity(text(diagnostic, "/severity"))
+        .with_rule(text(diagnostic, "/code/value"));
+    finding.file = text(diagnostic, "/location/path").map(str::to_owned);
+    finding.line = number(diagnostic, "/location/range/start/line");
+    finding.column = number(diagnostic, "/location/range/start/column");
+    Some(finding)
+}
+
+/// `<file name=".."><error line="3" column="5" severity="error" message=".." source=".."/>`.
+fn checkstyle(text: &str) -> Option<Vec<Finding>> {
+    let mut reader = Reader::from_str(text);
+    let mut file: Option<String> = None;
+    let mut found = Vec::new();
+    let mut is_checkstyle = false;
+    loop {
+        let event = reader.read_event().ok()?;
+        let (Event::Start(element) | Event::Empty(element)) = &event else {
+            if matches!(event, Event::Eof) {
+                break;
+            }
+            continue;
+        };
+        let attribute = |name: &str| crate::rules::test_names::attribute(element, name);
+        match element.local_name().as_ref() {
+            "checkstyle" => is_checkstyle = true,
+            "file" => file = attribute("name"),
+            "error" => {
+                let mut finding = Finding::new(attribute("message").unwrap_or_default())
+                    .with_severity(attribute("severity").as_deref())
+                    .with_rule(attribute("source").as_deref());
+                finding.file = file.clone();
+                finding.line = attribute("line").and_then(|n| n.parse().ok());
+                finding.column = attribute("column").and_then(|n| n.parse().ok());
+                found.push(finding);
+            }
+            _ => {}
+        }
+    }
+    is_checkstyle.then_some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sarif_results_become_findings() {
+        let sarif = r#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"ruff"}},"results":[{"ruleId":"F401","level":"error","message":{"text":"`os` imported but unused"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"file:///t/a%20b.py"},"region":{"startLine":1,"startColumn":8}}}]}]}]}"#;
+        let found = parse(sarif).unwrap_or_default();
+        assert_eq!(
+            found.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["/t/a b.py:1:8: error: `os` imported but unused [F401]"]
+        );
+    }
+
+    #[test]
+    fn checkstyle_and_rdjson_become_findings() {
+        let xml = r#"<?xml version="1.0"?><checkstyle version="4.3"><file name="a.js"><error line="1" column="7" severity="error" message="&apos;x&apos; is unused" source="no-unused-vars"/></file></checkstyle>"#;
+        assert_eq!(
+            parse(xml).unwrap_or_default()[0].to_string(),
+            "a.js:1:7: error: 'x' is unused [no-unused-vars]"
+        );
+        let rd = r#"{"source":{"name":"x"},"diagnostics":[{"message":"bad","location":{"path":"a.go","range":{"start":{"line":3,"column":2}}},"severity":"WARNING","code":{"value":"X1"}}]}"#;
+        assert_eq!(
+            parse(rd).unwrap_or_default()[0].to_string(),
+            "a.go:3:2: warning: bad [X1]"
+        );
+    }
+
+    #[test]
+    fn cargo_json_lines_read_the_primary_span() {
+        let line = r#"{"reason":"compiler-message","message":{"message":"unused variable: `x`","code":{"code":"unused_variables"},"level":"warning","spans":[{"file_name":"src/main.rs","line_start":2,"column_start":9,"is_primary":true}],"children":[]}}"#;
+        let found = json_line(line).unwrap_or_default();
+        assert_eq!(
+            found[0].to_string(),
+            "src/main.rs:2:9: warning: unused variable: `x` [unused_variables]"
+        );
+        assert_eq!(
+            json_line(r#"{"reason":"build-finished","success":false}"#),
+            Some(Vec::new())
+        );
+    }
+
+    #[test]
+    fn broken_documents_are_not_trusted() {
+        assert!(super::super::parse("{\"runs\": 3}").is_empty());
+        assert!(parse("<checkstyle><file name=\"a\"><error line=\"x\"").is_none());
+        assert!(json_line("{not json").is_none());
+    }
+}
