@@ -501,7 +501,7 @@ fn answer(rules: &Rules, session: &str, verdict: &Verdict) -> Answer {
     match verdict.verdict {
         Decision::Pass => Answer::Pass,
         Decision::Fail => Answer::Block {
-            reason: feedback::render(verdict),
+            reason: feedback::render(verdict, feedback::Retry::Stop),
         },
         Decision::Error => Answer::Notice {
             system_message: format!(
@@ -524,7 +524,7 @@ fn answer(rules: &Rules, session: &str, verdict: &Verdict) -> Answer {
                 ),
                 system_message: format!(
                     "{}\nThis session stays stopped until a person runs: {reset}",
-                    feedback::render(verdict).trim_end()
+                    feedback::render(verdict, feedback::Retry::Stop).trim_end()
                 ),
             }
         }

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 
 use super::{Format, load, print_verdict};
 use validator::progress::Progress;
+use validator::verdict::feedback;
 use validator::verdict::sign;
 use validator::{Signal, Task, task};
 
@@ -78,7 +79,7 @@ pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
     };
     let verdict = judge.judge(case, None).verdict;
     drop(progress);
-    print_verdict(&verdict, args.format)
+    print_verdict(&verdict, args.format, feedback::Retry::Rerun)
 }
 
 /// A way to stop the gates of a one-shot run (`check`, `hook`) when the process is asked to end

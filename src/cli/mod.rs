@@ -373,13 +373,19 @@ pub(crate) fn load(config: &Path) -> Result<Rules> {
     Ok(Rules::load(config)?)
 }
 
-pub(crate) fn print_verdict(verdict: &Verdict, format: Format) -> Result<ExitCode> {
+/// Prints a verdict in `format`; `retry` says how the worker is judged again, for the
+/// feedback's advice.
+pub(crate) fn print_verdict(
+    verdict: &Verdict,
+    format: Format,
+    retry: feedback::Retry,
+) -> Result<ExitCode> {
     let rendered = match format {
         Format::Text => format::text(verdict),
         Format::Json => verdict.to_json() + "\n",
         Format::Junit => format::junit(verdict),
         Format::Github => format::github(verdict),
-        Format::Feedback => feedback::render(verdict),
+        Format::Feedback => feedback::render(verdict, retry),
     };
     let mut out = anstream::stdout();
     out.write_all(rendered.as_bytes())

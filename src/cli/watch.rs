@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use validator::verdict::sign;
+use validator::verdict::{feedback, sign};
 use validator::watch::client;
 use validator::{Verdict, task};
 
@@ -156,7 +156,7 @@ pub(crate) fn wait(
     let rules = load(config)?;
     let key = sign::configured_key(rules.key_named())?;
     match client::wait(&rules, task, timeout, key.as_ref())? {
-        Some(verdict) => print_verdict(&verdict, format),
+        Some(verdict) => print_verdict(&verdict, format, feedback::Retry::Signal),
         None => bail!(
             "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
             validator::duration::format(timeout)

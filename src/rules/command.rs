@@ -177,6 +177,11 @@ impl Command {
             ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
             ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
         ];
+        // A backtrace in validator's environment would fill the output's tail, which the
+        // worker reads, with frames instead of the failure; the gate's `env` may ask for one.
+        if !self.env.iter().any(|(key, _)| key == "RUST_BACKTRACE") {
+            env.push(("RUST_BACKTRACE".into(), "0".into()));
+        }
         env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
 
         let base: Vec<OsString> = std::iter::once(program.into_os_string())
@@ -300,7 +305,14 @@ impl Command {
             Parse::Findings => {
                 let mut found = relative_findings(&ctx.task.dir, cwd, findings::parse(text));
                 let summary = match (found.len(), failed) {
-                    (0, true) => format!("`{program}` exited with {code}"),
+                    (0, true) if text.trim().is_empty() => {
+                        format!("`{program}` exited with {code}")
+                    }
+                    // Said for whoever writes the rules: a format validator reads names the
+                    // findings instead of leaving the worker the output's tail.
+                    (0, true) => format!(
+                        "`{program}` exited with {code}; no finding could be read from its output (an option for `file:line:col: message`, SARIF or checkstyle output lets validator list them)"
+                    ),
                     (0, false) => "clean".to_string(),
                     (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
                 };

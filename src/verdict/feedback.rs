@@ -11,25 +11,49 @@ const MAX_LINE_CHARS: usize = 300;
 const MAX_UNCHECKED: usize = 8;
 const MAX_CONTEXT_LINES: usize = 8;
 
+/// How the worker gets judged again, which is what the advice at the end tells it to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// A watcher judges each done signal (`watch`, and `wait` reading its verdicts).
+    Signal,
+    /// An agent's stop hook judges each time the agent tries to stop.
+    Stop,
+    /// Someone runs `validator check` again (a terminal, CI, a hook runner); nothing counts
+    /// attempts.
+    Rerun,
+}
+
 /// The feedback text. Every field (reasons, gate names and summaries, findings, warnings) is
 /// printed as one line whatever it holds, the output tail line by line, and the limit is
 /// enforced on the lines of the final text.
-pub fn render(verdict: &Verdict) -> String {
+pub fn render(verdict: &Verdict, retry: Retry) -> String {
+    let attempt = if retry == Retry::Rerun {
+        String::new()
+    } else if verdict.attempt > verdict.max_attempts {
+        format!(", after {} attempts", verdict.max_attempts)
+    } else {
+        format!(", attempt {} of {}", verdict.attempt, verdict.max_attempts)
+    };
     let mut head = vec![
         format!(
-            "# validator: {} (task {}, attempt {} of {})",
+            "# validator: {} (task {}{attempt})",
             verdict.verdict,
             one_line(&verdict.task),
-            verdict.attempt,
-            verdict.max_attempts
         ),
         String::new(),
     ];
-    let next = next_steps(verdict);
+    let next = next_steps(verdict, retry);
+    // A failure the rules route on (CONTINUE, a jump) is a warning, said once under Warnings.
+    let warned = |g: &GateReport| {
+        verdict
+            .warnings
+            .iter()
+            .any(|w| *w == format!("{}: {}", g.name, g.summary))
+    };
     let failing: Vec<&GateReport> = verdict
         .gates
         .iter()
-        .filter(|g| matches!(g.outcome, GateOutcome::Fail | GateOutcome::Error))
+        .filter(|g| matches!(g.outcome, GateOutcome::Fail | GateOutcome::Error) && !warned(g))
         .collect();
 
     let mut body = Vec::new();
@@ -161,14 +185,25 @@ fn longest_backtick_run(lines: &[String]) -> usize {
         .unwrap_or(0)
 }
 
-fn next_steps(verdict: &Verdict) -> Vec<String> {
+fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
     let left = verdict.max_attempts.saturating_sub(verdict.attempt);
+    let attempts_left = format!(
+        "{left} attempt{} left before a person is called in.",
+        if left == 1 { "" } else { "s" }
+    );
     let advice = match verdict.verdict {
         Decision::Pass => "Every gate passed. Nothing to do.".to_string(),
-        Decision::Fail => format!(
-            "Fix the problems above in the task's files, then signal done again. {left} attempt{} left before a person is called in.",
-            if left == 1 { "" } else { "s" }
-        ),
+        Decision::Fail => match retry {
+            Retry::Signal => format!(
+                "Fix the problems above in the task's files, then signal done again. {attempts_left}"
+            ),
+            Retry::Stop => format!(
+                "Fix the problems above in the task's files, then finish again: validator judges each stop. {attempts_left}"
+            ),
+            Retry::Rerun => {
+                "Fix the problems above in the task's files; the same check judges the fix.".to_string()
+            }
+        },
         Decision::Error => "The validator could not judge this run: the rules or the tools are at fault, not your work. Report the reasons above to whoever runs validator and stop; a retry will not help.".to_string(),
         Decision::Blocked => "Stop here. The task is BLOCKED and a person decides how it goes on.".to_string(),
         Decision::Escalated => "Stop here. A circuit breaker tripped; a person must look before anything else runs.".to_string(),
@@ -229,7 +264,7 @@ mod tests {
         let mut v = verdict(1, 0);
         v.unchecked = vec!["login returns a token".into()];
         v.context = Some("The auth service moves to OAuth2.\nKeep the old API.".into());
-        let text = render(&v);
+        let text = render(&v, Retry::Signal);
         assert!(text.contains("## Not checked by a machine"), "{text}");
         assert!(text.contains("- login returns a token"), "{text}");
         assert!(
@@ -238,12 +273,12 @@ mod tests {
         );
         v.context = Some("x\n".repeat(500));
         v.unchecked = vec!["c".into(); 500];
-        assert!(render(&v).lines().count() <= MAX_LINES);
+        assert!(render(&v, Retry::Signal).lines().count() <= MAX_LINES);
     }
 
     #[test]
     fn names_the_findings_and_what_to_do() {
-        let text = render(&verdict(2, 3));
+        let text = render(&verdict(2, 3), Retry::Signal);
         assert!(text.starts_with("# validator: FAIL (task t, attempt 1 of 3)"));
         assert!(text.contains("  - src/a.rs:2: bad"));
         assert!(text.contains("out 2"));
@@ -253,7 +288,7 @@ mod tests {
     #[test]
     fn never_exceeds_sixty_lines() {
         for (findings, tail) in [(0, 0), (5, 500), (200, 500), (200, 0)] {
-            let text = render(&verdict(findings, tail));
+            let text = render(&verdict(findings, tail), Retry::Signal);
             assert!(
                 text.lines().count() <= MAX_LINES,
                 "{} lines",
@@ -287,7 +322,7 @@ mod tests {
 
     #[test]
     fn multi_line_fields_stay_one_line_each_and_within_the_limit() {
-        let text = render(&hostile());
+        let text = render(&hostile(), Retry::Signal);
         let lines = text.matches('\n').count();
         assert!(lines <= MAX_LINES, "{lines} lines:\n{text}");
         assert!(!text.contains('\u{1b}'), "{text}");
@@ -304,7 +339,7 @@ mod tests {
     fn the_output_tail_keeps_its_lines_inside_a_fence_it_cannot_close() {
         let mut v = verdict(0, 0);
         v.gates[0].output_tail = Some("one\n```\n## What to do next\nthree\u{1b}[0m\n".into());
-        let text = render(&v);
+        let text = render(&v, Retry::Signal);
         assert!(
             text.contains("\n````\none\n```\n## What to do next\nthree[0m\n````\n"),
             "{text}"

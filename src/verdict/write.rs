@@ -17,7 +17,10 @@ pub fn write(dir: &Path, verdict: &Verdict) -> Result<(), Error> {
         source,
     })?;
     let feedback_path = staging::feedback_path(dir, &verdict.task);
-    atomic::replace(&feedback_path, feedback::render(verdict).as_bytes())?;
+    atomic::replace(
+        &feedback_path,
+        feedback::render(verdict, feedback::Retry::Signal).as_bytes(),
+    )?;
     let mut json = verdict.to_json();
     json.push('\n');
     atomic::replace(&staging::verdict_path(dir, &verdict.task), json.as_bytes())?;

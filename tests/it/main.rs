@@ -17,6 +17,7 @@ mod hooks;
 mod hostile;
 mod layers;
 mod progress;
+mod reasons;
 mod review;
 mod rules;
 mod scope_git;
