@@ -328,21 +328,27 @@ impl Command {
             }
             Parse::TestNames if !failed => Outcome::pass("tests passed"),
             Parse::TestNames => {
-                let mut failures = test_names::from_output(text);
+                let report = test_names::from_output(text);
+                let mut failures = report.failed;
                 let mut note = String::new();
                 if let Some(report) = &self.junit {
                     match read_junit(ctx, report) {
                         Ok(from_report) => {
                             for test in from_report {
-                                if !failures.iter().any(|known| {
-                                    known.name.ends_with(&test.name)
-                                        || test.name.ends_with(&known.name)
-                                }) {
+                                if !failures
+                                    .iter()
+                                    .any(|known| test_names::same_test(&known.name, &test.name))
+                                {
                                     failures.push(test);
                                 }
                             }
                         }
                         Err(why) => note = format!(" (JUnit report {report}: {why})"),
+                    }
+                }
+                if failures.is_empty() {
+                    if let Some(cause) = report.could_not_run {
+                        return Outcome::fail(format!("the tests could not run: {cause}{note}"));
                     }
                 }
                 failures.truncate(MAX_FINDINGS);

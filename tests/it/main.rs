@@ -9,6 +9,7 @@ mod bypasses;
 mod cache;
 mod cli;
 mod contracts;
+mod corpus;
 mod example;
 mod formats;
 mod fuzz_seeds;

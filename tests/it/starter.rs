@@ -638,7 +638,8 @@ fn the_node_pack_runs_the_package_scripts_and_fails_on_a_failing_test() {
 
     std::fs::write(dir.join("index.js"), "exports.add = (a, b) => a - b;\n").expect("write");
     let (code, verdict) = check(&dir, &[]);
-    assert_failed_at("node", code, &verdict, "test", "`npm` exited with 1");
+    // node --test's TAP names the failed test, with the assertion's message.
+    assert_failed_at("node", code, &verdict, "test", "test failed: adds");
     let output = common::gate(&verdict, "test")["output_tail"].to_string();
     assert!(output.contains("not ok 1 - adds"), "{output}");
 }

@@ -97,7 +97,14 @@ impl Scanner {
             return;
         }
         if let Some(found) = formatter(trimmed) {
-            self.push(found);
+            // One finding a file, at its first difference: the fix is one command.
+            if !self
+                .found
+                .iter()
+                .any(|f| f.file == found.file && f.rule == found.rule)
+            {
+                self.push(found);
+            }
             return;
         }
         if indented {
@@ -115,8 +122,23 @@ impl Scanner {
             self.push(found);
             return;
         }
-        if !indented && looks_like_path(trimmed) {
-            self.list_file = Some(trimmed.to_owned());
+        let heading = trimmed.strip_suffix(':').unwrap_or(trimmed);
+        if !indented && looks_like_path(heading) {
+            self.list_file = Some(heading.to_owned());
+            return;
+        }
+        // pyright puts its rule at the end of a message's last continuation line.
+        if indented {
+            if let Some(last) = self.found.last_mut().filter(|f| f.rule.is_none()) {
+                if let Some(rule) = trimmed
+                    .strip_suffix(')')
+                    .and_then(|t| t.rsplit_once(" ("))
+                    .map(|(_, rule)| rule)
+                    .filter(|rule| rule.starts_with("report") && !rule.contains(' '))
+                {
+                    last.rule = Some(rule.to_owned());
+                }
+            }
         }
     }
 
@@ -219,6 +241,15 @@ fn header(line: &str) -> Option<Header> {
             Some((severity, code)) => (severity, code.strip_suffix(']')),
             None => (kind, None),
         };
+        // ruff names a finding by its rule where rustc puts the level: `unformatted: ...`,
+        // `invalid-syntax: ...`. (`note:` and `help:` are parts of the finding above.)
+        if is_rule_word(severity) && code.is_none() && !message.is_empty() {
+            return Some(Header {
+                severity: None,
+                rule: Some(severity.to_owned()),
+                message: message.to_owned(),
+            });
+        }
         if matches!(severity, "error" | "warning") && !message.is_empty() {
             if message.starts_with("aborting due to")
                 || message.starts_with("could not compile")
@@ -247,6 +278,16 @@ fn header(line: &str) -> Option<Header> {
     })
 }
 
+/// A rule's name written where rustc writes the level: lower case words joined by `-`.
+fn is_rule_word(word: &str) -> bool {
+    !matches!(word, "error" | "warning" | "note" | "help")
+        && word.len() > 2
+        && word.starts_with(|c: char| c.is_ascii_lowercase())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 /// The lint a rustc block's notes name: `= note: `#[warn(unused_variables)]` on by default`,
 /// `= help: ... index.html#needless_return` (clippy).
 fn block_note(line: &str) -> Option<String> {
@@ -273,6 +314,12 @@ fn list_row(text: &str) -> Option<Finding> {
     let column: u32 = column.parse().ok()?;
     let rest = rest.trim_start();
     let (severity, rest) = rest.split_once(char::is_whitespace)?;
+    if is_code(severity) {
+        // ruff's grouped format: `1:8  F401 [*] message` under `file:`.
+        let message = rest.trim();
+        let message = message.strip_prefix("[*] ").unwrap_or(message);
+        return Some(Finding::at("", line_no, Some(column), message).with_rule(Some(severity)));
+    }
     if !matches!(severity, "error" | "warning" | "info") {
         return None;
     }
@@ -302,14 +349,20 @@ fn formatter(line: &str) -> Option<Finding> {
     } else if let Some(rest) = line.strip_prefix("Diff in ") {
         // cargo fmt --check: `Diff in /abs/src/main.rs:3:` or `Diff in /abs/src/main.rs at line 3:`
         let rest = rest.trim_end_matches(':');
-        let file = match rest.split_once(" at line ") {
-            Some((file, _)) => file,
+        let (file, at) = match rest.split_once(" at line ") {
+            Some((file, at)) => (file, at),
             None => rest
                 .rsplit_once(':')
                 .filter(|(_, n)| n.chars().all(|c| c.is_ascii_digit()))
-                .map_or(rest, |(file, _)| file),
+                .unwrap_or((rest, "")),
         };
-        (file, "cargo fmt")
+        let file = file.trim();
+        let line_no = at.trim().parse::<u32>().ok().filter(|&n| n > 0);
+        return (looks_like_path(file)).then(|| Finding {
+            line: line_no,
+            ..Finding::in_file(file, "is not formatted; run `cargo fmt` to fix it")
+                .with_rule(Some("format"))
+        });
     } else if let Some(file) = line.strip_prefix("[warn] ") {
         // prettier --check; its closing line is not a file.
         if file.contains(' ') {
@@ -399,10 +452,10 @@ mod tests {
     fn formatters_name_each_file_and_the_fix() {
         let out = "Diff in /t/src/main.rs:1:\n-fn main(){}\nDiff in /t/src/main.rs at line 5:\nWould reformat: a.py\n[warn] src/b.js\n[warn] Code style issues found in the above file. Run Prettier with --write to fix.\n";
         let found = shown(out);
-        assert_eq!(found.len(), 4, "{found:?}");
+        assert_eq!(found.len(), 3, "{found:?}");
         assert_eq!(
             found[0],
-            "/t/src/main.rs: is not formatted; run `cargo fmt` to fix it [format]"
+            "/t/src/main.rs:1: is not formatted; run `cargo fmt` to fix it [format]"
         );
     }
 }

@@ -8,7 +8,11 @@ use crate::verdict::Finding;
 /// The finding on `line`, if it is one.
 pub fn read(line: &str) -> Option<Finding> {
     let line = line.trim_end();
-    if let Some(found) = paren(line).or_else(|| dash(line)) {
+    if let Some(found) = paren(line)
+        .or_else(|| dash(line))
+        .or_else(|| github(line))
+        .or_else(|| compact(line))
+    {
         return Some(found);
     }
     if let Some(found) = located(line) {
@@ -144,11 +148,16 @@ pub fn described(mut finding: Finding, text: &str) -> Finding {
     let mut text = text.trim();
     let mut severity: Option<&str> = None;
     let mut rule: Option<String> = None;
-    // [error] msg (yamllint -f parsable)
+    // `[error] msg` (yamllint -f parsable), `[F401] msg` (ruff's pylint format),
+    // `[C0114(missing-module-docstring), obj] msg` (pylint parseable), `[document-start] msg`.
     if let Some(rest) = text.strip_prefix('[') {
-        if let Some((word, after)) = rest.split_once(']') {
+        if let Some((inside, after)) = rest.split_once(']') {
+            let word = inside.split(['(', ',']).next().unwrap_or_default().trim();
             if is_severity(word) {
                 severity = Some(word);
+                text = after.trim_start();
+            } else if is_code(word) || is_rule_name(word) {
+                rule = Some(word.to_owned());
                 text = after.trim_start();
             }
         }
@@ -160,7 +169,7 @@ pub fn described(mut finding: Finding, text: &str) -> Finding {
         }
     }
     // A leading code: `E302 msg`, `C0114: msg`, `TS2322: msg`, `DL3008 warning: msg`.
-    if let Some(first) = text.split_whitespace().next() {
+    if let Some(first) = text.split_whitespace().next().filter(|_| rule.is_none()) {
         let bare = first.trim_end_matches(':');
         if is_code(bare) {
             rule = Some(bare.to_owned());
@@ -186,8 +195,109 @@ pub fn described(mut finding: Finding, text: &str) -> Finding {
             }
         }
     }
+    // markdownlint's `MD022/blanks-around-headings`: the code is the rule.
+    let rule = rule.map(|r| match r.split_once('/') {
+        Some((code, _)) if is_code(code) => code.to_owned(),
+        _ => r,
+    });
     finding.message = text.trim().to_owned();
     finding.with_severity(severity).with_rule(rule.as_deref())
+}
+
+/// A rule's name as tools write it in brackets: `document-start`, `truthy`.
+fn is_rule_name(word: &str) -> bool {
+    word.len() > 2
+        && word.starts_with(|c: char| c.is_ascii_lowercase())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// A GitHub Actions workflow command, as ruff, biome and yamllint print them for CI:
+/// `::error title=..,file=..,line=1,col=8::message` (`%0A` and the like escaped).
+fn github(line: &str) -> Option<Finding> {
+    let rest = line.strip_prefix("::")?;
+    let (command, rest) = rest.split_once(' ')?;
+    if !matches!(command, "error" | "warning" | "notice") {
+        return None;
+    }
+    let (properties, message) = rest.split_once("::")?;
+    let unescape = |text: &str| {
+        text.replace("%0A", " ")
+            .replace("%0D", "")
+            .replace("%3A", ":")
+            .replace("%2C", ",")
+            .replace("%25", "%")
+    };
+    let mut file = None;
+    let mut line_no = None;
+    let mut column = None;
+    let mut title = None;
+    for property in properties.split(',') {
+        let Some((key, value)) = property.split_once('=') else {
+            continue;
+        };
+        match key {
+            "file" => file = Some(unescape(value)),
+            "line" => line_no = value.parse::<u32>().ok().filter(|&n| n > 0),
+            "col" => column = value.parse::<u32>().ok(),
+            "title" => title = Some(unescape(value)),
+            _ => {}
+        }
+    }
+    let file = file.filter(|f| !f.trim().is_empty())?;
+    let message = unescape(message);
+    let message = message.split("  help:").next().unwrap_or(&message).trim();
+    // The message may repeat the place: `app.py:1:8: F401 ...` (ruff), `1:1 [rule] ...`
+    // (yamllint).
+    if let Some(inner) = located(message) {
+        return Some(
+            Finding {
+                file: Some(file),
+                line: line_no.or(inner.line),
+                column: column.or(inner.column),
+                ..inner
+            }
+            .with_severity(Some(command)),
+        );
+    }
+    let message = message
+        .split_once(' ')
+        .filter(|(at, _)| at.split(':').all(|n| n.parse::<u32>().is_ok()))
+        .map_or(message, |(_, rest)| rest);
+    let mut finding = described(Finding::new(""), message);
+    finding.file = Some(file);
+    finding.line = line_no;
+    finding.column = column;
+    if finding.rule.is_none() {
+        // `ruff (F401)`, `lint/style/useConst`
+        let title = title.unwrap_or_default();
+        let rule = trailing_code(&title)
+            .map(|(_, code)| code.to_owned())
+            .or_else(|| (!title.contains(' ') && !title.is_empty()).then_some(title));
+        finding = finding.with_rule(rule.as_deref());
+    }
+    Some(finding.with_severity(Some(command)))
+}
+
+/// eslint's compact format: `file: line 1, col 7, Error - message (rule)`.
+fn compact(line: &str) -> Option<Finding> {
+    let (file, rest) = line.split_once(": line ")?;
+    if !looks_like_path(file) {
+        return None;
+    }
+    let (line_no, rest) = number(rest)?;
+    let rest = rest.strip_prefix(", col ")?;
+    let (column, rest) = number(rest)?;
+    let rest = rest.strip_prefix(", ")?;
+    let (severity, message) = rest.split_once(" - ")?;
+    if !is_severity(severity) || line_no == 0 {
+        return None;
+    }
+    Some(described(
+        Finding::at(file, line_no, Some(column), ""),
+        &format!("{severity}: {message}"),
+    ))
 }
 
 /// `error: rest`, `warning rest` (a severity word, with or without its colon) at the start.
@@ -406,7 +516,7 @@ mod tests {
                     3,
                     None,
                     None,
-                    Some("MD022/blanks-around-headings"),
+                    Some("MD022"),
                     "Headings should be surrounded",
                 ),
             ),

@@ -15,49 +15,24 @@ mod structured;
 
 use crate::verdict::Finding;
 
-/// The formats validator reads: their names and the tools known to print them. Auto-detection
-/// tries every one; the list is what the docs and `rules check` show.
-pub const FORMATS: &[(&str, &str)] = &[
-    (
-        "gnu",
-        "file:line[:col]: [severity:] message [code]: gcc, ruff concise, flake8, pylint, mypy, go vet/build, staticcheck, golangci-lint, shellcheck -f gcc, yamllint -f parsable, actionlint, eslint -f unix, hadolint",
-    ),
-    (
-        "located-space",
-        "file:line[:col] CODE message: markdownlint, hadolint's default",
-    ),
-    (
-        "paren",
-        "file(line,col): severity CODE: message: tsc, MSBuild-style tools",
-    ),
-    (
-        "dash",
-        "file:line:col - severity CODE: message: tsc --pretty, pyright",
-    ),
-    (
-        "rustc",
-        "a header (`error[E0308]: msg`, `F401 msg`) over `--> file:line:col`: rustc, clippy, ruff's default",
-    ),
-    (
-        "stylish",
-        "a file name over indented `line:col severity message rule` rows: eslint's default, yamllint's default",
-    ),
-    (
-        "shellcheck",
-        "`In file line N:`, the source line and `^-- SC1234 (severity): message`: shellcheck's default",
-    ),
-    (
-        "biome",
-        "`file:line:col rule` headers over `✖ message`: biome",
-    ),
-    (
-        "formatter",
-        "files a formatter would change: cargo fmt --check, ruff format --check, prettier --check, black --check",
-    ),
-    ("cargo-json", "cargo/rustc --message-format=json lines"),
-    ("sarif", "SARIF 2.1.0"),
-    ("checkstyle", "checkstyle XML"),
-    ("rdjson", "reviewdog's rdjson and rdjsonl"),
+/// The formats validator reads, by the names `docs/reasons.md` gives them (a test holds the
+/// two together). Auto-detection tries every one.
+pub const FORMATS: &[&str] = &[
+    "gnu",
+    "located-space",
+    "paren",
+    "dash",
+    "rustc",
+    "stylish",
+    "compact",
+    "shellcheck",
+    "biome",
+    "github",
+    "formatter",
+    "cargo-json",
+    "sarif",
+    "checkstyle",
+    "rdjson",
 ];
 
 /// Removes terminal control sequences of every kind (CSI colours, OSC titles and links,
@@ -69,9 +44,53 @@ pub fn strip_ansi(text: &str) -> String {
 /// Finds every finding in `output` (already capped in size by the process runner), each once,
 /// in the order the tool printed them.
 pub fn parse(output: &str) -> Vec<Finding> {
-    let mut found = structured::parse(output).unwrap_or_else(|| blocks::Scanner::scan(output));
+    let mut found = structured::parse(output)
+        .or_else(|| go_files(output))
+        .unwrap_or_else(|| blocks::Scanner::scan(output));
+    for finding in &mut found {
+        tidy(finding);
+    }
     dedup(&mut found);
     found
+}
+
+/// `gofmt -l`: nothing but the names of the Go files it would change, one a line.
+fn go_files(output: &str) -> Option<Vec<Finding>> {
+    let names: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let all_go = !names.is_empty()
+        && names
+            .iter()
+            .all(|n| n.ends_with(".go") && lines::looks_like_path(n));
+    all_go.then(|| {
+        names
+            .iter()
+            .map(|name| {
+                Finding::in_file(*name, "is not formatted; run `gofmt -w` to fix it")
+                    .with_rule(Some("format"))
+            })
+            .collect()
+    })
+}
+
+/// What a reader may rely on whatever the tool wrote: a file is named or absent, never empty;
+/// a line is counted from 1; every finding says something.
+fn tidy(finding: &mut Finding) {
+    if finding.file.as_deref().is_some_and(|f| f.trim().is_empty()) {
+        finding.file = None;
+    }
+    if finding.file.is_none() || finding.line == Some(0) {
+        finding.line = None;
+    }
+    if finding.line.is_none() {
+        finding.column = None;
+    }
+    if finding.message.trim().is_empty() {
+        finding.message = "(the tool gave no message)".into();
+    }
 }
 
 /// Drops a finding printed twice (cargo prints a crate's warnings for each target that builds
@@ -145,6 +164,17 @@ mod tests {
             strip_ansi("\u{1b}]8;;https://x\u{1b}\\link\u{1b}]8;;\u{1b}\\"),
             "link"
         );
+    }
+
+    #[test]
+    fn the_reference_lists_every_format() {
+        let reference = include_str!("../../../docs/reasons.md");
+        for format in FORMATS {
+            assert!(
+                reference.contains(&format!("| `{format}` |")),
+                "docs/reasons.md has no row for `{format}`"
+            );
+        }
     }
 
     #[test]

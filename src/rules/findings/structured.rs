@@ -13,7 +13,11 @@ use crate::verdict::Finding;
 pub fn parse(output: &str) -> Option<Vec<Finding>> {
     let text = output.trim();
     if text.starts_with('{') {
-        let document: Value = serde_json::from_str(text).ok()?;
+        // The document may be followed by a trailer (biome prints a summary after it).
+        let document: Value = serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .next()?
+            .ok()?;
         if let Some(runs) = document.get("runs").and_then(Value::as_array) {
             return Some(runs.iter().flat_map(sarif_run).collect());
         }
@@ -155,6 +159,15 @@ fn rdjson(diagnostic: &Value) -> Option<Finding> {
     Some(finding)
 }
 
+/// A checkstyle `source` as its rule: `eslint.rules.no-unused-vars` → `no-unused-vars`,
+/// `ShellCheck.SC2086` → `SC2086` (the last dotted part, as Java checkstyle names checks).
+fn checkstyle_rule(source: &str) -> &str {
+    match source.rsplit_once('.') {
+        Some((_, last)) if !last.is_empty() && !source.contains('/') => last,
+        _ => source,
+    }
+}
+
 /// `<file name=".."><error line="3" column="5" severity="error" message=".." source=".."/>`.
 fn checkstyle(text: &str) -> Option<Vec<Finding>> {
     let mut reader = Reader::from_str(text);
@@ -176,7 +189,7 @@ fn checkstyle(text: &str) -> Option<Vec<Finding>> {
             "error" => {
                 let mut finding = Finding::new(attribute("message").unwrap_or_default())
                     .with_severity(attribute("severity").as_deref())
-                    .with_rule(attribute("source").as_deref());
+                    .with_rule(attribute("source").as_deref().map(checkstyle_rule));
                 finding.file = file.clone();
                 finding.line = attribute("line").and_then(|n| n.parse().ok());
                 finding.column = attribute("column").and_then(|n| n.parse().ok());

@@ -1,0 +1,256 @@
+//! JavaScript's runners, each read where it prints its verdicts: node --test's TAP (`not ok`
+//! under its `# Subtest:` path, leaves only) and spec reporter (`✖ failing tests:`), jest's
+//! `● Suite › test` headers, vitest's `FAIL  file > suite > test` lines and mocha's numbered
+//! failure list. A test's name is its title path joined with ` > `. A suite that could not
+//! load (jest's "Test suite failed to run", vitest's failed file) is "could not run".
+
+use super::{Failed, Report, joined};
+
+pub fn read(lines: &[&str], report: &mut Report) {
+    if lines.iter().any(|l| l.trim() == "TAP version 13") {
+        tap(lines, report);
+    }
+    node_spec(lines, report);
+    jest(lines, report);
+    vitest(lines, report);
+    mocha(lines, report);
+}
+
+/// node --test's TAP: `# Subtest: name` opens a test at its indentation; `not ok N - name` at
+/// the same indentation closes it failed. A failure whose YAML says `subtestsFailed` only
+/// repeats its children's.
+fn tap(lines: &[&str], report: &mut Report) {
+    let mut path: Vec<(usize, String)> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let depth = line.len() - trimmed.len();
+        if let Some(name) = trimmed.strip_prefix("# Subtest: ") {
+            path.retain(|(d, _)| *d < depth);
+            path.push((depth, name.to_owned()));
+            continue;
+        }
+        let Some(rest) = trimmed.strip_prefix("not ok ") else {
+            continue;
+        };
+        let Some((_, name)) = rest.split_once(" - ") else {
+            continue;
+        };
+        let name = name.split(" # ").next().unwrap_or(name).trim();
+        let yaml: Vec<&str> = lines[i + 1..]
+            .iter()
+            .copied()
+            .take_while(|l| {
+                let t = l.trim_start();
+                l.len() - t.len() > depth || t.is_empty()
+            })
+            .collect();
+        path.retain(|(d, _)| *d < depth);
+        if yaml
+            .iter()
+            .any(|l| l.contains("failureType: 'subtestsFailed'"))
+        {
+            continue;
+        }
+        let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
+        titles.push(name);
+        let message = yaml.iter().find_map(|l| {
+            l.trim_start()
+                .strip_prefix("error: ")
+                .map(|e| e.trim_matches(['\'', '|', '>', '-', ' ']).to_owned())
+        });
+        report.add(Failed::named(&titles.join(" > ")).because(message.filter(|m| !m.is_empty())));
+    }
+}
+
+/// node --test's spec reporter: after `✖ failing tests:`, each failure under its suites
+/// (`▶ suite`), marked `✖ name (1.2ms)`.
+fn node_spec(lines: &[&str], report: &mut Report) {
+    let Some(start) = lines.iter().position(|l| l.trim() == "✖ failing tests:") else {
+        return;
+    };
+    let mut path: Vec<(usize, String)> = Vec::new();
+    for (i, line) in lines[start + 1..].iter().enumerate() {
+        let trimmed = line.trim_start();
+        let depth = line.len() - trimmed.len();
+        if let Some(suite) = trimmed.strip_prefix("▶ ") {
+            path.retain(|(d, _)| *d < depth);
+            path.push((depth, without_time(suite).to_owned()));
+        } else if let Some(test) = trimmed.strip_prefix("✖ ") {
+            path.retain(|(d, _)| *d < depth);
+            let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
+            titles.push(without_time(test));
+            let after = &lines[start + 2 + i..];
+            let message = joined(
+                after
+                    .iter()
+                    .copied()
+                    .take_while(|l| l.len() - l.trim_start().len() > depth)
+                    .filter(|l| !l.trim_start().starts_with("at "))
+                    .take(3),
+                3,
+            );
+            report.add(Failed::named(&titles.join(" > ")).because(message));
+        }
+    }
+}
+
+/// `adds (1.2ms)` → `adds`.
+fn without_time(text: &str) -> &str {
+    match text.rsplit_once(" (") {
+        Some((name, time)) if time.ends_with("ms)") || time.ends_with("s)") => name.trim(),
+        _ => text.trim(),
+    }
+}
+
+/// jest: `  ● math › subtracts` heads each failure's details; `● Test suite failed to run`
+/// heads a file that could not load.
+fn jest(lines: &[&str], report: &mut Report) {
+    if !lines
+        .iter()
+        .any(|l| l.starts_with("FAIL ") || l.starts_with("PASS ") || l.starts_with("Tests:"))
+    {
+        return;
+    }
+    for (i, line) in lines.iter().enumerate() {
+        let Some(title) = line.strip_prefix("  ● ") else {
+            continue;
+        };
+        let details = lines[i + 1..].iter().copied().take_while(|l| {
+            !l.starts_with("  ● ") && !l.starts_with("FAIL ") && !l.starts_with("PASS ")
+        });
+        if title.trim() == "Test suite failed to run" {
+            let cause = joined(details.take(6), 2);
+            report.cannot_run(cause.as_deref().unwrap_or("a test suite failed to run"));
+            continue;
+        }
+        let message = joined(
+            details
+                .filter(|l| !l.trim_start().starts_with("at "))
+                .take(4),
+            3,
+        );
+        report.add(Failed::named(&title.replace(" › ", " > ")).because(message));
+    }
+}
+
+/// vitest: ` FAIL  src/a.test.ts > suite > test` in its failure list (after `Failed Tests`),
+/// ` FAIL  src/a.test.ts [ src/a.test.ts ]` for a file that could not run.
+fn vitest(lines: &[&str], report: &mut Report) {
+    let Some(start) = lines
+        .iter()
+        .position(|l| l.contains("Failed Tests ") || l.contains("Failed Suites "))
+    else {
+        return;
+    };
+    for (i, line) in lines[start..].iter().enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix("FAIL ") else {
+            continue;
+        };
+        let rest = rest.trim();
+        let after = &lines[start + i + 1..];
+        let message = joined(
+            after
+                .iter()
+                .copied()
+                .take_while(|l| !l.trim_start().starts_with("FAIL ") && !l.contains('⎯')),
+            2,
+        );
+        if rest.ends_with(']') {
+            report.cannot_run(&format!(
+                "{}: {}",
+                rest.split(" [").next().unwrap_or(rest),
+                message.as_deref().unwrap_or("the file could not run")
+            ));
+            continue;
+        }
+        let Some((_file, titles)) = rest.split_once(" > ") else {
+            continue;
+        };
+        report.add(Failed::named(titles).because(message));
+    }
+}
+
+/// mocha: after `N failing`, each `  1) suite` whose title runs over lines to one ending in
+/// `:`, then the error.
+fn mocha(lines: &[&str], report: &mut Report) {
+    let Some(start) = lines.iter().position(|l| {
+        let t = l.trim();
+        t.ends_with(" failing")
+            && t.split(' ')
+                .next()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+    }) else {
+        return;
+    };
+    let mut i = start + 1;
+    while i < lines.len() {
+        let trimmed = lines[i].trim_start();
+        let numbered = trimmed
+            .split_once(") ")
+            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        let Some((_, first)) = numbered else {
+            i += 1;
+            continue;
+        };
+        let mut titles = vec![first.trim().trim_end_matches(':').to_owned()];
+        let mut j = i + 1;
+        if !first.trim_end().ends_with(':') {
+            while j < lines.len() {
+                let title = lines[j].trim();
+                j += 1;
+                if title.is_empty() {
+                    break;
+                }
+                titles.push(title.trim_end_matches(':').to_owned());
+                if title.ends_with(':') {
+                    break;
+                }
+            }
+        }
+        let message = joined(
+            lines[j..]
+                .iter()
+                .copied()
+                .take_while(|l| !l.trim_start().starts_with("at ") && !l.trim().is_empty()),
+            2,
+        );
+        report.add(Failed::named(&titles.join(" > ")).because(message));
+        i = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::from_output;
+
+    fn names(output: &str) -> Vec<String> {
+        from_output(output)
+            .failed
+            .into_iter()
+            .map(|f| f.name)
+            .collect()
+    }
+
+    #[test]
+    fn node_tap_names_leaves_under_their_suites() {
+        let out = "TAP version 13\n# not ok 1 - printed by a test\n# Subtest: math\n    # Subtest: adds\n    ok 1 - adds\n      ---\n      ...\n    # Subtest: subtracts\n    not ok 2 - subtracts\n      ---\n      failureType: 'testCodeFailure'\n      error: 'Expected values to be strictly equal'\n      ...\n    1..2\nnot ok 1 - math\n  ---\n  failureType: 'subtestsFailed'\n  ...\n";
+        let report = from_output(out);
+        assert_eq!(names(out), ["math > subtracts"]);
+        assert_eq!(
+            report.failed[0].message.as_deref(),
+            Some("Expected values to be strictly equal")
+        );
+    }
+
+    #[test]
+    fn jest_names_its_failure_headers() {
+        let out = "FAIL ./sum.test.js\n  math\n    ✕ subtracts (3 ms)\n\n  ● math › subtracts\n\n    expect(received).toBe(expected)\n\n      at Object.<anonymous> (sum.test.js:5:20)\n\nTests:       1 failed, 1 passed, 2 total\n";
+        assert_eq!(names(out), ["math > subtracts"]);
+    }
+
+    #[test]
+    fn mocha_names_its_failure_list() {
+        let out = "  math\n    ✔ adds\n    1) subtracts\n\n  1 passing (5ms)\n  1 failing\n\n  1) math\n       subtracts:\n     AssertionError: expected 1 to equal 2\n      at Context.<anonymous> (test.js:5:10)\n";
+        assert_eq!(names(out), ["math > subtracts"]);
+    }
+}

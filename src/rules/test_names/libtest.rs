@@ -1,0 +1,258 @@
+//! Rust's runners: `cargo test` (libtest, normal and `--quiet`) and `cargo nextest`. libtest's
+//! closing `failures:` list names every failed test; its `test x ... FAILED` lines are read
+//! too, but never inside a test's captured `---- x stdout ----` section, which is where a
+//! panic's message and place are taken from. A build that fails before any test runs is
+//! "could not run", with the compiler's first error.
+
+use super::{Failed, Report, joined};
+
+pub fn read(lines: &[&str], report: &mut Report) {
+    let libtest = lines
+        .iter()
+        .any(|l| is_running(l) || l.starts_with("test result: "));
+    let nextest = lines.iter().any(|l| {
+        let t = l.trim_start();
+        t.starts_with("Starting ") && t.contains(" tests across ") || t.starts_with("Summary [")
+    });
+    if libtest {
+        read_libtest(lines, report);
+    }
+    if nextest {
+        read_nextest(lines, report);
+    }
+    if !libtest && !nextest {
+        compile_error(lines, report);
+    }
+}
+
+fn is_running(line: &str) -> bool {
+    line.strip_prefix("running ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .is_some_and(|n| n.parse::<u64>().is_ok())
+        && (line.ends_with(" tests") || line.ends_with(" test"))
+}
+
+fn read_libtest(lines: &[&str], report: &mut Report) {
+    // The closing `failures:` lists name every failed test; `test x ... FAILED` lines are the
+    // fallback when the lists were cut off; captured sections give the panics.
+    let mut listed: Vec<&str> = Vec::new();
+    let mut reported: Vec<&str> = Vec::new();
+    let mut panics: Vec<Failed> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if let Some(name) = line
+            .strip_prefix("---- ")
+            .and_then(|rest| rest.strip_suffix(" stdout ----"))
+        {
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| ends_capture(l))
+                .map_or(lines.len(), |p| i + 1 + p);
+            let mut test = Failed::named(name.trim());
+            panic_in(&lines[i + 1..end], &mut test);
+            panics.push(test);
+            i = end;
+            continue;
+        }
+        if line == "failures:" {
+            let mut j = i + 1;
+            while j < lines.len() && lines[j].is_empty() {
+                j += 1;
+            }
+            while j < lines.len() && lines[j].starts_with("    ") {
+                listed.push(lines[j].trim());
+                j += 1;
+            }
+            i = j.max(i + 1);
+            continue;
+        }
+        if let Some(name) = line
+            .strip_prefix("test ")
+            .and_then(|rest| rest.strip_suffix(" ... FAILED"))
+        {
+            let name = name.trim();
+            reported.push(name.strip_suffix(" - should panic").unwrap_or(name).trim());
+        }
+        i += 1;
+    }
+    let names = if listed.is_empty() { reported } else { listed };
+    for name in names {
+        let test = panics
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+            .unwrap_or_else(|| Failed::named(name));
+        report.add(test);
+    }
+}
+
+/// Where a libtest capture section ends: the next section, the lists, the closing line.
+fn ends_capture(line: &str) -> bool {
+    (line.starts_with("---- ") && line.ends_with(" ----"))
+        || line == "failures:"
+        || line.starts_with("test result: ")
+        || is_running(line)
+}
+
+/// A panic in a test's captured output: `thread 'x' panicked at src/lib.rs:5:9:` and the
+/// message under it (or, before Rust 1.73, `panicked at 'msg', src/lib.rs:5:9`).
+fn panic_in(section: &[&str], test: &mut Failed) {
+    let Some(at) = section.iter().position(|l| l.contains("' panicked at ")) else {
+        return;
+    };
+    let line = section[at];
+    let rest = line
+        .split_once("' panicked at ")
+        .map(|(_, rest)| rest)
+        .unwrap_or_default();
+    let (location, inline) = if let Some(location) = rest.strip_suffix(':') {
+        (location, None)
+    } else if let Some((message, location)) = rest.rsplit_once("', ") {
+        (location, Some(message.trim_start_matches('\'').to_owned()))
+    } else {
+        (rest, None)
+    };
+    let mut parts = location.rsplitn(3, ':');
+    let (_, line_no, file) = (parts.next(), parts.next(), parts.next());
+    if let (Some(file), Some(Ok(line_no))) = (file, line_no.map(str::parse::<u32>)) {
+        test.file = Some(file.to_owned());
+        test.line = Some(line_no);
+    }
+    let message = inline.or_else(|| {
+        joined(
+            section[at + 1..]
+                .iter()
+                .copied()
+                .take_while(|l| !l.starts_with("note: ") && !l.starts_with("stack backtrace:")),
+            6,
+        )
+    });
+    test.message = message.map(|m| super::clip(&m));
+}
+
+fn read_nextest(lines: &[&str], report: &mut Report) {
+    // The closing summary lists every failure again; before it, a test's captured output
+    // could hold anything, so the summary is preferred when there is one.
+    let start = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("Summary ["))
+        .unwrap_or(0);
+    let mut named = Vec::new();
+    for line in &lines[start..] {
+        if let Some(name) = nextest_status(line) {
+            named.push(name);
+        }
+    }
+    for name in named {
+        let mut test = Failed::named(name);
+        // The panic, from the failure's STDERR section, if it is in the output.
+        if let Some(at) = lines.iter().position(|l| {
+            let t = l.trim_start();
+            (t.starts_with("--- STDERR:") || t.starts_with("──── STDERR:")) && t.contains(name)
+        }) {
+            let end = lines[at + 1..]
+                .iter()
+                .position(|l| nextest_status(l).is_some() || l.trim_start().starts_with("---"))
+                .map_or(lines.len(), |p| at + 1 + p);
+            panic_in(&lines[at + 1..end], &mut test);
+        }
+        report.add(test);
+    }
+}
+
+/// `FAIL [   0.004s] (1/3) crate tests::x` (and TIMEOUT, SIGSEGV, ...): the test's path.
+fn nextest_status(line: &str) -> Option<&str> {
+    let trimmed = line.trim_start();
+    let rest = [
+        "FAIL [",
+        "TIMEOUT [",
+        "SIGSEGV [",
+        "SIGABRT [",
+        "SIGKILL [",
+        "LEAK-FAIL [",
+    ]
+    .iter()
+    .find_map(|status| trimmed.strip_prefix(status))?;
+    let after = rest.split_once(']')?.1.trim();
+    let after = match after.strip_prefix('(') {
+        Some(counted) => counted.split_once(')')?.1.trim(),
+        None => after,
+    };
+    let name = after.rsplit(' ').next()?;
+    (!name.is_empty() && after.contains(' ')).then_some(name)
+}
+
+/// A build that failed before any test ran: rustc's first error, with its place.
+fn compile_error(lines: &[&str], report: &mut Report) {
+    if !lines
+        .iter()
+        .any(|l| l.starts_with("error: could not compile"))
+    {
+        return;
+    }
+    let Some(at) = lines.iter().position(|l| {
+        l.starts_with("error[")
+            || l.starts_with("error: ") && !l.starts_with("error: could not compile")
+    }) else {
+        return;
+    };
+    let place = lines
+        .get(at + 1)
+        .and_then(|l| l.trim_start().strip_prefix("--> "))
+        .map(|place| format!(" at {}", place.trim()))
+        .unwrap_or_default();
+    report.cannot_run(&format!("the build failed: {}{place}", lines[at]));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::from_output;
+
+    fn names(output: &str) -> Vec<String> {
+        from_output(output)
+            .failed
+            .into_iter()
+            .map(|f| f.name)
+            .collect()
+    }
+
+    #[test]
+    fn cargo_test_names_from_the_lines_and_the_list() {
+        let out = "running 3 tests\ntest a::ok ... ok\ntest a::broken ... FAILED\ntest b::also - should panic ... FAILED\n\nfailures:\n\n---- a::broken stdout ----\ntest fake::one ... FAILED\nthread 'a::broken' panicked at src/a.rs:9:5:\nassertion `left == right` failed\n  left: 1\n right: 2\nnote: run with `RUST_BACKTRACE=1`\n\n\nfailures:\n    a::broken\n    b::also\n\ntest result: FAILED. 1 passed; 2 failed\n";
+        let report = from_output(out);
+        assert_eq!(names(out), ["a::broken", "b::also"]);
+        let first = &report.failed[0];
+        assert_eq!(first.file.as_deref(), Some("src/a.rs"));
+        assert_eq!(first.line, Some(9));
+        assert_eq!(
+            first.message.as_deref(),
+            Some("assertion `left == right` failed left: 1 right: 2")
+        );
+    }
+
+    #[test]
+    fn quiet_cargo_test_names_from_its_list() {
+        let out = "running 2 tests\n.F\nfailures:\n\n---- t::x stdout ----\nthread 't::x' panicked at src/lib.rs:3:9:\nboom\n\n\nfailures:\n    t::x\n\ntest result: FAILED. 1 passed; 1 failed;\n";
+        assert_eq!(names(out), ["t::x"]);
+    }
+
+    #[test]
+    fn nextest_prefers_its_summary() {
+        let out = "    Starting 3 tests across 1 binary\n        FAIL [   0.004s] (1/3) mycrate tests::broken\n--- STDOUT:              mycrate tests::broken ---\n        FAIL [   0.001s] mycrate fake::printed\n     Summary [   0.010s] 3 tests run: 2 passed, 1 failed\n        FAIL [   0.004s] (1/3) mycrate tests::broken\n";
+        assert_eq!(names(out), ["tests::broken"]);
+    }
+
+    #[test]
+    fn a_compile_error_is_tests_that_could_not_run() {
+        let out = "   Compiling x v0.1.0\nerror[E0425]: cannot find value `y` in this scope\n --> src/lib.rs:3:5\n  |\nerror: could not compile `x` (lib test) due to 1 previous error\n";
+        let report = from_output(out);
+        assert!(report.failed.is_empty());
+        assert_eq!(
+            report.could_not_run.as_deref(),
+            Some(
+                "the build failed: error[E0425]: cannot find value `y` in this scope at src/lib.rs:3:5"
+            )
+        );
+    }
+}
