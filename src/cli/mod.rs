@@ -215,6 +215,8 @@ pub(crate) enum Format {
     Github,
     /// The feedback an agent reads (at most 60 lines)
     Feedback,
+    /// SARIF 2.1.0, for code scanning (a result per finding)
+    Sarif,
 }
 
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -386,6 +388,7 @@ pub(crate) fn print_verdict(
         Format::Junit => format::junit(verdict),
         Format::Github => format::github(verdict),
         Format::Feedback => feedback::render(verdict, retry),
+        Format::Sarif => validator::verdict::sarif::sarif(verdict),
     };
     let mut out = anstream::stdout();
     out.write_all(rendered.as_bytes())

@@ -3,6 +3,7 @@
 
 pub mod feedback;
 pub mod format;
+pub mod sarif;
 pub mod sign;
 pub mod write;
 

@@ -1,0 +1,117 @@
+//! The verdict as SARIF 2.1.0 (`check --format sarif`), the log code scanning reads
+//! (`github/codeql-action/upload-sarif`): a result per finding, at its file and line when the
+//! tool said them, and a result per failing gate that found nothing more precise. Everything in
+//! it comes from the worker's files and tools and is only ever data: serde writes every string.
+
+use serde_json::{Value, json};
+
+use super::{Finding, GateOutcome, GateReport, Verdict};
+
+/// The SARIF log of `verdict`.
+pub fn sarif(verdict: &Verdict) -> String {
+    let mut results = Vec::new();
+    let mut rules: Vec<String> = Vec::new();
+    for gate in &verdict.gates {
+        let failed = matches!(gate.outcome, GateOutcome::Fail | GateOutcome::Error);
+        for finding in &gate.findings {
+            results.push(result(gate, finding, failed, &mut rules));
+        }
+        if failed && gate.findings.is_empty() {
+            results.push(result(
+                gate,
+                &Finding::new(&gate.summary),
+                failed,
+                &mut rules,
+            ));
+        }
+    }
+    let rules: Vec<Value> = rules
+        .iter()
+        .map(|id| json!({"id": id, "name": id}))
+        .collect();
+    let log = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "validator",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }},
+            "automationDetails": {"id": format!("validator/{}/", verdict.pipeline)},
+            "results": results,
+        }],
+    });
+    let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// One result. Its rule is the tool's code under the gate's name (`lint/F401`), or the gate's
+/// name, so code scanning groups alike findings; its level is the tool's severity where it
+/// said one, else the gate's outcome.
+fn result(gate: &GateReport, finding: &Finding, failed: bool, rules: &mut Vec<String>) -> Value {
+    let rule = match &finding.rule {
+        Some(code) => format!("{}/{code}", gate.name),
+        None => gate.name.clone(),
+    };
+    let index = match rules.iter().position(|r| *r == rule) {
+        Some(index) => index,
+        None => {
+            rules.push(rule.clone());
+            rules.len() - 1
+        }
+    };
+    let level = match finding.severity.as_deref() {
+        Some("error" | "fatal") => "error",
+        Some("warning" | "warn") => "warning",
+        Some(_) => "note",
+        None if failed => "error",
+        None => "warning",
+    };
+    let mut result = json!({
+        "ruleId": rule,
+        "ruleIndex": index,
+        "level": level,
+        "message": {"text": format!("{}: {}", gate.name, finding.text())},
+    });
+    if let Some(file) = &finding.file {
+        let mut location = json!({
+            "physicalLocation": {"artifactLocation": {"uri": uri(file), "uriBaseId": "%SRCROOT%"}}
+        });
+        if let Some(line) = finding.line.filter(|&l| l > 0) {
+            let mut region = json!({"startLine": line});
+            if let Some(column) = finding.column.filter(|&c| c > 0) {
+                region["startColumn"] = json!(column);
+            }
+            location["physicalLocation"]["region"] = region;
+        }
+        result["locations"] = json!([location]);
+    }
+    result
+}
+
+/// A relative file name as a URI reference: every byte but unreserved ones and `/`
+/// percent-encoded, so spaces, `#`, `?` and `%` in a worker's file names stay part of the name.
+fn uri(file: &str) -> String {
+    let mut out = String::with_capacity(file.len());
+    for byte in file.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_uri_references() {
+        assert_eq!(uri("src/a b#1?.rs"), "src/a%20b%231%3F.rs");
+        assert_eq!(uri("é.py"), "%C3%A9.py");
+    }
+}
