@@ -70,6 +70,20 @@ pub struct GateSpec {
     pub schema: Option<PathBuf>,
     /// schema: largest document read, in bytes (default: 10 MiB).
     pub max_bytes: Option<u64>,
+    /// schema: assert `format` (`ipv4`, `email`, `date-time`, ...) in every draft, as
+    /// check-jsonschema does (default: true); false leaves formats as annotations only. Formats
+    /// validator does not know are ignored.
+    pub formats: Option<bool>,
+    /// schema: the draft a schema without `$schema` is read as: 4, 6, 7, 2019-09 or 2020-12
+    /// (default: 2020-12, and its errors then say it was assumed). A `$schema` in the file says
+    /// what the file is written in and wins; a `draft:` that names another draft is an error.
+    pub draft: Option<crate::rules::schema::Draft>,
+    /// schema: URL prefixes mapped to local directories (relative to the rules file), such as
+    /// `{"https://example.com/schemas/": "schemas/"}`: a `$ref` under a prefix is read from its
+    /// directory, never from outside it. validator never fetches anything: any other remote
+    /// `$ref` is an error.
+    #[schemars(extend("propertyNames" = {"pattern": "^[Hh][Tt][Tt][Pp][Ss]?://.*/$"}))]
+    pub refs: Option<BTreeMap<String, PathBuf>>,
     // file-scope
     /// file-scope: globs a changed file must match (if given).
     pub allow: Option<Vec<Pattern>>,
@@ -106,6 +120,9 @@ impl GateSpec {
             junit: None,
             schema: None,
             max_bytes: None,
+            formats: None,
+            draft: None,
+            refs: None,
             allow: None,
             readonly: None,
             deny: None,

@@ -21,6 +21,7 @@ mod progress;
 mod reasons;
 mod review;
 mod rules;
+mod schema_suite;
 mod scope_git;
 mod sidecar;
 mod signing;
