@@ -143,3 +143,167 @@ fn findings_are_read_from_real_tools_output_without_inventing_any() {
         misses.join("\n")
     );
 }
+
+/// Go reports a parent test as failed with its failing subtest; validator names the subtest
+/// only (one failure, one name), so a truth name that is the parent of another is not asked for.
+fn leaves(names: Vec<String>) -> Vec<String> {
+    names
+        .iter()
+        .filter(|name| {
+            !names
+                .iter()
+                .any(|other| other.starts_with(&format!("{name}/")))
+        })
+        .cloned()
+        .collect()
+}
+
+#[derive(Default)]
+struct Named {
+    truth: usize,
+    found: usize,
+    invented: usize,
+    ambiguous: usize,
+    outcome_right: bool,
+}
+
+/// Names no reader of the output can tell from a real failure, each with why; the table
+/// counts them apart and they are not held against the parser.
+const AMBIGUOUS: &[(&str, &str, &str)] = &[
+    (
+        "go-test-default",
+        "TestFake/sub",
+        "plain `go test` of a failing package: a passing test printed `--- FAIL: TestFake (0.00s)` and its subtest line, exactly as go prints a failure (go's test2json and gotestsum report it too)",
+    ),
+    (
+        "gotestsum-junit",
+        "TestFake/sub",
+        "gotestsum reads go's plain output: the same printed lines are a failure in its console and in its JUnit report",
+    ),
+];
+
+/// The words of a sentence, for comparing causes worded apart.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+#[test]
+fn failed_tests_are_named_from_real_runners_output_without_inventing_any() {
+    use validator::rules::test_names;
+    let mut rows: Vec<(String, Named)> = Vec::new();
+    let mut problems = Vec::new();
+    for (name, dir) in cases("tests") {
+        let truth = read_json(&dir.join("truth.json"));
+        let outcome = truth["outcome"].as_str().unwrap_or_default();
+        let expected: Vec<String> = truth["failed"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect();
+        let expected = leaves(expected);
+        let output = std::fs::read(dir.join("output.txt")).expect("output.txt");
+        let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
+        // As a `test` gate reads it: the console, and the JUnit report when the run wrote one.
+        let report = test_names::from_output(&text);
+        let mut names: Vec<String> = report.failed.iter().map(|f| f.name.clone()).collect();
+        if let Ok(xml) = std::fs::read_to_string(dir.join("junit.xml")) {
+            for test in test_names::from_junit(&xml).unwrap_or_default() {
+                if !names.iter().any(|n| test_names::same_test(n, &test.name)) {
+                    names.push(test.name);
+                }
+            }
+        }
+        let could_not_run = names.is_empty() && report.could_not_run.is_some();
+        let mut row = Named {
+            truth: expected.len(),
+            outcome_right: match outcome {
+                "could_not_run" => could_not_run,
+                _ => !could_not_run,
+            },
+            ..Named::default()
+        };
+        if !row.outcome_right {
+            problems.push(format!(
+                "{name}: outcome {outcome}, read as could_not_run={could_not_run} ({:?})",
+                report.could_not_run
+            ));
+        }
+        if outcome == "could_not_run" {
+            let cause = truth["cause"].as_str().unwrap_or_default();
+            let said = report.could_not_run.clone().unwrap_or_default();
+            // The cause as the truth words it (the error and its message, before any
+            // parenthesised note): most of its words are in what validator says.
+            let wanted = words(cause.split(" (").next().unwrap_or(cause));
+            let said_words = words(&said);
+            let shared = wanted.iter().filter(|w| said_words.contains(*w)).count();
+            if wanted.is_empty() || shared * 10 < wanted.len() * 7 {
+                problems.push(format!("{name}: cause `{cause}`, said `{said}`"));
+                row.outcome_right = false;
+            }
+        }
+        let mut unmatched: Vec<&String> = expected.iter().collect();
+        for reported in &names {
+            if AMBIGUOUS
+                .iter()
+                .any(|(case, test, _)| *case == name && test == reported)
+            {
+                row.ambiguous += 1;
+                continue;
+            }
+            match unmatched.iter().position(|e| *e == reported) {
+                Some(i) => {
+                    unmatched.remove(i);
+                    row.found += 1;
+                }
+                None => {
+                    row.invented += 1;
+                    problems.push(format!(
+                        "{name}: named `{reported}`, not a failed test as the runner names it"
+                    ));
+                }
+            }
+        }
+        for missed in unmatched {
+            problems.push(format!("{name}: missed `{missed}`"));
+        }
+        rows.push((name, row));
+    }
+    let truth: usize = rows.iter().map(|(_, r)| r.truth).sum();
+    let found: usize = rows.iter().map(|(_, r)| r.found).sum();
+    let invented: usize = rows.iter().map(|(_, r)| r.invented).sum();
+    let outcomes = rows.iter().filter(|(_, r)| r.outcome_right).count();
+    println!("| output | failed tests | named | invented | ambiguous | outcome right |");
+    println!("|---|---|---|---|---|---|");
+    for (name, r) in &rows {
+        println!(
+            "| {name} | {} | {} | {} | {} | {} |",
+            r.truth,
+            r.found,
+            r.invented,
+            r.ambiguous,
+            if r.outcome_right { "yes" } else { "no" }
+        );
+    }
+    for (case, test, why) in AMBIGUOUS {
+        println!("ambiguous: {case}: `{test}`: {why}");
+    }
+    println!(
+        "| **all {} outputs** | {truth} | {found} ({:.1}%) | {invented} | {outcomes} of {} |",
+        rows.len(),
+        100.0 * found as f64 / truth.max(1) as f64,
+        rows.len()
+    );
+    for problem in &problems {
+        println!("{problem}");
+    }
+    assert!(
+        found * 100 >= truth * 99 && invented == 0 && outcomes == rows.len(),
+        "named {found} of {truth}, invented {invented}, {outcomes} of {} outcomes right:\n{}",
+        rows.len(),
+        problems.join("\n")
+    );
+}

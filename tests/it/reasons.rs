@@ -184,3 +184,38 @@ fn sarif_output_is_a_valid_log_with_a_result_per_finding_at_its_place() {
         assert!(!validator.is_valid(&broken));
     }
 }
+
+#[test]
+fn a_flood_of_output_is_read_in_one_pass_and_capped() {
+    // Over a MiB each of distinct findings and failed tests (the output keeps its last MiB) in
+    // shapes that are read in blocks and merged: formatter files, libtest results, go
+    // subtests. The reading keeps at most 200 of each and never compares every line with
+    // every other.
+    let project = project(&[
+        lint(
+            "fmt",
+            r#"["sh", "-c", 'seq 1 120000 | sed "s|.*|Diff in /x/src/f&.rs:1:|"; exit 1']"#,
+            "on_fail: CONTINUE",
+        ),
+        format!(
+            "      - {{name: cargo, rule: test, run: {}, on_fail: CONTINUE}}\n",
+            r#"["sh", "-c", 'echo "running 60000 tests"; seq 1 60000 | sed "s|.*|test t::case_& ... FAILED|"; echo "test result: FAILED. 0 passed; 60000 failed"; exit 101']"#
+        ),
+        format!(
+            "      - {{name: go, rule: test, run: {}}}\n",
+            r#"["sh", "-c", 'seq 1 40000 | sed "s|.*|--- FAIL: TestX/sub_& (0.00s)|"; printf "FAIL\\texample.com/m\\t0.1s\\n"; exit 1']"#
+        ),
+    ]);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let count = |name: &str| {
+        gate(&verdict, name)["findings"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    assert_eq!(
+        (count("fmt"), count("cargo"), count("go")),
+        (200, 200, 200),
+        "{verdict:#}"
+    );
+}

@@ -27,6 +27,8 @@ pub struct Scanner {
     shellcheck: Option<(String, u32, Option<String>)>,
     /// biome: a header's location and rule, waiting for its message.
     biome: Option<(String, Option<u32>, Option<u32>, String)>,
+    /// The files a formatter already named (one finding a file).
+    formatted: std::collections::HashSet<Option<String>>,
 }
 
 impl Scanner {
@@ -98,11 +100,7 @@ impl Scanner {
         }
         if let Some(found) = formatter(trimmed) {
             // One finding a file, at its first difference: the fix is one command.
-            if !self
-                .found
-                .iter()
-                .any(|f| f.file == found.file && f.rule == found.rule)
-            {
+            if self.formatted.insert(found.file.clone()) {
                 self.push(found);
             }
             return;

@@ -1,92 +1,30 @@
-//! `go test`: plain and `-v` (`--- FAIL: TestX/sub (0.00s)`, with its duration, so a test
-//! printing the words is not taken for one) and `-json` (`"Action":"fail"` events). A failed
-//! subtest is named, not also the parent that failed only through it. A package that did not
-//! build is "could not run", with the compiler's first error.
+//! `go test` and gotestsum. Plain and `-v` output (`--- FAIL: TestX/sub (0.00s)`, with its
+//! duration; under `-v` only for a test a `=== RUN` line started, and never in a package that
+//! ended `ok`, so a test printing the words is not taken for one), `-json` (its `fail` events,
+//! read only when the output is go's JSON stream: a JSON line in plain output is something a
+//! test printed), and gotestsum's `=== FAIL: pkg TestX (0.00s)`. A failed subtest is named,
+//! not also the parent that failed only through it. A package that did not build is "could
+//! not run", with the compiler's first error.
+//!
+//! One case stays ambiguous, as it is for go's own tools (test2json, gotestsum): in plain
+//! output a test of a failing package that prints a `--- FAIL: X (0.00s)` line of its own.
 
 use serde_json::Value;
 
 use super::{Failed, Report};
+use crate::rules::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
-    let mut failed: Vec<Failed> = Vec::new();
-    let mut json = false;
-    let mut build_failed = false;
-    let mut build_errors: Vec<String> = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.starts_with('{') && line.contains("\"Action\"") {
-            let Ok(event) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            json = true;
-            let action = event.get("Action").and_then(Value::as_str);
-            let test = event.get("Test").and_then(Value::as_str);
-            let output = event.get("Output").and_then(Value::as_str).unwrap_or("");
-            match (action, test) {
-                (Some("fail"), Some(test)) => failed.push(Failed::named(test)),
-                (Some("output"), Some(test)) => {
-                    if let Some(known) = failed.iter_mut().find(|f| f.name == test) {
-                        why(output, known);
-                    } else if let Some((file, number, message)) = logged(output) {
-                        // Output comes before the fail event: keep it for the test.
-                        failed.push(Failed {
-                            file: Some(file),
-                            line: Some(number),
-                            message: Some(message),
-                            ..Failed::named(&format!("\u{0}{test}"))
-                        });
-                    }
-                }
-                (Some("build-output"), _) => build_errors.push(output.trim().to_owned()),
-                (Some("output"), None) if output.contains("[build failed]") => {
-                    build_failed = true;
-                }
-                _ => {}
-            }
-            continue;
-        }
-        let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix("--- FAIL: ") {
-            if let Some((name, duration)) = rest.rsplit_once(" (") {
-                if duration.ends_with("s)") && !name.trim().is_empty() {
-                    let mut test = Failed::named(name.trim());
-                    let depth = line.len() - trimmed.len();
-                    for detail in &lines[i + 1..] {
-                        let inner = detail.trim_start();
-                        if detail.len() - inner.len() <= depth || inner.starts_with("--- ") {
-                            break;
-                        }
-                        if why(inner, &mut test) {
-                            break;
-                        }
-                    }
-                    failed.push(test);
-                }
-            }
-        } else if (trimmed.starts_with("FAIL\t") || trimmed.starts_with("FAIL "))
-            && (trimmed.ends_with("[build failed]") || trimmed.ends_with("[setup failed]"))
-        {
-            build_failed = true;
-        } else if trimmed.starts_with("# ") {
-            if let Some(next) = lines.get(i + 1) {
-                build_errors.push(next.trim().to_owned());
-            }
-        }
+    if !lines.iter().any(|l| is_go(l)) {
+        return;
     }
-    // Output gathered before a test's fail event, under a marked name, goes to that test.
-    let (early, mut failed): (Vec<Failed>, Vec<Failed>) = failed
-        .into_iter()
-        .partition(|f| f.name.starts_with('\u{0}'));
-    for note in early {
-        let name = &note.name[1..];
-        if let Some(test) = failed
-            .iter_mut()
-            .find(|f| f.name == name && f.message.is_none())
-        {
-            test.file = note.file;
-            test.line = note.line;
-            test.message = note.message;
-        }
-    }
+    let events = lines.iter().filter(|l| is_event(l)).count();
+    let content = lines.iter().filter(|l| !l.trim().is_empty()).count();
+    let mut failed = if events * 2 >= content {
+        from_json(lines)
+    } else {
+        from_text(lines)
+    };
     // A parent fails with its subtest; the subtest is the failure.
     let names: Vec<String> = failed.iter().map(|f| f.name.clone()).collect();
     failed.retain(|f| {
@@ -94,19 +32,137 @@ pub fn read(lines: &[&str], report: &mut Report) {
             .iter()
             .any(|other| other.starts_with(&format!("{}/", f.name)))
     });
-    let _ = json;
     for test in failed {
         report.add(test);
     }
-    if build_failed {
-        let cause = build_errors
-            .iter()
-            .find(|l| !l.is_empty() && !l.starts_with('#'))
-            .map_or("the package did not build".to_owned(), |l| {
-                format!("the build failed: {l}")
-            });
+    if let Some(cause) = build_failure(lines) {
         report.cannot_run(&cause);
     }
+}
+
+/// A line only go's tools print: a package's result, a JSON event, `=== RUN`, gotestsum's.
+fn is_go(line: &str) -> bool {
+    line.starts_with("ok  \t")
+        || line.starts_with("FAIL\t")
+        || line.starts_with("=== RUN   ")
+        || line.starts_with("=== FAIL: ")
+        || line.starts_with("DONE ") && line.contains(" tests")
+        || is_event(line)
+}
+
+fn is_event(line: &str) -> bool {
+    line.starts_with('{') && line.contains("\"Action\"") && line.contains("\"Package\"")
+}
+
+fn from_json(lines: &[&str]) -> Vec<Failed> {
+    let mut failed: Vec<Failed> = Vec::new();
+    // A test go started has a `run` event; test2json also turns a `--- FAIL:` line a test
+    // printed into `fail` events, for a test that never ran.
+    let mut ran: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // A test's first logged line, from its output events (they come before its fail event).
+    let mut logged_by: Vec<(String, (String, u32, String))> = Vec::new();
+    for line in lines.iter().filter(|l| is_event(l)) {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let text = |key: &str| event.get(key).and_then(Value::as_str);
+        let Some(test) = text("Test") else {
+            continue;
+        };
+        match text("Action") {
+            Some("run") if ran.len() < 100_000 => {
+                ran.insert(test.to_owned());
+            }
+            Some("fail") if failed.len() < MAX_FINDINGS && ran.contains(test) => {
+                let mut found = Failed::named(test);
+                if let Some((_, (file, number, message))) =
+                    logged_by.iter().find(|(name, _)| name == test)
+                {
+                    found.file = Some(file.clone());
+                    found.line = Some(*number);
+                    found.message = Some(super::clip(message));
+                }
+                failed.push(found);
+            }
+            Some("output")
+                if logged_by.len() < MAX_FINDINGS
+                    && !logged_by.iter().any(|(name, _)| name == test) =>
+            {
+                if let Some(log) = logged(text("Output").unwrap_or_default()) {
+                    logged_by.push((test.to_owned(), log));
+                }
+            }
+            _ => {}
+        }
+    }
+    failed
+}
+
+fn from_text(lines: &[&str]) -> Vec<Failed> {
+    let verbose = lines.iter().any(|l| l.starts_with("=== RUN   "));
+    let mut started: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut failed: Vec<Failed> = Vec::new();
+    // Failures of the package being read, kept once its result line says FAIL.
+    let mut pending: Vec<Failed> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        if let Some(name) = trimmed.strip_prefix("=== RUN   ") {
+            if started.len() < 100_000 {
+                started.insert(name.trim());
+            }
+            continue;
+        }
+        if line.starts_with("ok  \t") {
+            pending.clear();
+            continue;
+        }
+        if line.starts_with("FAIL\t") {
+            failed.append(&mut pending);
+            continue;
+        }
+        // gotestsum: `=== FAIL: pkg TestX (0.00s)`
+        if let Some(rest) = line.strip_prefix("=== FAIL: ") {
+            if let Some((_, test)) = rest.split_once(' ') {
+                if let Some(name) = with_duration(test) {
+                    pending.push(Failed::named(name));
+                }
+            }
+            continue;
+        }
+        let Some(name) = trimmed.strip_prefix("--- FAIL: ").and_then(with_duration) else {
+            continue;
+        };
+        if verbose && !started.contains(name) {
+            continue;
+        }
+        let mut test = Failed::named(name);
+        let depth = line.len() - trimmed.len();
+        for detail in &lines[i + 1..] {
+            let inner = detail.trim_start();
+            if detail.len() - inner.len() <= depth || inner.starts_with("--- ") {
+                break;
+            }
+            if let Some((file, number, message)) = logged(inner) {
+                test.file = Some(file);
+                test.line = Some(number);
+                test.message = Some(super::clip(&message));
+                break;
+            }
+        }
+        if pending.len() < MAX_FINDINGS {
+            pending.push(test);
+        }
+    }
+    // Output cut before its package's result line (or gotestsum's, which has none): kept.
+    failed.append(&mut pending);
+    failed
+}
+
+/// `TestX/sub (0.00s)` → `TestX/sub`: the duration go prints on its own result lines.
+fn with_duration(text: &str) -> Option<&str> {
+    let (name, duration) = text.rsplit_once(" (")?;
+    let seconds = duration.strip_suffix("s)")?;
+    (seconds.parse::<f64>().is_ok() && !name.trim().is_empty()).then(|| name.trim())
 }
 
 /// `x_test.go:12: got 1, want 2` as `go test` prints a test's log, indented.
@@ -124,20 +180,25 @@ fn logged(text: &str) -> Option<(String, u32, String)> {
     ))
 }
 
-/// Fills in a test's first logged failure; true once it has one.
-fn why(text: &str, test: &mut Failed) -> bool {
-    if test.message.is_some() {
-        return true;
+/// `FAIL pkg [build failed]` (also inside gotestsum's and test2json's complaints): the first
+/// compiler error after a `# pkg` line, or under gotestsum's `=== Errors`.
+fn build_failure(lines: &[&str]) -> Option<String> {
+    if !lines.iter().any(|l| {
+        l.contains("FAIL") && (l.ends_with("[build failed]") || l.ends_with("[setup failed]"))
+    }) {
+        return None;
     }
-    match logged(text) {
-        Some((file, number, message)) => {
-            test.file = Some(file);
-            test.line = Some(number);
-            test.message = Some(super::clip(&message));
-            true
-        }
-        None => false,
-    }
+    let error = lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.starts_with("# ") || l.starts_with("=== Errors"))
+        .and_then(|(i, _)| lines.get(i + 1))
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty());
+    Some(match error {
+        Some(error) => format!("the build failed: {error}"),
+        None => "the package did not build".to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -153,8 +214,8 @@ mod tests {
     }
 
     #[test]
-    fn plain_and_verbose_name_the_leaf_with_its_log() {
-        let out = "=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    --- FAIL: TestParse/empty (0.00s)\n        parse_test.go:12: got 1, want 2\n--- FAIL: TestFake\n--- FAIL: TestOther (0.01s)\n    other_test.go:3: bad\nFAIL\nFAIL\texample.com/pkg\t0.003s\n";
+    fn plain_output_names_the_leaf_with_its_log() {
+        let out = "--- FAIL: TestParse (0.00s)\n    --- FAIL: TestParse/empty (0.00s)\n        parse_test.go:12: got 1, want 2\n--- FAIL: TestFake\n--- FAIL: TestOther (0.01s)\n    other_test.go:3: bad\nFAIL\nFAIL\texample.com/pkg\t0.003s\n--- FAIL: TestPrinted (0.00s)\nok  \texample.com/fine\t0.001s\n";
         let report = from_output(out);
         assert_eq!(names(out), ["TestParse/empty", "TestOther"]);
         assert_eq!(report.failed[0].line, Some(12));
@@ -162,16 +223,29 @@ mod tests {
     }
 
     #[test]
+    fn verbose_output_names_only_tests_that_ran() {
+        let out = "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n=== RUN   TestPrinter\n--- FAIL: TestFake (0.00s)\n--- PASS: TestPrinter (0.00s)\nFAIL\texample.com/m\t0.01s\n";
+        assert_eq!(names(out), ["TestA"]);
+    }
+
+    #[test]
     fn json_events_name_the_failures() {
         let out = r#"{"Action":"run","Package":"m","Test":"TestA"}
 {"Action":"output","Package":"m","Test":"TestA","Output":"    a_test.go:7: nope\n"}
 {"Action":"output","Package":"m","Test":"TestA","Output":"--- FAIL: TestFake (0.00s)\n"}
+{"Action":"fail","Package":"m","Test":"TestFake","Elapsed":0}
 {"Action":"fail","Package":"m","Test":"TestA","Elapsed":0}
 {"Action":"fail","Package":"m","Elapsed":0}
 "#;
         let report = from_output(out);
         assert_eq!(names(out), ["TestA"]);
         assert_eq!(report.failed[0].message.as_deref(), Some("nope"));
+    }
+
+    #[test]
+    fn a_json_line_in_plain_output_is_only_printed_text() {
+        let out = "--- FAIL: TestA (0.00s)\n{\"Action\":\"fail\",\"Package\":\"m\",\"Test\":\"TestFakeJSON\"}\nFAIL\texample.com/m\t0.01s\n";
+        assert_eq!(names(out), ["TestA"]);
     }
 
     #[test]

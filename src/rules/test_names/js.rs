@@ -51,6 +51,10 @@ fn tap(lines: &[&str], report: &mut Report) {
         {
             continue;
         }
+        if is_test_file(name) && path.is_empty() {
+            report.cannot_run(&load_error(lines).unwrap_or_else(|| format!("{name} did not load")));
+            continue;
+        }
         let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
         titles.push(name);
         let message = yaml.iter().find_map(|l| {
@@ -62,36 +66,72 @@ fn tap(lines: &[&str], report: &mut Report) {
     }
 }
 
-/// node --test's spec reporter: after `✖ failing tests:`, each failure under its suites
-/// (`▶ suite`), marked `✖ name (1.2ms)`.
+/// node --test's spec reporter: its closing `✖ failing tests:` list repeats each failure's
+/// line (title and duration) without its suites, so the failures are the body's `✖` lines
+/// that the list repeats, named with the `▶ suite` lines above them; a line a test printed
+/// is not in the list.
 fn node_spec(lines: &[&str], report: &mut Report) {
-    let Some(start) = lines.iter().position(|l| l.trim() == "✖ failing tests:") else {
+    let Some(start) = lines.iter().rposition(|l| l.trim() == "✖ failing tests:") else {
         return;
     };
+    let listed: std::collections::HashSet<&str> = lines[start + 1..]
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| l.starts_with("✖ "))
+        .collect();
     let mut path: Vec<(usize, String)> = Vec::new();
-    for (i, line) in lines[start + 1..].iter().enumerate() {
+    for (i, line) in lines[..start].iter().enumerate() {
         let trimmed = line.trim_start();
         let depth = line.len() - trimmed.len();
         if let Some(suite) = trimmed.strip_prefix("▶ ") {
             path.retain(|(d, _)| *d < depth);
             path.push((depth, without_time(suite).to_owned()));
-        } else if let Some(test) = trimmed.strip_prefix("✖ ") {
-            path.retain(|(d, _)| *d < depth);
-            let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
-            titles.push(without_time(test));
-            let after = &lines[start + 2 + i..];
-            let message = joined(
-                after
-                    .iter()
-                    .copied()
-                    .take_while(|l| l.len() - l.trim_start().len() > depth)
-                    .filter(|l| !l.trim_start().starts_with("at "))
-                    .take(3),
-                3,
-            );
-            report.add(Failed::named(&titles.join(" > ")).because(message));
+            continue;
         }
+        let Some(test) = trimmed.strip_prefix("✖ ") else {
+            continue;
+        };
+        path.retain(|(d, _)| *d < depth);
+        if !listed.contains(trimmed.trim_end()) {
+            continue;
+        }
+        let title = without_time(test);
+        if is_test_file(title) && path.is_empty() {
+            report
+                .cannot_run(&load_error(lines).unwrap_or_else(|| format!("{title} did not load")));
+            continue;
+        }
+        let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
+        titles.push(title);
+        let message = joined(
+            lines[i + 1..]
+                .iter()
+                .copied()
+                .take_while(|l| l.len() - l.trim_start().len() > depth)
+                .filter(|l| !l.trim_start().starts_with("at "))
+                .take(3),
+            3,
+        );
+        report.add(Failed::named(&titles.join(" > ")).because(message));
     }
+}
+
+/// A failing entry named by a test file's path: the file itself failed, before any test.
+fn is_test_file(title: &str) -> bool {
+    title.starts_with('/')
+        && [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"]
+            .iter()
+            .any(|ext| title.ends_with(ext))
+}
+
+/// The error a test file failed to load with (`Error: Cannot find module 'x'`), as node
+/// printed it (in TAP, as a `# ` comment).
+fn load_error(lines: &[&str]) -> Option<String> {
+    lines.iter().find_map(|l| {
+        let text = l.trim_start().trim_start_matches("# ").trim();
+        let (kind, _) = text.split_once(": ")?;
+        (kind.ends_with("Error") && !kind.contains(' ')).then(|| text.to_owned())
+    })
 }
 
 /// `adds (1.2ms)` → `adds`.
@@ -115,6 +155,10 @@ fn jest(lines: &[&str], report: &mut Report) {
         let Some(title) = line.strip_prefix("  ● ") else {
             continue;
         };
+        // jest's heading over a test file's console output, not a test.
+        if title.trim() == "Console" {
+            continue;
+        }
         let details = lines[i + 1..].iter().copied().take_while(|l| {
             !l.starts_with("  ● ") && !l.starts_with("FAIL ") && !l.starts_with("PASS ")
         });
@@ -173,13 +217,21 @@ fn vitest(lines: &[&str], report: &mut Report) {
 /// mocha: after `N failing`, each `  1) suite` whose title runs over lines to one ending in
 /// `:`, then the error.
 fn mocha(lines: &[&str], report: &mut Report) {
-    let Some(start) = lines.iter().position(|l| {
+    // The last such line is mocha's own; a test may print one before it.
+    let Some(start) = lines.iter().rposition(|l| {
         let t = l.trim();
         t.ends_with(" failing")
             && t.split(' ')
                 .next()
                 .is_some_and(|n| n.parse::<u32>().is_ok())
     }) else {
+        // mocha aborts before any test when a file fails to load.
+        if let Some(cause) = lines
+            .iter()
+            .find_map(|l| l.trim_start().strip_prefix("Exception during run: "))
+        {
+            report.cannot_run(cause);
+        }
         return;
     };
     let mut i = start + 1;

@@ -5,6 +5,7 @@
 //! "could not run", with the compiler's first error.
 
 use super::{Failed, Report, joined};
+use crate::rules::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     let libtest = lines
@@ -14,11 +15,13 @@ pub fn read(lines: &[&str], report: &mut Report) {
         let t = l.trim_start();
         t.starts_with("Starting ") && t.contains(" tests across ") || t.starts_with("Summary [")
     });
-    if libtest {
-        read_libtest(lines, report);
-    }
+    // Under nextest, libtest's lines are a test's captured output: nextest's own are read.
     if nextest {
         read_nextest(lines, report);
+    } else if libtest {
+        for binary in lines.split(|l| starts_binary(l)) {
+            read_libtest(binary, report);
+        }
     }
     if !libtest && !nextest {
         compile_error(lines, report);
@@ -32,7 +35,28 @@ fn is_running(line: &str) -> bool {
         && (line.ends_with(" tests") || line.ends_with(" test"))
 }
 
+/// cargo's line before each test binary's run: `     Running unittests src/lib.rs (...)`,
+/// `   Doc-tests name`.
+fn starts_binary(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    trimmed.starts_with("Running ") && trimmed.ends_with(')') || trimmed.starts_with("Doc-tests ")
+}
+
+/// One test binary's output. Its closing `test result:` line is its last; a test's own output
+/// (with `--nocapture`, right in the stream) comes before it, so the names are the last
+/// `failures:` list before that line, and none when it says `ok`.
 fn read_libtest(lines: &[&str], report: &mut Report) {
+    let Some(closing) = lines.iter().rposition(|l| l.starts_with("test result: ")) else {
+        read_binary(lines, report);
+        return;
+    };
+    if lines[closing].starts_with("test result: ok") {
+        return;
+    }
+    read_binary(&lines[..closing], report);
+}
+
+fn read_binary(lines: &[&str], report: &mut Report) {
     // The closing `failures:` lists name every failed test; `test x ... FAILED` lines are the
     // fallback when the lists were cut off; captured sections give the panics.
     let mut listed: Vec<&str> = Vec::new();
@@ -51,7 +75,9 @@ fn read_libtest(lines: &[&str], report: &mut Report) {
                 .map_or(lines.len(), |p| i + 1 + p);
             let mut test = Failed::named(name.trim());
             panic_in(&lines[i + 1..end], &mut test);
-            panics.push(test);
+            if panics.len() < MAX_FINDINGS {
+                panics.push(test);
+            }
             i = end;
             continue;
         }
@@ -60,8 +86,14 @@ fn read_libtest(lines: &[&str], report: &mut Report) {
             while j < lines.len() && lines[j].is_empty() {
                 j += 1;
             }
+            if j < lines.len() && lines[j].starts_with("    ") {
+                // A later list replaces an earlier one: the last is the runner's own.
+                listed.clear();
+            }
             while j < lines.len() && lines[j].starts_with("    ") {
-                listed.push(lines[j].trim());
+                if listed.len() < MAX_FINDINGS {
+                    listed.push(lines[j].trim());
+                }
                 j += 1;
             }
             i = j.max(i + 1);
@@ -72,7 +104,9 @@ fn read_libtest(lines: &[&str], report: &mut Report) {
             .and_then(|rest| rest.strip_suffix(" ... FAILED"))
         {
             let name = name.trim();
-            reported.push(name.strip_suffix(" - should panic").unwrap_or(name).trim());
+            if reported.len() < MAX_FINDINGS {
+                reported.push(name.strip_suffix(" - should panic").unwrap_or(name).trim());
+            }
         }
         i += 1;
     }
@@ -141,7 +175,9 @@ fn read_nextest(lines: &[&str], report: &mut Report) {
     let mut named = Vec::new();
     for line in &lines[start..] {
         if let Some(name) = nextest_status(line) {
-            named.push(name);
+            if named.len() < MAX_FINDINGS {
+                named.push(name);
+            }
         }
     }
     for name in named {

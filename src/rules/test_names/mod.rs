@@ -4,13 +4,14 @@
 //! not a 1 MiB log.
 //!
 //! Each runner's reader (`libtest`: cargo test and nextest; `python`: pytest and unittest;
-//! `go`; `js`: node --test, jest, vitest, mocha) looks only where its runner prints its own
+//! `go`; `js`: node --test, jest, vitest, mocha; `jvm`: Maven's build) looks only where its runner prints its own
 //! verdicts (a closing summary where there is one, never a test's captured output), so text a
 //! test prints cannot name a test. JUnit XML reports are read by [`from_junit`], and a test a
 //! report and the console both name is one test ([`same_test`]).
 
 mod go;
 mod js;
+mod jvm;
 mod libtest;
 mod python;
 
@@ -73,7 +74,9 @@ impl Report {
     /// Adds a failed test unless it is known already (its message or place fills in what the
     /// first sighting lacked).
     pub fn add(&mut self, test: Failed) {
-        if test.name.trim().is_empty() {
+        // Past the cap nothing is kept, so nothing is compared: a flood of names costs a line's
+        // reading each, not a search.
+        if test.name.trim().is_empty() || self.failed.len() >= MAX_FINDINGS {
             return;
         }
         if let Some(known) = self
@@ -90,9 +93,7 @@ impl Report {
             }
             return;
         }
-        if self.failed.len() < MAX_FINDINGS {
-            self.failed.push(test);
-        }
+        self.failed.push(test);
     }
 
     /// The first cause found wins: the runner prints the root cause before what follows it.
@@ -112,6 +113,7 @@ pub fn from_output(output: &str) -> Report {
     python::read(&lines, &mut report);
     go::read(&lines, &mut report);
     js::read(&lines, &mut report);
+    jvm::read(&lines, &mut report);
     // Named failures mean the tests ran; a cause found beside them was one test's.
     if !report.failed.is_empty() {
         report.could_not_run = None;
@@ -123,15 +125,20 @@ pub fn from_output(output: &str) -> Report {
 /// `tests.test_a.T::test_b`, `math > adds` and `math adds`, `pkg::TestX/sub` and `TestX/sub`:
 /// the words of the shorter name end the longer one.
 pub fn same_test(a: &str, b: &str) -> bool {
-    let words = |name: &str| -> Vec<String> {
-        name.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-            .filter(|w| !w.is_empty() && *w != "py")
-            .map(str::to_owned)
-            .collect()
-    };
-    let (a, b) = (words(a), words(b));
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    !short.is_empty() && long.ends_with(&short)
+    let mut compared = 0;
+    for (x, y) in name_words(a).zip(name_words(b)) {
+        if x != y {
+            return false;
+        }
+        compared += 1;
+    }
+    compared > 0
+}
+
+/// A test name's words, last first, without the separators reporters disagree on.
+fn name_words(name: &str) -> impl Iterator<Item = &str> {
+    name.rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|w| !w.is_empty() && *w != "py")
 }
 
 /// `text` cut to [`MAX_MESSAGE_CHARS`] on a character boundary.
@@ -156,10 +163,14 @@ fn joined<'a>(lines: impl IntoIterator<Item = &'a str>, max: usize) -> Option<St
     (!kept.is_empty()).then(|| kept.join(" "))
 }
 
-/// Failed test cases in a JUnit XML report: `<testcase>` elements holding `<failure>` or `<error>`.
+/// Failed test cases in a JUnit XML report: `<testcase>` elements holding `<failure>` or
+/// `<error>`, each named as its runner names it on the console (see [`junit_name`]). pytest's
+/// stand-in case for a module it could not collect is not a test.
 pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
     let mut reader = Reader::from_str(xml);
-    let mut current: Option<Failed> = None;
+    let mut current: Option<(Failed, Case)> = None;
+    let mut suites: Vec<String> = Vec::new();
+    let mut root: Option<String> = None;
     let mut failed = Vec::new();
     loop {
         let event = reader.read_event().map_err(|err| {
@@ -168,17 +179,43 @@ pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
                 reader.buffer_position()
             )
         })?;
-        match event {
+        let opens = matches!(event, Event::Start(_));
+        match &event {
+            Event::Start(element) | Event::Empty(element)
+                if matches!(element.local_name().as_ref(), "testsuites" | "testsuite") =>
+            {
+                let name = attribute(element, "name").unwrap_or_default();
+                let opens = opens && element.local_name().as_ref() == "testsuite";
+                if root.is_none() {
+                    root = Some(name.clone());
+                }
+                if opens && suites.len() < 64 {
+                    suites.push(name);
+                }
+            }
+            Event::End(element) if element.local_name().as_ref() == "testsuite" => {
+                suites.pop();
+            }
             Event::Start(element) if element.local_name().as_ref() == "testcase" => {
-                current = Some(testcase(&element));
+                let case = Case {
+                    classname: attribute(element, "classname").unwrap_or_default(),
+                    name: attribute(element, "name").unwrap_or_default(),
+                };
+                let test = Failed {
+                    file: attribute(element, "file").filter(|f| !f.is_empty()),
+                    ..Failed::named(&junit_name(root.as_deref().unwrap_or(""), &suites, &case))
+                };
+                current = Some((test, case));
             }
             Event::Start(element) | Event::Empty(element)
                 if matches!(element.local_name().as_ref(), "failure" | "error") =>
             {
-                if let Some(test) = current.take() {
-                    let test = test.because(attribute(&element, "message"));
-                    if failed.len() < MAX_FINDINGS {
-                        failed.push(test);
+                if let Some((test, case)) = current.take() {
+                    let message = attribute(element, "message");
+                    let collection = case.classname.is_empty()
+                        && message.as_deref() == Some("collection failure");
+                    if !collection && failed.len() < MAX_FINDINGS && !test.name.is_empty() {
+                        failed.push(test.because(message));
                     }
                 }
             }
@@ -187,19 +224,77 @@ pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
             _ => {}
         }
     }
+    // Go's reporters fail a parent with its subtest; the subtest is the failure.
+    let names: Vec<String> = failed.iter().map(|f| f.name.clone()).collect();
+    failed.retain(|f| {
+        !names
+            .iter()
+            .any(|other| other.starts_with(&format!("{}/", f.name)))
+    });
     Ok(failed)
 }
 
-fn testcase(element: &BytesStart<'_>) -> Failed {
-    let name = attribute(element, "name").unwrap_or_default();
-    let name = match attribute(element, "classname").filter(|c| !c.is_empty()) {
-        Some(class) => format!("{class}::{name}"),
-        None => name,
-    };
-    Failed {
-        file: attribute(element, "file").filter(|f| !f.is_empty()),
-        ..Failed::named(&name)
+/// A `<testcase>` as written.
+struct Case {
+    classname: String,
+    name: String,
+}
+
+/// A JUnit test case named as its runner names it on the console, from the conventions of the
+/// reporters that write JUnit: pytest (`tests.test_a.TestC` + `test_b` →
+/// `tests/test_a.py::TestC::test_b`), Surefire (`com.x.CalcTest` + `adds` →
+/// `com.x.CalcTest.adds`), node --test (nested `<testsuite>`s → `suite > test`), vitest
+/// (`suite > test` already), go's reporters and nextest (the name alone: the package or binary
+/// is not part of it), mocha's xunit (the suite titles joined by spaces, read as a path); any
+/// other as `classname::name`.
+fn junit_name(root: &str, suites: &[String], case: &Case) -> String {
+    let (class, name) = (case.classname.as_str(), case.name.as_str());
+    if root == "pytest tests" || suites.first().is_some_and(|s| s == "pytest") {
+        let parts: Vec<&str> = class.split('.').filter(|p| !p.is_empty()).collect();
+        let module_end = parts
+            .iter()
+            .position(|p| p.starts_with(|c: char| c.is_ascii_uppercase()))
+            .unwrap_or(parts.len());
+        if module_end == 0 {
+            return name.to_owned();
+        }
+        let mut node = format!("{}.py", parts[..module_end].join("/"));
+        for class in &parts[module_end..] {
+            node.push_str("::");
+            node.push_str(class);
+        }
+        return format!("{node}::{name}");
     }
+    if name.contains(" > ") || class.is_empty() && suites.len() <= 1 {
+        return name.to_owned();
+    }
+    if class == "test" && !suites.is_empty() {
+        // node --test: the suites a test is nested in are its title path.
+        let mut path: Vec<&str> = suites.iter().map(String::as_str).collect();
+        path.push(name);
+        return path.join(" > ");
+    }
+    if class.contains('/') || name.contains("::") {
+        return name.to_owned();
+    }
+    if root == "Mocha Tests" {
+        let mut path: Vec<&str> = class.split(' ').filter(|w| !w.is_empty()).collect();
+        path.push(name);
+        return path.join(" > ");
+    }
+    let java = class.contains('.')
+        && class
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| last.starts_with(|c: char| c.is_ascii_uppercase()))
+        && !class.contains(' ');
+    if java {
+        return format!("{class}.{name}");
+    }
+    if class == name {
+        return name.to_owned();
+    }
+    format!("{class}::{name}")
 }
 
 pub(crate) fn attribute(element: &BytesStart<'_>, key: &str) -> Option<String> {
@@ -240,7 +335,7 @@ mod tests {
 </testsuite></testsuites>"#;
         let found = from_junit(xml).unwrap();
         assert_eq!(found.len(), 2);
-        assert_eq!(found[0].name, "auth.Login::rejects & logs");
+        assert_eq!(found[0].name, "auth.Login.rejects & logs");
         assert_eq!(found[0].file.as_deref(), Some("tests/auth.py"));
         assert_eq!(found[0].message.as_deref(), Some("expected 401"));
         assert_eq!(found[1].name, "crashes");

@@ -5,6 +5,7 @@
 //! their test once), a module that could not be imported is "could not run".
 
 use super::{Failed, Report};
+use crate::rules::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     read_pytest(lines, report);
@@ -28,7 +29,7 @@ fn read_pytest(lines: &[&str], report: &mut Report) {
         .unwrap_or(lines.len());
     if let Some(start) = summary {
         for line in &lines[start + 1..] {
-            if banner(line).is_some() {
+            if banner(line).is_some() || report.failed.len() >= MAX_FINDINGS {
                 break;
             }
             for status in ["FAILED ", "ERROR "] {
