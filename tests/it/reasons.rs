@@ -219,3 +219,40 @@ fn a_flood_of_output_is_read_in_one_pass_and_capped() {
         "{verdict:#}"
     );
 }
+
+#[test]
+fn when_the_tests_could_not_run_the_first_lines_of_the_feedback_name_the_cause() {
+    // Real runners' output (tests/corpus/tests) replayed by a gate: an import error, a syntax
+    // error, a compile error, a module that cannot be found.
+    for (case, cause) in [
+        (
+            "pytest-missing-module",
+            "ModuleNotFoundError: No module named 'requests'",
+        ),
+        ("pytest-syntax-error", "SyntaxError"),
+        ("unittest-import-error", "No module named"),
+        ("cargo-test-compile-error", "error[E0308]: mismatched types"),
+        ("go-test-compile-error", "undefined: Subtract"),
+        ("jest-missing-module", "Cannot find module 'axios'"),
+        ("maven-compile-error", "incompatible types"),
+    ] {
+        let output = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/corpus/tests")
+            .join(case)
+            .join("output.txt");
+        let project = project(&[format!(
+            "      - {{name: tests, rule: test, run: [\"sh\", \"-c\", 'cat \"$0\"; exit 1', {:?}]}}\n",
+            output.display().to_string()
+        )]);
+        let (code, text) = feedback(&project);
+        assert_eq!(code, 1, "{case}: {text}");
+        let head: Vec<&str> = text.lines().take(10).collect();
+        let head = head.join("\n");
+        assert!(head.contains("the tests could not run"), "{case}:\n{text}");
+        assert!(
+            head.contains(cause),
+            "{case}: `{cause}` not in the first lines:\n{text}"
+        );
+        assert!(!head.contains("tests failed"), "{case}:\n{text}");
+    }
+}

@@ -137,7 +137,21 @@ fn from_text(lines: &[&str]) -> Vec<Failed> {
         }
         let mut test = Failed::named(name);
         let depth = line.len() - trimmed.len();
-        for detail in &lines[i + 1..] {
+        // Under -v a test's log comes before its result, after its `=== RUN` line; plain
+        // output prints it after the result, indented under it.
+        if verbose {
+            let run = format!("=== RUN   {name}");
+            if let Some(start) = lines[..i].iter().rposition(|l| l.trim_start() == run) {
+                if let Some((file, number, message)) =
+                    lines[start + 1..i].iter().find_map(|l| logged(l))
+                {
+                    test.file = Some(file);
+                    test.line = Some(number);
+                    test.message = Some(super::clip(&message));
+                }
+            }
+        }
+        for detail in lines[i + 1..].iter().take_while(|_| test.message.is_none()) {
             let inner = detail.trim_start();
             if detail.len() - inner.len() <= depth || inner.starts_with("--- ") {
                 break;

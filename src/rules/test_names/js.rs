@@ -57,10 +57,19 @@ fn tap(lines: &[&str], report: &mut Report) {
         }
         let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
         titles.push(name);
-        let message = yaml.iter().find_map(|l| {
-            l.trim_start()
-                .strip_prefix("error: ")
-                .map(|e| e.trim_matches(['\'', '|', '>', '-', ' ']).to_owned())
+        let message = yaml.iter().enumerate().find_map(|(at, l)| {
+            let value = l.trim_start().strip_prefix("error: ")?;
+            let indent = l.len() - l.trim_start().len();
+            if matches!(value.trim(), "|-" | "|" | ">-" | ">") {
+                // A block scalar: the lines indented under it.
+                return joined(
+                    yaml[at + 1..].iter().copied().take_while(|l| {
+                        l.trim().is_empty() || l.len() - l.trim_start().len() > indent
+                    }),
+                    3,
+                );
+            }
+            Some(value.trim().trim_matches(['\'', '"']).to_owned())
         });
         report.add(Failed::named(&titles.join(" > ")).because(message.filter(|m| !m.is_empty())));
     }

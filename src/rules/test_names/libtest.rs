@@ -132,12 +132,16 @@ fn ends_capture(line: &str) -> bool {
 /// A panic in a test's captured output: `thread 'x' panicked at src/lib.rs:5:9:` and the
 /// message under it (or, before Rust 1.73, `panicked at 'msg', src/lib.rs:5:9`).
 fn panic_in(section: &[&str], test: &mut Failed) {
-    let Some(at) = section.iter().position(|l| l.contains("' panicked at ")) else {
+    // `thread 'x' panicked at ...`, and since Rust 1.91 `thread 'x' (12345) panicked at ...`.
+    let Some(at) = section
+        .iter()
+        .position(|l| l.trim_start().starts_with("thread '") && l.contains(" panicked at "))
+    else {
         return;
     };
     let line = section[at];
     let rest = line
-        .split_once("' panicked at ")
+        .split_once(" panicked at ")
         .map(|(_, rest)| rest)
         .unwrap_or_default();
     let (location, inline) = if let Some(location) = rest.strip_suffix(':') {
@@ -158,6 +162,7 @@ fn panic_in(section: &[&str], test: &mut Failed) {
             section[at + 1..]
                 .iter()
                 .copied()
+                .map(|l| l.trim_start())
                 .take_while(|l| !l.starts_with("note: ") && !l.starts_with("stack backtrace:")),
             6,
         )
@@ -182,19 +187,28 @@ fn read_nextest(lines: &[&str], report: &mut Report) {
     }
     for name in named {
         let mut test = Failed::named(name);
-        // The panic, from the failure's STDERR section, if it is in the output.
-        if let Some(at) = lines.iter().position(|l| {
-            let t = l.trim_start();
-            (t.starts_with("--- STDERR:") || t.starts_with("──── STDERR:")) && t.contains(name)
-        }) {
-            let end = lines[at + 1..]
+        // The panic, from the test's output nextest printed under its first result line
+        // (indented, or under a `--- STDERR:` heading in older versions).
+        if let Some(at) = lines[..start]
+            .iter()
+            .position(|l| nextest_status(l) == Some(name))
+        {
+            let end = lines[at + 1..start]
                 .iter()
-                .position(|l| nextest_status(l).is_some() || l.trim_start().starts_with("---"))
-                .map_or(lines.len(), |p| at + 1 + p);
+                .position(|l| is_status_line(l))
+                .map_or(start, |p| at + 1 + p);
             panic_in(&lines[at + 1..end], &mut test);
         }
         report.add(test);
     }
+}
+
+/// Any of nextest's own lines: `PASS [   0.004s] ...`, `START [ ] ...`, `FAIL [...`.
+fn is_status_line(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    trimmed.split_once(" [").is_some_and(|(word, _)| {
+        !word.is_empty() && word.chars().all(|c| c.is_ascii_uppercase() || c == '-')
+    })
 }
 
 /// `FAIL [   0.004s] (1/3) crate tests::x` (and TIMEOUT, SIGSEGV, ...): the test's path.

@@ -122,24 +122,35 @@ fn collection_cause(lines: &[&str], node: &str) -> Option<String> {
 /// The line a failure's section ends on (`tests/test_a.py:12: AssertionError`): where it
 /// failed.
 fn place_in_sections(lines: &[&str], sections: usize, test: &mut Failed) {
-    let Some(short) = test.name.rsplit("::").next() else {
-        return;
+    // The section's title is the node id without its file, classes joined by `.`:
+    // `TestC.test_b`, `test_p[x::y]` (a parameter may hold `::`).
+    let (base, params) = match test.name.find('[') {
+        Some(at) => test.name.split_at(at),
+        None => (test.name.as_str(), ""),
     };
+    let title = format!(
+        "{}{params}",
+        base.split("::").skip(1).collect::<Vec<_>>().join(".")
+    );
     let Some(start) = lines[sections.min(lines.len())..]
         .iter()
         .position(|l| {
             l.starts_with('_') && {
-                let title = l.trim_matches('_').trim();
-                title == short || title.ends_with(&format!(".{short}"))
+                let heading = l.trim_matches('_').trim();
+                heading == title || heading.ends_with(&format!(" of {title}"))
             }
         })
         .map(|p| sections + p)
     else {
         return;
     };
+    let mut first_error: Option<&str> = None;
     for line in &lines[start + 1..] {
-        if line.starts_with('_') || banner(line).is_some() {
+        if line.starts_with('_') || banner(line).is_some() || line.starts_with("---") {
             break;
+        }
+        if let Some(error) = line.strip_prefix("E ").map(str::trim) {
+            first_error = first_error.or(Some(error).filter(|e| !e.is_empty()));
         }
         let Some((file, rest)) = line.split_once(':') else {
             continue;
@@ -151,6 +162,12 @@ fn place_in_sections(lines: &[&str], sections: usize, test: &mut Failed) {
                     test.line = Some(number);
                 }
             }
+        }
+    }
+    // pytest cuts its summary's reason to the terminal's width; the section has it whole.
+    if test.message.as_deref().is_none_or(|m| m.ends_with("...")) {
+        if let Some(error) = first_error {
+            test.message = Some(super::clip(error));
         }
     }
 }
