@@ -30,6 +30,8 @@ pub struct Command {
     env: Vec<(String, String)>,
     cwd: Option<String>,
     junit: Option<String>,
+    /// The formats findings are read from (`format:`; lint only).
+    format: findings::Only,
 }
 
 /// What to read out of the output.
@@ -49,7 +51,7 @@ pub struct Test(Command);
 
 impl RuleDef for Lint {
     const ABOUT: About = About {
-        keys: &["run", "files", "env", "cwd"],
+        keys: &["run", "files", "env", "cwd", "format"],
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
@@ -117,12 +119,32 @@ impl Command {
                 }
             }
         }
+        let format = match spec.format.as_deref() {
+            None => findings::Only::default(),
+            Some(name) => findings::Only::named(name).ok_or_else(|| {
+                let near = findings::FORMATS.iter().max_by(|a, b| {
+                    strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b))
+                });
+                let help = match near {
+                    Some(near) if strsim::jaro_winkler(name, near) > 0.8 => {
+                        format!("did you mean `{near}`?")
+                    }
+                    _ => format!("write auto or one of: {}", findings::FORMATS.join(", ")),
+                };
+                KeyError::new(
+                    "format",
+                    format!("validator reads no output format named `{name}`"),
+                    help,
+                )
+            })?,
+        };
         Ok(Command {
             argv: run.0.clone(),
             files: spec.files.as_deref().map(PatternSet::new),
             env,
             cwd: spec.cwd.clone(),
             junit: spec.junit.clone(),
+            format,
         })
     }
 
@@ -303,7 +325,8 @@ impl Command {
         };
         match parse {
             Parse::Findings => {
-                let mut found = relative_findings(&ctx.task.dir, cwd, findings::parse(text));
+                let mut found =
+                    relative_findings(&ctx.task.dir, cwd, findings::parse_as(text, self.format));
                 let summary = match (found.len(), failed) {
                     (0, true) if text.trim().is_empty() => {
                         format!("`{program}` exited with {code}")

@@ -64,6 +64,11 @@ pub struct GateSpec {
     /// test: a JUnit XML report the command writes (relative to the task directory), read for
     /// failed test names.
     pub junit: Option<String>,
+    /// lint: the output format to read findings from, for output that auto-detection reads
+    /// wrongly (default: auto, every format of docs/reasons.md): gnu, located-space, paren,
+    /// dash, rustc, stylish, compact, shellcheck, biome, github, formatter, cargo-json, sarif,
+    /// checkstyle, rdjson.
+    pub format: Option<String>,
     // schema
     /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local
     /// `$ref` only.
@@ -118,6 +123,7 @@ impl GateSpec {
             env: None,
             cwd: None,
             junit: None,
+            format: None,
             schema: None,
             max_bytes: None,
             formats: None,

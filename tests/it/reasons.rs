@@ -256,3 +256,39 @@ fn when_the_tests_could_not_run_the_first_lines_of_the_feedback_name_the_cause()
         assert!(!head.contains("tests failed"), "{case}:\n{text}");
     }
 }
+
+#[test]
+fn a_gate_can_name_the_format_its_tool_prints() {
+    let run = r#"["sh", "-c", 'echo "notes.txt:3: see the docs"; echo "error[E0308]: mismatched types"; echo " --> src/main.rs:3:5"; exit 1']"#;
+    let project = project(&[lint("lint", run, "")]);
+    let (_, verdict) = project.verdict();
+    assert_eq!(
+        gate(&verdict, "lint")["findings"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let project = project_with_format(run, "rustc");
+    let (_, verdict) = project.verdict();
+    let found = gate(&verdict, "lint")["findings"].clone();
+    assert_eq!(found.as_array().map(Vec::len), Some(1), "{verdict:#}");
+    assert_eq!(found[0]["file"], "src/main.rs");
+    assert_eq!(found[0]["rule"], "E0308");
+
+    // A format validator does not read is refused where it is written, with the nearest name.
+    let project = project_with_format(run, "rustcc");
+    let output = crate::common::validator()
+        .args(["rules", "check", "-c"])
+        .arg(project.rules_path())
+        .output()
+        .expect("run validator");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no output format named `rustcc`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean `rustc`?"), "{stderr}");
+}
+
+fn project_with_format(run: &str, format: &str) -> crate::common::Project {
+    project(&[lint("lint", run, &format!("format: {format}"))])
+}

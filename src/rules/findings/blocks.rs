@@ -4,7 +4,7 @@
 //! waiting for its message. Lines that are none of these are tried as one-line findings.
 
 use super::lines::{self, is_code, looks_like_path};
-use super::structured;
+use super::{Only, structured};
 use crate::verdict::Finding;
 
 /// The severity and code a header line announced, with its message.
@@ -29,11 +29,16 @@ pub struct Scanner {
     biome: Option<(String, Option<u32>, Option<u32>, String)>,
     /// The files a formatter already named (one finding a file).
     formatted: std::collections::HashSet<Option<String>>,
+    /// The formats read.
+    only: Only,
 }
 
 impl Scanner {
-    pub fn scan(output: &str) -> Vec<Finding> {
-        let mut scanner = Scanner::default();
+    pub fn scan(output: &str, only: Only) -> Vec<Finding> {
+        let mut scanner = Scanner {
+            only,
+            ..Scanner::default()
+        };
         for line in output.lines() {
             scanner.line(line.trim_end());
         }
@@ -81,24 +86,27 @@ impl Scanner {
             self.list_file = None;
             return;
         }
-        if let Some(found) = structured::json_line(trimmed) {
+        if let Some(found) = structured::json_line(trimmed, self.only) {
             self.found.extend(found);
             return;
         }
-        if let Some(header) = header(line) {
+        if let Some(header) = header(line).filter(|_| self.only.allows("rustc")) {
             self.header = Some(header);
             self.block = None;
             return;
         }
-        if let Some(found) = self.shellcheck_line(line) {
+        if let Some(found) = self
+            .shellcheck_line(line)
+            .filter(|_| self.only.allows("shellcheck"))
+        {
             self.push(found);
             return;
         }
-        if let Some(found) = self.biome_line(line) {
+        if let Some(found) = self.biome_line(line).filter(|_| self.only.allows("biome")) {
             self.push(found);
             return;
         }
-        if let Some(found) = formatter(trimmed) {
+        if let Some(found) = formatter(trimmed).filter(|_| self.only.allows("formatter")) {
             // One finding a file, at its first difference: the fix is one command.
             if self.formatted.insert(found.file.clone()) {
                 self.push(found);
@@ -106,7 +114,11 @@ impl Scanner {
             return;
         }
         if indented {
-            if let (Some(file), Some(found)) = (&self.list_file, list_row(trimmed)) {
+            if let (Some(file), Some(found), true) = (
+                &self.list_file,
+                list_row(trimmed),
+                self.only.allows("stylish"),
+            ) {
                 let found = Finding {
                     file: Some(file.clone()),
                     ..found
@@ -115,7 +127,7 @@ impl Scanner {
                 return;
             }
         }
-        if let Some(found) = lines::read(line) {
+        if let Some(found) = lines::read(line, self.only) {
             self.block = None;
             self.push(found);
             return;
@@ -382,7 +394,7 @@ mod tests {
     use super::*;
 
     fn shown(output: &str) -> Vec<String> {
-        Scanner::scan(output)
+        Scanner::scan(output, Only::default())
             .iter()
             .map(ToString::to_string)
             .collect()

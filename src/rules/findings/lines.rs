@@ -3,20 +3,31 @@
 //! `file:line CODE message`), with the severity and the tool's code read out of the message
 //! wherever the tools put them.
 
+use super::Only;
 use crate::verdict::Finding;
 
+/// A reader of one one-line shape.
+type Shape = fn(&str) -> Option<Finding>;
+
 /// The finding on `line`, if it is one.
-pub fn read(line: &str) -> Option<Finding> {
+pub fn read(line: &str, only: Only) -> Option<Finding> {
     let line = line.trim_end();
-    if let Some(found) = paren(line)
-        .or_else(|| dash(line))
-        .or_else(|| github(line))
-        .or_else(|| compact(line))
-    {
-        return Some(found);
+    let shapes: [(&str, Shape); 4] = [
+        ("paren", paren),
+        ("dash", dash),
+        ("github", github),
+        ("compact", compact),
+    ];
+    for (name, shape) in shapes {
+        if let Some(found) = shape(line).filter(|_| only.allows(name)) {
+            return Some(found);
+        }
     }
-    if let Some(found) = located(line) {
-        return Some(found);
+    if let Some((found, shape)) = located(line) {
+        return only.allows(shape).then_some(found);
+    }
+    if !only.allows("gnu") {
+        return None;
     }
     // `vet: ./main.go:3:2: ...`, `hadolint:Dockerfile:3 ...`: a tool's name before the location.
     let (word, rest) = line.split_once(':')?;
@@ -27,7 +38,7 @@ pub fn read(line: &str) -> Option<Finding> {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         && !looks_like_path(word)
     {
-        return located(rest.trim_start());
+        return located(rest.trim_start()).map(|(found, _)| found);
     }
     None
 }
@@ -62,7 +73,7 @@ pub fn location(text: &str) -> Option<Finding> {
 
 /// `file:line[:col]` then `: message` (gcc and most linters) or ` CODE message` (markdownlint,
 /// hadolint).
-fn located(line: &str) -> Option<Finding> {
+fn located(line: &str) -> Option<(Finding, &'static str)> {
     let (file, rest) = line.split_once(':')?;
     if !looks_like_path(file) {
         return None;
@@ -75,8 +86,8 @@ fn located(line: &str) -> Option<Finding> {
         Some((column, after)) => (Some(column), after),
         None => (None, rest),
     };
-    let message = if let Some(message) = rest.strip_prefix(':') {
-        message.trim()
+    let (message, shape) = if let Some(message) = rest.strip_prefix(':') {
+        (message.trim(), "gnu")
     } else if let Some(message) = rest.strip_prefix(' ') {
         // Without the colon only a code may follow, so prose such as `a.py:3 was changed`
         // is not taken for a finding.
@@ -85,14 +96,17 @@ fn located(line: &str) -> Option<Finding> {
         if !is_code(after_severity.split_whitespace().next().unwrap_or_default()) {
             return None;
         }
-        message
+        (message, "located-space")
     } else {
         return None;
     };
     if message.is_empty() {
         return None;
     }
-    Some(described(Finding::at(file, line_no, column, ""), message))
+    Some((
+        described(Finding::at(file, line_no, column, ""), message),
+        shape,
+    ))
 }
 
 /// `file(line,col): error TS2322: message` (tsc, MSBuild-style tools).
@@ -250,7 +264,7 @@ fn github(line: &str) -> Option<Finding> {
     let message = message.split("  help:").next().unwrap_or(&message).trim();
     // The message may repeat the place: `app.py:1:8: F401 ...` (ruff), `1:1 [rule] ...`
     // (yamllint).
-    if let Some(inner) = located(message) {
+    if let Some((inner, _)) = located(message) {
         return Some(
             Finding {
                 file: Some(file),
@@ -396,7 +410,7 @@ mod tests {
         Option<String>,
         String,
     ) {
-        let f = read(line).unwrap_or_else(|| panic!("no finding in {line:?}"));
+        let f = read(line, Only::default()).unwrap_or_else(|| panic!("no finding in {line:?}"));
         (
             f.file.unwrap_or_default(),
             f.line.unwrap_or_default(),
@@ -582,7 +596,7 @@ mod tests {
             "note: 1 - error: x",
             "error: something broke",
         ] {
-            assert!(read(line).is_none(), "{line}");
+            assert!(read(line, Only::default()).is_none(), "{line}");
         }
     }
 }

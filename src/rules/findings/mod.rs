@@ -41,12 +41,37 @@ pub fn strip_ansi(text: &str) -> String {
     anstream::adapter::strip_str(text).to_string()
 }
 
+/// Which formats to read: every one (the default), or the one a gate's `format:` names, for
+/// output that auto-detection would read as another format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Only(Option<&'static str>);
+
+impl Only {
+    /// The format named `name`, if validator reads one by that name.
+    pub fn named(name: &str) -> Option<Only> {
+        if name == "auto" {
+            return Some(Only(None));
+        }
+        FORMATS.iter().find(|f| **f == name).map(|f| Only(Some(f)))
+    }
+
+    /// Whether the format `name` is read.
+    pub fn allows(self, name: &str) -> bool {
+        self.0.is_none_or(|only| only == name)
+    }
+}
+
 /// Finds every finding in `output` (already capped in size by the process runner), each once,
 /// in the order the tool printed them.
 pub fn parse(output: &str) -> Vec<Finding> {
-    let mut found = structured::parse(output)
-        .or_else(|| go_files(output))
-        .unwrap_or_else(|| blocks::Scanner::scan(output));
+    parse_as(output, Only::default())
+}
+
+/// [`parse`], reading only the formats `only` allows.
+pub fn parse_as(output: &str, only: Only) -> Vec<Finding> {
+    let mut found = structured::parse(output, only)
+        .or_else(|| only.allows("formatter").then(|| go_files(output)).flatten())
+        .unwrap_or_else(|| blocks::Scanner::scan(output, only));
     for finding in &mut found {
         tidy(finding);
     }
@@ -175,6 +200,25 @@ mod tests {
                 "docs/reasons.md has no row for `{format}`"
             );
         }
+    }
+
+    #[test]
+    fn a_named_format_reads_only_that_format() {
+        let out = "a.py:1:8: F401 unused\nerror[E0308]: mismatched types\n --> src/main.rs:3:5\n";
+        assert_eq!(parse(out).len(), 2);
+        let rustc = Only::named("rustc").unwrap_or_default();
+        assert_eq!(
+            parse_as(out, rustc)
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["src/main.rs:3:5: error: mismatched types [E0308]"]
+        );
+        assert_eq!(
+            parse_as(out, Only::named("gnu").unwrap_or_default()).len(),
+            1
+        );
+        assert!(Only::named("nonsense").is_none());
     }
 
     #[test]

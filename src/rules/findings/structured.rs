@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::verdict::Finding;
 
 /// The findings of an output that is one structured document, or `None` when it is not one.
-pub fn parse(output: &str) -> Option<Vec<Finding>> {
+pub fn parse(output: &str, only: super::Only) -> Option<Vec<Finding>> {
     let text = output.trim();
     if text.starts_with('{') {
         // The document may be followed by a trailer (biome prints a summary after it).
@@ -18,15 +18,23 @@ pub fn parse(output: &str) -> Option<Vec<Finding>> {
             .into_iter::<Value>()
             .next()?
             .ok()?;
-        if let Some(runs) = document.get("runs").and_then(Value::as_array) {
+        if let Some(runs) = document
+            .get("runs")
+            .and_then(Value::as_array)
+            .filter(|_| only.allows("sarif"))
+        {
             return Some(runs.iter().flat_map(sarif_run).collect());
         }
-        if let Some(diagnostics) = document.get("diagnostics").and_then(Value::as_array) {
+        if let Some(diagnostics) = document
+            .get("diagnostics")
+            .and_then(Value::as_array)
+            .filter(|_| only.allows("rdjson"))
+        {
             return Some(diagnostics.iter().filter_map(rdjson).collect());
         }
         return None;
     }
-    if text.starts_with("<?xml") || text.starts_with("<checkstyle") {
+    if (text.starts_with("<?xml") || text.starts_with("<checkstyle")) && only.allows("checkstyle") {
         return checkstyle(text);
     }
     None
@@ -34,11 +42,19 @@ pub fn parse(output: &str) -> Option<Vec<Finding>> {
 
 /// The findings on one line of JSON amid other output: a cargo `compiler-message`, a rustc
 /// diagnostic (`--error-format=json`) or an rdjsonl diagnostic.
-pub fn json_line(line: &str) -> Option<Vec<Finding>> {
+pub fn json_line(line: &str, only: super::Only) -> Option<Vec<Finding>> {
     if !line.starts_with('{') {
         return None;
     }
     let value: Value = serde_json::from_str(line).ok()?;
+    if !only.allows("cargo-json") && !only.allows("rdjson") {
+        return None;
+    }
+    let cargo = only.allows("cargo-json");
+    if !cargo {
+        return (value.get("location").is_some() && value.get("message").is_some())
+            .then(|| rdjson(&value).into_iter().collect());
+    }
     if value.get("reason").and_then(Value::as_str) == Some("compiler-message") {
         return Some(rustc(value.get("message")?).into_iter().collect());
     }
@@ -49,7 +65,7 @@ pub fn json_line(line: &str) -> Option<Vec<Finding>> {
         // cargo's other messages (artifacts, build-finished) say nothing to fix.
         return Some(Vec::new());
     }
-    if value.get("location").is_some() && value.get("message").is_some() {
+    if value.get("location").is_some() && value.get("message").is_some() && only.allows("rdjson") {
         return Some(rdjson(&value).into_iter().collect());
     }
     None
@@ -208,7 +224,7 @@ mod tests {
     #[test]
     fn sarif_results_become_findings() {
         let sarif = r#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"ruff"}},"results":[{"ruleId":"F401","level":"error","message":{"text":"`os` imported but unused"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"file:///t/a%20b.py"},"region":{"startLine":1,"startColumn":8}}}]}]}]}"#;
-        let found = parse(sarif).unwrap_or_default();
+        let found = parse(sarif, super::super::Only::default()).unwrap_or_default();
         assert_eq!(
             found.iter().map(ToString::to_string).collect::<Vec<_>>(),
             ["/t/a b.py:1:8: error: `os` imported but unused [F401]"]
@@ -219,12 +235,12 @@ mod tests {
     fn checkstyle_and_rdjson_become_findings() {
         let xml = r#"<?xml version="1.0"?><checkstyle version="4.3"><file name="a.js"><error line="1" column="7" severity="error" message="&apos;x&apos; is unused" source="no-unused-vars"/></file></checkstyle>"#;
         assert_eq!(
-            parse(xml).unwrap_or_default()[0].to_string(),
+            parse(xml, super::super::Only::default()).unwrap_or_default()[0].to_string(),
             "a.js:1:7: error: 'x' is unused [no-unused-vars]"
         );
         let rd = r#"{"source":{"name":"x"},"diagnostics":[{"message":"bad","location":{"path":"a.go","range":{"start":{"line":3,"column":2}}},"severity":"WARNING","code":{"value":"X1"}}]}"#;
         assert_eq!(
-            parse(rd).unwrap_or_default()[0].to_string(),
+            parse(rd, super::super::Only::default()).unwrap_or_default()[0].to_string(),
             "a.go:3:2: warning: bad [X1]"
         );
     }
@@ -232,13 +248,16 @@ mod tests {
     #[test]
     fn cargo_json_lines_read_the_primary_span() {
         let line = r#"{"reason":"compiler-message","message":{"message":"unused variable: `x`","code":{"code":"unused_variables"},"level":"warning","spans":[{"file_name":"src/main.rs","line_start":2,"column_start":9,"is_primary":true}],"children":[]}}"#;
-        let found = json_line(line).unwrap_or_default();
+        let found = json_line(line, super::super::Only::default()).unwrap_or_default();
         assert_eq!(
             found[0].to_string(),
             "src/main.rs:2:9: warning: unused variable: `x` [unused_variables]"
         );
         assert_eq!(
-            json_line(r#"{"reason":"build-finished","success":false}"#),
+            json_line(
+                r#"{"reason":"build-finished","success":false}"#,
+                super::super::Only::default()
+            ),
             Some(Vec::new())
         );
     }
@@ -246,7 +265,13 @@ mod tests {
     #[test]
     fn broken_documents_are_not_trusted() {
         assert!(super::super::parse("{\"runs\": 3}").is_empty());
-        assert!(parse("<checkstyle><file name=\"a\"><error line=\"x\"").is_none());
-        assert!(json_line("{not json").is_none());
+        assert!(
+            parse(
+                "<checkstyle><file name=\"a\"><error line=\"x\"",
+                super::super::Only::default()
+            )
+            .is_none()
+        );
+        assert!(json_line("{not json", super::super::Only::default()).is_none());
     }
 }
