@@ -7,6 +7,9 @@ use super::lines::{self, is_code, looks_like_path};
 use super::{Only, structured};
 use crate::verdict::Finding;
 
+/// How long a finding's message may grow by the notes folded into it.
+const MAX_FOLDED_CHARS: usize = 400;
+
 /// The severity and code a header line announced, with its message.
 struct Header {
     severity: Option<String>,
@@ -129,6 +132,23 @@ impl Scanner {
         }
         if let Some(found) = lines::read(line, self.only) {
             self.block = None;
+            // A note without a code of its own, at the very place of the finding before it, is
+            // part of it (mypy's hints, its overload listings): said with it, not counted again.
+            // A note with its code (shellcheck's) is a finding of its own.
+            if let Some(last) = self.found.last_mut().filter(|last| {
+                found.severity.as_deref() == Some("note")
+                    && found.rule.is_none()
+                    && last.file == found.file
+                    && last.line == found.line
+                    && last.column == found.column
+                    && last.severity.as_deref() != Some("note")
+            }) {
+                if last.message.len() < MAX_FOLDED_CHARS {
+                    last.message.push_str("; ");
+                    last.message.push_str(&found.message);
+                }
+                return;
+            }
             self.push(found);
             return;
         }

@@ -57,6 +57,16 @@ pub fn looks_like_path(word: &str) -> bool {
             || word.to_ascii_lowercase().ends_with("file"))
 }
 
+/// A file name without a directory or an extension: letters first, then letters, digits, `-`
+/// and `_`.
+fn is_bare_name(word: &str) -> bool {
+    word.len() <= 64
+        && word.starts_with(|c: char| c.is_ascii_alphabetic())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// A bare location, `file:line[:col]`, as a block's `-->` line gives it.
 pub fn location(text: &str) -> Option<Finding> {
     let (file, rest) = text.split_once(':')?;
@@ -75,7 +85,10 @@ pub fn location(text: &str) -> Option<Finding> {
 /// hadolint).
 fn located(line: &str) -> Option<(Finding, &'static str)> {
     let (file, rest) = line.split_once(':')?;
-    if !looks_like_path(file) {
+    // A script without an extension (`bzdiff`) is a file too, but only in the fullest shape:
+    // `name:line:col: severity-or-code ...`, which prose and timestamps never take.
+    let bare = !looks_like_path(file);
+    if bare && !is_bare_name(file) {
         return None;
     }
     let (line_no, rest) = number(rest)?;
@@ -86,6 +99,15 @@ fn located(line: &str) -> Option<(Finding, &'static str)> {
         Some((column, after)) => (Some(column), after),
         None => (None, rest),
     };
+    if bare {
+        let message = rest.strip_prefix(':').map(str::trim)?;
+        let first = message.split_whitespace().next().unwrap_or_default();
+        if column.is_none()
+            || severity_word(message).is_none() && !is_code(first.trim_end_matches(':'))
+        {
+            return None;
+        }
+    }
     let (message, shape) = if let Some(message) = rest.strip_prefix(':') {
         (message.trim(), "gnu")
     } else if let Some(message) = rest.strip_prefix(' ') {
@@ -557,6 +579,17 @@ mod tests {
                 ),
             ),
             (
+                "bzdiff:16:6: note: Use $(...) notation instead of legacy backticks. [SC2006]",
+                (
+                    "bzdiff",
+                    16,
+                    Some(6),
+                    Some("note"),
+                    Some("SC2006"),
+                    "Use $(...) notation instead of legacy backticks.",
+                ),
+            ),
+            (
                 "main.go:5:2: this value of x is never used (SA4006)",
                 (
                     "main.go",
@@ -595,6 +628,8 @@ mod tests {
             "Found 3 errors in 1 file (checked 1 source file)",
             "note: 1 - error: x",
             "error: something broke",
+            "Started:12:30: the build",
+            "step:3: done",
         ] {
             assert!(read(line, Only::default()).is_none(), "{line}");
         }

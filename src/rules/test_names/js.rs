@@ -8,7 +8,14 @@ use super::{Failed, Report, joined};
 
 pub fn read(lines: &[&str], report: &mut Report) {
     if lines.iter().any(|l| l.trim() == "TAP version 13") {
-        tap(lines, report);
+        if lines
+            .iter()
+            .any(|l| l.trim_start().starts_with("# Subtest: "))
+        {
+            tap(lines, report);
+        } else {
+            tape(lines, report);
+        }
     }
     node_spec(lines, report);
     jest(lines, report);
@@ -72,6 +79,65 @@ fn tap(lines: &[&str], report: &mut Report) {
             Some(value.trim().trim_matches(['\'', '"']).to_owned())
         });
         report.add(Failed::named(&titles.join(" > ")).because(message.filter(|m| !m.is_empty())));
+    }
+}
+
+/// tape's TAP (and TAP without `# Subtest:` nesting): a `# title` comment opens a test, its
+/// assertions follow as `ok`/`not ok N message`; a test with a `not ok` failed, once, under its
+/// title, with its first failed assertion and where it was.
+fn tape(lines: &[&str], report: &mut Report) {
+    let mut title: Option<&str> = None;
+    let mut failed_here = false;
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(comment) = line.strip_prefix("# ") {
+            let word = comment.split_whitespace().next().unwrap_or_default();
+            // tape's closing counts are not tests.
+            if !(matches!(word, "tests" | "pass" | "fail" | "ok" | "skip" | "todo")
+                && comment
+                    .split_whitespace()
+                    .nth(1)
+                    .is_none_or(|n| n.parse::<u64>().is_ok()))
+            {
+                title = Some(comment.trim());
+                failed_here = false;
+            }
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("not ok ") else {
+            continue;
+        };
+        if failed_here {
+            continue;
+        }
+        let assertion = rest
+            .split_once(' ')
+            .map_or("", |(_, text)| text.split(" # ").next().unwrap_or(text))
+            .trim();
+        let name = title.unwrap_or(assertion);
+        let yaml = lines[i + 1..]
+            .iter()
+            .take_while(|l| l.starts_with("  ") || l.trim().is_empty());
+        let mut test = Failed::named(name).because(Some(assertion.to_owned()));
+        if let Some(at) = yaml
+            .filter_map(|l| l.trim_start().strip_prefix("at: "))
+            .next()
+        {
+            // `Test.<anonymous> (/path/test/x.js:24:4)`
+            let place = at
+                .rsplit_once('(')
+                .map_or(at, |(_, p)| p)
+                .trim_end_matches(')');
+            let mut parts = place.rsplitn(3, ':');
+            if let (Some(_), Some(number), Some(file)) = (parts.next(), parts.next(), parts.next())
+            {
+                if let Ok(number) = number.parse::<u32>() {
+                    test.file = Some(file.to_owned());
+                    test.line = Some(number);
+                }
+            }
+        }
+        report.add(test);
+        failed_here = true;
     }
 }
 

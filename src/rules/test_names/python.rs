@@ -32,6 +32,18 @@ fn read_pytest(lines: &[&str], report: &mut Report) {
             if banner(line).is_some() || report.failed.len() >= MAX_FINDINGS {
                 break;
             }
+            // pytest 9's subtests: `SUBFAILED(separator='::') node - why` names the test.
+            let line = match line.strip_prefix("SUBFAILED") {
+                Some(rest) => {
+                    let rest = if rest.starts_with('(') {
+                        rest.split_once(") ").map_or("", |(_, node)| node)
+                    } else {
+                        rest.trim_start()
+                    };
+                    format!("FAILED {rest}")
+                }
+                None => (*line).to_owned(),
+            };
             for status in ["FAILED ", "ERROR "] {
                 let Some(rest) = line.strip_prefix(status) else {
                     continue;
