@@ -243,6 +243,7 @@ mod tests {
             summary: String::new(),
             findings: Vec::new(),
             output_tail: None,
+            fix: None,
         }
     }
 

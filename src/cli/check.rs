@@ -36,6 +36,9 @@ pub(crate) struct CheckArgs {
     /// Run every gate, even those whose `inputs:` are unchanged since they passed
     #[arg(long)]
     pub(crate) no_cache: bool,
+    /// Run the `fix:` command of each gate that fails, then judge again
+    #[arg(long)]
+    pub(crate) fix: bool,
 }
 
 pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
@@ -72,14 +75,48 @@ pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
             .as_deref()
             .map(|p| p as &dyn validator::pipeline::Observer),
     };
-    let case = validator::judge::Case {
-        task,
-        pipeline: Ok(pipeline),
-        refused: None,
+    let judged = |task: Task| {
+        let case = validator::judge::Case {
+            task,
+            pipeline: Ok(pipeline),
+            refused: None,
+        };
+        judge.judge(case, None).verdict
     };
-    let verdict = judge.judge(case, None).verdict;
+    let mut verdict = judged(task.clone());
+    if args.fix && run_fixes(&verdict, pipeline, &task, rules.defaults.timeout, &cancel) {
+        verdict = judged(task);
+    }
     drop(progress);
     print_verdict(&verdict, args.format, feedback::Retry::Rerun)
+}
+
+/// Runs the `fix:` of every gate that failed, saying on stderr what ran and how it ended;
+/// true if any ran (so the task is judged again).
+fn run_fixes(
+    verdict: &validator::Verdict,
+    pipeline: &validator::config::Pipeline,
+    task: &Task,
+    default_timeout: std::time::Duration,
+    cancel: &validator::process::Cancel,
+) -> bool {
+    let mut ran = false;
+    for report in verdict.gates.iter().filter(|g| g.fix.is_some()) {
+        let Some(gate) = pipeline.gates.iter().find(|g| g.name == report.name) else {
+            continue;
+        };
+        let timeout = gate.timeout.unwrap_or(default_timeout);
+        let Some(result) = gate.rule.run_fix(task, timeout, Some(cancel)) else {
+            continue;
+        };
+        let shown = report.fix.as_deref().unwrap_or_default();
+        match result {
+            Ok(how) => eprintln!("fixed `{}`: `{shown}` {how}", report.name),
+            Err(why) => eprintln!("could not fix `{}`: `{shown}`: {why}", report.name),
+        }
+        ran = true;
+    }
+    ran
 }
 
 /// A way to stop the gates of a one-shot run (`check`, `hook`) when the process is asked to end

@@ -186,6 +186,8 @@ mod tests {
             RuleKind::Exists => "paths: [\"a.txt\"]",
             RuleKind::Lint | RuleKind::Test | RuleKind::Review => "run: [\"true\"]",
             RuleKind::Schema => "schema: s.json, files: [\"a.json\"]",
+            RuleKind::Content => "files: [\"a.txt\"], ban: [{pattern: x}]",
+            RuleKind::CoChange => "when: [\"a\"], then: [\"b\"]",
             _ => "",
         }
     }
@@ -193,8 +195,10 @@ mod tests {
     /// A value every rule key accepts, for offering a key to a rule that does not take it.
     fn sample(key: &str) -> &'static str {
         match key {
-            "non_empty" | "require_summary" => "true",
-            "min_count" | "max_bytes" => "1",
+            "non_empty" | "require_summary" | "changed_only" | "formats" => "true",
+            "min_count" | "max_bytes" | "min_reason_words" => "1",
+            "ban" | "require" => "[{pattern: x}]",
+            "skip_marker" => "x",
             "env" => "{A: b}",
             "run" => "[\"true\"]",
             "cwd" | "junit" | "base" | "schema" => "x",
@@ -231,7 +235,9 @@ mod tests {
                 "schema",
                 "review",
                 "file-scope",
-                "status"
+                "status",
+                "content",
+                "co-change"
             ]
         );
     }

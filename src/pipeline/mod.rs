@@ -144,12 +144,11 @@ pub fn run_with(
         let line = format!("{}: {}", gate.name, outcome.summary);
         let blocked = outcome.blocked.clone();
         let result = outcome.outcome;
-        gates.push(report(
-            &gate.name,
-            gate.kind().as_str(),
-            gate_started,
-            outcome,
-        ));
+        let mut gate_report = report(&gate.name, gate.kind().as_str(), gate_started, outcome);
+        if result == GateOutcome::Fail {
+            gate_report.fix = gate.rule.fix().map(shell_words::join);
+        }
+        gates.push(gate_report);
         if let (Some(observer), Some(finished)) = (supervision.observer, gates.last()) {
             observer.gate_finished(task, finished);
         }
@@ -243,6 +242,7 @@ fn skipped(gate: &crate::config::Gate) -> GateReport {
         summary: String::new(),
         findings: Vec::new(),
         output_tail: None,
+        fix: None,
     }
 }
 
@@ -286,6 +286,7 @@ fn report(name: &str, rule: &str, started: Instant, outcome: Outcome) -> GateRep
         summary: outcome.summary,
         findings: outcome.findings,
         output_tail: outcome.output_tail,
+        fix: None,
     }
 }
 

@@ -32,6 +32,8 @@ pub struct Command {
     junit: Option<String>,
     /// The formats findings are read from (`format:`; lint only).
     format: findings::Only,
+    /// The command that fixes what the gate finds (`fix:`).
+    fix: Option<Vec<String>>,
 }
 
 /// What to read out of the output.
@@ -43,15 +45,15 @@ pub enum Parse {
 
 /// `lint`: the command's findings.
 #[derive(Debug, Clone)]
-pub struct Lint(Command);
+pub struct Lint(pub(super) Command);
 
 /// `test`: the command's failed tests.
 #[derive(Debug, Clone)]
-pub struct Test(Command);
+pub struct Test(pub(super) Command);
 
 impl RuleDef for Lint {
     const ABOUT: About = About {
-        keys: &["run", "files", "env", "cwd", "format"],
+        keys: &["run", "files", "env", "cwd", "format", "fix"],
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
@@ -72,11 +74,15 @@ impl RuleDef for Lint {
     fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
         self.0.program(task)
     }
+
+    fn fix(&self) -> Option<&[String]> {
+        self.0.fix.as_deref()
+    }
 }
 
 impl RuleDef for Test {
     const ABOUT: About = About {
-        keys: &["run", "files", "env", "cwd", "junit"],
+        keys: &["run", "files", "env", "cwd", "junit", "fix"],
         ..Lint::ABOUT
     };
 
@@ -94,6 +100,10 @@ impl RuleDef for Test {
 
     fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
         self.0.program(task)
+    }
+
+    fn fix(&self) -> Option<&[String]> {
+        self.0.fix.as_deref()
     }
 }
 
@@ -145,7 +155,48 @@ impl Command {
             cwd: spec.cwd.clone(),
             junit: spec.junit.clone(),
             format,
+            fix: spec.fix.as_ref().map(|fix| fix.0.clone()),
         })
+    }
+
+    /// Runs the gate's `fix:` command over `task`, where and as the gate's own command runs;
+    /// `Ok` with how it ended, `Err` when it could not run.
+    pub fn run_fix(
+        &self,
+        task: &crate::task::Task,
+        timeout: std::time::Duration,
+        cancel: Option<&process::Cancel>,
+    ) -> Option<Result<String, String>> {
+        let fix = self.fix.as_ref()?;
+        let run = || -> Result<String, String> {
+            let cwd = self.working_dir(task)?;
+            let mut argv: Vec<OsString> = vec![program_in(&fix[0], &cwd).into_os_string()];
+            argv.extend(fix[1..].iter().map(OsString::from));
+            let mut env: Vec<(OsString, OsString)> = vec![
+                ("VALIDATOR_TASK".into(), task.name.clone().into()),
+                ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
+            ];
+            env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
+            let finished = process::run(&process::Spec {
+                argv: &argv,
+                cwd: &cwd,
+                env: &env,
+                env_remove: &[],
+                timeout,
+                output_cap: OUTPUT_CAP,
+                cancel,
+                separate_stderr: false,
+                sandbox: None,
+            })
+            .map_err(|err| err.to_string())?;
+            Ok(match finished.exit {
+                Exit::Code(code) => format!("exited with {code}"),
+                Exit::Signal(signal) => format!("was killed by signal {signal}"),
+                Exit::TimedOut => format!("timed out after {}", duration::format(timeout)),
+                Exit::Cancelled => "was cancelled".to_owned(),
+            })
+        };
+        Some(run())
     }
 
     /// The directory the command runs in: the task's, or `cwd:` inside it. `Err` says why the

@@ -8,7 +8,9 @@
 //! [`spec::GateSpec`], the one type the loader, the positions of its errors and the JSON Schema
 //! come from; which rule owns the key is said only in the rule's `About`.
 
+pub mod co_change;
 pub mod command;
+pub mod content;
 pub mod dependencies;
 pub mod exists;
 pub mod findings;
@@ -186,6 +188,11 @@ pub trait RuleDef: Sized {
     fn definition_files(&self) -> Vec<&Path> {
         Vec::new()
     }
+
+    /// The command that fixes what the rule finds (`fix:`), as written.
+    fn fix(&self) -> Option<&[String]> {
+        None
+    }
 }
 
 /// Writes `RuleKind` (the names a rules file may give `rule:`) and `Rule` (a gate's rule with
@@ -263,6 +270,13 @@ macro_rules! registry {
                     $(Rule::$kind(rule) => rule.definition_files(),)*
                 }
             }
+
+            /// The command that fixes what the gate finds (`fix:`).
+            pub fn fix(&self) -> Option<&[String]> {
+                match self {
+                    $(Rule::$kind(rule) => rule.fix(),)*
+                }
+            }
         }
     };
 }
@@ -288,6 +302,12 @@ registry! {
     /// The done signal says `STATUS: OK`; `STATUS: BLOCKED` ends the run BLOCKED with the
     /// worker's reason.
     Status = "status" => status::Status,
+    /// No file matching `files` contains a `ban` pattern, and each contains every `require`
+    /// pattern (regular expressions, linear time).
+    Content = "content" => content::Content,
+    /// When files matching `when` changed, files matching `then` changed too, unless the worker
+    /// said why not after `skip_marker`.
+    CoChange = "co-change" => co_change::CoChange,
     /// A contract's `dependencies_completed`; added by the contract, never written in a rules file.
     #[serde(skip_deserializing)]
     Dependencies = "dependencies" => dependencies::Dependencies,
@@ -300,6 +320,22 @@ impl fmt::Display for RuleKind {
 }
 
 impl Rule {
+    /// Runs a command gate's `fix:` over `task` (`validator check --fix`); `None` for a gate
+    /// without one.
+    pub fn run_fix(
+        &self,
+        task: &Task,
+        timeout: Duration,
+        cancel: Option<&crate::process::Cancel>,
+    ) -> Option<Result<String, String>> {
+        match self {
+            Rule::Lint(command::Lint(rule)) | Rule::Test(command::Test(rule)) => {
+                rule.run_fix(task, timeout, cancel)
+            }
+            _ => None,
+        }
+    }
+
     /// The rule-specific keys each rule takes.
     pub fn keys(kind: RuleKind) -> &'static [&'static str] {
         Rule::about(kind).keys

@@ -55,7 +55,7 @@ pub struct GateSpec {
     /// would (no shell runs). It runs in the task directory.
     pub run: Option<Argv>,
     /// lint, test (globs; matches are appended to `run` as arguments, in batches); schema (the
-    /// documents to validate).
+    /// documents to validate); content (the files read).
     pub files: Option<Vec<Pattern>>,
     /// lint, test, review: environment variables added for the command.
     pub env: Option<BTreeMap<String, String>>,
@@ -64,6 +64,10 @@ pub struct GateSpec {
     /// test: a JUnit XML report the command writes (relative to the task directory), read for
     /// failed test names.
     pub junit: Option<String>,
+    /// lint, test: the command that fixes what the gate finds (`ruff check --fix`,
+    /// `cargo fmt`), as `run` is written: shown with the gate's failure, and run by
+    /// `validator check --fix` before judging again.
+    pub fix: Option<Argv>,
     /// lint: the output format to read findings from, for output that auto-detection reads
     /// wrongly (default: auto, every format of docs/reasons.md): gnu, located-space, paren,
     /// dash, rustc, stylish, compact, shellcheck, biome, github, formatter, cargo-json, sarif,
@@ -73,7 +77,8 @@ pub struct GateSpec {
     /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local
     /// `$ref` only.
     pub schema: Option<PathBuf>,
-    /// schema: largest document read, in bytes (default: 10 MiB).
+    /// schema: largest document read, in bytes (default: 10 MiB); content: largest file read
+    /// (default: 1 MiB; a larger one fails the gate).
     pub max_bytes: Option<u64>,
     /// schema: assert `format` (`ipv4`, `email`, `date-time`, ...) in every draft, as
     /// check-jsonschema does (default: true); false leaves formats as annotations only. Formats
@@ -89,6 +94,24 @@ pub struct GateSpec {
     /// `$ref` is an error.
     #[schemars(extend("propertyNames" = {"pattern": "^[Hh][Tt][Tt][Pp][Ss]?://.*/$"}))]
     pub refs: Option<BTreeMap<String, PathBuf>>,
+    // content
+    /// content: patterns no file matching `files` may contain: `[{pattern, message}]`.
+    pub ban: Option<Vec<crate::rules::content::ContentPattern>>,
+    /// content: patterns every file matching `files` must contain: `[{pattern, message}]`.
+    pub require: Option<Vec<crate::rules::content::ContentPattern>>,
+    /// content: read only the files the worker changed (git against HEAD, else the baseline)
+    /// (default: false).
+    pub changed_only: Option<bool>,
+    // co-change
+    /// co-change: globs of files whose change asks for a change under `then`.
+    pub when: Option<Vec<Pattern>>,
+    /// co-change: globs of which a file must change too when a `when` file did.
+    pub then: Option<Vec<Pattern>>,
+    /// co-change: the words after which the worker may say why `then` did not change (in its
+    /// done signal or a line its change adds), such as `skip-tests:`. Without it, no skipping.
+    pub skip_marker: Option<String>,
+    /// co-change: how many words that reason needs (default: 5).
+    pub min_reason_words: Option<u32>,
     // file-scope
     /// file-scope: globs a changed file must match (if given).
     pub allow: Option<Vec<Pattern>>,
@@ -124,11 +147,19 @@ impl GateSpec {
             cwd: None,
             junit: None,
             format: None,
+            fix: None,
             schema: None,
             max_bytes: None,
             formats: None,
             draft: None,
             refs: None,
+            ban: None,
+            require: None,
+            changed_only: None,
+            when: None,
+            then: None,
+            skip_marker: None,
+            min_reason_words: None,
             allow: None,
             readonly: None,
             deny: None,

@@ -78,6 +78,9 @@ pub fn render(verdict: &Verdict, retry: Retry) -> String {
                 one_line(&gate.rule),
                 one_line(&gate.summary)
             ));
+            if let Some(fix) = &gate.fix {
+                body.push(format!("  - fix: run `{}`", one_line(fix)));
+            }
             let shown = gate.findings.len().min(12);
             body.extend(
                 gate.findings[..shown]
@@ -250,6 +253,7 @@ mod tests {
                     })
                     .collect(),
                 output_tail: Some((0..tail_lines).map(|i| format!("out {i}\n")).collect()),
+                fix: None,
             }],
             reasons: vec!["lint: findings".into()],
             warnings: vec![],

@@ -53,6 +53,9 @@ pub fn text(verdict: &Verdict) -> String {
             one_line(&gate.summary)
         );
         if matches!(gate.outcome, GateOutcome::Fail | GateOutcome::Error) {
+            if let Some(fix) = &gate.fix {
+                let _ = writeln!(out, "      fix: {bold}{}{bold:#}", one_line(fix));
+            }
             for finding in gate.findings.iter().take(FINDINGS_SHOWN) {
                 let _ = writeln!(out, "      {}", one_line(&finding.to_string()));
             }
@@ -479,6 +482,7 @@ mod tests {
             summary: summary.into(),
             findings: Vec::new(),
             output_tail: None,
+            fix: None,
         }
     }
 

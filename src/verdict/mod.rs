@@ -234,6 +234,9 @@ pub struct GateReport {
     pub findings: Vec<Finding>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tail: Option<String>,
+    /// The command the rules name to fix what this gate found (`fix:`), when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
 }
 
 /// The done signal a verdict answers; `sha256` and `mtime` make the verdict current.

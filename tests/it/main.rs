@@ -8,6 +8,7 @@ mod reliability;
 mod bypasses;
 mod cache;
 mod cli;
+mod content_rules;
 mod contracts;
 mod corpus;
 mod example;

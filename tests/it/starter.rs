@@ -590,7 +590,22 @@ fn the_python_pack_passes_a_clean_project_and_names_a_lint_finding_and_a_failing
         "python",
         code,
         &verdict,
-        &["outputs", "scope", "lint", "test"],
+        &["outputs", "scope", "leftovers", "lint", "test"],
+    );
+
+    // A debugger call left in is caught before the linter runs, at its line.
+    std::fs::write(dir.join("tiny.py"), format!("{code_file}breakpoint()\n")).expect("write");
+    let (code, verdict) = check(&dir, &[]);
+    assert_failed_at(
+        "python",
+        code,
+        &verdict,
+        "leftovers",
+        "a debugger call left in",
+    );
+    assert_eq!(
+        common::gate(&verdict, "leftovers")["findings"][0]["line"],
+        3
     );
 
     std::fs::write(dir.join("tiny.py"), format!("import os\n\n\n{code_file}")).expect("write");

@@ -1,0 +1,172 @@
+//! `co-change`: when the worker changed files matching `when`, it must also have changed files
+//! matching `then` (tests beside the code, docs beside an API, a changelog entry), unless it
+//! says why not: `skip_marker` followed by a reason of at least `min_reason_words` words, in its
+//! done signal or in a line its change adds. What changed is counted as `file-scope` counts it
+//! (git against HEAD, else the baseline).
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, scope};
+use crate::globs::PatternSet;
+use crate::rules::spec::GateSpec;
+use crate::text::one_line;
+use crate::verdict::Finding;
+
+/// The reason a skip needs by default, in words: enough to say why, not just "skip".
+const DEFAULT_REASON_WORDS: u32 = 5;
+/// How much of the patch is searched for a skip marker.
+const MAX_PATCH_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct CoChange {
+    when: PatternSet,
+    then: PatternSet,
+    skip_marker: Option<String>,
+    min_reason_words: u32,
+}
+
+impl RuleDef for CoChange {
+    /// Not cacheable: it judges the change and the done signal.
+    const ABOUT: About = About {
+        keys: &["when", "then", "skip_marker", "min_reason_words"],
+        required: Required::All(&["when", "then"]),
+        cacheable: false,
+        shows_timeout: false,
+    };
+
+    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
+        let Some(when) = spec.when.as_deref().filter(|w| !w.is_empty()) else {
+            return Err(KeyError::missing("when", spec.rule, "[\"src/**/*.py\"]"));
+        };
+        let Some(then) = spec.then.as_deref().filter(|t| !t.is_empty()) else {
+            return Err(KeyError::missing("then", spec.rule, "[\"tests/**/*.py\"]"));
+        };
+        if let Some(marker) = &spec.skip_marker {
+            if marker.trim().is_empty() || marker.contains('\n') {
+                return Err(KeyError::new(
+                    "skip_marker",
+                    "`skip_marker` is empty or spans lines",
+                    "write a word or two on one line, such as `skip-tests:`",
+                ));
+            }
+        }
+        Ok(CoChange {
+            when: PatternSet::new(when),
+            then: PatternSet::new(then),
+            skip_marker: spec.skip_marker.as_ref().map(|m| m.trim().to_owned()),
+            min_reason_words: spec.min_reason_words.unwrap_or(DEFAULT_REASON_WORDS),
+        })
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
+        let deadline = Instant::now() + ctx.timeout;
+        let changes = match scope::changed(ctx, "HEAD", deadline) {
+            Ok(changes) => changes,
+            Err(scope::Problem::Judge(why)) => return Outcome::error(why),
+            Err(scope::Problem::Worker(why)) => return Outcome::fail(why),
+        };
+        // Without git or a baseline every file counts as changed, and the rule would pass
+        // whenever a `then` file exists: it cannot judge, and says what it needs.
+        if matches!(changes.source, scope::Source::Everything) {
+            return Outcome::error(
+                "co-change needs to know what the worker changed: run it in a git work tree, or take a baseline with `validator snapshot TASK` before the worker starts",
+            );
+        }
+        // What could not be seen could be a change under `when`: the gate cannot pass over it.
+        if !changes.findings.is_empty() {
+            return Outcome::from_findings(changes.findings, "", |n| {
+                format!("{n} changes cannot be seen, so co-change cannot be judged")
+            });
+        }
+        let triggered: Vec<&String> = changes
+            .files
+            .iter()
+            .filter(|f| self.when.is_match(f))
+            .collect();
+        if triggered.is_empty() {
+            return Outcome::pass(format!("no change matches `when: [{}]`", self.when_globs()));
+        }
+        if changes.files.iter().any(|f| self.then.is_match(f)) {
+            return Outcome::pass(format!(
+                "{} changed with files matching `then: [{}]`",
+                triggered.len(),
+                self.then_globs()
+            ));
+        }
+        if let Some(reason) = self.skip_reason(ctx, deadline) {
+            return Outcome::pass(format!("skipped by the worker: {}", one_line(&reason)));
+        }
+        let how = match &self.skip_marker {
+            Some(marker) => format!(
+                "; change a file matching `then: [{}]`, or say why not: `{marker} <reason of at least {} words>` in the done signal",
+                self.then_globs(),
+                self.min_reason_words
+            ),
+            None => format!("; change a file matching `then: [{}]`", self.then_globs()),
+        };
+        let findings: Vec<Finding> = triggered
+            .iter()
+            .take(MAX_FINDINGS)
+            .map(|file| {
+                Finding::in_file(
+                    file.as_str(),
+                    format!(
+                        "changed, and nothing matching `then: [{}]` was",
+                        self.then_globs()
+                    ),
+                )
+            })
+            .collect();
+        Outcome {
+            findings,
+            ..Outcome::fail(format!(
+                "{} file{} matching `when: [{}]` changed without a change matching `then: [{}]`{how}",
+                triggered.len(),
+                if triggered.len() == 1 { "" } else { "s" },
+                self.when_globs(),
+                self.then_globs()
+            ))
+        }
+    }
+}
+
+impl CoChange {
+    fn when_globs(&self) -> String {
+        globs(&self.when)
+    }
+
+    fn then_globs(&self) -> String {
+        globs(&self.then)
+    }
+
+    /// The reason after the skip marker, in the done signal or a line the change adds, if it
+    /// has enough words.
+    fn skip_reason(&self, ctx: &Context<'_>, deadline: Instant) -> Option<String> {
+        let marker = self.skip_marker.as_deref()?;
+        let signal = String::from_utf8_lossy(ctx.task.signal.body()).into_owned();
+        let patch = scope::diff(ctx, "HEAD", deadline, MAX_PATCH_BYTES)
+            .ok()
+            .flatten()
+            .map(|patch| patch.text)
+            .unwrap_or_default();
+        let added = patch
+            .lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .map(|l| &l[1..]);
+        signal
+            .lines()
+            .chain(added)
+            .filter_map(|line| line.split_once(marker).map(|(_, reason)| reason.trim()))
+            .find(|reason| reason.split_whitespace().count() >= self.min_reason_words as usize)
+            .map(str::to_owned)
+    }
+}
+
+fn globs(set: &PatternSet) -> String {
+    set.patterns()
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

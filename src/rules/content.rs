@@ -1,0 +1,296 @@
+//! `content`: what the files matching `files` may and must contain. A `ban` pattern found in a
+//! file is a finding at its line and column, with the rule's message; a `require` pattern a
+//! file lacks is a finding on the file. With `changed_only`, only the files the worker changed
+//! (as `file-scope` counts them: git, else the baseline) are read.
+//!
+//! Patterns are regular expressions compiled once, at load, by the `regex` crate, whose
+//! matching time is linear in the text whatever the pattern (no backtracking), with the
+//! compiled size capped. Files are the worker's: read only inside the task directory, regular
+//! files only, as bytes (a NUL byte does not hide a banned pattern), and a file past
+//! `max_bytes` fails the gate rather than going unread.
+
+use std::path::Path;
+use std::time::Instant;
+
+use regex::bytes::{Regex, RegexBuilder};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, scope};
+use crate::globs::PatternSet;
+use crate::rules::spec::GateSpec;
+use crate::taskdir;
+use crate::text::one_line;
+use crate::verdict::Finding;
+
+/// Default largest file read: 1 MiB. Source files are smaller; a larger one fails the gate
+/// (raise `max_bytes`, or narrow `files`), never passes unread.
+const DEFAULT_MAX_BYTES: u64 = 1024 * 1024;
+/// The largest compiled pattern: far past any pattern a person writes, short of one built to
+/// exhaust memory.
+const MAX_PATTERN_SIZE: usize = 1024 * 1024;
+/// Longest excerpt of a matched line in a finding.
+const MAX_EXCERPT_CHARS: usize = 120;
+
+/// A pattern as the rules file writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContentPattern {
+    /// A regular expression (Rust `regex` syntax: no look-around or back-references, so
+    /// matching is linear). `(?i)` ignores case; `^` and `$` match at each line.
+    pub pattern: String,
+    /// Why, for the worker: shown with each finding (default: the pattern).
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Check {
+    regex: Regex,
+    pattern: String,
+    message: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Content {
+    files: PatternSet,
+    ban: Vec<Check>,
+    require: Vec<Check>,
+    changed_only: bool,
+    max_bytes: u64,
+}
+
+impl RuleDef for Content {
+    /// Not cacheable: with `changed_only` it judges the change, not the files alone, and
+    /// reading with a linear-time matcher costs no more than the cache's own hashing.
+    const ABOUT: About = About {
+        keys: &["files", "ban", "require", "changed_only", "max_bytes"],
+        required: Required::All(&["files"]),
+        cacheable: false,
+        shows_timeout: false,
+    };
+
+    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
+        let Some(files) = spec.files.as_deref().filter(|f| !f.is_empty()) else {
+            return Err(KeyError::missing("files", spec.rule, "[\"src/**/*.py\"]"));
+        };
+        let compile = |key: &'static str, patterns: &Option<Vec<ContentPattern>>| {
+            patterns
+                .iter()
+                .flatten()
+                .map(|written| compile(key, written))
+                .collect::<Result<Vec<Check>, KeyError>>()
+        };
+        let ban = compile("ban", &spec.ban)?;
+        let require = compile("require", &spec.require)?;
+        if ban.is_empty() && require.is_empty() {
+            return Err(KeyError::new(
+                "rule",
+                "rule `content` needs `ban:` or `require:`",
+                "add, for example, `ban: [{pattern: 'breakpoint\\(\\)', message: remove debugger calls}]`",
+            ));
+        }
+        Ok(Content {
+            files: PatternSet::new(files),
+            ban,
+            require,
+            changed_only: spec.changed_only.unwrap_or(false),
+            max_bytes: spec.max_bytes.unwrap_or(DEFAULT_MAX_BYTES),
+        })
+    }
+
+    fn run(&self, ctx: &Context<'_>) -> Outcome {
+        let listing = taskdir::list(ctx.task);
+        let mut findings: Vec<Finding> = listing
+            .escaping_links
+            .iter()
+            .filter(|link| self.files.is_match(link))
+            .map(|link| {
+                Finding::in_file(
+                    link,
+                    "is a link that points outside the task directory; it was not read",
+                )
+            })
+            .collect();
+        let changed = if self.changed_only {
+            let deadline = Instant::now() + ctx.timeout;
+            match scope::changed(ctx, "HEAD", deadline) {
+                Ok(changes) => Some(changes.files),
+                Err(scope::Problem::Judge(why)) => return Outcome::error(why),
+                Err(scope::Problem::Worker(why)) => return Outcome::fail(why),
+            }
+        } else {
+            None
+        };
+        let reader = taskdir::Reader::new(ctx.task);
+        let mut read = 0usize;
+        for entry in listing.files.iter().filter(|e| {
+            self.files.is_match(&e.rel) && changed.as_ref().is_none_or(|c| c.contains(&e.rel))
+        }) {
+            if findings.len() >= MAX_FINDINGS {
+                break;
+            }
+            let bytes = match reader.read_capped(&entry.path, self.max_bytes) {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => {
+                    findings.push(Finding::in_file(
+                        &entry.rel,
+                        format!(
+                            "is larger than {} bytes, so it was not checked; narrow `files:` or raise `max_bytes:`",
+                            self.max_bytes
+                        ),
+                    ));
+                    continue;
+                }
+                Err(why) => {
+                    findings.push(Finding::in_file(
+                        &entry.rel,
+                        format!("cannot be read: {why}"),
+                    ));
+                    continue;
+                }
+            };
+            read += 1;
+            self.check(&entry.rel, &bytes, &mut findings);
+        }
+        let scope = if self.changed_only { "changed " } else { "" };
+        Outcome::from_findings(
+            findings,
+            &format!(
+                "{read} {scope}file{} checked",
+                if read == 1 { "" } else { "s" }
+            ),
+            |n| format!("{n} content problems"),
+        )
+    }
+}
+
+impl Content {
+    fn check(&self, rel: &str, bytes: &[u8], findings: &mut Vec<Finding>) {
+        for check in &self.ban {
+            // Matches come in order: lines are counted once over the file, not per match.
+            let mut counted = (0usize, 1usize);
+            for found in check.regex.find_iter(bytes) {
+                if findings.len() >= MAX_FINDINGS {
+                    return;
+                }
+                let (upto, lines) = counted;
+                let line = lines
+                    + bytes[upto..found.start()]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count();
+                counted = (found.start(), line);
+                let (column, text) = place(bytes, found.start());
+                findings.push(
+                    Finding {
+                        line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
+                        column: Some(column),
+                        ..Finding::in_file(rel, format!("{}: `{text}`", check.message))
+                    }
+                    .with_rule(Some(&check.pattern)),
+                );
+            }
+        }
+        for check in &self.require {
+            if findings.len() >= MAX_FINDINGS {
+                return;
+            }
+            if !check.regex.is_match(bytes) {
+                findings.push(
+                    Finding::in_file(rel, format!("{} (nothing matches it)", check.message))
+                        .with_rule(Some(&check.pattern)),
+                );
+            }
+        }
+    }
+}
+
+fn compile(key: &'static str, written: &ContentPattern) -> Result<Check, KeyError> {
+    let regex = RegexBuilder::new(&written.pattern)
+        .multi_line(true)
+        .size_limit(MAX_PATTERN_SIZE)
+        .dfa_size_limit(MAX_PATTERN_SIZE)
+        .build()
+        .map_err(|err| {
+            // The regex crate draws the pattern with a caret over lines; its last line says why.
+            let text = err.to_string();
+            let why = text
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("invalid");
+            KeyError::new(
+                key,
+                format!(
+                    "pattern `{}` does not compile: {}",
+                    one_line(&written.pattern),
+                    one_line(why.trim_start_matches("error: "))
+                ),
+                "write a regular expression in Rust's regex syntax (no look-around or back-references); escape `(`, `.` and `*` meant literally",
+            )
+        })?;
+    Ok(Check {
+        regex,
+        pattern: written.pattern.clone(),
+        message: written
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("matches `{}`", written.pattern)),
+    })
+}
+
+/// The 1-based column (in characters) of byte `offset`, and its line, one line, clipped.
+fn place(bytes: &[u8], offset: usize) -> (u32, String) {
+    let before = &bytes[..offset];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line_end = bytes[offset..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |i| offset + i);
+    // A line of megabytes is read only around the match.
+    let from = line_start.max(offset.saturating_sub(4 * MAX_EXCERPT_CHARS));
+    let to = line_end.min(offset + 4 * MAX_EXCERPT_CHARS);
+    let column = String::from_utf8_lossy(&bytes[line_start..offset])
+        .chars()
+        .count()
+        + 1;
+    let text = String::from_utf8_lossy(&bytes[from..to]);
+    let mut excerpt: String = one_line(text.trim())
+        .chars()
+        .take(MAX_EXCERPT_CHARS)
+        .collect();
+    if text.trim().chars().count() > MAX_EXCERPT_CHARS {
+        excerpt.push('…');
+    }
+    (
+        u32::try_from(column).unwrap_or(u32::MAX),
+        excerpt.replace('`', "'"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_are_lines_and_characters() {
+        let text = "é first\nsecond é breakpoint()\n";
+        let at = text.find("breakpoint").unwrap_or_default();
+        let (column, excerpt) = place(text.as_bytes(), at);
+        assert_eq!(column, 10);
+        assert_eq!(excerpt, "second é breakpoint()");
+    }
+
+    #[test]
+    fn a_pattern_that_would_compile_huge_is_refused() {
+        let written = ContentPattern {
+            pattern: "\\w{1000}\\w{1000}\\w{1000}".into(),
+            message: None,
+        };
+        assert!(compile("ban", &written).is_err());
+    }
+}

@@ -1,0 +1,275 @@
+//! `content` and `co-change` through the real binary: what a worker's files may contain, what
+//! must change together, and hostile input (patterns that backtrack elsewhere, huge and binary
+//! files, links out of the task).
+
+use crate::common::{self, Project, gate, git, isolate_git};
+
+fn rules(gates: &str) -> String {
+    format!("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n{gates}")
+}
+
+fn judged(project: &Project) -> (i32, serde_json::Value) {
+    let mut cmd = project.check();
+    isolate_git(&mut cmd);
+    cmd.args(["--format", "json"]);
+    common::json_verdict(cmd)
+}
+
+fn findings(verdict: &serde_json::Value, name: &str) -> Vec<serde_json::Value> {
+    gate(verdict, name)["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn commit_all(dir: &std::path::Path) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+}
+
+const NO_DEBUGGER: &str = "      - name: content\n        rule: content\n        files: [\"**/*.py\"]\n        ban:\n          - {pattern: 'breakpoint\\(\\)', message: remove the debugger call}\n          - {pattern: '^<<<<<<< ', message: an unresolved merge conflict}\n";
+
+#[test]
+fn a_banned_pattern_is_a_finding_at_its_line_and_column_with_its_message() {
+    let project = Project::new();
+    project
+        .rules(&rules(NO_DEBUGGER))
+        .file("app.py", "x = 1\né = 2; breakpoint()\n")
+        .file("ok.py", "print('fine')\n")
+        .file("notes.txt", "breakpoint()\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings(&verdict, "content");
+    assert_eq!(found.len(), 1, "{verdict:#}");
+    assert_eq!(found[0]["file"], "app.py");
+    assert_eq!(
+        (found[0]["line"].as_u64(), found[0]["column"].as_u64()),
+        (Some(2), Some(8))
+    );
+    assert_eq!(found[0]["rule"], "breakpoint\\(\\)");
+    let message = found[0]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("remove the debugger call"), "{message}");
+
+    std::fs::write(project.task_dir().join("app.py"), "x = 1\n").expect("fix");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(gate(&verdict, "content")["summary"], "2 files checked");
+}
+
+#[test]
+fn a_required_pattern_a_file_lacks_is_a_finding_on_the_file() {
+    let project = Project::new();
+    project
+        .rules(&rules(
+            "      - name: license\n        rule: content\n        files: [\"src/*.rs\"]\n        require: [{pattern: '\\A// SPDX-License-Identifier: ', message: start with the license line}]\n",
+        ))
+        .file("src/a.rs", "// SPDX-License-Identifier: MIT\nfn a() {}\n")
+        .file("src/b.rs", "fn b() {}\n// SPDX-License-Identifier: MIT\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings(&verdict, "license");
+    assert_eq!(found.len(), 1, "{verdict:#}");
+    assert_eq!(found[0]["file"], "src/b.rs");
+    assert!(found[0]["line"].is_null());
+}
+
+#[test]
+fn a_pattern_that_backtracks_elsewhere_runs_in_linear_time_on_a_large_file() {
+    // `(a+)+$` takes exponential time in a backtracking engine on "aaaa…b"; here the file is a
+    // MiB of it, which only a linear-time matcher gets through.
+    let project = Project::new();
+    project
+        .rules(&rules(
+            "      - name: content\n        rule: content\n        files: [\"*.txt\"]\n        ban: [{pattern: '(a+)+$'}]\n        max_bytes: 2000000\n",
+        ))
+        .file("big.txt", &format!("{}b", "a".repeat(1024 * 1024)));
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
+#[test]
+fn a_file_too_large_to_read_fails_instead_of_passing_unread() {
+    let project = Project::new();
+    project
+        .rules(&rules(&format!("{NO_DEBUGGER}        max_bytes: 1000\n")))
+        .file("big.py", &format!("{}\nbreakpoint()\n", "#".repeat(5000)));
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let message = findings(&verdict, "content")[0]["message"].to_string();
+    assert!(message.contains("larger than 1000 bytes"), "{message}");
+}
+
+#[test]
+fn a_nul_byte_does_not_hide_a_banned_pattern() {
+    let project = Project::new();
+    project.rules(&rules(NO_DEBUGGER));
+    std::fs::write(
+        project.task_dir().join("sneaky.py"),
+        b"\x00\x01\nbreakpoint()\n",
+    )
+    .expect("write");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(findings(&verdict, "content")[0]["line"], 2);
+}
+
+#[test]
+fn a_link_out_of_the_task_is_reported_and_never_read() {
+    let project = Project::new();
+    project.rules(&rules(NO_DEBUGGER));
+    project.root_file("outside/secret.py", "breakpoint()  # the secret\n");
+    std::os::unix::fs::symlink(
+        project.path().join("outside/secret.py"),
+        project.task_dir().join("link.py"),
+    )
+    .expect("symlink");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let shown = verdict.to_string();
+    assert!(
+        shown.contains("points outside the task directory"),
+        "{verdict:#}"
+    );
+    assert!(!shown.contains("the secret"), "{verdict:#}");
+}
+
+#[test]
+fn changed_only_reads_only_what_the_worker_changed() {
+    let project = Project::new();
+    project
+        .rules(&rules(&format!(
+            "{NO_DEBUGGER}        changed_only: true\n"
+        )))
+        .file("old.py", "breakpoint()  # before the worker\n");
+    commit_all(&project.task_dir());
+    project.file("new.py", "breakpoint()\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = findings(&verdict, "content");
+    assert_eq!(found.len(), 1, "{verdict:#}");
+    assert_eq!(found[0]["file"], "new.py");
+}
+
+#[test]
+fn a_pattern_that_does_not_compile_is_refused_where_it_is_written() {
+    let project = Project::new();
+    project.rules(&rules(
+        "      - name: content\n        rule: content\n        files: [\"*.py\"]\n        ban: [{pattern: 'breakpoint('}]\n",
+    ));
+    let output = common::validator()
+        .args(["rules", "check", "-c"])
+        .arg(project.rules_path())
+        .output()
+        .expect("run validator");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("validator.yaml:9:"), "{stderr}");
+    assert!(
+        stderr.contains("pattern `breakpoint(` does not compile: unclosed group"),
+        "{stderr}"
+    );
+}
+
+const TESTS_WITH_CODE: &str = "      - name: tests-too\n        rule: co-change\n        when: [\"src/**\"]\n        then: [\"tests/**\"]\n        skip_marker: \"skip-tests:\"\n";
+
+fn co_change_repo() -> Project {
+    let project = Project::new();
+    project
+        .rules(&rules(TESTS_WITH_CODE))
+        .file("src/lib.py", "def f(): return 1\n")
+        .file("tests/test_lib.py", "def test_f(): pass\n");
+    commit_all(&project.task_dir());
+    project
+}
+
+#[test]
+fn code_changed_without_its_tests_fails_and_says_what_to_add() {
+    let project = co_change_repo();
+    project.file("src/lib.py", "def f(): return 2\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let summary = gate(&verdict, "tests-too")["summary"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(summary.contains("tests/**"), "{summary}");
+    assert!(summary.contains("skip-tests:"), "{summary}");
+    assert_eq!(findings(&verdict, "tests-too")[0]["file"], "src/lib.py");
+
+    project.file("tests/test_lib.py", "def test_f(): assert f() == 2\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
+#[test]
+fn a_change_elsewhere_asks_for_nothing() {
+    let project = co_change_repo();
+    project.file("README.md", "docs\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
+#[test]
+fn a_reason_after_the_skip_marker_lets_it_pass_only_with_enough_words() {
+    let project = co_change_repo();
+    project.file("src/lib.py", "def f(): return 2\n");
+    project.signal("STATUS: OK\nskip-tests: too short\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    project.signal("STATUS: OK\nskip-tests: only a comment changed, behaviour is the same\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    assert!(
+        gate(&verdict, "tests-too")["summary"]
+            .to_string()
+            .contains("only a comment changed"),
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn co_change_without_a_way_to_see_changes_cannot_judge() {
+    let project = Project::new();
+    project
+        .rules(&rules(TESTS_WITH_CODE))
+        .file("src/lib.py", "x\n")
+        .file("tests/test_lib.py", "y\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 2, "{verdict:#}");
+    assert!(verdict.to_string().contains("git work tree"), "{verdict:#}");
+}
+
+#[test]
+fn a_gate_names_its_fix_and_check_fix_runs_it_before_judging_again() {
+    let project = Project::new();
+    project
+        .rules(&rules(
+            "      - name: format\n        rule: lint\n        run: [\"sh\", \"-c\", 'grep -q tidy style.txt || { echo \"style.txt:1:1: not tidy\"; exit 1; }']\n        fix: [\"sh\", \"-c\", 'echo tidy > style.txt']\n",
+        ))
+        .file("style.txt", "messy\n");
+    let output = project
+        .check()
+        .args(["--format", "feedback"])
+        .output()
+        .expect("run validator");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("fix: run `sh -c 'echo tidy > style.txt'`"),
+        "{text}"
+    );
+
+    let output = project
+        .check()
+        .args(["--fix", "--format", "json"])
+        .output()
+        .expect("run validator");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("fixed `format`"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(project.task_dir().join("style.txt")).expect("read"),
+        "tidy\n"
+    );
+}
