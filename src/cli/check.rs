@@ -88,7 +88,7 @@ pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
         verdict = judged(task);
     }
     drop(progress);
-    print_verdict(&verdict, args.format, feedback::Retry::Rerun)
+    print_verdict(&verdict, args.format, feedback::Retry::Rerun, config)
 }
 
 /// Runs the `fix:` of every gate that failed, saying on stderr what ran and how it ended;

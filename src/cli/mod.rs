@@ -381,6 +381,7 @@ pub(crate) fn print_verdict(
     verdict: &Verdict,
     format: Format,
     retry: feedback::Retry,
+    rules_file: &Path,
 ) -> Result<ExitCode> {
     let rendered = match format {
         Format::Text => format::text(verdict),
@@ -388,7 +389,7 @@ pub(crate) fn print_verdict(
         Format::Junit => format::junit(verdict),
         Format::Github => format::github(verdict),
         Format::Feedback => feedback::render(verdict, retry),
-        Format::Sarif => validator::verdict::sarif::sarif(verdict),
+        Format::Sarif => validator::verdict::sarif::sarif(verdict, &sarif_anchor(rules_file)),
     };
     let mut out = anstream::stdout();
     out.write_all(rendered.as_bytes())
@@ -398,6 +399,26 @@ pub(crate) fn print_verdict(
         append_job_summary(verdict);
     }
     Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+}
+
+/// The rules file as the repository names it (relative to where validator runs, which CI
+/// sets to the repository's root), or its file name: where SARIF places results that have no
+/// place of their own.
+fn sarif_anchor(rules_file: &Path) -> String {
+    let relative = std::env::current_dir()
+        .ok()
+        .and_then(|here| {
+            let absolute = rules_file.canonicalize().ok()?;
+            absolute
+                .strip_prefix(here.canonicalize().ok()?)
+                .ok()
+                .map(Path::to_path_buf)
+        })
+        .or_else(|| rules_file.file_name().map(std::path::PathBuf::from));
+    relative.map_or_else(
+        || "validator.yaml".to_owned(),
+        |p| p.to_string_lossy().into_owned(),
+    )
 }
 
 /// In GitHub Actions, `$GITHUB_STEP_SUMMARY` names a file whose Markdown becomes the job's

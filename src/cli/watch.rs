@@ -156,7 +156,7 @@ pub(crate) fn wait(
     let rules = load(config)?;
     let key = sign::configured_key(rules.key_named())?;
     match client::wait(&rules, task, timeout, key.as_ref())? {
-        Some(verdict) => print_verdict(&verdict, format, feedback::Retry::Signal),
+        Some(verdict) => print_verdict(&verdict, format, feedback::Retry::Signal, config),
         None => bail!(
             "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
             validator::duration::format(timeout)

@@ -227,6 +227,8 @@ impl Command {
     }
 
     pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
+        // A JUnit report older than this run was not written by it (see `read_junit`).
+        let started = std::time::SystemTime::now();
         let task = ctx.task;
         // The directory is part of the task's output: its absence is the worker's doing.
         let cwd = match self.working_dir(task) {
@@ -327,7 +329,7 @@ impl Command {
             }
         }
         let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
-        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd);
+        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd, started);
         if !refused.is_empty() {
             let count = refused.len();
             refused.append(&mut outcome.findings);
@@ -354,6 +356,7 @@ impl Command {
         exit: Exit,
         text: &str,
         cwd: &Path,
+        started: std::time::SystemTime,
     ) -> Outcome {
         let program = &self.argv[0];
         match exit {
@@ -406,7 +409,7 @@ impl Command {
                 let mut failures = report.failed;
                 let mut note = String::new();
                 if let Some(report) = &self.junit {
-                    match read_junit(ctx, report) {
+                    match read_junit(ctx, report, started) {
                         Ok(from_report) => {
                             for test in from_report {
                                 if !failures
@@ -518,8 +521,23 @@ fn files_of(found: &[Finding]) -> String {
     }
 }
 
-fn read_junit(ctx: &Context<'_>, report: &str) -> Result<Vec<test_names::Failed>, String> {
+/// The failed tests of the JUnit report the command wrote. A report from before the command
+/// started was not written by this run (a worker may leave one in place to name tests), and is
+/// not read.
+fn read_junit(
+    ctx: &Context<'_>,
+    report: &str,
+    started: std::time::SystemTime,
+) -> Result<Vec<test_names::Failed>, String> {
     let path = taskdir::resolve_inside(ctx.task, report)?;
+    // Some file systems keep modification times to the second or two.
+    let slack = std::time::Duration::from_secs(2);
+    let modified = std::fs::symlink_metadata(&path)
+        .and_then(|meta| meta.modified())
+        .map_err(|err| format!("cannot be read: {err}"))?;
+    if modified + slack < started {
+        return Err("it was not written by this run, so it was not read".into());
+    }
     let bytes = taskdir::read_capped(ctx.task, &path, MAX_JUNIT_BYTES)?
         .ok_or_else(|| format!("over {} MiB; not read", MAX_JUNIT_BYTES / 1024 / 1024))?;
     test_names::from_junit(&String::from_utf8_lossy(&bytes))

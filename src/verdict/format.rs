@@ -312,7 +312,7 @@ pub fn github(verdict: &Verdict) -> String {
                 out,
                 "::{level} {}::{}",
                 annotation_properties(finding, &title),
-                data(&finding.message)
+                data(&finding.text())
             );
         }
     }
@@ -449,7 +449,8 @@ fn annotation_properties(finding: &Finding, title: &str) -> String {
         if let Some(line) = finding.line {
             props.push(format!("line={line}"));
         }
-        if let Some(col) = finding.column {
+        // GitHub counts columns from 1; a tool counting from 0 (pylint) gives no column.
+        if let Some(col) = finding.column.filter(|&c| c > 0) {
             props.push(format!("col={col}"));
         }
     }

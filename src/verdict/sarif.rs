@@ -7,14 +7,17 @@ use serde_json::{Value, json};
 
 use super::{Finding, GateOutcome, GateReport, Verdict};
 
-/// The SARIF log of `verdict`.
-pub fn sarif(verdict: &Verdict) -> String {
+/// The SARIF log of `verdict`. Code scanning refuses a result without a place in the
+/// repository, so what has none (a gate that failed without findings, a finding without a
+/// file, or at a path outside the task) is placed at line 1 of `anchor`, the rules file as the
+/// repository names it, and says its own place in its message.
+pub fn sarif(verdict: &Verdict, anchor: &str) -> String {
     let mut results = Vec::new();
     let mut rules: Vec<String> = Vec::new();
     for gate in &verdict.gates {
         let failed = matches!(gate.outcome, GateOutcome::Fail | GateOutcome::Error);
         for finding in &gate.findings {
-            results.push(result(gate, finding, failed, &mut rules));
+            results.push(result(gate, finding, failed, &mut rules, anchor));
         }
         if failed && gate.findings.is_empty() {
             results.push(result(
@@ -22,6 +25,7 @@ pub fn sarif(verdict: &Verdict) -> String {
                 &Finding::new(&gate.summary),
                 failed,
                 &mut rules,
+                anchor,
             ));
         }
     }
@@ -50,7 +54,13 @@ pub fn sarif(verdict: &Verdict) -> String {
 /// One result. Its rule is the tool's code under the gate's name (`lint/F401`), or the gate's
 /// name, so code scanning groups alike findings; its level is the tool's severity where it
 /// said one, else the gate's outcome.
-fn result(gate: &GateReport, finding: &Finding, failed: bool, rules: &mut Vec<String>) -> Value {
+fn result(
+    gate: &GateReport,
+    finding: &Finding,
+    failed: bool,
+    rules: &mut Vec<String>,
+    anchor: &str,
+) -> Value {
     let rule = match &finding.rule {
         Some(code) => format!("{}/{code}", gate.name),
         None => gate.name.clone(),
@@ -69,31 +79,43 @@ fn result(gate: &GateReport, finding: &Finding, failed: bool, rules: &mut Vec<St
         None if failed => "error",
         None => "warning",
     };
-    let mut result = json!({
+    // A place in the repository: a relative path that stays inside it.
+    let inside = finding.file.as_deref().filter(|file| {
+        !file.starts_with('/') && !file.split('/').any(|part| part == "..") && !file.is_empty()
+    });
+    let message = match (&finding.file, inside) {
+        (Some(_), None) => format!("{}: {finding}", gate.name),
+        _ => format!("{}: {}", gate.name, finding.text()),
+    };
+    let (uri, line, column) = match inside {
+        Some(file) => (file, finding.line.filter(|&l| l > 0), finding.column),
+        None => (anchor, Some(1), None),
+    };
+    let mut region = json!({});
+    if let Some(line) = line {
+        region["startLine"] = json!(line);
+        if let Some(column) = column.filter(|&c| c > 0) {
+            region["startColumn"] = json!(column);
+        }
+    }
+    let mut location = json!({
+        "physicalLocation": {"artifactLocation": {"uri": uri_reference(uri), "uriBaseId": "%SRCROOT%"}}
+    });
+    if line.is_some() {
+        location["physicalLocation"]["region"] = region;
+    }
+    json!({
         "ruleId": rule,
         "ruleIndex": index,
         "level": level,
-        "message": {"text": format!("{}: {}", gate.name, finding.text())},
-    });
-    if let Some(file) = &finding.file {
-        let mut location = json!({
-            "physicalLocation": {"artifactLocation": {"uri": uri(file), "uriBaseId": "%SRCROOT%"}}
-        });
-        if let Some(line) = finding.line.filter(|&l| l > 0) {
-            let mut region = json!({"startLine": line});
-            if let Some(column) = finding.column.filter(|&c| c > 0) {
-                region["startColumn"] = json!(column);
-            }
-            location["physicalLocation"]["region"] = region;
-        }
-        result["locations"] = json!([location]);
-    }
-    result
+        "message": {"text": message},
+        "locations": [location],
+    })
 }
 
 /// A relative file name as a URI reference: every byte but unreserved ones and `/`
 /// percent-encoded, so spaces, `#`, `?` and `%` in a worker's file names stay part of the name.
-fn uri(file: &str) -> String {
+fn uri_reference(file: &str) -> String {
     let mut out = String::with_capacity(file.len());
     for byte in file.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
@@ -111,7 +133,7 @@ mod tests {
 
     #[test]
     fn file_names_are_uri_references() {
-        assert_eq!(uri("src/a b#1?.rs"), "src/a%20b%231%3F.rs");
-        assert_eq!(uri("é.py"), "%C3%A9.py");
+        assert_eq!(uri_reference("src/a b#1?.rs"), "src/a%20b%231%3F.rs");
+        assert_eq!(uri_reference("é.py"), "%C3%A9.py");
     }
 }

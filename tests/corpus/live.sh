@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The findings corpus, live: installs the real linters and formatters from the package
-# registries, pinned to the versions the corpus was captured with, runs them afresh on the
-# corpus's fixture projects (each with known problems) through capture.sh, and checks that
-# validator reads the fresh output as the corpus test reads the committed one: every finding of
-# its truth, none invented. .ci/run calls it; it needs network access to the registries.
+# The corpus, live: installs the real linters and formatters from the package registries,
+# pinned to the versions the corpus was captured with, runs them afresh on the corpus's fixture
+# projects (each with known problems) through capture.sh, and checks that validator reads the
+# fresh output as the corpus test reads the committed one: every finding of its truth, none
+# invented. Then the same for the test runners the machine has or gets without a lockfile's
+# drift (pytest, unittest, cargo test, go test, node --test): every failed test named, none
+# invented, "could not run" told apart. .ci/run calls it; it needs the package registries.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${LIVE_DIR:-$root/target/live-corpus}
@@ -45,3 +47,23 @@ fi
 VALIDATOR_CORPUS_DIR=$work cargo test --locked --quiet --test it corpus::findings -- --nocapture \
     | grep -E '^\| \*\*|invented|missed' || true
 VALIDATOR_CORPUS_DIR=$work cargo test --locked --quiet --test it corpus::findings
+
+rm -rf "$work/tests"
+mkdir -p "$work/tests"
+cp -r "$root/tests/corpus/tests/fixtures" "$root/tests/corpus/tests/capture.sh" "$work/tests/"
+for runner in 'pytest-*' 'unittest-*' 'cargo-test-*' 'go-test-*' 'node-test-*'; do
+    for dir in "$root"/tests/corpus/tests/$runner/; do
+        cp -r "$dir" "$work/tests/"
+        rm -f "$work/tests/$(basename "$dir")/output.txt"
+    done
+    bash "$work/tests/capture.sh" "$runner" >> "$work/capture.log" 2>&1 || true
+done
+missing=$(for dir in "$work/tests"/*/; do [ -f "$dir/truth.json" ] && [ ! -f "$dir/output.txt" ] && basename "$dir"; done || true)
+if [ -n "$missing" ]; then
+    echo "live corpus: these runs were not captured:" $missing >&2
+    tail -40 "$work/capture.log" >&2
+    exit 1
+fi
+VALIDATOR_CORPUS_DIR=$work cargo test --locked --quiet --test it corpus::failed_tests -- --nocapture \
+    | grep -E '^\| \*\*|invented|missed|named `|cause' || true
+VALIDATOR_CORPUS_DIR=$work cargo test --locked --quiet --test it corpus::failed_tests

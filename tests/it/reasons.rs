@@ -121,7 +121,7 @@ fn sarif_output_is_a_valid_log_with_a_result_per_finding_at_its_place() {
         lint("silent", r#"["sh", "-c", 'exit 3']"#, "on_fail: CONTINUE"),
         lint(
             "lint",
-            r#"["sh", "-c", 'echo "src/a#b.py:3:5: F401 [*] os imported but unused"; echo "src/c.py:1:0: C0114: Missing docstring (missing-module-docstring)"; exit 1']"#,
+            r#"["sh", "-c", 'echo "src/a#b.py:3:5: F401 [*] os imported but unused"; echo "src/c.py:1:0: C0114: Missing docstring (missing-module-docstring)"; echo "/etc/passwd:3:1: F999 outside"; exit 1']"#,
             "",
         ),
     ]);
@@ -137,10 +137,25 @@ fn sarif_output_is_a_valid_log_with_a_result_per_finding_at_its_place() {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    assert_eq!(results.len(), 3, "{log:#}");
-    // A gate that failed without findings is a result of its own, with its summary.
+    assert_eq!(results.len(), 4, "{log:#}");
+    // A path outside the task is no place in the repository: the result is placed at the
+    // rules file and names the path in its message.
+    assert_eq!(
+        results[3]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "validator.yaml"
+    );
+    assert!(
+        results[3]["message"]["text"]
+            .to_string()
+            .contains("/etc/passwd:3:1")
+    );
+    // A gate that failed without findings is a result of its own, with its summary, placed at
+    // the rules file: code scanning refuses a result without a place.
     assert_eq!(results[0]["ruleId"], "silent");
-    assert!(results[0]["locations"].is_null());
+    assert_eq!(
+        results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "validator.yaml"
+    );
     let first = &results[1];
     assert_eq!(first["ruleId"], "lint/F401");
     assert_eq!(first["level"], "error");
@@ -291,4 +306,56 @@ fn a_gate_can_name_the_format_its_tool_prints() {
 
 fn project_with_format(run: &str, format: &str) -> crate::common::Project {
     project(&[lint("lint", run, &format!("format: {format}"))])
+}
+
+#[test]
+fn floods_shaped_to_make_a_reader_look_back_cost_one_pass() {
+    // Shapes an adversarial review found quadratic (each ran for minutes on a MiB): many go
+    // packages of failures, a pytest summary repeating one test and one collection error, TAP
+    // naming a test file over and over, and go -v results long after their `=== RUN`. Each
+    // now reads in one pass: this test takes seconds where those took minutes.
+    let shapes = [
+        r#"for p in $(seq 1 300); do seq 1 200 | sed "s|.*|--- FAIL: T${p}_& (0.00s)|"; printf "FAIL\tp$p\t0.1s\n"; done"#,
+        r#"echo "=== FAILURES ==="; seq 1 30000 | sed "s|.*|____________________ t& ____________________|"; echo "=== short test summary info ==="; seq 1 20000 | sed "s|.*|FAILED a.py::t - x|"; seq 1 20000 | sed "s|.*|ERROR a.py - ImportError: x|""#,
+        r#"echo "TAP version 13"; seq 1 60000 | sed "s|.*|not ok & - /t/a.js|""#,
+        r#"echo "=== RUN   T"; seq 1 60000 | sed "s|.*|--- FAIL: T (0.00s)|"; printf "FAIL\tp\t1s\n""#,
+    ];
+    let gates: Vec<String> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| {
+            format!(
+                "      - {{name: t{i}, rule: test, run: {}, on_fail: CONTINUE}}\n",
+                serde_json::json!(["sh", "-c", format!("{shape}; exit 1")])
+            )
+        })
+        .collect();
+    let project = project(&gates);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "every gate routes on: {verdict:#}");
+    for i in 0..shapes.len() {
+        assert_eq!(
+            gate(&verdict, &format!("t{i}"))["outcome"],
+            "fail",
+            "{verdict:#}"
+        );
+    }
+}
+
+#[test]
+fn a_junit_report_this_run_did_not_write_names_no_test() {
+    let project = project(&["      - {name: tests, rule: test, run: [\"sh\", \"-c\", 'echo usage error; exit 4'], junit: report.xml}\n".to_owned()]);
+    let stale = "<testsuite><testcase classname=\"auth.Login\" name=\"invented_by_worker\"><failure message=\"x\"/></testcase></testsuite>";
+    project.file("report.xml", stale);
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(project.task_dir().join("report.xml"))
+        .and_then(|file| file.set_modified(old))
+        .expect("age the report");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let shown = verdict.to_string();
+    assert!(!shown.contains("invented_by_worker"), "{verdict:#}");
+    assert!(shown.contains("not written by this run"), "{verdict:#}");
 }

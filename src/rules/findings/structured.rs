@@ -12,6 +12,22 @@ use crate::verdict::Finding;
 /// The findings of an output that is one structured document, or `None` when it is not one.
 pub fn parse(output: &str, only: super::Only) -> Option<Vec<Finding>> {
     let text = output.trim();
+    if let Some(found) = document(text, only) {
+        return Some(found);
+    }
+    // A tool may say something first (a warning on stderr, merged into the output): the
+    // document may start at a later line. The first few such lines are tried, no more.
+    text.match_indices('\n')
+        .map(|(at, _)| &text[at + 1..])
+        .filter(|rest| {
+            rest.starts_with('{') || rest.starts_with("<?xml") || rest.starts_with("<checkstyle")
+        })
+        .take(3)
+        .find_map(|rest| document(rest, only))
+}
+
+/// The findings of `text` if it is one structured document from its first character.
+fn document(text: &str, only: super::Only) -> Option<Vec<Finding>> {
     if text.starts_with('{') {
         // The document may be followed by a trailer (biome prints a summary after it).
         let document: Value = serde_json::Deserializer::from_str(text)
@@ -259,6 +275,15 @@ mod tests {
                 super::super::Only::default()
             ),
             Some(Vec::new())
+        );
+    }
+
+    #[test]
+    fn a_document_after_a_line_of_noise_is_still_read() {
+        let out = "warning: `ruff` is a preview command\n{\"version\":\"2.1.0\",\"runs\":[{\"results\":[{\"ruleId\":\"F401\",\"message\":{\"text\":\"unused\"},\"locations\":[{\"physicalLocation\":{\"artifactLocation\":{\"uri\":\"a.py\"},\"region\":{\"startLine\":1}}}]}]}]}\n";
+        assert_eq!(
+            parse(out, super::super::Only::default()).unwrap_or_default()[0].to_string(),
+            "a.py:1: unused [F401]"
         );
     }
 

@@ -18,20 +18,27 @@ pub fn read(lines: &[&str], report: &mut Report) {
     if !lines.iter().any(|l| is_go(l)) {
         return;
     }
-    let events = lines.iter().filter(|l| is_event(l)).count();
-    let content = lines.iter().filter(|l| !l.trim().is_empty()).count();
-    let mut failed = if events * 2 >= content {
+    // `go test -json` speaks JSON from its first line (bar a build's errors); in plain output
+    // a JSON line is something a test printed, after go's own first line.
+    let json = lines
+        .iter()
+        .find(|l| is_event(l) || is_plain_marker(l))
+        .is_some_and(|l| is_event(l));
+    let mut failed = if json {
         from_json(lines)
     } else {
         from_text(lines)
     };
     // A parent fails with its subtest; the subtest is the failure.
-    let names: Vec<String> = failed.iter().map(|f| f.name.clone()).collect();
-    failed.retain(|f| {
-        !names
-            .iter()
-            .any(|other| other.starts_with(&format!("{}/", f.name)))
-    });
+    let parents: std::collections::HashSet<String> = failed
+        .iter()
+        .flat_map(|f| {
+            let name = f.name.as_str();
+            name.match_indices('/')
+                .map(move |(at, _)| name[..at].to_owned())
+        })
+        .collect();
+    failed.retain(|f| !parents.contains(&f.name));
     for test in failed {
         report.add(test);
     }
@@ -48,6 +55,14 @@ fn is_go(line: &str) -> bool {
         || line.starts_with("=== FAIL: ")
         || line.starts_with("DONE ") && line.contains(" tests")
         || is_event(line)
+}
+
+/// One of go's own lines in plain output.
+fn is_plain_marker(line: &str) -> bool {
+    line.starts_with("=== RUN   ")
+        || line.trim_start().starts_with("--- FAIL: ")
+        || line.starts_with("ok  \t")
+        || line.starts_with("FAIL\t")
 }
 
 fn is_event(line: &str) -> bool {
@@ -101,15 +116,26 @@ fn from_json(lines: &[&str]) -> Vec<Failed> {
 fn from_text(lines: &[&str]) -> Vec<Failed> {
     let verbose = lines.iter().any(|l| l.starts_with("=== RUN   "));
     let mut started: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    // Under -v, a test's first logged line, from its `=== RUN` to its result: read as the lines
+    // go by, so each line is looked at once.
+    let mut running: Option<&str> = None;
+    let mut logs: std::collections::HashMap<&str, (String, u32, String)> =
+        std::collections::HashMap::new();
     let mut failed: Vec<Failed> = Vec::new();
     // Failures of the package being read, kept once its result line says FAIL.
     let mut pending: Vec<Failed> = Vec::new();
+    let keep = |failed: &mut Vec<Failed>, pending: &mut Vec<Failed>| {
+        let room = (2 * MAX_FINDINGS).saturating_sub(failed.len());
+        failed.extend(pending.drain(..).take(room));
+    };
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim_start();
         if let Some(name) = trimmed.strip_prefix("=== RUN   ") {
+            let name = name.trim();
             if started.len() < 100_000 {
-                started.insert(name.trim());
+                started.insert(name);
             }
+            running = Some(name);
             continue;
         }
         if line.starts_with("ok  \t") {
@@ -117,50 +143,51 @@ fn from_text(lines: &[&str]) -> Vec<Failed> {
             continue;
         }
         if line.starts_with("FAIL\t") {
-            failed.append(&mut pending);
+            keep(&mut failed, &mut pending);
             continue;
         }
         // gotestsum: `=== FAIL: pkg TestX (0.00s)`
         if let Some(rest) = line.strip_prefix("=== FAIL: ") {
-            if let Some((_, test)) = rest.split_once(' ') {
-                if let Some(name) = with_duration(test) {
+            if let Some(name) = rest
+                .split_once(' ')
+                .and_then(|(_, test)| with_duration(test))
+            {
+                if pending.len() < MAX_FINDINGS {
                     pending.push(Failed::named(name));
                 }
             }
             continue;
         }
         let Some(name) = trimmed.strip_prefix("--- FAIL: ").and_then(with_duration) else {
+            if let (Some(test), Some(log)) = (running, logged(trimmed)) {
+                if logs.len() < 100_000 {
+                    logs.entry(test).or_insert(log);
+                }
+            }
             continue;
         };
         if verbose && !started.contains(name) {
             continue;
         }
         let mut test = Failed::named(name);
-        let depth = line.len() - trimmed.len();
-        // Under -v a test's log comes before its result, after its `=== RUN` line; plain
-        // output prints it after the result, indented under it.
-        if verbose {
-            let run = format!("=== RUN   {name}");
-            if let Some(start) = lines[..i].iter().rposition(|l| l.trim_start() == run) {
-                if let Some((file, number, message)) =
-                    lines[start + 1..i].iter().find_map(|l| logged(l))
-                {
+        if let Some((file, number, message)) = logs.get(name) {
+            test.file = Some(file.clone());
+            test.line = Some(*number);
+            test.message = Some(super::clip(message));
+        } else {
+            // Plain output prints a test's log after its result, indented under it.
+            let depth = line.len() - trimmed.len();
+            for detail in lines[i + 1..].iter().take(64) {
+                let inner = detail.trim_start();
+                if detail.len() - inner.len() <= depth || inner.starts_with("--- ") {
+                    break;
+                }
+                if let Some((file, number, message)) = logged(inner) {
                     test.file = Some(file);
                     test.line = Some(number);
                     test.message = Some(super::clip(&message));
+                    break;
                 }
-            }
-        }
-        for detail in lines[i + 1..].iter().take_while(|_| test.message.is_none()) {
-            let inner = detail.trim_start();
-            if detail.len() - inner.len() <= depth || inner.starts_with("--- ") {
-                break;
-            }
-            if let Some((file, number, message)) = logged(inner) {
-                test.file = Some(file);
-                test.line = Some(number);
-                test.message = Some(super::clip(&message));
-                break;
             }
         }
         if pending.len() < MAX_FINDINGS {
@@ -168,7 +195,7 @@ fn from_text(lines: &[&str]) -> Vec<Failed> {
         }
     }
     // Output cut before its package's result line (or gotestsum's, which has none): kept.
-    failed.append(&mut pending);
+    keep(&mut failed, &mut pending);
     failed
 }
 

@@ -59,7 +59,12 @@ fn tap(lines: &[&str], report: &mut Report) {
             continue;
         }
         if is_test_file(name) && path.is_empty() {
-            report.cannot_run(&load_error(lines).unwrap_or_else(|| format!("{name} did not load")));
+            // The first cause is kept: the output is searched for it once.
+            if report.could_not_run.is_none() {
+                report.cannot_run(
+                    &load_error(lines).unwrap_or_else(|| format!("{name} did not load")),
+                );
+            }
             continue;
         }
         let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
@@ -172,8 +177,11 @@ fn node_spec(lines: &[&str], report: &mut Report) {
         }
         let title = without_time(test);
         if is_test_file(title) && path.is_empty() {
-            report
-                .cannot_run(&load_error(lines).unwrap_or_else(|| format!("{title} did not load")));
+            if report.could_not_run.is_none() {
+                report.cannot_run(
+                    &load_error(lines).unwrap_or_else(|| format!("{title} did not load")),
+                );
+            }
             continue;
         }
         let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();

@@ -8,14 +8,22 @@ use super::{Failed, Report, joined};
 use crate::rules::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
-    let libtest = lines
-        .iter()
-        .any(|l| is_running(l) || l.starts_with("test result: "));
-    let nextest = lines.iter().any(|l| {
+    // Whichever runner speaks first is the runner: cargo test's `running N tests` comes before
+    // any test's output, as nextest's `Starting N tests across` does; the other's lines after
+    // it are something a test printed.
+    let first = lines.iter().find_map(|l| {
         let t = l.trim_start();
-        t.starts_with("Starting ") && t.contains(" tests across ") || t.starts_with("Summary [")
+        if is_running(l) || l.starts_with("test result: ") {
+            Some(false)
+        } else if t.starts_with("Starting ") && t.contains(" tests across ")
+            || t.starts_with("Summary [")
+        {
+            Some(true)
+        } else {
+            None
+        }
     });
-    // Under nextest, libtest's lines are a test's captured output: nextest's own are read.
+    let (nextest, libtest) = (first == Some(true), first == Some(false));
     if nextest {
         read_nextest(lines, report);
     } else if libtest {
@@ -173,9 +181,10 @@ fn panic_in(section: &[&str], test: &mut Failed) {
 fn read_nextest(lines: &[&str], report: &mut Report) {
     // The closing summary lists every failure again; before it, a test's captured output
     // could hold anything, so the summary is preferred when there is one.
+    // The last summary is nextest's; a test may print one before it.
     let start = lines
         .iter()
-        .position(|l| l.trim_start().starts_with("Summary ["))
+        .rposition(|l| l.trim_start().starts_with("Summary ["))
         .unwrap_or(0);
     let mut named = Vec::new();
     for line in &lines[start..] {

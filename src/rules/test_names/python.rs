@@ -20,14 +20,17 @@ fn banner(line: &str) -> Option<&str> {
 }
 
 fn read_pytest(lines: &[&str], report: &mut Report) {
+    // The last banner is pytest's own; a test's captured output may print one before it.
     let summary = lines
         .iter()
-        .position(|l| banner(l) == Some("short test summary info"));
+        .rposition(|l| banner(l) == Some("short test summary info"));
     let sections = lines
         .iter()
         .position(|l| matches!(banner(l), Some("FAILURES" | "ERRORS")))
         .unwrap_or(lines.len());
     if let Some(start) = summary {
+        let titles = section_titles(lines, sections);
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         for line in &lines[start + 1..] {
             if banner(line).is_some() || report.failed.len() >= MAX_FINDINGS {
                 break;
@@ -53,10 +56,17 @@ fn read_pytest(lines: &[&str], report: &mut Report) {
                     None => (rest.trim(), None),
                 };
                 if node.contains("::") {
+                    // Each test is looked up once, however often a line names it.
+                    if !seen.insert(node.to_owned()) {
+                        continue;
+                    }
                     let mut test = node_failed(node).because(why);
-                    place_in_sections(lines, sections, &mut test);
+                    place_in_sections(lines, &titles, &mut test);
                     report.add(test);
-                } else if status == "ERROR " && node.ends_with(".py") {
+                } else if status == "ERROR "
+                    && node.ends_with(".py")
+                    && report.could_not_run.is_none()
+                {
                     let cause = collection_cause(lines, node).or(why);
                     report.cannot_run(&format!(
                         "collecting {node}: {}",
@@ -133,7 +143,31 @@ fn collection_cause(lines: &[&str], node: &str) -> Option<String> {
 
 /// The line a failure's section ends on (`tests/test_a.py:12: AssertionError`): where it
 /// failed.
-fn place_in_sections(lines: &[&str], sections: usize, test: &mut Failed) {
+/// Where each failure's section starts, by its title (`___ TestC.test_b ___`), read once.
+fn section_titles<'a>(
+    lines: &[&'a str],
+    sections: usize,
+) -> std::collections::HashMap<&'a str, usize> {
+    let mut titles = std::collections::HashMap::new();
+    for (at, line) in lines.iter().enumerate().skip(sections) {
+        if line.starts_with('_') {
+            let heading = line.trim_matches('_').trim();
+            // `ERROR at setup of test_b` is the section of `test_b`.
+            let title = match heading.strip_prefix("ERROR at ") {
+                Some(rest) => rest.split_once(" of ").map_or(heading, |(_, t)| t),
+                None => heading,
+            };
+            titles.entry(title).or_insert(at);
+        }
+    }
+    titles
+}
+
+fn place_in_sections(
+    lines: &[&str],
+    titles: &std::collections::HashMap<&str, usize>,
+    test: &mut Failed,
+) {
     // The section's title is the node id without its file, classes joined by `.`:
     // `TestC.test_b`, `test_p[x::y]` (a parameter may hold `::`).
     let (base, params) = match test.name.find('[') {
@@ -144,16 +178,7 @@ fn place_in_sections(lines: &[&str], sections: usize, test: &mut Failed) {
         "{}{params}",
         base.split("::").skip(1).collect::<Vec<_>>().join(".")
     );
-    let Some(start) = lines[sections.min(lines.len())..]
-        .iter()
-        .position(|l| {
-            l.starts_with('_') && {
-                let heading = l.trim_matches('_').trim();
-                heading == title || heading.ends_with(&format!(" of {title}"))
-            }
-        })
-        .map(|p| sections + p)
-    else {
+    let Some(&start) = titles.get(title.as_str()) else {
         return;
     };
     let mut first_error: Option<&str> = None;
