@@ -51,61 +51,57 @@ pub struct Lint(pub(super) Command);
 #[derive(Debug, Clone)]
 pub struct Test(pub(super) Command);
 
-impl RuleDef for Lint {
-    const ABOUT: About = About {
+/// `lint` and `test` are one command rule reading its output two ways: the same keys but
+/// theirs, the same delegation.
+macro_rules! command_rule {
+    ($rule:ident, $parse:expr, $about:expr) => {
+        impl RuleDef for $rule {
+            const ABOUT: About = $about;
+
+            fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
+                Command::from_spec(spec).map($rule)
+            }
+
+            fn run(&self, ctx: &Context<'_>) -> Outcome {
+                self.0.run(ctx, $parse)
+            }
+
+            fn preflight(&self) -> Option<String> {
+                self.0.preflight()
+            }
+
+            fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
+                self.0.program(task)
+            }
+
+            fn fix(&self) -> Option<&[String]> {
+                self.0.fix.as_deref()
+            }
+        }
+    };
+}
+
+command_rule!(
+    Lint,
+    Parse::Findings,
+    About {
         keys: &["run", "files", "env", "cwd", "format", "fix"],
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
-    };
-
-    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
-        Command::from_spec(spec).map(Lint)
     }
+);
 
-    fn run(&self, ctx: &Context<'_>) -> Outcome {
-        self.0.run(ctx, Parse::Findings)
-    }
-
-    fn preflight(&self) -> Option<String> {
-        self.0.preflight()
-    }
-
-    fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
-        self.0.program(task)
-    }
-
-    fn fix(&self) -> Option<&[String]> {
-        self.0.fix.as_deref()
-    }
-}
-
-impl RuleDef for Test {
-    const ABOUT: About = About {
+command_rule!(
+    Test,
+    Parse::TestNames,
+    About {
         keys: &["run", "files", "env", "cwd", "junit", "fix"],
-        ..Lint::ABOUT
-    };
-
-    fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
-        Command::from_spec(spec).map(Test)
+        required: Required::All(&["run"]),
+        cacheable: true,
+        shows_timeout: true,
     }
-
-    fn run(&self, ctx: &Context<'_>) -> Outcome {
-        self.0.run(ctx, Parse::TestNames)
-    }
-
-    fn preflight(&self) -> Option<String> {
-        self.0.preflight()
-    }
-
-    fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
-        self.0.program(task)
-    }
-
-    fn fix(&self) -> Option<&[String]> {
-        self.0.fix.as_deref()
-    }
-}
+);
 
 impl Command {
     pub fn from_spec(spec: &GateSpec) -> Result<Self, KeyError> {

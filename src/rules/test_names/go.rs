@@ -244,15 +244,7 @@ fn build_failure(lines: &[&str]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::from_output;
-
-    fn names(output: &str) -> Vec<String> {
-        from_output(output)
-            .failed
-            .into_iter()
-            .map(|f| f.name)
-            .collect()
-    }
+    use super::super::{from_output, names};
 
     #[test]
     fn plain_output_names_the_leaf_with_its_log() {

@@ -356,15 +356,7 @@ fn mocha(lines: &[&str], report: &mut Report) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::from_output;
-
-    fn names(output: &str) -> Vec<String> {
-        from_output(output)
-            .failed
-            .into_iter()
-            .map(|f| f.name)
-            .collect()
-    }
+    use super::super::{from_output, names};
 
     #[test]
     fn node_tap_names_leaves_under_their_suites() {

@@ -266,15 +266,7 @@ fn compile_error(lines: &[&str], report: &mut Report) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::from_output;
-
-    fn names(output: &str) -> Vec<String> {
-        from_output(output)
-            .failed
-            .into_iter()
-            .map(|f| f.name)
-            .collect()
-    }
+    use super::super::{from_output, names};
 
     #[test]
     fn cargo_test_names_from_the_lines_and_the_list() {

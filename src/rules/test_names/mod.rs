@@ -313,6 +313,16 @@ pub(crate) fn attribute(element: &BytesStart<'_>, key: &str) -> Option<String> {
         })
 }
 
+/// The names of the failed tests `output` reports, for the runners' tests.
+#[cfg(test)]
+fn names(output: &str) -> Vec<String> {
+    from_output(output)
+        .failed
+        .into_iter()
+        .map(|f| f.name)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -275,15 +275,7 @@ fn read_unittest(lines: &[&str], report: &mut Report) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::from_output;
-
-    fn names(output: &str) -> Vec<String> {
-        from_output(output)
-            .failed
-            .into_iter()
-            .map(|f| f.name)
-            .collect()
-    }
+    use super::super::{from_output, names};
 
     #[test]
     fn pytest_prefers_its_summary_and_never_reads_captured_output() {
