@@ -87,7 +87,12 @@ impl RuleDef for CoChange {
         if triggered.is_empty() {
             return Outcome::pass(format!("no change matches `when: [{}]`", self.when_globs()));
         }
-        if changes.files.iter().any(|f| self.then.is_match(f)) {
+        // A deleted file is a change, but not the one asked for: deleting the tests does not
+        // test the code.
+        let answered = changes.files.iter().any(|f| {
+            self.then.is_match(f) && std::fs::symlink_metadata(ctx.task.dir.join(f)).is_ok()
+        });
+        if answered {
             return Outcome::pass(format!(
                 "{} changed with files matching `then: [{}]`",
                 triggered.len(),

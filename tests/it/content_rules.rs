@@ -203,6 +203,15 @@ fn code_changed_without_its_tests_fails_and_says_what_to_add() {
 }
 
 #[test]
+fn deleting_the_tests_is_not_changing_them() {
+    let project = co_change_repo();
+    project.file("src/lib.py", "def f(): return 2\n");
+    std::fs::remove_file(project.task_dir().join("tests/test_lib.py")).expect("delete");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+}
+
+#[test]
 fn a_change_elsewhere_asks_for_nothing() {
     let project = co_change_repo();
     project.file("README.md", "docs\n");
