@@ -201,7 +201,7 @@ mod tests {
             "skip_marker" => "x",
             "env" => "{A: b}",
             "run" => "[\"true\"]",
-            "cwd" | "junit" | "base" | "schema" => "x",
+            "cwd" | "junit" | "base" | "schema" | "report" => "x",
             _ => "[\"x\"]",
         }
     }

@@ -17,8 +17,8 @@ use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
 
-/// Largest JUnit report read.
-const MAX_JUNIT_BYTES: u64 = 16 * 1024 * 1024;
+/// Largest report read (`junit:`, `report:`).
+const MAX_REPORT_BYTES: u64 = 16 * 1024 * 1024;
 /// How much output the verdict keeps for a reader (the full capture feeds the parsers).
 const TAIL_LINES: usize = 40;
 const TAIL_BYTES: usize = 4096;
@@ -34,6 +34,8 @@ pub struct Command {
     format: findings::Only,
     /// The command that fixes what the gate finds (`fix:`).
     fix: Option<Vec<String>>,
+    /// A findings report the command writes (`report:`; lint only).
+    report: Option<String>,
 }
 
 /// What to read out of the output.
@@ -85,7 +87,7 @@ command_rule!(
     Lint,
     Parse::Findings,
     About {
-        keys: &["run", "files", "env", "cwd", "format", "fix"],
+        keys: &["run", "files", "env", "cwd", "format", "report", "fix"],
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
@@ -114,7 +116,11 @@ impl Command {
             return Err(KeyError::missing("run", spec.rule, example));
         };
         let env = env_from_spec(spec)?;
-        for (key, value) in [("cwd", &spec.cwd), ("junit", &spec.junit)] {
+        for (key, value) in [
+            ("cwd", &spec.cwd),
+            ("junit", &spec.junit),
+            ("report", &spec.report),
+        ] {
             if let Some(path) = value {
                 if Path::new(path).is_absolute() || path.split('/').any(|part| part == "..") {
                     return Err(KeyError::new(
@@ -152,6 +158,7 @@ impl Command {
             junit: spec.junit.clone(),
             format,
             fix: spec.fix.as_ref().map(|fix| fix.0.clone()),
+            report: spec.report.clone(),
         })
     }
 
@@ -375,8 +382,18 @@ impl Command {
         };
         match parse {
             Parse::Findings => {
-                let mut found =
-                    relative_findings(&ctx.task.dir, cwd, findings::parse_as(text, self.format));
+                let mut found = findings::parse_as(text, self.format);
+                let mut note = String::new();
+                if let Some(report) = &self.report {
+                    match read_report(ctx, report, started) {
+                        Ok(document) => {
+                            found.extend(findings::parse_as(&document, self.format));
+                            findings::dedup(&mut found);
+                        }
+                        Err(why) => note = format!(" (report {report}: {why})"),
+                    }
+                }
+                let mut found = relative_findings(&ctx.task.dir, cwd, found);
                 let summary = match (found.len(), failed) {
                     (0, true) if text.trim().is_empty() => {
                         format!("`{program}` exited with {code}")
@@ -388,7 +405,7 @@ impl Command {
                     ),
                     (0, false) => "clean".to_string(),
                     (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
-                };
+                } + &note;
                 found.truncate(MAX_FINDINGS);
                 Outcome {
                     findings: found,
@@ -525,6 +542,16 @@ fn read_junit(
     report: &str,
     started: std::time::SystemTime,
 ) -> Result<Vec<test_names::Failed>, String> {
+    test_names::from_junit(&read_report(ctx, report, started)?)
+}
+
+/// A report the command writes (`junit:`, `report:`), read only when this run wrote it: one
+/// from before the command started could be the worker's, left in place to name things.
+fn read_report(
+    ctx: &Context<'_>,
+    report: &str,
+    started: std::time::SystemTime,
+) -> Result<String, String> {
     let path = taskdir::resolve_inside(ctx.task, report)?;
     // Some file systems keep modification times to the second or two.
     let slack = std::time::Duration::from_secs(2);
@@ -534,9 +561,9 @@ fn read_junit(
     if modified + slack < started {
         return Err("it was not written by this run, so it was not read".into());
     }
-    let bytes = taskdir::read_capped(ctx.task, &path, MAX_JUNIT_BYTES)?
-        .ok_or_else(|| format!("over {} MiB; not read", MAX_JUNIT_BYTES / 1024 / 1024))?;
-    test_names::from_junit(&String::from_utf8_lossy(&bytes))
+    let bytes = taskdir::read_capped(ctx.task, &path, MAX_REPORT_BYTES)?
+        .ok_or_else(|| format!("over {} MiB; not read", MAX_REPORT_BYTES / 1024 / 1024))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// File paths as the tool printed them (absolute, or relative to the command's `cwd`) become

@@ -64,6 +64,10 @@ pub struct GateSpec {
     /// test: a JUnit XML report the command writes (relative to the task directory), read for
     /// failed test names.
     pub junit: Option<String>,
+    /// lint: a findings report the command writes (SARIF, checkstyle, rdjson, or any format
+    /// of `format:`), relative to the task directory, read after it ends (16 MiB at most; one
+    /// this run did not write is not read).
+    pub report: Option<String>,
     /// lint, test: the command that fixes what the gate finds (`ruff check --fix`,
     /// `cargo fmt`), as `run` is written: shown with the gate's failure, and run by
     /// `validator check --fix` before judging again.
@@ -148,6 +152,7 @@ impl GateSpec {
             junit: None,
             format: None,
             fix: None,
+            report: None,
             schema: None,
             max_bytes: None,
             formats: None,

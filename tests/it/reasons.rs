@@ -359,3 +359,27 @@ fn a_junit_report_this_run_did_not_write_names_no_test() {
     assert!(!shown.contains("invented_by_worker"), "{verdict:#}");
     assert!(shown.contains("not written by this run"), "{verdict:#}");
 }
+
+#[test]
+fn a_lint_gate_reads_the_findings_report_its_tool_writes() {
+    // ruff's real SARIF (tests/corpus), written to a file by the gate's command.
+    let sarif = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus/findings/ruff-sarif/output.txt");
+    let project = project(&[format!(
+        "      - {{name: lint, rule: lint, run: {}, report: out/ruff.sarif}}\n",
+        serde_json::json!([
+            "sh",
+            "-c",
+            "mkdir -p out && cp \"$0\" out/ruff.sarif && echo 'Found 9 errors.' && exit 1",
+            sarif.display().to_string()
+        ])
+    )]);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = gate(&verdict, "lint")["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(found.len(), 9, "{verdict:#}");
+    assert!(found.iter().any(|f| f["rule"] == "F401"), "{verdict:#}");
+}

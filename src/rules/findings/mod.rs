@@ -120,7 +120,7 @@ fn tidy(finding: &mut Finding) {
 
 /// Drops a finding printed twice (cargo prints a crate's warnings for each target that builds
 /// it; a tool may print a summary repeating its list).
-fn dedup(found: &mut Vec<Finding>) {
+pub fn dedup(found: &mut Vec<Finding>) {
     let mut seen = std::collections::HashSet::new();
     found.retain(|f| {
         seen.insert((
