@@ -89,9 +89,105 @@ pub(super) fn is_gates_json(path: &Path, source: &str) -> bool {
     }
 }
 
+/// What another gates.json format looks like, if `source` is one: the command lists,
+/// `[name, argv]` pairs and name-to-command maps, and the ban and coverage rules, that other
+/// runners read from `.claude/gates.json`.
+fn other_dialect(source: &str) -> Option<String> {
+    let serde_json::Value::Object(top) = serde_json::from_str(source).ok()? else {
+        return None;
+    };
+    match top.get("gates") {
+        Some(serde_json::Value::Array(list)) => {
+            return Some(
+                if list.iter().all(serde_json::Value::is_array) {
+                    "a list of [name, command] pairs"
+                } else {
+                    "a list of commands (`gates` as a list)"
+                }
+                .to_owned(),
+            );
+        }
+        Some(serde_json::Value::Object(map)) if map.values().any(|gate| !gate.is_object()) => {
+            return Some("a map of names to commands".to_owned());
+        }
+        _ => {}
+    }
+    for (key, shape) in [
+        ("ban_patterns", "a set of ban patterns (`ban_patterns`)"),
+        (
+            "coverage_rules",
+            "a set of co-change rules (`coverage_rules`)",
+        ),
+        ("forbidden_bash", "a set of command bans (`forbidden_bash`)"),
+    ] {
+        if top.contains_key(key) {
+            return Some(shape.to_owned());
+        }
+    }
+    // Lists of `{"command": ...}` under names of their own (`lint`, `verify`, `stopChecks`).
+    let lists: Vec<&str> = top
+        .iter()
+        .filter(|(_, value)| {
+            value.as_array().is_some_and(|items| {
+                !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|item| item.get("command").or_else(|| item.get("run")).is_some())
+            })
+        })
+        .map(|(key, _)| key.as_str())
+        .take(5)
+        .collect();
+    if !lists.is_empty() {
+        return Some(format!(
+            "a set of command lists ({})",
+            lists
+                .iter()
+                .map(|k| format!("`{}`", crate::text::one_line(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !top.contains_key("gates") && !top.contains_key("hooks") {
+        let keys: Vec<String> = top
+            .keys()
+            .take(5)
+            .map(|k| format!("`{}`", crate::text::one_line(k)))
+            .collect();
+        return Some(format!(
+            "not a hook runner's gates.json at all (it holds {})",
+            if keys.is_empty() {
+                "nothing".to_owned()
+            } else {
+                keys.join(", ")
+            }
+        ));
+    }
+    None
+}
+
 /// Reads gates.json text into checked rules; `dir` is the file's directory, which anchors the
 /// default `staging`, `verdicts` and `state` as for a validator.yaml that names none.
 pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, ConfigError> {
+    if let Some(shape) = other_dialect(source) {
+        // Not a typo to remove: another format, whose gates say what the user wants.
+        return Err(ConfigError {
+            file: path.to_path_buf(),
+            line: Some(1),
+            column: Some(1),
+            message: if shape.starts_with("not ") {
+                format!("this file is {shape}")
+            } else {
+                format!(
+                    "this gates.json is {shape}, not the hook runner's dialect validator reads as it is (\"gates\" as an object of {{\"command\": ...}}, with \"hooks\")"
+                )
+            },
+            help: Some(
+                "write its gates in a validator.yaml: a `lint` or `test` gate per command (`run:`, `timeout:`, `fix:`), a `content` gate per ban pattern (`files:`, `ban:`), a `co-change` gate per coverage rule (`when:`, `then:`, `skip_marker:`); README, \"Coming from gates.json\", shows each"
+                    .into(),
+            ),
+        });
+    }
     let file = File { path, source };
     let raw: RawFile = serde_json::from_str(source).map_err(|err| file.serde_error(&err))?;
     let mut reader = Reader {

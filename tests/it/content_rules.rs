@@ -282,3 +282,48 @@ fn a_gate_names_its_fix_and_check_fix_runs_it_before_judging_again() {
         "tidy\n"
     );
 }
+
+#[test]
+fn a_gates_json_of_another_format_is_named_for_what_it_is_not_picked_apart() {
+    // The shapes other runners read from .claude/gates.json: not typos to remove.
+    for (source, says) in [
+        (
+            r#"{"gates": [{"name": "lint", "run": "make lint", "timeout": 600}]}"#,
+            "a list of commands",
+        ),
+        (
+            r#"{"gates": [["test", ["npm", "test"]]], "timeout": 600}"#,
+            "a list of [name, command] pairs",
+        ),
+        (
+            r#"{"ban_patterns": [{"pattern": "Math\\.random", "globs": ["src/**"], "message": "x"}]}"#,
+            "a set of ban patterns",
+        ),
+        (
+            r#"{"coverage_rules": [{"when_changed": ["src/**"], "require_changed": ["tests/**"]}]}"#,
+            "a set of co-change rules",
+        ),
+        (
+            r#"{"verify": [{"command": "pnpm exec tsc", "label": "typecheck"}]}"#,
+            "a set of command lists (`verify`)",
+        ),
+        (
+            r#"{"code_review": {"status": "pass"}}"#,
+            "not a hook runner's gates.json",
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("gates.json");
+        std::fs::write(&path, source).expect("write");
+        let output = common::validator()
+            .args(["rules", "check", "-c"])
+            .arg(&path)
+            .output()
+            .expect("run validator");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{source}: {stderr}");
+        assert!(!stderr.contains("remove it"), "{source}: {stderr}");
+        assert!(stderr.contains("validator.yaml"), "{source}: {stderr}");
+    }
+}
