@@ -92,7 +92,8 @@ pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
 }
 
 /// Runs the `fix:` of every gate that failed, saying on stderr what ran and how it ended;
-/// true if any ran (so the task is judged again).
+/// true if any ran (so the task is judged again). One round: a gate the first run never
+/// reached is fixed on the next `check --fix`.
 fn run_fixes(
     verdict: &validator::Verdict,
     pipeline: &validator::config::Pipeline,
@@ -112,7 +113,7 @@ fn run_fixes(
         let shown = report.fix.as_deref().unwrap_or_default();
         match result {
             Ok(how) => eprintln!("fixed `{}`: `{shown}` {how}", report.name),
-            Err(why) => eprintln!("could not fix `{}`: `{shown}`: {why}", report.name),
+            Err(why) => eprintln!("the fix of `{}` failed: `{shown}` {why}", report.name),
         }
         ran = true;
     }

@@ -20,6 +20,8 @@ const MAX_PATCH_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct CoChange {
+    /// What changes are counted from (default: HEAD).
+    base: String,
     when: PatternSet,
     then: PatternSet,
     skip_marker: Option<String>,
@@ -29,7 +31,7 @@ pub struct CoChange {
 impl RuleDef for CoChange {
     /// Not cacheable: it judges the change and the done signal.
     const ABOUT: About = About {
-        keys: &["when", "then", "skip_marker", "min_reason_words"],
+        keys: &["when", "then", "skip_marker", "min_reason_words", "base"],
         required: Required::All(&["when", "then"]),
         cacheable: false,
         shows_timeout: false,
@@ -52,6 +54,7 @@ impl RuleDef for CoChange {
             }
         }
         Ok(CoChange {
+            base: scope::checked_base(spec)?,
             when: PatternSet::new(when),
             then: PatternSet::new(then),
             skip_marker: spec.skip_marker.as_ref().map(|m| m.trim().to_owned()),
@@ -61,7 +64,7 @@ impl RuleDef for CoChange {
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
         let deadline = Instant::now() + ctx.timeout;
-        let changes = match scope::changed(ctx, "HEAD", deadline) {
+        let changes = match scope::changed(ctx, &self.base, deadline) {
             Ok(changes) => changes,
             Err(scope::Problem::Judge(why)) => return Outcome::error(why),
             Err(scope::Problem::Worker(why)) => return Outcome::fail(why),
@@ -89,8 +92,14 @@ impl RuleDef for CoChange {
         }
         // A deleted file is a change, but not the one asked for: deleting the tests does not
         // test the code.
+        // Only a regular, non-empty file counts, outside any repository's own `.git`: emptying
+        // a test, putting a directory or a link in its place, or a nested repository's
+        // internals are no test.
         let answered = changes.files.iter().any(|f| {
-            self.then.is_match(f) && std::fs::symlink_metadata(ctx.task.dir.join(f)).is_ok()
+            self.then.is_match(f)
+                && !f.split('/').any(|part| part == ".git")
+                && std::fs::symlink_metadata(ctx.task.dir.join(f))
+                    .is_ok_and(|meta| meta.is_file() && meta.len() > 0)
         });
         if answered {
             return Outcome::pass(format!(
@@ -150,7 +159,7 @@ impl CoChange {
     fn skip_reason(&self, ctx: &Context<'_>, deadline: Instant) -> Option<String> {
         let marker = self.skip_marker.as_deref()?;
         let signal = String::from_utf8_lossy(ctx.task.signal.body()).into_owned();
-        let patch = scope::diff(ctx, "HEAD", deadline, MAX_PATCH_BYTES)
+        let patch = scope::diff(ctx, &self.base, deadline, MAX_PATCH_BYTES)
             .ok()
             .flatten()
             .map(|patch| patch.text)
@@ -163,9 +172,27 @@ impl CoChange {
             .lines()
             .chain(added)
             .filter_map(|line| line.split_once(marker).map(|(_, reason)| reason.trim()))
-            .find(|reason| reason.split_whitespace().count() >= self.min_reason_words as usize)
-            .map(str::to_owned)
+            .find(|reason| {
+                // A word has a letter or a digit: invisible characters are no reason.
+                reason
+                    .split_whitespace()
+                    .filter(|word| word.chars().any(char::is_alphanumeric))
+                    .count()
+                    >= self.min_reason_words as usize
+            })
+            .map(|reason| {
+                reason
+                    .chars()
+                    .filter(|c| !crate::text::ignorable(*c) && !is_bidi_control(*c))
+                    .collect()
+            })
     }
+}
+
+/// The characters that reorder text on screen (U+202A..E, U+2066..9): a reason shown to a
+/// person reads as written.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 fn globs(set: &PatternSet) -> String {

@@ -173,12 +173,28 @@ impl Command {
         let fix = self.fix.as_ref()?;
         let run = || -> Result<String, String> {
             let cwd = self.working_dir(task)?;
-            let mut argv: Vec<OsString> = vec![program_in(&fix[0], &cwd).into_os_string()];
+            let program = program_in(&fix[0], &cwd);
+            // As for the gate's own command: a program in the task is run only where it is.
+            if program.starts_with(&task.dir)
+                && program
+                    .canonicalize()
+                    .is_ok_and(|real| !real.starts_with(&task.dir))
+            {
+                return Err(format!(
+                    "`{}` is a link that points outside the task directory; it was not run",
+                    fix[0]
+                ));
+            }
+            let mut argv: Vec<OsString> = vec![program.into_os_string()];
             argv.extend(fix[1..].iter().map(OsString::from));
             let mut env: Vec<(OsString, OsString)> = vec![
                 ("VALIDATOR_TASK".into(), task.name.clone().into()),
                 ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
+                ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
             ];
+            if !self.env.iter().any(|(key, _)| key == "RUST_BACKTRACE") {
+                env.push(("RUST_BACKTRACE".into(), "0".into()));
+            }
             env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
             let finished = process::run(&process::Spec {
                 argv: &argv,
@@ -192,11 +208,19 @@ impl Command {
                 sandbox: None,
             })
             .map_err(|err| err.to_string())?;
-            Ok(match finished.exit {
+            let how = match finished.exit {
+                Exit::Code(0) => return Ok("exited with 0".to_owned()),
                 Exit::Code(code) => format!("exited with {code}"),
                 Exit::Signal(signal) => format!("was killed by signal {signal}"),
                 Exit::TimedOut => format!("timed out after {}", duration::format(timeout)),
                 Exit::Cancelled => "was cancelled".to_owned(),
+            };
+            let output = String::from_utf8_lossy(&finished.output);
+            let said = tail(&findings::strip_ansi(&output), 0).unwrap_or_default();
+            Err(if said.trim().is_empty() {
+                how
+            } else {
+                format!("{how}; it said:\n{said}")
             })
         };
         Some(run())
@@ -231,7 +255,7 @@ impl Command {
 
     pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
         // A JUnit report older than this run was not written by it (see `read_junit`).
-        let started = std::time::SystemTime::now();
+        let started = Before::take(ctx, [&self.junit, &self.report]);
         let task = ctx.task;
         // The directory is part of the task's output: its absence is the worker's doing.
         let cwd = match self.working_dir(task) {
@@ -332,7 +356,7 @@ impl Command {
             }
         }
         let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
-        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd, started);
+        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd, &started);
         if !refused.is_empty() {
             let count = refused.len();
             refused.append(&mut outcome.findings);
@@ -359,7 +383,7 @@ impl Command {
         exit: Exit,
         text: &str,
         cwd: &Path,
-        started: std::time::SystemTime,
+        started: &Before,
     ) -> Outcome {
         let program = &self.argv[0];
         match exit {
@@ -540,25 +564,57 @@ fn files_of(found: &[Finding]) -> String {
 fn read_junit(
     ctx: &Context<'_>,
     report: &str,
-    started: std::time::SystemTime,
+    started: &Before,
 ) -> Result<Vec<test_names::Failed>, String> {
     test_names::from_junit(&read_report(ctx, report, started)?)
 }
 
-/// A report the command writes (`junit:`, `report:`), read only when this run wrote it: one
-/// from before the command started could be the worker's, left in place to name things.
-fn read_report(
-    ctx: &Context<'_>,
-    report: &str,
+/// What the report files (`junit:`, `report:`) were before the command ran: when it started,
+/// and each file's identity, time and size, so that a file the run did not write is told
+/// apart from one it did, whatever time the file claims.
+pub(super) struct Before {
     started: std::time::SystemTime,
-) -> Result<String, String> {
+    files: Vec<(String, Option<FileState>)>,
+}
+
+/// A file's inode, modification time and size.
+type FileState = (u64, std::time::SystemTime, u64);
+
+impl Before {
+    fn take<'a>(
+        ctx: &Context<'_>,
+        reports: impl IntoIterator<Item = &'a Option<String>>,
+    ) -> Before {
+        Before {
+            started: std::time::SystemTime::now(),
+            files: reports
+                .into_iter()
+                .flatten()
+                .map(|rel| (rel.clone(), file_state(ctx, rel)))
+                .collect(),
+        }
+    }
+}
+
+fn file_state(ctx: &Context<'_>, rel: &str) -> Option<FileState> {
+    use std::os::unix::fs::MetadataExt;
+    let path = taskdir::resolve_inside(ctx.task, rel).ok()?;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some((meta.ino(), meta.modified().ok()?, meta.len()))
+}
+
+/// A report the command writes (`junit:`, `report:`), read only when this run wrote it: one
+/// left in place before the command started could be the worker's, to name things.
+fn read_report(ctx: &Context<'_>, report: &str, before: &Before) -> Result<String, String> {
     let path = taskdir::resolve_inside(ctx.task, report)?;
+    let now = file_state(ctx, report).ok_or("cannot be read (is it there?)")?;
+    let unchanged = before
+        .files
+        .iter()
+        .any(|(rel, state)| rel == report && *state == Some(now));
     // Some file systems keep modification times to the second or two.
     let slack = std::time::Duration::from_secs(2);
-    let modified = std::fs::symlink_metadata(&path)
-        .and_then(|meta| meta.modified())
-        .map_err(|err| format!("cannot be read: {err}"))?;
-    if modified + slack < started {
+    if unchanged || now.1 + slack < before.started {
         return Err("it was not written by this run, so it was not read".into());
     }
     let bytes = taskdir::read_capped(ctx.task, &path, MAX_REPORT_BYTES)?

@@ -56,6 +56,8 @@ pub struct Content {
     ban: Vec<Check>,
     require: Vec<Check>,
     changed_only: bool,
+    /// What `changed_only` counts changes from (default: HEAD).
+    base: String,
     max_bytes: u64,
 }
 
@@ -63,7 +65,14 @@ impl RuleDef for Content {
     /// Not cacheable: with `changed_only` it judges the change, not the files alone, and
     /// reading with a linear-time matcher costs no more than the cache's own hashing.
     const ABOUT: About = About {
-        keys: &["files", "ban", "require", "changed_only", "max_bytes"],
+        keys: &[
+            "files",
+            "ban",
+            "require",
+            "changed_only",
+            "base",
+            "max_bytes",
+        ],
         required: Required::All(&["files"]),
         cacheable: false,
         shows_timeout: false,
@@ -94,27 +103,45 @@ impl RuleDef for Content {
             ban,
             require,
             changed_only: spec.changed_only.unwrap_or(false),
+            base: scope::checked_base(spec)?,
             max_bytes: spec.max_bytes.unwrap_or(DEFAULT_MAX_BYTES),
         })
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
         let listing = taskdir::list(ctx.task);
-        let mut findings: Vec<Finding> = listing
-            .escaping_links
-            .iter()
-            .filter(|link| self.files.is_match(link))
-            .map(|link| {
-                Finding::in_file(
-                    link,
-                    "is a link that points outside the task directory; it was not read",
-                )
-            })
-            .collect();
+        // What the listing could not or would not read, where a matching file could hide: a
+        // link out of the task, a link to a directory inside it (its files are listed under
+        // their own path), a directory that cannot be read. Each fails the gate: unread is not
+        // clean.
+        let hidden = |paths: &[String], why: &str| -> Vec<Finding> {
+            paths
+                .iter()
+                .filter(|path| self.could_hold_matches(path))
+                .map(|path| Finding::in_file(path, why))
+                .collect::<Vec<_>>()
+        };
+        let mut findings = hidden(
+            &listing.escaping_links,
+            "is a link that points outside the task directory; it was not read",
+        );
+        findings.extend(hidden(
+            &listing.linked_dirs,
+            "is a link to a directory; its files were not read under this name, so `files:` may miss them",
+        ));
+        findings.extend(hidden(
+            &listing.unreadable,
+            "cannot be read, so the files in it were not checked; make it readable",
+        ));
         let changed = if self.changed_only {
             let deadline = Instant::now() + ctx.timeout;
-            match scope::changed(ctx, "HEAD", deadline) {
-                Ok(changes) => Some(changes.files),
+            match scope::changed(ctx, &self.base, deadline) {
+                Ok(changes) => {
+                    // Changes git was told to hide (skip-worktree, assume-unchanged) and the
+                    // like: what could not be seen is not clean either.
+                    findings.extend(changes.findings);
+                    Some(changes.files)
+                }
                 Err(scope::Problem::Judge(why)) => return Outcome::error(why),
                 Err(scope::Problem::Worker(why)) => return Outcome::fail(why),
             }
@@ -165,6 +192,45 @@ impl RuleDef for Content {
 }
 
 impl Content {
+    /// Whether a file matching `files` could lie at `path` or below it: the path itself, or a
+    /// file under it named as each glob's last segment would name one.
+    fn could_hold_matches(&self, path: &str) -> bool {
+        if self.files.is_match(path) {
+            return true;
+        }
+        self.files.patterns().iter().any(|pattern| {
+            let last = pattern.as_str().rsplit('/').next().unwrap_or_default();
+            // `*.py` → `_.py`, `*.{js,ts}` → `_.js`, `[ab]c` → `_c`: one name the glob takes.
+            let mut name = String::new();
+            let mut chars = last.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '*' | '?' => name.push('_'),
+                    '[' => {
+                        name.push('_');
+                        for c in chars.by_ref() {
+                            if c == ']' {
+                                break;
+                            }
+                        }
+                    }
+                    '{' => {
+                        let inner: String = chars.by_ref().take_while(|&c| c != '}').collect();
+                        name.push_str(inner.split(',').next().unwrap_or_default());
+                    }
+                    c => name.push(c),
+                }
+            }
+            let name = if name.is_empty() {
+                "_".to_owned()
+            } else {
+                name
+            };
+            self.files.is_match(&format!("{path}/{name}"))
+                || self.files.is_match(&format!("{path}/_/{name}"))
+        })
+    }
+
     fn check(&self, rel: &str, bytes: &[u8], findings: &mut Vec<Finding>) {
         for check in &self.ban {
             // Matches come in order: lines are counted once over the file, not per match.
@@ -208,6 +274,8 @@ impl Content {
 fn compile(key: &'static str, written: &ContentPattern) -> Result<Check, KeyError> {
     let regex = RegexBuilder::new(&written.pattern)
         .multi_line(true)
+        // `^` and `$` at a CR or CRLF line end too: a file with CR line ends runs the same.
+        .crlf(true)
         .size_limit(MAX_PATTERN_SIZE)
         .dfa_size_limit(MAX_PATTERN_SIZE)
         .build()

@@ -47,6 +47,23 @@ impl fmt::Display for Source {
     }
 }
 
+/// The `base:` a gate counts changes from (default: HEAD), refused when git could take it for
+/// an option or it is no revision at all. `file-scope`, `content` and `co-change` take it.
+pub(crate) fn checked_base(spec: &GateSpec) -> Result<String, KeyError> {
+    let base = spec.base.clone().unwrap_or_else(|| "HEAD".into());
+    if base.is_empty()
+        || base.starts_with('-')
+        || base.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(KeyError::new(
+            "base",
+            format!("`{base}` is not a git revision"),
+            "write a ref such as HEAD, main or origin/main",
+        ));
+    }
+    Ok(base)
+}
+
 /// Why the changes could not be listed: the validator's problem (ERROR) or the worker's (FAIL,
 /// e.g. a repository it broke).
 pub(crate) enum Problem {
@@ -81,17 +98,7 @@ impl RuleDef for FileScope {
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
-        let base = spec.base.clone().unwrap_or_else(|| "HEAD".into());
-        if base.is_empty()
-            || base.starts_with('-')
-            || base.chars().any(|c| c.is_whitespace() || c.is_control())
-        {
-            return Err(KeyError::new(
-                "base",
-                format!("`{base}` is not a git revision"),
-                "write a ref such as HEAD, main or origin/main",
-            ));
-        }
+        let base = checked_base(spec)?;
         let list = |globs: &Option<Vec<_>>| PatternSet::new(globs.as_deref().unwrap_or_default());
         Ok(FileScope {
             allow: list(&spec.allow),

@@ -123,7 +123,8 @@ pub struct GateSpec {
     pub readonly: Option<Vec<Pattern>>,
     /// file-scope: globs no changed file may match.
     pub deny: Option<Vec<Pattern>>,
-    /// file-scope: the git ref changes are counted from (default: HEAD).
+    /// file-scope, content (`changed_only`), co-change: the git ref changes are counted from
+    /// (default: HEAD); name the commit the worker started from when it may commit.
     pub base: Option<String>,
     // status
     /// status: STATUS: OK must come with a summary (default: false).

@@ -327,3 +327,116 @@ fn a_gates_json_of_another_format_is_named_for_what_it_is_not_picked_apart() {
         assert!(stderr.contains("validator.yaml"), "{source}: {stderr}");
     }
 }
+
+#[test]
+fn what_the_worker_committed_counts_from_the_base_the_rules_name() {
+    let project = Project::new();
+    project
+        .rules(&rules(&format!(
+            "{NO_DEBUGGER}        changed_only: true\n        base: start\n"
+        )))
+        .file("a.py", "x = 1\n");
+    commit_all(&project.task_dir());
+    git(&project.task_dir(), &["tag", "start"]);
+    project.file("a.py", "breakpoint()\n");
+    git(
+        &project.task_dir(),
+        &["commit", "-q", "-am", "the worker's"],
+    );
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(findings(&verdict, "content")[0]["file"], "a.py");
+}
+
+#[test]
+fn a_change_git_was_told_to_hide_is_not_clean() {
+    let project = Project::new();
+    project
+        .rules(&rules(&format!(
+            "{NO_DEBUGGER}        changed_only: true\n"
+        )))
+        .file("a.py", "x = 1\n");
+    commit_all(&project.task_dir());
+    git(
+        &project.task_dir(),
+        &["update-index", "--skip-worktree", "a.py"],
+    );
+    project.file("a.py", "breakpoint()\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+}
+
+#[test]
+fn a_link_out_where_matching_files_could_lie_is_reported() {
+    let project = Project::new();
+    project.rules(&rules(
+        "      - name: content\n        rule: content\n        files: [\"src/**/*.py\"]\n        ban: [{pattern: 'breakpoint'}]\n",
+    ));
+    project.root_file("outside/a.py", "breakpoint()\n");
+    std::os::unix::fs::symlink(
+        project.path().join("outside"),
+        project.task_dir().join("src"),
+    )
+    .expect("symlink");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(findings(&verdict, "content")[0]["file"], "src");
+}
+
+#[test]
+fn an_emptied_test_or_a_reason_of_invisible_words_answers_nothing() {
+    let project = co_change_repo();
+    project.file("src/lib.py", "def f(): return 2\n");
+    project.file("tests/test_lib.py", "");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "emptied: {verdict:#}");
+    project.file("tests/test_lib.py", "def test_f(): pass\n");
+    git(
+        &project.task_dir(),
+        &["checkout", "-q", "tests/test_lib.py"],
+    );
+    project.signal("STATUS: OK\nskip-tests: \u{200b} \u{200b} \u{200b} \u{200b} \u{200b}\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "invisible words: {verdict:#}");
+}
+
+#[test]
+fn a_report_left_in_place_before_the_run_is_not_read_whatever_its_time() {
+    let project = Project::new();
+    project.rules(&rules(
+        "      - name: tests\n        rule: test\n        run: [\"sh\", \"-c\", \"echo '=== short test summary info ==='; echo 'FAILED tests/test_real.py::test_real - assert 1 == 2'; exit 1\"]\n        junit: junit.xml\n",
+    ));
+    project.file(
+        "junit.xml",
+        "<testsuite><testcase classname=\"t\" name=\"planted\"><failure message=\"x\"/></testcase></testsuite>",
+    );
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(3600 * 24 * 365);
+    std::fs::File::options()
+        .write(true)
+        .open(project.task_dir().join("junit.xml"))
+        .and_then(|file| file.set_modified(future))
+        .expect("date the report");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    let summary = gate(&verdict, "tests")["summary"].to_string();
+    assert!(summary.contains("test_real"), "{summary}");
+    assert!(!summary.contains("planted"), "{summary}");
+}
+
+#[test]
+fn a_fix_that_fails_says_so_with_what_it_said() {
+    let project = Project::new();
+    project.rules(&rules(
+        "      - name: lint\n        rule: lint\n        run: [\"sh\", \"-c\", 'echo \"a.py:1:1: bad\"; exit 1']\n        fix: [\"sh\", \"-c\", 'echo cannot fix this; exit 3']\n",
+    ));
+    let output = project
+        .check()
+        .args(["--fix", "--format", "json"])
+        .output()
+        .expect("run validator");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the fix of `lint` failed"), "{stderr}");
+    assert!(stderr.contains("exited with 3"), "{stderr}");
+    assert!(stderr.contains("cannot fix this"), "{stderr}");
+}
