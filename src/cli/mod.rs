@@ -154,6 +154,10 @@ pub(crate) enum Command {
         /// Replace an existing rules file
         #[arg(long)]
         force: bool,
+        /// Convert this gates.json (a command list, ban_patterns, coverage_rules) instead of
+        /// writing a starter pack; what has no equivalent is listed at the top of the result
+        #[arg(long, value_name = "FILE", conflicts_with = "kind")]
+        from: Option<PathBuf>,
     },
     /// Work with the rules file
     Rules {
@@ -275,7 +279,10 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rules {
             command: RulesCommand::Check,
         } => rules_check(&config()?),
-        Command::Init { kind, force } => init(cli.config, kind.as_deref(), force),
+        Command::Init { kind, force, from } => match from {
+            Some(from) => rules::init_from(cli.config, &from, force),
+            None => init(cli.config, kind.as_deref(), force),
+        },
         // Every way of being unhealthy (no rules file included) must exit 1, not 2: container
         // runtimes reserve 2.
         Command::Status {

@@ -68,6 +68,36 @@ pub(crate) fn init(config: Option<PathBuf>, kind: Option<&str>, force: bool) -> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// `validator init --from FILE`: a gates.json of another runner's shape, written as a
+/// validator.yaml that `rules check` accepts, with what could not be carried over listed at
+/// its top.
+pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Result<ExitCode> {
+    let rules = config.unwrap_or_else(|| PathBuf::from(validator::init::RULES_FILE));
+    if !force && rules.symlink_metadata().is_ok() {
+        bail!("{} exists; pass --force to replace it", rules.display());
+    }
+    let source =
+        validator::files::read_text(from, 4 * 1024 * 1024, validator::files::Links::Follow)
+            .with_context(|| format!("cannot read {}", from.display()))?;
+    let converted = validator::config::convert::from_gates_json(&source)
+        .map_err(|why| anyhow!("{} cannot be converted: {why}", from.display()))?;
+    // What is written must load: a conversion that does not is a bug, said before anything
+    // is written.
+    Rules::parse(&rules, &converted.yaml).map_err(|err| {
+        anyhow!(
+            "the conversion of {} does not load ({err}); please report it",
+            from.display()
+        )
+    })?;
+    validator::atomic::replace(&rules, converted.yaml.as_bytes())
+        .with_context(|| format!("cannot write {}", rules.display()))?;
+    println!("wrote {} from {}", rules.display(), from.display());
+    for item in &converted.left_out {
+        println!("  not carried over: {}", validator::text::one_line(item));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `validator rules schema`: needs no rules file, it describes them.
 pub(crate) fn rules_schema() -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();

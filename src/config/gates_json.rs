@@ -183,7 +183,7 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
                 )
             },
             help: Some(
-                "write its gates in a validator.yaml: a `lint` or `test` gate per command (`run:`, `timeout:`, `fix:`), a `content` gate per ban pattern (`files:`, `ban:`), a `co-change` gate per coverage rule (`when:`, `then:`, `skip_marker:`); README, \"Coming from gates.json\", shows each"
+                "`validator init --from FILE` writes it as a validator.yaml (a `lint` or `test` gate per command, a `content` gate per ban pattern, a `co-change` gate per coverage rule) and lists what has no equivalent"
                     .into(),
             ),
         });

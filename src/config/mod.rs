@@ -1,6 +1,7 @@
 //! The rules file (`validator.yaml`): loading, strict validation, and the checked model the
 //! pipeline runs. Every error names the file, line and column, and says what to write instead.
 
+pub mod convert;
 mod gates_json;
 pub mod graph;
 pub mod raw;

@@ -324,7 +324,7 @@ fn a_gates_json_of_another_format_is_named_for_what_it_is_not_picked_apart() {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(says), "{source}: {stderr}");
         assert!(!stderr.contains("remove it"), "{source}: {stderr}");
-        assert!(stderr.contains("validator.yaml"), "{source}: {stderr}");
+        assert!(stderr.contains("init --from"), "{source}: {stderr}");
     }
 }
 
@@ -439,4 +439,89 @@ fn a_fix_that_fails_says_so_with_what_it_said() {
     assert!(stderr.contains("the fix of `lint` failed"), "{stderr}");
     assert!(stderr.contains("exited with 3"), "{stderr}");
     assert!(stderr.contains("cannot fix this"), "{stderr}");
+}
+
+#[test]
+fn init_from_converts_other_runners_gates_json_into_rules_that_load() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let from = dir.path().join("gates.json");
+    std::fs::write(
+        &from,
+        r#"{
+  "gates": [{"name": "Unit tests", "run": "make test", "timeout": 900}, {"name": "lint", "command": "make lint"}],
+  "ban_patterns": [
+    {"pattern": "Math\\.random\\(\\)", "globs": ["src/engine/**"], "message": "the engine is deterministic"},
+    {"pattern": "force(?!-with-lease)", "globs": ["src/**"], "message": "look-around"}
+  ],
+  "coverage_rules": [{"when_changed": ["src/**"], "require_changed": ["tests/**"], "or_explicit_skip": "// no-test-impact: <at least 6 word reason>"}],
+  "forbidden_bash": ["--no-verify"]
+}"#,
+    )
+    .expect("write");
+    let rules = dir.path().join("validator.yaml");
+    let output = common::validator()
+        .arg("-c")
+        .arg(&rules)
+        .args(["init", "--from"])
+        .arg(&from)
+        .output()
+        .expect("run validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("not carried over: `forbidden_bash`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("look-around"), "{stdout}");
+    let text = std::fs::read_to_string(&rules).expect("written");
+    assert!(
+        text.starts_with("# validator rules converted from a gates.json"),
+        "{text}"
+    );
+    for expected in [
+        "name: unit-tests\n        rule: test",
+        "timeout: 900s",
+        "name: lint\n        rule: lint",
+        "rule: content",
+        "rule: co-change",
+        "skip_marker: \"// no-test-impact:\"",
+        "min_reason_words: 6",
+    ] {
+        assert!(text.contains(expected), "`{expected}` not in:\n{text}");
+    }
+    let check = common::validator()
+        .args(["rules", "check", "-c"])
+        .arg(&rules)
+        .output()
+        .expect("run validator");
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    // The hook runner's own dialect is read as it is, not converted; an existing file stays.
+    std::fs::write(
+        &from,
+        r#"{"gates": {"lint": {"command": "make lint"}}, "hooks": {}}"#,
+    )
+    .expect("write");
+    let output = common::validator()
+        .arg("-c")
+        .arg(&rules)
+        .args(["init", "--force", "--from"])
+        .arg(&from)
+        .output()
+        .expect("run validator");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("reads as it is"));
+    let output = common::validator()
+        .arg("-c")
+        .arg(&rules)
+        .args(["init", "--from"])
+        .arg(&from)
+        .output()
+        .expect("run validator");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--force"));
 }
