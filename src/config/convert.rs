@@ -224,17 +224,10 @@ impl Writer {
             ));
             return;
         }
-        let globs: Vec<String> = item
-            .get("globs")
-            .or_else(|| item.get("files"))
-            .and_then(Value::as_array)
-            .map(|g| {
-                g.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_else(|| vec!["**/*".to_owned()]);
+        let mut globs = strings(item.get("globs").or_else(|| item.get("files")));
+        if globs.is_empty() {
+            globs.push("**/*".to_owned());
+        }
         let gate = self.name(&format!("ban-{}", self.names.len() + 1), "ban");
         let message = text("message").unwrap_or("a banned pattern");
         self.gates.push(format!(
@@ -246,17 +239,7 @@ impl Writer {
     }
 
     fn coverage(&mut self, item: &Value) {
-        let list = |key: &str| -> Vec<String> {
-            item.get(key)
-                .and_then(Value::as_array)
-                .map(|g| {
-                    g.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let list = |key: &str| strings(item.get(key));
         let when = list("when_changed");
         let then = list("require_changed");
         if when.is_empty() || then.is_empty() {
@@ -318,6 +301,20 @@ impl Writer {
             left_out: self.left_out,
         }
     }
+}
+
+/// The strings of a JSON list (none for anything else).
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A JSON value as YAML flow text: JSON strings and arrays are YAML too, quoted so that
