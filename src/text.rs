@@ -30,6 +30,17 @@ pub fn one_line(text: &str) -> String {
     out
 }
 
+/// `text` cut to `max_chars` characters, the last of them `…` when anything was cut; never
+/// splits a character.
+pub fn clip(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    clipped.push('…');
+    clipped
+}
+
 /// Unicode's default-ignorable code points: invisible, and skipped by culture-aware matching,
 /// so `#\u{AD}#[` could still read as `##[`.
 pub fn ignorable(c: char) -> bool {

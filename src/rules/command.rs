@@ -38,6 +38,9 @@ pub struct Command {
     report: Option<String>,
 }
 
+/// The variables a command is started with, on top of validator's own environment.
+type Environment = Vec<(OsString, OsString)>;
+
 /// What to read out of the output.
 #[derive(Debug, Clone, Copy)]
 pub enum Parse {
@@ -173,29 +176,7 @@ impl Command {
         let fix = self.fix.as_ref()?;
         let run = || -> Result<String, String> {
             let cwd = self.working_dir(task)?;
-            let program = program_in(&fix[0], &cwd);
-            // As for the gate's own command: a program in the task is run only where it is.
-            if program.starts_with(&task.dir)
-                && program
-                    .canonicalize()
-                    .is_ok_and(|real| !real.starts_with(&task.dir))
-            {
-                return Err(format!(
-                    "`{}` is a link that points outside the task directory; it was not run",
-                    fix[0]
-                ));
-            }
-            let mut argv: Vec<OsString> = vec![program.into_os_string()];
-            argv.extend(fix[1..].iter().map(OsString::from));
-            let mut env: Vec<(OsString, OsString)> = vec![
-                ("VALIDATOR_TASK".into(), task.name.clone().into()),
-                ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
-                ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
-            ];
-            if !self.env.iter().any(|(key, _)| key == "RUST_BACKTRACE") {
-                env.push(("RUST_BACKTRACE".into(), "0".into()));
-            }
-            env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
+            let (argv, env) = self.launch(task, &cwd, fix)?;
             let finished = process::run(&process::Spec {
                 argv: &argv,
                 cwd: &cwd,
@@ -226,6 +207,43 @@ impl Command {
         Some(run())
     }
 
+    /// How `written` (the gate's command or its `fix:`) is started from `cwd`: its argv, the
+    /// program resolved as a shell there would, and its environment. A program inside the task
+    /// is the worker's file: run only where it really is, never through a link out.
+    fn launch(
+        &self,
+        task: &crate::task::Task,
+        cwd: &Path,
+        written: &[String],
+    ) -> Result<(Vec<OsString>, Environment), String> {
+        let program = program_in(&written[0], cwd);
+        if program.starts_with(&task.dir)
+            && program
+                .canonicalize()
+                .is_ok_and(|real| !real.starts_with(&task.dir))
+        {
+            return Err(format!(
+                "`{}` is a link that points outside the task directory; it was not run",
+                written[0]
+            ));
+        }
+        let argv = std::iter::once(program.into_os_string())
+            .chain(written[1..].iter().map(OsString::from))
+            .collect();
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("VALIDATOR_TASK".into(), task.name.clone().into()),
+            ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
+            ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
+        ];
+        // A backtrace in validator's environment would fill the output's tail, which the
+        // worker reads, with frames instead of the failure; the gate's `env` may ask for one.
+        if !self.env.iter().any(|(key, _)| key == "RUST_BACKTRACE") {
+            env.push(("RUST_BACKTRACE".into(), "0".into()));
+        }
+        env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
+        Ok((argv, env))
+    }
+
     /// The directory the command runs in: the task's, or `cwd:` inside it. `Err` says why the
     /// gate fails instead (the directory is the worker's to make).
     fn working_dir(&self, task: &crate::task::Task) -> Result<PathBuf, String> {
@@ -254,41 +272,19 @@ impl Command {
     }
 
     pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
-        // A JUnit report older than this run was not written by it (see `read_junit`).
-        let started = Before::take(ctx, [&self.junit, &self.report]);
+        // The report files as they are before the command runs: one it leaves as it was, it
+        // did not write (see `read_report`).
+        let before = Before::take(ctx, [&self.junit, &self.report]);
         let task = ctx.task;
         // The directory is part of the task's output: its absence is the worker's doing.
         let cwd = match self.working_dir(task) {
             Ok(dir) => dir,
             Err(why) => return Outcome::fail(why),
         };
-        let program = program_in(&self.argv[0], &cwd);
-        // A program inside the task is the worker's file: run it only where it really is.
-        if program.starts_with(&task.dir)
-            && program
-                .canonicalize()
-                .is_ok_and(|real| !real.starts_with(&task.dir))
-        {
-            return Outcome::fail(format!(
-                "`{}` is a link that points outside the task directory; it was not run",
-                self.argv[0]
-            ));
-        }
-        let mut env: Vec<(OsString, OsString)> = vec![
-            ("VALIDATOR_TASK".into(), task.name.clone().into()),
-            ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
-            ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
-        ];
-        // A backtrace in validator's environment would fill the output's tail, which the
-        // worker reads, with frames instead of the failure; the gate's `env` may ask for one.
-        if !self.env.iter().any(|(key, _)| key == "RUST_BACKTRACE") {
-            env.push(("RUST_BACKTRACE".into(), "0".into()));
-        }
-        env.extend(self.env.iter().map(|(k, v)| (k.into(), v.into())));
-
-        let base: Vec<OsString> = std::iter::once(program.into_os_string())
-            .chain(self.argv[1..].iter().map(OsString::from))
-            .collect();
+        let (base, env) = match self.launch(task, &cwd, &self.argv) {
+            Ok(launch) => launch,
+            Err(why) => return Outcome::fail(why),
+        };
         let mut refused = Vec::new();
         let batches = match &self.files {
             None => vec![Vec::new()],
@@ -356,7 +352,7 @@ impl Command {
             }
         }
         let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
-        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd, &started);
+        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd, &before);
         if !refused.is_empty() {
             let count = refused.len();
             refused.append(&mut outcome.findings);
@@ -383,7 +379,7 @@ impl Command {
         exit: Exit,
         text: &str,
         cwd: &Path,
-        started: &Before,
+        before: &Before,
     ) -> Outcome {
         let program = &self.argv[0];
         match exit {
@@ -409,7 +405,7 @@ impl Command {
                 let mut found = findings::parse_as(text, self.format);
                 let mut note = String::new();
                 if let Some(report) = &self.report {
-                    match read_report(ctx, report, started) {
+                    match read_report(ctx, report, before) {
                         Ok(document) => {
                             found.extend(findings::parse_as(&document, self.format));
                             findings::dedup(&mut found);
@@ -446,7 +442,7 @@ impl Command {
                 let mut failures = report.failed;
                 let mut note = String::new();
                 if let Some(report) = &self.junit {
-                    match read_junit(ctx, report, started) {
+                    match read_junit(ctx, report, before) {
                         Ok(from_report) => {
                             for test in from_report {
                                 if !failures
@@ -564,9 +560,9 @@ fn files_of(found: &[Finding]) -> String {
 fn read_junit(
     ctx: &Context<'_>,
     report: &str,
-    started: &Before,
+    before: &Before,
 ) -> Result<Vec<test_names::Failed>, String> {
-    test_names::from_junit(&read_report(ctx, report, started)?)
+    test_names::from_junit(&read_report(ctx, report, before)?)
 }
 
 /// What the report files (`junit:`, `report:`) were before the command ran: when it started,

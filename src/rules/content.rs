@@ -327,13 +327,7 @@ fn place(bytes: &[u8], offset: usize) -> (u32, String) {
         .count()
         + 1;
     let text = String::from_utf8_lossy(&bytes[from..to]);
-    let mut excerpt: String = one_line(text.trim())
-        .chars()
-        .take(MAX_EXCERPT_CHARS)
-        .collect();
-    if text.trim().chars().count() > MAX_EXCERPT_CHARS {
-        excerpt.push('…');
-    }
+    let excerpt = crate::text::clip(&one_line(text.trim()), MAX_EXCERPT_CHARS);
     (
         u32::try_from(column).unwrap_or(u32::MAX),
         excerpt.replace('`', "'"),

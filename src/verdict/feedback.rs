@@ -215,12 +215,7 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
 }
 
 fn clip(line: &str) -> String {
-    if line.chars().count() <= MAX_LINE_CHARS {
-        return line.to_owned();
-    }
-    let mut clipped: String = line.chars().take(MAX_LINE_CHARS - 1).collect();
-    clipped.push('…');
-    clipped
+    crate::text::clip(line, MAX_LINE_CHARS)
 }
 
 #[cfg(test)]

@@ -59,12 +59,7 @@ fn tap(lines: &[&str], report: &mut Report) {
             continue;
         }
         if is_test_file(name) && path.is_empty() {
-            // The first cause is kept: the output is searched for it once.
-            if report.could_not_run.is_none() {
-                report.cannot_run(
-                    &load_error(lines).unwrap_or_else(|| format!("{name} did not load")),
-                );
-            }
+            did_not_load(lines, name, report);
             continue;
         }
         let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
@@ -177,11 +172,7 @@ fn node_spec(lines: &[&str], report: &mut Report) {
         }
         let title = without_time(test);
         if is_test_file(title) && path.is_empty() {
-            if report.could_not_run.is_none() {
-                report.cannot_run(
-                    &load_error(lines).unwrap_or_else(|| format!("{title} did not load")),
-                );
-            }
+            did_not_load(lines, title, report);
             continue;
         }
         let mut titles: Vec<&str> = path.iter().map(|(_, n)| n.as_str()).collect();
@@ -205,6 +196,14 @@ fn is_test_file(title: &str) -> bool {
         && [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"]
             .iter()
             .any(|ext| title.ends_with(ext))
+}
+
+/// A test file that failed before any of its tests: the tests could not run, with the error
+/// it failed with. The first cause is kept, so the output is searched for it once.
+fn did_not_load(lines: &[&str], file: &str, report: &mut Report) {
+    if report.could_not_run.is_none() {
+        report.cannot_run(&load_error(lines).unwrap_or_else(|| format!("{file} did not load")));
+    }
 }
 
 /// The error a test file failed to load with (`Error: Cannot find module 'x'`), as node

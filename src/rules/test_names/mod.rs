@@ -147,12 +147,7 @@ fn name_words(name: &str) -> impl Iterator<Item = &str> {
 
 /// `text` cut to [`MAX_MESSAGE_CHARS`] on a character boundary.
 fn clip(text: &str) -> String {
-    if text.chars().count() <= MAX_MESSAGE_CHARS {
-        return text.to_owned();
-    }
-    let mut clipped: String = text.chars().take(MAX_MESSAGE_CHARS - 1).collect();
-    clipped.push('…');
-    clipped
+    crate::text::clip(text, MAX_MESSAGE_CHARS)
 }
 
 /// The lines of a block (a failure's own section) joined for a one-line message: the first
