@@ -2,9 +2,14 @@
 //! validator.yaml. Command lists become `lint` and `test` gates, `ban_patterns` become
 //! `content` gates, `coverage_rules` become `co-change` gates; what has no equivalent is
 //! listed at the top of the file with why, never dropped silently. The hook runner's own
-//! dialect needs no converting: `-c gates.json` reads it as it is.
+//! dialect (which `-c gates.json` also reads as it is) is loaded as `check` loads it and its
+//! pipelines written out, so the file can grow the rules only a validator.yaml has.
+
+use std::path::Path;
 
 use serde_json::{Map, Value};
+
+use super::Route;
 
 /// A converted file: the validator.yaml text and what it could not carry over.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,10 +18,15 @@ pub struct Converted {
     pub left_out: Vec<String>,
 }
 
-/// Converts gates.json text. `Err` says why the file cannot be converted.
-pub fn from_gates_json(source: &str) -> Result<Converted, String> {
+/// Converts gates.json text read from `path`. `Err` says why the file cannot be converted.
+pub fn from_gates_json(path: &Path, source: &str) -> Result<Converted, String> {
     let top: Map<String, Value> =
         serde_json::from_str(source).map_err(|err| format!("it is not a JSON object: {err}"))?;
+    if let Some(Value::Object(gates)) = top.get("gates")
+        && gates.values().all(Value::is_object)
+    {
+        return from_hook_runner(path, source);
+    }
     let mut out = Writer::default();
     let default_timeout = top.get("timeout").and_then(Value::as_u64);
     for (key, value) in &top {
@@ -25,9 +35,6 @@ pub fn from_gates_json(source: &str) -> Result<Converted, String> {
                 for item in list {
                     out.command_item(item, default_timeout);
                 }
-            }
-            ("gates", Value::Object(map)) if map.values().all(Value::is_object) => {
-                return Err("it is the hook runner's own dialect, which validator reads as it is: use `-c gates.json` (README, \"Coming from gates.json\")".into());
             }
             ("gates", Value::Object(map)) => {
                 for (name, command) in map {
@@ -82,6 +89,65 @@ pub fn from_gates_json(source: &str) -> Result<Converted, String> {
         );
     }
     Ok(out.finish())
+}
+
+/// The hook runner's dialect, loaded exactly as `check -c gates.json` loads it: each stop
+/// hook's pipeline, its gates with their routes, and the loader's notes as what was left out.
+fn from_hook_runner(path: &Path, source: &str) -> Result<Converted, String> {
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let rules = super::gates_json::parse(path, source, dir).map_err(|err| err.to_string())?;
+    let mut out = Writer::default();
+    out.left_out.extend(rules.notes.iter().cloned());
+    for binding in &rules.hooks {
+        let agents = match binding.agents.as_slice() {
+            [] => String::new(),
+            agents => format!(" and only for the agent types {}", json(agents)),
+        };
+        out.left_out.push(format!(
+            "the `{}` hook ran pipeline `{}`{agents}: a validator.yaml binds no events, so `validator hook` runs the first pipeline whose `tasks` match for every stop",
+            one_line(&binding.event),
+            one_line(&binding.pipeline),
+        ));
+    }
+    let mut pipelines = Vec::new();
+    for pipeline in &rules.pipelines {
+        out.names.clear();
+        let names: Vec<String> = pipeline
+            .gates
+            .iter()
+            .map(|gate| out.name(&gate.name.replace('#', "-"), "gate"))
+            .collect();
+        let mut text = format!("  - name: {}\n    gates:\n", json(&pipeline.name));
+        for (gate, name) in pipeline.gates.iter().zip(&names) {
+            if let Some(about) = &gate.about {
+                text.push_str(&format!("      # {}\n", one_line(about)));
+            }
+            text.push_str(&format!("      - name: {name}\n"));
+            let spec: Map<String, Value> =
+                serde_json::from_str(&gate.definition).unwrap_or_default();
+            for (key, value) in &spec {
+                if value.is_null() || matches!(key.as_str(), "name" | "on_pass" | "on_fail") {
+                    continue;
+                }
+                text.push_str(&format!("        {key}: {}\n", json(value)));
+            }
+            let route = |route: Route| match route {
+                Route::Continue => "CONTINUE".to_owned(),
+                Route::Block => "BLOCK".to_owned(),
+                Route::Pass => "PASS".to_owned(),
+                Route::Stop => "STOP".to_owned(),
+                Route::Goto(index) => names.get(index).cloned().unwrap_or_else(|| "BLOCK".into()),
+            };
+            if gate.on_pass != Route::Continue {
+                text.push_str(&format!("        on_pass: {}\n", route(gate.on_pass)));
+            }
+            if gate.on_fail != Route::Block {
+                text.push_str(&format!("        on_fail: {}\n", route(gate.on_fail)));
+            }
+        }
+        pipelines.push(text);
+    }
+    Ok(out.finish_pipelines(&pipelines))
 }
 
 #[derive(Default)]
@@ -280,7 +346,15 @@ impl Writer {
         self.gates.push(text);
     }
 
-    fn finish(self) -> Converted {
+    fn finish(mut self) -> Converted {
+        let mut main = String::from("  - name: main\n    gates:\n");
+        for gate in std::mem::take(&mut self.gates) {
+            main.push_str(&gate);
+        }
+        self.finish_pipelines(&[main])
+    }
+
+    fn finish_pipelines(self, pipelines: &[String]) -> Converted {
         let mut yaml = String::from(
             "# validator rules converted from a gates.json (`validator init --from`).\n",
         );
@@ -292,9 +366,9 @@ impl Writer {
                 yaml.push_str(&format!("#   - {}\n", one_line(item)));
             }
         }
-        yaml.push_str("version: 1\nstate: .validator\npipelines:\n  - name: main\n    gates:\n");
-        for gate in &self.gates {
-            yaml.push_str(gate);
+        yaml.push_str("version: 1\nstate: .validator\npipelines:\n");
+        for pipeline in pipelines {
+            yaml.push_str(pipeline);
         }
         Converted {
             yaml,

@@ -495,21 +495,16 @@ fn init_from_converts_other_runners_gates_json_into_rules_that_load() {
     let (code, stderr) = rules_check(&rules);
     assert_eq!(code, Some(0), "{stderr}");
 
-    // The hook runner's own dialect is read as it is, not converted; an existing file stays.
+    // The hook runner's own dialect is written out as `check` reads it; an existing file stays.
     std::fs::write(
         &from,
-        r#"{"gates": {"lint": {"command": "make lint"}}, "hooks": {}}"#,
+        r#"{"gates": {"plan-compliance": {"description": "How it ended"},
+                      "check": {"command": "make lint", "on_pass": "test"},
+                      "test": {"command": "make test", "on_fail": "STOP"}},
+            "hooks": {"SubagentStop": {"enabled_agents": ["code-agent"], "gates": ["plan-compliance", "check"]},
+                      "PostToolUse": {"gates": ["check"]}}}"#,
     )
     .expect("write");
-    let output = common::validator()
-        .arg("-c")
-        .arg(&rules)
-        .args(["init", "--force", "--from"])
-        .arg(&from)
-        .output()
-        .expect("run validator");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("reads as it is"));
     let output = common::validator()
         .arg("-c")
         .arg(&rules)
@@ -517,5 +512,27 @@ fn init_from_converts_other_runners_gates_json_into_rules_that_load() {
         .arg(&from)
         .output()
         .expect("run validator");
+    assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--force"));
+    let output = common::validator()
+        .arg("-c")
+        .arg(&rules)
+        .args(["init", "--force", "--from"])
+        .arg(&from)
+        .output()
+        .expect("run validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("[\"code-agent\"]"), "{stdout}");
+    assert!(stdout.contains("PostToolUse"), "{stdout}");
+    let text = std::fs::read_to_string(&rules).expect("written");
+    for expected in [
+        "# How it ended\n      - name: plan-compliance\n        rule: \"status\"",
+        "run: [\"make\",\"lint\"]\n        on_pass: test",
+        "name: test\n        rule: \"test\"\n        run: [\"make\",\"test\"]\n        on_fail: STOP",
+    ] {
+        assert!(text.contains(expected), "`{expected}` not in:\n{text}");
+    }
+    let (code, stderr) = rules_check(&rules);
+    assert_eq!(code, Some(0), "{stderr}");
 }
