@@ -53,6 +53,7 @@ struct Check {
 #[derive(Debug, Clone)]
 pub struct Content {
     files: PatternSet,
+    exclude: PatternSet,
     ban: Vec<Check>,
     require: Vec<Check>,
     changed_only: bool,
@@ -67,6 +68,7 @@ impl RuleDef for Content {
     const ABOUT: About = About {
         keys: &[
             "files",
+            "exclude",
             "ban",
             "require",
             "changed_only",
@@ -100,6 +102,7 @@ impl RuleDef for Content {
         }
         Ok(Content {
             files: PatternSet::new(files),
+            exclude: PatternSet::new(spec.exclude.as_deref().unwrap_or_default()),
             ban,
             require,
             changed_only: spec.changed_only.unwrap_or(false),
@@ -151,7 +154,9 @@ impl RuleDef for Content {
         let reader = taskdir::Reader::new(ctx.task);
         let mut read = 0usize;
         for entry in listing.files.iter().filter(|e| {
-            self.files.is_match(&e.rel) && changed.as_ref().is_none_or(|c| c.contains(&e.rel))
+            self.files.is_match(&e.rel)
+                && !self.exclude.is_match(&e.rel)
+                && changed.as_ref().is_none_or(|c| c.contains(&e.rel))
         }) {
             if findings.len() >= MAX_FINDINGS {
                 break;

@@ -101,6 +101,9 @@ pub struct GateSpec {
     // content
     /// content: patterns no file matching `files` may contain: `[{pattern, message}]`.
     pub ban: Option<Vec<crate::rules::content::ContentPattern>>,
+    /// content: globs of files `files` matches that are not read (a generated file, the one
+    /// module allowed what the others are not).
+    pub exclude: Option<Vec<Pattern>>,
     /// content: patterns every file matching `files` must contain: `[{pattern, message}]`.
     pub require: Option<Vec<crate::rules::content::ContentPattern>>,
     /// content: read only the files the worker changed (git against HEAD, else the baseline)
@@ -160,6 +163,7 @@ impl GateSpec {
             draft: None,
             refs: None,
             ban: None,
+            exclude: None,
             require: None,
             changed_only: None,
             when: None,
