@@ -89,101 +89,44 @@ pub(super) fn is_gates_json(path: &Path, source: &str) -> bool {
     }
 }
 
-/// What another gates.json format looks like, if `source` is one: the command lists,
-/// `[name, argv]` pairs and name-to-command maps, and the ban and coverage rules, that other
-/// runners read from `.claude/gates.json`.
-fn other_dialect(source: &str) -> Option<String> {
-    let serde_json::Value::Object(top) = serde_json::from_str(source).ok()? else {
-        return None;
-    };
-    match top.get("gates") {
-        Some(serde_json::Value::Array(list)) => {
-            return Some(
-                if list.iter().all(serde_json::Value::is_array) {
-                    "a list of [name, command] pairs"
-                } else {
-                    "a list of commands (`gates` as a list)"
-                }
-                .to_owned(),
-            );
+/// What a gate file of another runner's format holds, if `source` is one: a sentence saying
+/// what `init --from` would make of it, or why it is not a gate file at all. `None` for the
+/// hook runner's dialect (`hooks`, or `gates` as a map of objects), whose mistakes are the
+/// loader's to name.
+fn other_dialect(path: &Path, source: &str) -> Option<String> {
+    let top: serde_json::Value = serde_json::from_str(source).ok()?;
+    if let serde_json::Value::Object(map) = &top {
+        let runner = map.get("hooks").is_some_and(serde_json::Value::is_object)
+            || map.get("gates").is_some_and(|gates| {
+                gates
+                    .as_object()
+                    .is_some_and(|gates| gates.values().all(serde_json::Value::is_object))
+            });
+        if runner {
+            return None;
         }
-        Some(serde_json::Value::Object(map)) if map.values().any(|gate| !gate.is_object()) => {
-            return Some("a map of names to commands".to_owned());
-        }
-        _ => {}
     }
-    for (key, shape) in [
-        ("ban_patterns", "a set of ban patterns (`ban_patterns`)"),
-        (
-            "coverage_rules",
-            "a set of co-change rules (`coverage_rules`)",
+    Some(match super::convert::from_gates_json(path, source) {
+        Ok(converted) => format!(
+            "this gates.json is another runner's format ({} validator can convert), not the hook runner's dialect validator reads as it is (\"gates\" as an object of {{\"command\": ...}}, with \"hooks\")",
+            converted.summary
         ),
-        ("forbidden_bash", "a set of command bans (`forbidden_bash`)"),
-    ] {
-        if top.contains_key(key) {
-            return Some(shape.to_owned());
-        }
-    }
-    // Lists of `{"command": ...}` under names of their own (`lint`, `verify`, `stopChecks`).
-    let lists: Vec<&str> = top
-        .iter()
-        .filter(|(_, value)| {
-            value.as_array().is_some_and(|items| {
-                !items.is_empty()
-                    && items
-                        .iter()
-                        .all(|item| item.get("command").or_else(|| item.get("run")).is_some())
-            })
-        })
-        .map(|(key, _)| key.as_str())
-        .take(5)
-        .collect();
-    if !lists.is_empty() {
-        return Some(format!(
-            "a set of command lists ({})",
-            lists
-                .iter()
-                .map(|k| format!("`{}`", crate::text::one_line(k)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if !top.contains_key("gates") && !top.contains_key("hooks") {
-        let keys: Vec<String> = top
-            .keys()
-            .take(5)
-            .map(|k| format!("`{}`", crate::text::one_line(k)))
-            .collect();
-        return Some(format!(
-            "not a hook runner's gates.json at all (it holds {})",
-            if keys.is_empty() {
-                "nothing".to_owned()
-            } else {
-                keys.join(", ")
-            }
-        ));
-    }
-    None
+        Err(why) => format!("this file is not a gate file validator reads: {why}"),
+    })
 }
 
 /// Reads gates.json text into checked rules; `dir` is the file's directory, which anchors the
 /// default `staging`, `verdicts` and `state` as for a validator.yaml that names none.
 pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, ConfigError> {
-    if let Some(shape) = other_dialect(source) {
+    if let Some(message) = other_dialect(path, source) {
         // Not a typo to remove: another format, whose gates say what the user wants.
         return Err(ConfigError {
             file: path.to_path_buf(),
             line: Some(1),
             column: Some(1),
-            message: if shape.starts_with("not ") {
-                format!("this file is {shape}")
-            } else {
-                format!(
-                    "this gates.json is {shape}, not the hook runner's dialect validator reads as it is (\"gates\" as an object of {{\"command\": ...}}, with \"hooks\")"
-                )
-            },
+            message,
             help: Some(
-                "`validator init --from FILE` writes it as a validator.yaml (a `lint` or `test` gate per command, a `content` gate per ban pattern, a `co-change` gate per coverage rule) and lists what has no equivalent"
+                "`validator init --from FILE` writes another runner's gate file as a validator.yaml (a `lint` or `test` gate per command, a `content` gate per ban pattern, a `co-change` gate per coverage rule, a `file-scope` gate for protected paths) and lists what has no equivalent"
                     .into(),
             ),
         });
@@ -227,13 +170,59 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
     })
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The top level: `gates` and `hooks`, and the comments the runners' own example files carry
+/// (`description`, `comment`, `comment2`, `$schema`, `_note`, ...), which run nothing. Any
+/// other key is refused, as serde's `deny_unknown_fields` would.
+#[derive(Default)]
 struct RawFile {
-    #[serde(default)]
     gates: Entries<RawGate>,
-    #[serde(default)]
     hooks: Entries<RawHook>,
+}
+
+impl<'de> Deserialize<'de> for RawFile {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FileVisitor;
+
+        impl<'de> Visitor<'de> for FileVisitor {
+            type Value = RawFile;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object with `gates` and `hooks`")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawFile, A::Error> {
+                let mut file = RawFile::default();
+                let (mut gates, mut hooks) = (false, false);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "gates" if !gates => {
+                            gates = true;
+                            file.gates = map.next_value()?;
+                        }
+                        "hooks" if !hooks => {
+                            hooks = true;
+                            file.hooks = map.next_value()?;
+                        }
+                        "gates" | "hooks" => {
+                            return Err(de::Error::custom(format!("`{key}` is given twice")));
+                        }
+                        _ if is_comment_key(&key) => {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                        _ => return Err(de::Error::unknown_field(&key, &["gates", "hooks"])),
+                    }
+                }
+                Ok(file)
+            }
+        }
+
+        deserializer.deserialize_map(FileVisitor)
+    }
+}
+
+/// A key that comments a file: `description`, `comment`, `comment2`, `$schema`, `_note`, `//`.
+fn is_comment_key(key: &str) -> bool {
+    key == "description" || key.starts_with("comment") || key.starts_with(['$', '_', '/'])
 }
 
 #[derive(Deserialize)]
@@ -250,6 +239,8 @@ struct RawGate {
     /// turboshovel: the gate `gate` of another plugin's gates.json.
     plugin: Option<String>,
     gate: Option<String>,
+    #[serde(default, rename = "comment")]
+    _comment: Option<de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -259,8 +250,15 @@ struct RawHook {
     enabled_agents: Option<Vec<String>>,
     /// PostToolUse only: the tools whose use runs the gates.
     enabled_tools: Option<Vec<String>>,
+    /// SlashCommandStart/End and SkillStart/End only: which commands or skills run the gates.
+    enabled_commands: Option<Vec<String>>,
+    enabled_skills: Option<Vec<String>>,
     #[serde(default)]
     gates: Vec<String>,
+    #[serde(default, rename = "description")]
+    _description: Option<de::IgnoredAny>,
+    #[serde(default, rename = "comment")]
+    _comment: Option<de::IgnoredAny>,
 }
 
 /// A JSON object read in file order. A key given twice is refused: JSON readers keep the last
@@ -502,12 +500,13 @@ impl<'a> Reader<'a> {
     fn check_gates(&mut self) -> Result<(), ConfigError> {
         for (name, gate) in self.gates {
             let at = |rest: &[Step<'a>]| [&[Step::Key("gates"), Step::Key(name)], rest].concat();
-            if let Some(why) = bad_gate_name(name) {
+            // turboshovel names gates of a plugin `plugin:gate`: the colon is safe in a name.
+            if let Some(why) = bad_gate_name(&name.replace(':', "-")) {
                 return Err(self.file.error(
                     &at(&[]),
                     true,
                     format!("`{name}` cannot name a gate here: {why}"),
-                    "rename it (and the routes and hook lists that name it), using letters, digits, `-`, `_` and `.`",
+                    "rename it (and the routes and hook lists that name it), using letters, digits, `-`, `_`, `.` and `:`",
                 ));
             }
             if gate.command.is_some() && (gate.plugin.is_some() || gate.gate.is_some()) {
@@ -668,10 +667,20 @@ impl<'a> Reader<'a> {
                     ));
                 }
             }
-            if hook.enabled_tools.is_some() {
-                self.notes.push(format!(
-                    "hooks.{event}.enabled_tools has no effect: it filters PostToolUse only"
-                ));
+            for (key, set, filters) in [
+                ("enabled_tools", hook.enabled_tools.is_some(), "PostToolUse"),
+                (
+                    "enabled_commands",
+                    hook.enabled_commands.is_some(),
+                    "slash commands",
+                ),
+                ("enabled_skills", hook.enabled_skills.is_some(), "skills"),
+            ] {
+                if set {
+                    self.notes.push(format!(
+                        "hooks.{event}.{key} has no effect: it filters {filters} only"
+                    ));
+                }
             }
             let mut agents = hook.enabled_agents.clone().unwrap_or_default();
             if *stop_event == "Stop" && !agents.is_empty() {
