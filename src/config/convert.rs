@@ -1,10 +1,15 @@
-//! `validator init --from FILE`: the gates.json shapes other runners read, written as a
-//! validator.yaml. Command lists become `lint` and `test` gates, `ban_patterns` become
-//! `content` gates, `coverage_rules` become `co-change` gates; what has no equivalent is
-//! listed at the top of the file with why, never dropped silently. The hook runner's own
-//! dialect (which `-c gates.json` also reads as it is) is loaded as `check` loads it and its
-//! pipelines written out, so the file can grow the rules only a validator.yaml has.
+//! `validator init --from FILE`: the gate files other runners read (usually a
+//! `.claude/gates.json`), written as a validator.yaml. The shapes come from a survey of such
+//! files in public repositories: commands as lists of objects (`name`/`id`/`label` with
+//! `run`/`command`/`cmd`/`script`, a string or an argv list), `[name, argv]` pairs or maps of
+//! names to commands become `lint` and `test` gates; `ban_patterns` become `content` gates,
+//! `coverage_rules` `co-change` gates, a `require_run` command a gate; protected and denied
+//! paths a `file-scope` gate. What has no equivalent is listed at the top of the file with
+//! why, never dropped silently. The hook runner's own dialect (which `-c gates.json` also
+//! reads as it is) is loaded as `check` loads it and its pipelines written out, so the file
+//! can grow the rules only a validator.yaml has.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -16,79 +21,145 @@ use super::Route;
 pub struct Converted {
     pub yaml: String,
     pub left_out: Vec<String>,
+    /// What became gates, counted: "3 commands, 1 ban pattern".
+    pub summary: String,
 }
+
+/// Keys that hold commands under a name of the command's own.
+const COMMAND_KEYS: [&str; 6] = ["run", "command", "cmd", "script", "argv", "npm"];
+/// Keys that name a gate.
+const NAME_KEYS: [&str; 4] = ["name", "id", "label", "title"];
+/// Words that make a top-level key a command when its value is a string (`"lint": "npm run
+/// lint"`, `"fast_tests": "npm run test:run"`).
+const COMMAND_WORDS: [&str; 13] = [
+    "build",
+    "check",
+    "fast",
+    "fmt",
+    "format",
+    "full",
+    "lint",
+    "test",
+    "tests",
+    "typecheck",
+    "verify",
+    "e2e",
+    "clippy",
+];
+/// Keys whose map of names to commands is the gates (a map elsewhere may hold set-up
+/// commands or anything else).
+const COMMAND_MAPS: [&str; 4] = ["gates", "commands", "checks", "scripts"];
+/// Keys of a gate that say when or where the other runner ran it, or what it needed first.
+const SCHEDULING_KEYS: [&str; 18] = [
+    "paths",
+    "fileGlob",
+    "applies_to",
+    "exempt",
+    "watch",
+    "when_changed",
+    "match",
+    "trigger",
+    "scope",
+    "stages",
+    "stage",
+    "tier",
+    "needs",
+    "after",
+    "requires",
+    "needsBuild",
+    "changed_run",
+    "platforms",
+];
+/// Keys of a gate that ask the command's output for evidence.
+const EVIDENCE_KEYS: [&str; 5] = [
+    "expect",
+    "reject",
+    "evidence_pattern",
+    "evidence",
+    "summary",
+];
+/// Keys of protected paths: the worker must not change what they match.
+const READONLY_KEYS: [&str; 4] = [
+    "protected_paths",
+    "protectedPaths",
+    "guardrails",
+    "readonly",
+];
+/// Keys of denied paths: the worker must not write there at all.
+const DENY_KEYS: [&str; 3] = ["denyPaths", "deny_paths", "secretPaths"];
 
 /// Converts gates.json text read from `path`. `Err` says why the file cannot be converted.
 pub fn from_gates_json(path: &Path, source: &str) -> Result<Converted, String> {
-    let top: Map<String, Value> =
-        serde_json::from_str(source).map_err(|err| format!("it is not a JSON object: {err}"))?;
-    if let Some(Value::Object(gates)) = top.get("gates")
-        && gates.values().all(Value::is_object)
-    {
-        return from_hook_runner(path, source);
-    }
+    let source = source.strip_prefix('\u{feff}').unwrap_or(source);
+    let top: Value = serde_json::from_str(source)
+        .or_else(|err| serde_json::from_str(&strip_line_comments(source)).map_err(|_| err))
+        .map_err(|err| format!("it is not JSON: {err}"))?;
     let mut out = Writer::default();
-    let default_timeout = top.get("timeout").and_then(Value::as_u64);
-    for (key, value) in &top {
-        match (key.as_str(), value) {
-            ("gates", Value::Array(list)) => {
-                for item in list {
-                    out.command_item(item, default_timeout);
-                }
-            }
-            ("gates", Value::Object(map)) => {
-                for (name, command) in map {
-                    match command.as_str() {
-                        Some("") => out.left_out.push(format!(
-                            "gate `{}`: its command is empty (not configured)",
-                            one_line(name)
-                        )),
-                        Some(command) => out.command(name, command, default_timeout, None),
-                        None => out.left_out.push(format!(
-                            "gate `{}`: not a command string",
-                            one_line(name)
-                        )),
-                    }
-                }
-            }
-            ("ban_patterns", Value::Array(list)) => {
-                for item in list {
-                    out.ban(item);
-                }
-            }
-            ("coverage_rules", Value::Array(list)) => {
-                for item in list {
-                    out.coverage(item);
-                }
-            }
-            ("timeout" | "$comment" | "comment" | "description", _) => {}
-            (_, Value::Array(list))
-                if !list.is_empty()
-                    && list
-                        .iter()
-                        .all(|i| i.get("command").or_else(|| i.get("run")).is_some()) =>
-            {
-                for item in list {
-                    out.command_item(item, default_timeout);
-                }
-                out.left_out.push(format!(
-                    "`{}`: its commands became gates of the one pipeline; when it ran them (its own event or match) is not carried over",
-                    one_line(key)
-                ));
-            }
-            _ => out.left_out.push(format!(
-                "`{}`: validator has no equivalent (it judges a worker's files and its stop, not its commands or edits as they happen)",
-                one_line(key)
-            )),
-        }
+    match &top {
+        Value::Array(items) => out.command_list("the top-level list", items, None),
+        Value::Object(map) if is_hook_runner(map) => return from_hook_runner(path, source),
+        Value::Object(map) => out.object(map),
+        _ => return Err("it is neither a JSON object nor a list".into()),
     }
     if out.gates.is_empty() {
-        return Err(
-            "nothing in it became a gate: it has no commands, ban_patterns or coverage_rules"
-                .into(),
-        );
+        return Err(format!(
+            "nothing in it became a gate: validator reads commands (`gates`, `commands`, `legs`, ... as lists or maps), `ban_patterns`, `coverage_rules`, `require_run` and protected paths{}{}",
+            match out.left_out.as_slice() {
+                [] => String::new(),
+                [first, rest @ ..] => format!(
+                    "; {}{}",
+                    one_line(first),
+                    match rest.len() {
+                        0 => String::new(),
+                        n => format!(" (and {n} more)"),
+                    }
+                ),
+            },
+            match &top {
+                Value::Object(map) if !map.is_empty() => format!(
+                    "; its keys are {}",
+                    map.keys()
+                        .take(8)
+                        .map(|k| format!("`{}`", one_line(k)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                _ => String::new(),
+            }
+        ));
     }
     Ok(out.finish())
+}
+
+/// The cipherpowers/turboshovel dialect: `hooks`, or `gates` as a map of objects written only
+/// in that runner's keys.
+pub(super) fn is_hook_runner(top: &Map<String, Value>) -> bool {
+    const RUNNER_KEYS: [&str; 9] = [
+        "description",
+        "command",
+        "on_pass",
+        "on_fail",
+        "keywords",
+        "file_patterns",
+        "plugin",
+        "gate",
+        "comment",
+    ];
+    if top.get("hooks").is_some_and(Value::is_object) && top.get("gates").is_some() {
+        return true;
+    }
+    let Some(Value::Object(gates)) = top.get("gates") else {
+        return false;
+    };
+    !gates.is_empty()
+        && gates.values().all(|gate| {
+            gate.as_object().is_some_and(|gate| {
+                gate.keys().all(|key| RUNNER_KEYS.contains(&key.as_str()))
+                    && gate
+                        .get("command")
+                        .is_none_or(|command| command.is_string())
+            })
+        })
 }
 
 /// The hook runner's dialect, loaded exactly as `check -c gates.json` loads it: each stop
@@ -146,6 +217,7 @@ fn from_hook_runner(path: &Path, source: &str) -> Result<Converted, String> {
             }
         }
         pipelines.push(text);
+        out.kinds.push("hook pipeline");
     }
     Ok(out.finish_pipelines(&pipelines))
 }
@@ -153,11 +225,375 @@ fn from_hook_runner(path: &Path, source: &str) -> Result<Converted, String> {
 #[derive(Default)]
 struct Writer {
     gates: Vec<String>,
+    /// What each gate was in the other runner's file.
+    kinds: Vec<&'static str>,
     names: Vec<String>,
     left_out: Vec<String>,
+    /// Names a `required` list keeps blocking; the others of the file warn only.
+    required: Option<BTreeSet<String>>,
+    default_timeout: Option<u64>,
+    readonly: Vec<String>,
+    deny: Vec<String>,
+}
+
+/// One command gate as the other runner wrote it.
+struct Command<'a> {
+    name: &'a str,
+    argv: Vec<String>,
+    timeout: Option<u64>,
+    fix: Option<Vec<String>>,
+    cwd: Option<&'a str>,
+    env: Vec<(String, String)>,
+    /// The other runner let it fail (`allowFailure`, `blocking: false`, `level: warn`).
+    advisory: bool,
+}
+
+impl<'a> Command<'a> {
+    fn new(name: &'a str, argv: Vec<String>) -> Self {
+        Command {
+            name,
+            argv,
+            timeout: None,
+            fix: None,
+            cwd: None,
+            env: Vec::new(),
+            advisory: false,
+        }
+    }
 }
 
 impl Writer {
+    fn object(&mut self, top: &Map<String, Value>) {
+        self.default_timeout = top.get("timeout").and_then(Value::as_u64);
+        self.required = ["required", "requiredCommands", "required_gates"]
+            .iter()
+            .find_map(|key| top.get(*key).and_then(Value::as_array))
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            });
+        let commands: BTreeSet<&str> = top
+            .iter()
+            .filter(|(_, value)| value.is_array() || value.is_object())
+            .flat_map(|(_, value)| command_names(value))
+            .collect();
+        for (key, value) in top {
+            let key = key.as_str();
+            if is_comment(key) {
+                continue;
+            }
+            match (key, value) {
+                ("timeout", Value::Number(_)) => {}
+                ("required" | "requiredCommands" | "required_gates", _) if self.required.is_some() => {}
+                ("ban_patterns", Value::Array(list)) => list.iter().for_each(|item| self.ban(item)),
+                ("coverage_rules", Value::Array(list)) => {
+                    list.iter().for_each(|item| self.coverage(item))
+                }
+                ("coverage_rules", Value::Object(map)) => self.object_rules(map),
+                ("require_run", Value::Array(list)) => {
+                    list.iter().for_each(|item| self.require_run(item))
+                }
+                ("askPaths" | "ask_paths", _) => self.left_out.push(format!(
+                    "`{key}` {}: the other runner asked a person before such an edit; validator judges the result, so add them to the `file-scope` gate's `readonly` if the worker must not change them",
+                    json(&strings(Some(value)))
+                )),
+                (_, Value::Array(list)) if READONLY_KEYS.contains(&key) => {
+                    self.readonly.extend(globs(list))
+                }
+                (_, Value::Array(list)) if DENY_KEYS.contains(&key) => {
+                    self.deny.extend(globs(list))
+                }
+                // `"gates": ["docs/adr/**", ".github/**"]`: protected paths, not commands.
+                ("gates", Value::Array(list))
+                    if !list.is_empty()
+                        && list.iter().all(|i| i.as_str().is_some_and(looks_like_path)) =>
+                {
+                    self.readonly.extend(globs(list));
+                    self.left_out.push("`gates` is a list of paths: they became the `file-scope` gate's `readonly` (the worker must not change them); who may approve a change to them is not carried over".into());
+                }
+                (_, Value::Array(list)) if is_command_list(list) => {
+                    self.command_list(&format!("`{}`", one_line(key)), list, Some(key))
+                }
+                (_, Value::Object(map)) if COMMAND_MAPS.contains(&key) && is_command_map(map) => {
+                    self.command_map(key, map)
+                }
+                // `"fast": {"command": ["make", "check-fast"]}`
+                (_, Value::Object(gate)) if command_of(gate).is_some() => {
+                    self.command_object(Some(key), gate)
+                }
+                (_, Value::String(command)) if names_a_command(key) => {
+                    self.command_text(key, command)
+                }
+                // `"frontend": ["npm ci", "npm run lint"]`: shell lines, one gate each.
+                (_, Value::Array(list)) if is_shell_lines(list) => {
+                    for line in list.iter().filter_map(Value::as_str) {
+                        self.command_text(line, line);
+                    }
+                    self.left_out.push(format!(
+                        "`{}`: its commands became gates of the one pipeline; when the other runner ran them is not carried over",
+                        one_line(key)
+                    ));
+                }
+                // `"fast": ["lint", "typecheck"]`: a subset of the gates, to run at times.
+                (_, Value::Array(list))
+                    if !list.is_empty()
+                        && list
+                            .iter()
+                            .all(|i| i.as_str().is_some_and(|n| commands.contains(n))) =>
+                {
+                    self.left_out.push(format!(
+                        "`{}` {}: a subset of the gates the other runner ran at times; validator runs the whole pipeline (write a second pipeline with these gates and pick it with `check --pipeline`)",
+                        one_line(key),
+                        json(&strings(Some(value)))
+                    ))
+                }
+                (_, Value::Null) => {}
+                (_, Value::Object(roles)) if is_role_permissions(roles) => self.left_out.push(format!(
+                    "`{}`: write permissions per role; give each worker a handoff contract with its `files_owned` (README, \"Contracts\"), or a pipeline whose `tasks` match its workers with a `file-scope` gate's `allow`",
+                    one_line(key)
+                )),
+                _ => self.left_out.push(format!(
+                    "`{}`: validator has no equivalent (it judges a worker's files and its stop, not its commands or edits as they happen)",
+                    one_line(key)
+                )),
+            }
+        }
+        self.scope_gate();
+    }
+
+    /// `coverage_rules` as an object: `{"require_run": [{"command", "evidence"}]}`.
+    fn object_rules(&mut self, rules: &Map<String, Value>) {
+        for (key, value) in rules {
+            match (key.as_str(), value) {
+                ("require_run", Value::Array(list)) => {
+                    list.iter().for_each(|item| self.require_run(item))
+                }
+                _ => self.left_out.push(format!(
+                    "`coverage_rules.{}`: not a shape validator reads",
+                    one_line(key)
+                )),
+            }
+        }
+    }
+
+    fn command_list(&mut self, place: &str, items: &[Value], key: Option<&str>) {
+        if !is_command_list(items) {
+            self.left_out.push(format!(
+                "{place}: its entries are not commands (no `run`, `command`, `cmd` or `script`), so there is nothing to run"
+            ));
+            return;
+        }
+        for item in items {
+            match item {
+                Value::Array(pair) => self.pair(pair),
+                Value::Object(gate) => self.command_object(None, gate),
+                _ => self.left_out.push(format!(
+                    "{place}: an entry that is neither a command nor a [name, command] pair"
+                )),
+            }
+        }
+        if let Some(key) = key.filter(|k| !matches!(*k, "gates" | "commands" | "checks" | "legs")) {
+            self.left_out.push(format!(
+                "`{}`: its commands became gates of the one pipeline; when the other runner ran them (its own event or match) is not carried over",
+                one_line(key)
+            ));
+        }
+    }
+
+    /// `{"lint": "npm run lint", "build": ""}` or `{"lint": {"command": ...}}`.
+    fn command_map(&mut self, key: &str, map: &Map<String, Value>) {
+        for (name, value) in map.iter().filter(|(name, _)| !is_comment(name)) {
+            match value {
+                Value::String(command) => self.command_text(name, command),
+                Value::Object(gate) if command_of(gate).is_some() => {
+                    self.command_object(Some(name), gate)
+                }
+                Value::Array(argv) if argv.iter().all(Value::is_string) => {
+                    self.command_argv(Command::new(name, strings(Some(value))))
+                }
+                Value::Null => self.left_out.push(format!(
+                    "`{}.{}`: not configured (null)",
+                    one_line(key),
+                    one_line(name)
+                )),
+                _ => self.left_out.push(format!(
+                    "`{}.{}`: not a command",
+                    one_line(key),
+                    one_line(name)
+                )),
+            }
+        }
+    }
+
+    /// `[name, [argv...]]` or `[name, "command"]`.
+    fn pair(&mut self, pair: &[Value]) {
+        let name = pair.first().and_then(Value::as_str).unwrap_or("gate");
+        match pair.get(1) {
+            Some(Value::Array(argv)) if !argv.is_empty() && argv.iter().all(Value::is_string) => {
+                self.command_argv(Command::new(name, strings(pair.get(1))))
+            }
+            Some(Value::String(command)) => self.command_text(name, command),
+            _ => self
+                .left_out
+                .push(format!("gate `{}`: no command", one_line(name))),
+        }
+    }
+
+    /// A name and a shell line; an empty line is the other runner's "not configured".
+    fn command_text(&mut self, name: &str, command: &str) {
+        if command.trim().is_empty() {
+            self.left_out.push(format!(
+                "gate `{}`: its command is empty (not configured)",
+                one_line(name)
+            ));
+            return;
+        }
+        self.command_argv(Command::new(name, shell(command)));
+    }
+
+    fn command_object(&mut self, key: Option<&str>, gate: &Map<String, Value>) {
+        let text = |k: &str| gate.get(k).and_then(Value::as_str);
+        let name = NAME_KEYS
+            .iter()
+            .find_map(|k| text(k))
+            .or(key)
+            .unwrap_or("gate");
+        let Some((field, command)) = command_of(gate) else {
+            self.left_out
+                .push(format!("gate `{}`: no command", one_line(name)));
+            return;
+        };
+        let mut nested = None;
+        let argv = match command {
+            Value::String(script) if field == "npm" => {
+                vec!["npm".to_owned(), "run".to_owned(), script.clone()]
+            }
+            Value::String(line) if line.trim().is_empty() => {
+                self.command_text(name, line);
+                return;
+            }
+            Value::String(line) => match gate.get("args").and_then(Value::as_array) {
+                // `{"script": "tools/gate.sh", "args": ["--strict"]}`
+                Some(args) if field == "script" => {
+                    let mut argv = shell(&format!("{line} \"$@\""));
+                    argv.push("sh".into());
+                    argv.extend(args.iter().filter_map(Value::as_str).map(str::to_owned));
+                    argv
+                }
+                _ => shell(line),
+            },
+            Value::Array(_) => strings(Some(command)),
+            Value::Object(inner) => {
+                nested = Some(inner);
+                strings(inner.get("argv"))
+            }
+            _ => Vec::new(),
+        };
+        if argv.is_empty() {
+            self.left_out
+                .push(format!("gate `{}`: an empty command", one_line(name)));
+            return;
+        }
+        let number = |k: &str| {
+            gate.get(k)
+                .or_else(|| nested.and_then(|inner| inner.get(k)))
+                .and_then(Value::as_u64)
+        };
+        let mut command = Command::new(name, argv);
+        command.timeout = number("timeout")
+            .or_else(|| number("timeout_seconds"))
+            .or_else(|| number("timeoutSec"))
+            .or_else(|| number("timeoutMs").map(|ms| ms.div_ceil(1000)));
+        command.fix = match gate.get("fix") {
+            Some(Value::String(fix)) if !fix.trim().is_empty() => Some(shell(fix)),
+            Some(fix @ Value::Array(_)) => Some(strings(Some(fix))).filter(|f| !f.is_empty()),
+            _ => None,
+        };
+        command.cwd = text("cwd")
+            .or_else(|| text("dir"))
+            .filter(|d| !d.is_empty());
+        for env in [gate.get("env"), gate.get("environment")]
+            .into_iter()
+            .chain([nested.and_then(|inner| inner.get("environment"))])
+            .flatten()
+        {
+            if let Value::Object(vars) = env {
+                for (var, value) in vars {
+                    if let Some(value) = value.as_str() {
+                        command.env.push((var.clone(), value.to_owned()));
+                    }
+                }
+            }
+        }
+        command.advisory = gate.get("allowFailure") == Some(&Value::Bool(true))
+            || gate.get("blocking") == Some(&Value::Bool(false))
+            || gate.get("required") == Some(&Value::Bool(false))
+            || ["level", "severity"]
+                .iter()
+                .any(|k| text(k).is_some_and(|v| v.eq_ignore_ascii_case("warn")));
+        let scheduling: Vec<&str> = SCHEDULING_KEYS
+            .iter()
+            .chain(EVIDENCE_KEYS.iter())
+            .copied()
+            .filter(|k| gate.contains_key(*k))
+            .collect();
+        if !scheduling.is_empty() {
+            self.left_out.push(format!(
+                "gate `{}`: {} not carried over (validator runs every gate of the pipeline on each stop, in order, and judges a command by its exit status)",
+                one_line(name),
+                scheduling
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        self.command_argv(command);
+    }
+
+    fn command_argv(&mut self, command: Command<'_>) {
+        let gate = self.name(command.name, "gate");
+        let testing = |word: &str| word.to_ascii_lowercase().contains("test");
+        let rule = if testing(command.name) || command.argv.iter().any(|w| testing(w)) {
+            "test"
+        } else {
+            "lint"
+        };
+        let mut text = format!(
+            "      - name: {gate}\n        rule: {rule}\n        run: {}\n",
+            json(&command.argv)
+        );
+        if let Some(seconds) = command.timeout.or(self.default_timeout).filter(|&s| s > 0) {
+            text.push_str(&format!("        timeout: {seconds}s\n"));
+        }
+        if let Some(cwd) = command.cwd {
+            text.push_str(&format!("        cwd: {}\n", json(cwd)));
+        }
+        if !command.env.is_empty() {
+            let vars: Map<String, Value> = command
+                .env
+                .into_iter()
+                .map(|(var, value)| (var, Value::String(value)))
+                .collect();
+            text.push_str(&format!("        env: {}\n", json(&vars)));
+        }
+        if let Some(fix) = command.fix {
+            text.push_str(&format!("        fix: {}\n", json(&fix)));
+        }
+        let optional = self
+            .required
+            .as_ref()
+            .is_some_and(|required| !required.contains(command.name));
+        if command.advisory || optional {
+            text.push_str("        on_fail: CONTINUE  # the other runner did not block on it\n");
+        }
+        self.gates.push(text);
+        self.kinds.push("command");
+    }
+
     /// A unique gate name from `name`: letters, digits, `-`, `_` and `.` only.
     fn name(&mut self, name: &str, fallback: &str) -> String {
         let mut base: String = name
@@ -171,6 +607,9 @@ impl Writer {
                 }
             })
             .collect();
+        while base.contains("--") {
+            base = base.replace("--", "-");
+        }
         base = base.trim_matches('-').to_owned();
         if base.is_empty() || matches!(base.as_str(), "continue" | "block" | "pass" | "stop") {
             base = fallback.to_owned();
@@ -186,139 +625,102 @@ impl Writer {
         unique
     }
 
-    fn command_item(&mut self, item: &Value, default_timeout: Option<u64>) {
-        match item {
-            // `[name, [argv...]]`
-            Value::Array(pair) => {
-                let name = pair.first().and_then(Value::as_str).unwrap_or("gate");
-                match pair.get(1) {
-                    Some(Value::Array(argv)) => {
-                        let words: Vec<String> = argv
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect();
-                        if words.is_empty() {
-                            self.left_out
-                                .push(format!("gate `{}`: an empty command", one_line(name)));
-                            return;
-                        }
-                        self.command_argv(name, &words, default_timeout, None);
-                    }
-                    Some(Value::String(command)) => {
-                        self.command(name, command, default_timeout, None)
-                    }
-                    _ => self
-                        .left_out
-                        .push(format!("gate `{}`: no command", one_line(name))),
-                }
-            }
-            Value::Object(gate) => {
-                let text = |key: &str| gate.get(key).and_then(Value::as_str);
-                let name = text("name").or_else(|| text("label")).unwrap_or("gate");
-                let command = text("run").or_else(|| text("command"));
-                let timeout = gate
-                    .get("timeout")
-                    .and_then(Value::as_u64)
-                    .or_else(|| {
-                        gate.get("timeoutMs")
-                            .and_then(Value::as_u64)
-                            .map(|ms| ms.div_ceil(1000))
-                    })
-                    .or(default_timeout);
-                match command {
-                    Some(command) if !command.trim().is_empty() => {
-                        self.command(name, command, timeout, text("fix"))
-                    }
-                    _ => self
-                        .left_out
-                        .push(format!("gate `{}`: no command", one_line(name))),
-                }
-            }
-            _ => self.left_out.push(
-                "an entry of `gates` that is neither a gate nor a [name, command] pair".into(),
-            ),
-        }
-    }
-
-    /// A command as a shell line: run through `sh -c`, as the runners that read these files
-    /// ran it (it is the rules author's text, never the worker's).
-    fn command(&mut self, name: &str, command: &str, timeout: Option<u64>, fix: Option<&str>) {
-        let words = vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()];
-        self.command_argv(name, &words, timeout, fix);
-    }
-
-    fn command_argv(
-        &mut self,
-        name: &str,
-        argv: &[String],
-        timeout: Option<u64>,
-        fix: Option<&str>,
-    ) {
-        let gate = self.name(name, "gate");
-        let rule = if gate.contains("test") {
-            "test"
-        } else {
-            "lint"
-        };
-        let mut text = format!(
-            "      - name: {gate}\n        rule: {rule}\n        run: {}\n",
-            json(argv)
-        );
-        if let Some(seconds) = timeout.filter(|&s| s > 0) {
-            text.push_str(&format!("        timeout: {seconds}s\n"));
-        }
-        if let Some(fix) = fix.filter(|f| !f.trim().is_empty()) {
-            text.push_str(&format!("        fix: {}\n", json(&["sh", "-c", fix])));
-        }
-        self.gates.push(text);
-    }
-
     fn ban(&mut self, item: &Value) {
         let text = |key: &str| item.get(key).and_then(Value::as_str);
-        let Some(pattern) = text("pattern") else {
+        let Some(written) = text("pattern") else {
             self.left_out.push("a ban pattern without `pattern`".into());
             return;
         };
-        if let Err(err) = regex::Regex::new(pattern) {
-            let why = err.to_string();
-            let why = why.lines().last().unwrap_or_default().trim();
+        let pattern = match text("flags") {
+            Some(flags) if flags.contains('i') => format!("(?i){written}"),
+            _ => written.to_owned(),
+        };
+        if let Err(why) = compiles(&pattern) {
             self.left_out.push(format!(
-                "ban pattern `{}`: validator's regex syntax refuses it ({}); write it without look-around or back-references",
-                one_line(pattern),
-                one_line(why)
+                "ban pattern `{}`: validator's regex syntax refuses it ({why}); write it without look-around or back-references",
+                one_line(written),
             ));
             return;
         }
-        let mut globs = strings(item.get("globs").or_else(|| item.get("files")));
-        if globs.is_empty() {
-            globs.push("**/*".to_owned());
+        let mut files = strings(
+            item.get("globs")
+                .or_else(|| item.get("files"))
+                .or_else(|| item.get("paths")),
+        );
+        if let Some(scope) = text("scope") {
+            files.push(scope.to_owned());
         }
-        let gate = self.name(&format!("ban-{}", self.names.len() + 1), "ban");
-        let message = text("message").unwrap_or("a banned pattern");
-        self.gates.push(format!(
-            "      - name: {gate}\n        rule: content\n        files: {}\n        ban: [{{pattern: {}, message: {}}}]\n",
-            json(&globs),
-            json(pattern),
+        if files.is_empty() {
+            files.push("**/*".to_owned());
+        }
+        let exclude = strings(
+            item.get("exclude_globs")
+                .or_else(|| item.get("exclude"))
+                .or_else(|| item.get("exclude_paths")),
+        );
+        let gate = self.name(
+            text("id").unwrap_or(&format!("ban-{}", self.gates.len() + 1)),
+            "ban",
+        );
+        let message = text("message").unwrap_or(written);
+        let mut gate_text = format!(
+            "      - name: {gate}\n        rule: content\n        files: {}\n",
+            json(&files)
+        );
+        if !exclude.is_empty() {
+            gate_text.push_str(&format!("        exclude: {}\n", json(&exclude)));
+        }
+        gate_text.push_str(&format!(
+            "        ban: [{{pattern: {}, message: {}}}]\n",
+            json(&pattern),
             json(message),
         ));
+        self.gates.push(gate_text);
+        self.kinds.push("ban pattern");
+        if let Some(marker) = text("override") {
+            self.left_out.push(format!(
+                "ban pattern `{}`: its override comment `{}` (a `content` ban has none: narrow `files` or `exclude` instead)",
+                one_line(written),
+                one_line(marker)
+            ));
+        }
     }
 
     fn coverage(&mut self, item: &Value) {
-        let list = |key: &str| strings(item.get(key));
-        let when = list("when_changed");
-        let then = list("require_changed");
+        let list = |keys: &[&str]| {
+            keys.iter()
+                .map(|key| strings(item.get(*key)))
+                .find(|found| !found.is_empty())
+                .unwrap_or_default()
+        };
+        let mut when = list(&["when_changed", "when_paths_match", "when"]);
+        if let Some(scope) = item.get("scope").and_then(Value::as_str) {
+            when.push(scope.to_owned());
+        }
+        let then = list(&[
+            "require_changed",
+            "require_paths_match",
+            "requires_one_of",
+            "then",
+        ]);
+        if item.get("require_run").is_some() {
+            self.require_run(item);
+            return;
+        }
         if when.is_empty() || then.is_empty() {
-            let what = if item.get("require_run").is_some() {
-                "a rule that asks for a command's output as evidence (`require_run`, `evidence_pattern`) has no equivalent: make the command a `test` or `lint` gate"
+            let what = if when.is_empty() {
+                "no `when_changed`"
             } else {
-                "a rule without `when_changed` and `require_changed`"
+                "no `require_changed`: the other runner asked only for its skip comment on such a change, which validator has no rule for"
             };
             self.left_out
                 .push(format!("coverage rule over {}: {what}", json(&when)));
             return;
         }
-        let gate = self.name(&format!("co-change-{}", self.names.len() + 1), "co-change");
+        let gate = match item.get("id").and_then(Value::as_str) {
+            Some(id) => self.name(id, "co-change"),
+            None => self.name(&format!("co-change-{}", self.gates.len() + 1), "co-change"),
+        };
         let mut text = format!(
             "      - name: {gate}\n        rule: co-change\n        when: {}\n        then: {}\n",
             json(&when),
@@ -326,24 +728,93 @@ impl Writer {
         );
         // `// no-engine-test-impact: <≥10 word reason>`: the marker is what comes before the
         // placeholder; the placeholder may say how many words.
-        if let Some(skip) = item.get("or_explicit_skip").and_then(Value::as_str) {
-            let marker = skip.split('<').next().unwrap_or(skip).trim();
+        let skip = ["or_explicit_skip", "override", "override_tag"]
+            .iter()
+            .find_map(|key| item.get(*key).and_then(Value::as_str));
+        if let Some(skip) = skip {
+            let marker = skip.split(['<', '‹']).next().unwrap_or(skip).trim();
             if !marker.is_empty() {
                 text.push_str(&format!("        skip_marker: {}\n", json(marker)));
-                let words = skip.split('<').nth(1).and_then(|rest| {
-                    let digits: String = rest
-                        .chars()
-                        .skip_while(|c| !c.is_ascii_digit())
-                        .take_while(char::is_ascii_digit)
-                        .collect();
-                    digits.parse::<u32>().ok()
-                });
+                let words = item
+                    .get("min_reason_words")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .or_else(|| {
+                        let rest = skip.split(['<', '‹']).nth(1)?;
+                        let digits: String = rest
+                            .chars()
+                            .skip_while(|c| !c.is_ascii_digit())
+                            .take_while(char::is_ascii_digit)
+                            .collect();
+                        digits.parse::<u32>().ok()
+                    });
                 if let Some(words) = words {
                     text.push_str(&format!("        min_reason_words: {words}\n"));
                 }
             }
         }
+        if item.get("exclude_when_paths_match").is_some() {
+            self.left_out.push(format!(
+                "co-change `{gate}`: `exclude_when_paths_match` (narrow `when` instead)"
+            ));
+        }
         self.gates.push(text);
+        self.kinds.push("co-change rule");
+    }
+
+    /// A command the change must have run, with output as evidence: a gate that runs it.
+    fn require_run(&mut self, item: &Value) {
+        let text = |key: &str| item.get(key).and_then(Value::as_str);
+        let (command, evidence) = match item.get("require_run") {
+            Some(Value::String(command)) => (command.as_str(), text("evidence_pattern")),
+            _ => match text("command") {
+                Some(command) => (
+                    command,
+                    text("evidence_pattern").or_else(|| text("evidence")),
+                ),
+                None => {
+                    self.left_out
+                        .push("a `require_run` entry without a command".into());
+                    return;
+                }
+            },
+        };
+        let name = text("id").unwrap_or(command);
+        self.command_text(name, command);
+        let when = strings(
+            item.get("when_changed")
+                .or_else(|| item.get("when_paths_match")),
+        );
+        self.left_out.push(format!(
+            "`require_run` `{}` became a gate that runs the command on every stop and judges its exit status{}{}",
+            one_line(command),
+            match evidence {
+                Some(evidence) => format!(", not its output against `{}`", one_line(evidence)),
+                None => String::new(),
+            },
+            if when.is_empty() {
+                String::new()
+            } else {
+                format!(", not only when {} changed", json(&when))
+            }
+        ));
+    }
+
+    /// Protected and denied paths become one `file-scope` gate.
+    fn scope_gate(&mut self) {
+        if self.readonly.is_empty() && self.deny.is_empty() {
+            return;
+        }
+        let gate = self.name("protected-paths", "scope");
+        let mut text = format!("      - name: {gate}\n        rule: file-scope\n");
+        if !self.readonly.is_empty() {
+            text.push_str(&format!("        readonly: {}\n", json(&self.readonly)));
+        }
+        if !self.deny.is_empty() {
+            text.push_str(&format!("        deny: {}\n", json(&self.deny)));
+        }
+        self.gates.push(text);
+        self.kinds.push("protected paths");
     }
 
     fn finish(mut self) -> Converted {
@@ -370,11 +841,219 @@ impl Writer {
         for pipeline in pipelines {
             yaml.push_str(pipeline);
         }
+        let mut counted: Vec<(&str, usize)> = Vec::new();
+        for kind in &self.kinds {
+            match counted.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, n)) => *n += 1,
+                None => counted.push((kind, 1)),
+            }
+        }
+        let summary = counted
+            .iter()
+            .map(|(kind, n)| match (*kind, n) {
+                ("protected paths", _) => "protected paths".to_owned(),
+                (kind, 1) => format!("1 {kind}"),
+                (kind, n) => format!("{n} {kind}s"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
         Converted {
             yaml,
             left_out: self.left_out,
+            summary,
         }
     }
+}
+
+/// The field holding a command object's command, and its value.
+fn command_of(gate: &Map<String, Value>) -> Option<(&'static str, &Value)> {
+    COMMAND_KEYS.iter().find_map(|key| {
+        let value = gate.get(*key)?;
+        let runnable = match value {
+            Value::String(_) => true,
+            Value::Array(argv) => !argv.is_empty() && argv.iter().all(Value::is_string),
+            Value::Object(inner) => inner.get("argv").is_some_and(Value::is_array),
+            _ => false,
+        };
+        runnable.then_some((*key, value))
+    })
+}
+
+fn is_command_list(items: &[Value]) -> bool {
+    !items.is_empty()
+        && items.iter().all(|item| match item {
+            Value::Object(gate) => command_of(gate).is_some(),
+            Value::Array(pair) => {
+                pair.len() == 2
+                    && pair[0].is_string()
+                    && (pair[1].is_string()
+                        || pair[1]
+                            .as_array()
+                            .is_some_and(|argv| argv.iter().all(Value::is_string)))
+            }
+            _ => false,
+        })
+}
+
+/// A map of names to commands: one-line strings (empty for "not configured") or command
+/// objects, comments aside.
+fn is_command_map(map: &Map<String, Value>) -> bool {
+    let entries = map.iter().filter(|(key, _)| !is_comment(key));
+    let (mut commands, mut all) = (0, 0);
+    for (_, value) in entries {
+        all += 1;
+        let command = match value {
+            Value::String(text) => !text.contains('\n'),
+            Value::Object(gate) => command_of(gate).is_some(),
+            _ => false,
+        };
+        commands += usize::from(command);
+    }
+    commands > 0 && commands * 2 >= all
+}
+
+/// A list of shell lines (`"npm run lint"`), not of names or globs: every entry has words
+/// and none starts with a glob.
+fn is_shell_lines(list: &[Value]) -> bool {
+    !list.is_empty()
+        && list.iter().all(|item| {
+            item.as_str().is_some_and(|line| {
+                let mut words = line.split_whitespace();
+                words
+                    .next()
+                    .is_some_and(|program| !program.contains(['*', '?', '[']))
+                    && words.next().is_some()
+                    && !line.contains('\n')
+            })
+        })
+}
+
+/// The names of the commands a list or map holds, for recognising subsets of them.
+fn command_names(value: &Value) -> Vec<&str> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|item| match item {
+                Value::Object(gate) => NAME_KEYS
+                    .iter()
+                    .find_map(|k| gate.get(*k).and_then(Value::as_str)),
+                Value::Array(pair) => pair.first().and_then(Value::as_str),
+                _ => None,
+            })
+            .collect(),
+        Value::Object(map) if is_command_map(map) => map.keys().map(String::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn names_a_command(key: &str) -> bool {
+    key.split(['_', '-', ':', '.'])
+        .any(|word| COMMAND_WORDS.contains(&word.to_ascii_lowercase().as_str()))
+}
+
+/// Keys that comment the file rather than configure anything.
+fn is_comment(key: &str) -> bool {
+    key.starts_with(['$', '_', '/', '#'])
+        || key.starts_with("comment")
+        || matches!(
+            key,
+            "description"
+                | "note"
+                | "notes"
+                | "version"
+                | "schema_version"
+                | "generated"
+                | "manifestHash"
+                | "repo"
+                | "project"
+                | "name"
+        )
+}
+
+/// `{"architect": ["docs/**"], "tester": {"write": ["tests/**"]}}`: roles mapped to the
+/// paths they may write.
+fn is_role_permissions(roles: &Map<String, Value>) -> bool {
+    let paths = |value: Option<&Value>| {
+        value
+            .and_then(Value::as_array)
+            .is_some_and(|list| list.iter().all(|p| p.as_str().is_some_and(looks_like_path)))
+    };
+    let mut any = false;
+    for (role, value) in roles {
+        if is_comment(role) {
+            continue;
+        }
+        let writes = match value {
+            Value::Array(_) => paths(Some(value)),
+            Value::Object(role) => ["write", "may_write", "allow"]
+                .iter()
+                .any(|key| paths(role.get(*key))),
+            _ => false,
+        };
+        if !writes {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+fn looks_like_path(text: &str) -> bool {
+    !text.is_empty() && !text.contains(char::is_whitespace) && text.contains(['/', '*', '.'])
+}
+
+/// Globs of a list that validator's patterns accept (relative, inside the task); a directory
+/// written with a trailing `/` means everything under it.
+fn globs(list: &[Value]) -> Vec<String> {
+    list.iter()
+        .filter_map(Value::as_str)
+        .map(|glob| match glob.strip_suffix('/') {
+            Some(dir) => format!("{dir}/**"),
+            None => glob.to_owned(),
+        })
+        .filter(|glob| crate::globs::Pattern::new(glob).is_ok())
+        .collect()
+}
+
+/// Whether validator's regex syntax takes a pattern; the reason when it does not.
+fn compiles(pattern: &str) -> Result<(), String> {
+    regex::Regex::new(pattern).map(|_| ()).map_err(|err| {
+        let why = err.to_string();
+        one_line(why.lines().last().unwrap_or_default().trim())
+    })
+}
+
+/// A command as a shell line: run through `sh -c`, as the runners that read these files
+/// ran it (it is the rules author's text, never the worker's).
+fn shell(command: &str) -> Vec<String> {
+    vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()]
+}
+
+/// JSON with `//` line comments (JSONC, as some of these files are written): the comments
+/// removed, strings left alone.
+fn strip_line_comments(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    for line in source.lines() {
+        let mut in_string = false;
+        let mut escaped = false;
+        let mut cut = line.len();
+        let bytes = line.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' if in_string => escaped = true,
+                b'"' => in_string = !in_string,
+                b'/' if !in_string && bytes.get(i + 1) == Some(&b'/') => {
+                    cut = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        out.push_str(&line[..cut]);
+        out.push('\n');
+    }
+    out
 }
 
 /// The strings of a JSON list (none for anything else).
@@ -399,4 +1078,79 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
 
 fn one_line(text: &str) -> String {
     crate::text::one_line(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn convert(source: &str) -> Converted {
+        from_gates_json(Path::new("gates.json"), source).expect("converts")
+    }
+
+    #[test]
+    fn jsonc_comments_are_removed_outside_strings_only() {
+        let text = strip_line_comments("{\"a\": \"http://x\", // note\n\"b\": 1}");
+        assert_eq!(text, "{\"a\": \"http://x\", \n\"b\": 1}\n");
+    }
+
+    #[test]
+    fn commands_as_argv_lists_under_ids_with_their_scheduling_named() {
+        let out = convert(
+            r#"{"modes": {"quick": ["notes"]}, "gates": [{"id": "notes", "command": ["gov", "note"], "paths": ["x/**"], "timeoutMs": 1500, "allowFailure": true}]}"#,
+        );
+        assert!(out.yaml.contains("name: notes\n        rule: lint\n        run: [\"gov\",\"note\"]\n        timeout: 2s\n"), "{}", out.yaml);
+        assert!(out.yaml.contains("on_fail: CONTINUE"), "{}", out.yaml);
+        assert!(
+            out.left_out.iter().any(|l| l.contains("`paths`")),
+            "{:?}",
+            out.left_out
+        );
+        assert!(
+            out.left_out.iter().any(|l| l.contains("`modes`")),
+            "{:?}",
+            out.left_out
+        );
+    }
+
+    #[test]
+    fn a_list_of_paths_under_gates_is_protected_paths() {
+        let out =
+            convert(r#"{"gates": ["docs/adr/**", ".github/"], "denyPaths": ["node_modules/**"]}"#);
+        assert!(out.yaml.contains("rule: file-scope\n        readonly: [\"docs/adr/**\",\".github/**\"]\n        deny: [\"node_modules/**\"]"), "{}", out.yaml);
+    }
+
+    #[test]
+    fn only_the_required_commands_block() {
+        let out = convert(
+            r#"{"commands": {"lint": "npm run lint", "test": "npm test", "build": ""}, "required": ["test"]}"#,
+        );
+        let lint = out
+            .yaml
+            .split("- name: ")
+            .find(|g| g.starts_with("lint"))
+            .unwrap_or_default();
+        assert!(lint.contains("on_fail: CONTINUE"), "{}", out.yaml);
+        let test = out
+            .yaml
+            .split("- name: ")
+            .find(|g| g.starts_with("test"))
+            .unwrap_or_default();
+        assert!(!test.contains("on_fail"), "{}", out.yaml);
+        assert!(
+            out.left_out.iter().any(|l| l.contains("`build`")),
+            "{:?}",
+            out.left_out
+        );
+    }
+
+    #[test]
+    fn a_registry_of_decisions_is_not_converted() {
+        let err = from_gates_json(
+            Path::new("gates.json"),
+            r#"{"gates": [{"id": "LAUNCH-5", "stage": "beta", "text": "Has a privacy policy"}]}"#,
+        )
+        .expect_err("nothing to run");
+        assert!(err.contains("nothing in it became a gate"), "{err}");
+    }
 }

@@ -297,27 +297,27 @@ fn a_gates_json_of_another_format_is_named_for_what_it_is_not_picked_apart() {
     for (source, says) in [
         (
             r#"{"gates": [{"name": "lint", "run": "make lint", "timeout": 600}]}"#,
-            "a list of commands",
+            "another runner's format (1 command validator can convert)",
         ),
         (
             r#"{"gates": [["test", ["npm", "test"]]], "timeout": 600}"#,
-            "a list of [name, command] pairs",
+            "another runner's format (1 command validator",
         ),
         (
             r#"{"ban_patterns": [{"pattern": "Math\\.random", "globs": ["src/**"], "message": "x"}]}"#,
-            "a set of ban patterns",
+            "(1 ban pattern validator can convert)",
         ),
         (
             r#"{"coverage_rules": [{"when_changed": ["src/**"], "require_changed": ["tests/**"]}]}"#,
-            "a set of co-change rules",
+            "(1 co-change rule validator can convert)",
         ),
         (
             r#"{"verify": [{"command": "pnpm exec tsc", "label": "typecheck"}]}"#,
-            "a set of command lists (`verify`)",
+            "(1 command validator can convert)",
         ),
         (
             r#"{"code_review": {"status": "pass"}}"#,
-            "not a hook runner's gates.json",
+            "not a gate file validator reads: nothing in it became a gate",
         ),
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -535,4 +535,21 @@ fn init_from_converts_other_runners_gates_json_into_rules_that_load() {
     }
     let (code, stderr) = rules_check(&rules);
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn an_excluded_file_is_not_read() {
+    let project = Project::new();
+    project
+        .rules(&rules(
+            "      - name: content\n        rule: content\n        files: [\"src/**\"]\n        exclude: [\"src/clock.js\"]\n        ban: [{pattern: 'Date\\.now\\(\\)', message: time comes from the simulation clock}]\n",
+        ))
+        .file("src/clock.js", "export const now = () => Date.now();\n")
+        .file("src/sim.js", "export const t = 0;\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    project.file("src/sim.js", "export const t = Date.now();\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(findings(&verdict, "content")[0]["file"], "src/sim.js");
 }

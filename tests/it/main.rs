@@ -14,6 +14,7 @@ mod corpus;
 mod example;
 mod formats;
 mod fuzz_seeds;
+mod gates_corpus;
 mod gates_json;
 mod hooks;
 mod hostile;
