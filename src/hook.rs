@@ -63,7 +63,35 @@ pub enum Agent {
     Gemini,
 }
 
+/// Claude Code's own limit of stop-hook blocks in a row (9 unless this variable says).
+const CLAUDE_BLOCK_CAP_VAR: &str = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP";
+const CLAUDE_BLOCK_CAP: u32 = 9;
+
 impl Agent {
+    /// How many blocks in a row the agent accepts before it ends the turn by itself, where it
+    /// has such a limit. The variable is read from the hook's environment, which the agent
+    /// passes on from its own.
+    pub fn block_cap(self) -> Option<u32> {
+        match self {
+            Agent::Claude => Some(
+                std::env::var(CLAUDE_BLOCK_CAP_VAR)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u32>().ok())
+                    .filter(|&cap| cap > 1)
+                    .unwrap_or(CLAUDE_BLOCK_CAP),
+            ),
+            Agent::Codex | Agent::Gemini => None,
+        }
+    }
+
+    fn display_name(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex CLI",
+            Agent::Gemini => "Gemini CLI",
+        }
+    }
+
     /// The name on the command line (`validator hook claude`).
     pub fn name(self) -> &'static str {
         match self {
@@ -334,6 +362,25 @@ pub fn judge(
     project: &Project,
     cancel: Option<&crate::process::Cancel>,
 ) -> Result<Judgement, Error> {
+    // Past the agent's own limit of blocks in a row, the agent stops by itself with the task
+    // still FAIL and no reset advice; the breaker trips one stop before it instead.
+    let capped;
+    let agent_cap = agent
+        .block_cap()
+        .filter(|&cap| rules.defaults.max_attempts >= cap);
+    let rules = match agent_cap {
+        Some(cap) => {
+            capped = Rules {
+                defaults: crate::config::Defaults {
+                    max_attempts: cap - 1,
+                    ..rules.defaults
+                },
+                ..rules.clone()
+            };
+            &capped
+        }
+        None => rules,
+    };
     let session = input.session_key();
     let agent_name = match (&input.agent_type, input.subagent()) {
         (Some(kind), Some(_)) => format!("{}/{}", agent.name(), kind),
@@ -406,7 +453,17 @@ pub fn judge(
         pipeline,
         refused: None,
     };
-    let verdict = judge.judge(case, Some(&mut history)).verdict;
+    let mut verdict = judge.judge(case, Some(&mut history)).verdict;
+    if let Some(cap) = agent_cap
+        && verdict.verdict == Decision::Escalated
+        && verdict.attempt >= cap
+    {
+        verdict.reasons.push(format!(
+            "{} ends a turn by itself after {cap} stop-hook blocks in a row ({}), so the breaker trips at stop {cap} rather than at `max_attempts`; raise that variable to allow more",
+            agent.display_name(),
+            CLAUDE_BLOCK_CAP_VAR,
+        ));
+    }
     if let Err(err) = history.save() {
         tracing::error!(
             "the session's attempts cannot be saved, so this stop is not counted: {}",

@@ -20,6 +20,15 @@ pub(crate) fn rules_check(config: &Path) -> Result<ExitCode> {
         writeln!(out, "{}", graph::render(pipeline, rules.defaults.timeout))?;
         warnings.extend(graph::warnings(pipeline));
     }
+    if let Some(cap) = validator::hook::Agent::Claude
+        .block_cap()
+        .filter(|&cap| rules.defaults.max_attempts >= cap)
+    {
+        warnings.push(format!(
+            "max_attempts is {}, but Claude Code ends a turn by itself after {cap} stop-hook blocks in a row: under `validator hook claude` the breaker trips at stop {cap} (raise CLAUDE_CODE_STOP_HOOK_BLOCK_CAP in the agent's environment to allow more)",
+            rules.defaults.max_attempts
+        ));
+    }
     print_hooks_and_notes(&mut out, &rules)?;
     let warn = anstyle::AnsiColor::Yellow.on_default();
     for warning in &warnings {

@@ -310,6 +310,55 @@ fn past_max_attempts_the_agent_is_let_stop_and_told_how_to_reset() {
 }
 
 #[test]
+fn claude_codes_own_block_limit_trips_the_breaker_before_the_agent_gives_up() {
+    // Claude Code ends a turn by itself after 9 blocks in a row (or its variable's number):
+    // the breaker must answer first, or the agent stops with the task FAIL and no reset advice.
+    let project = project_with(&lint("lint", FAILING, ""), 20, 30);
+    let claude = |session: &str, cap: Option<&str>| {
+        run_hook_with(
+            &project.rules_path(),
+            "claude",
+            stop(&project, session, "done").to_string(),
+            |command| {
+                command.env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP");
+                if let Some(cap) = cap {
+                    command.env("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", cap);
+                }
+            },
+        )
+    };
+    for _ in 0..8 {
+        claude("s1", None).blocked("block");
+    }
+    let reason = claude("s1", None).stopped();
+    assert!(reason.contains("ESCALATED"), "{reason}");
+    assert!(
+        reason.contains("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"),
+        "{reason}"
+    );
+    for _ in 0..3 {
+        claude("s2", Some("4")).blocked("block");
+    }
+    assert!(claude("s2", Some("4")).stopped().contains("ESCALATED"));
+    // Codex has no such limit: its agent gets every attempt the rules allow.
+    for _ in 0..12 {
+        hook(&project, "codex", &stop(&project, "s3", "done")).blocked("block");
+    }
+
+    let output = validator()
+        .args(["rules", "check", "-c"])
+        .arg(project.rules_path())
+        .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+        .output()
+        .expect("run validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("Claude Code ends a turn by itself after 9"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn reset_by_session_id_clears_a_session_and_a_subagent() {
     let project = project_with(&lint("lint", FAILING, ""), 1, 9);
     hook(&project, "claude", &stop(&project, "sess-9", "done")).blocked("block");
@@ -474,6 +523,7 @@ fn the_example_settings_name_the_adapter() {
         ("claude/settings.json", "Stop", "claude"),
         ("claude/settings.json", "SubagentStop", "claude"),
         ("codex/hooks.json", "Stop", "codex"),
+        ("codex/hooks.json", "SubagentStop", "codex"),
         ("gemini/settings.json", "AfterAgent", "gemini"),
     ] {
         let command = command_of(file, event);

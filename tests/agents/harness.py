@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""End-to-end harness: real agent CLI + scripted model server + validator stop hook.
+
+  python3 harness.py CLI SCENARIO        CLI in claude|codex|gemini, SCENARIO one of SCENARIOS
+  python3 harness.py all                 every CLI x every scenario
+
+Each run happens in its own network namespace (unshare -n, only loopback up), so
+nothing can leave the machine whatever the CLI tries; HTTPS_PROXY points at the model
+server, which logs (and refuses) any proxied attempt, so non-essential traffic shows up
+in the log as kind=proxy.
+
+The CLIs come from $AGENTS_WORK/node_modules (tests/agents/run.sh installs them; default
+target/agents). validator is $VALIDATOR_BIN (default target/debug/validator). Without
+permission for a network namespace (a container without CAP_SYS_ADMIN) the runs still go only
+to the scripted server by configuration, and the proxy sink still reports what tried to leave.
+
+Run dir: $AGENTS_WORK/runs/CLI-SCENARIO/{home,proj,rules,server.jsonl,script.json,cli.out,cli.err,result.json}
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+E2E = os.path.abspath(os.environ.get("AGENTS_WORK", os.path.join(ROOT, "target", "agents")))
+BIN = E2E + "/node_modules/.bin"
+VALIDATOR = os.path.abspath(os.environ.get("VALIDATOR_BIN", os.path.join(ROOT, "target", "debug", "validator")))
+EXAMPLES = os.path.join(ROOT, "examples", "hooks")
+PROMPT = "Create answer.txt containing the answer. End your last message with a STATUS block."
+FEEDBACK_MARK = "validator: FAIL"            # validator's feedback heading ...
+FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both must reach the model
+TIMEOUT = 180
+SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "error_verdict",
+             "agent_cap")
+
+RULES_OK = open(os.path.join(HERE, "validator.yaml")).read()
+RULES_BROKEN = "version: 1\npipelines:\n  - name: agent\n    gates:\n      - name: answer\n        rule: exists\n        pathz: [answer.txt]\n"
+
+
+def rules_for(scenario):
+    if scenario == "error":  # not a valid rules file: validator exits 1, nothing on stdout
+        return RULES_BROKEN
+    if scenario == "error_verdict":  # valid rules, a gate whose program is missing: ERROR verdict
+        return RULES_OK + "      - name: lint\n        rule: lint\n        run: [\"no-such-linter-e2e\"]\n"
+    if scenario == "breaker_attempts":  # strikes out of reach: max_attempts (3) ends the loop at stop 4
+        return RULES_OK.replace("strikes: 3", "strikes: 10")
+    if scenario == "agent_cap":  # breakers past what the agent itself allows in a row
+        return RULES_OK.replace("strikes: 3", "strikes: 30").replace("max_attempts: 3", "max_attempts: 20")
+    return RULES_OK
+
+
+def in_netns():
+    return os.environ.get("E2E_NETNS") == "1"
+
+
+def netns_available():
+    try:
+        return subprocess.run(["unshare", "-n", "true"], stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:
+        return False
+
+
+def reexec_in_netns():
+    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
+           sys.executable] + sys.argv
+    env = dict(os.environ, E2E_NETNS="1")
+    sys.exit(subprocess.call(cmd, env=env))
+
+
+# ------------------------------------------------------------------ scripts
+
+def script_for(scenario, proj):
+    path = proj + "/answer.txt"
+    write = {"write": {"path": path, "rel": "answer.txt", "content": "42\n"}}
+    if scenario == "fail_fix_pass":
+        return {"turns": [{"text": "I am done.\nSTATUS: OK"}, write,
+                          {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "pass":
+        return {"turns": [write, {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "breaker":  # never writes the file: validator's max_attempts must end it
+        return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "repeat"}
+    if scenario in ("breaker_attempts", "agent_cap"):
+        return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "repeat"}
+    if scenario == "error_verdict":  # the file is written, then the lint gate's tool is missing
+        return {"turns": [write, {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "error":  # broken rules: validator answers ERROR/exit 1, agent stops
+        return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "repeat"}
+    raise SystemExit("unknown scenario " + scenario)
+
+
+def hook_command(agent, rules):
+    return "%s -c %s hook %s" % (VALIDATOR, rules, agent)
+
+
+def example_settings(rel, agent, rules):
+    text = open(os.path.join(EXAMPLES, rel)).read()
+    text = text.replace("validator -c /ABSOLUTE/PATH/TO/validator.yaml", "%s -c %s" % (VALIDATOR, rules))
+    return json.loads(text)
+
+
+def base_env(run, port):
+    home = run + "/home"
+    env = {
+        "PATH": BIN + ":/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "USER": "e2e",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "CI": "1",
+        "TMPDIR": run + "/tmp",
+        "XDG_CONFIG_HOME": home + "/.config",
+        "XDG_CACHE_HOME": home + "/.cache",
+        "XDG_DATA_HOME": home + "/.local/share",
+        "XDG_STATE_HOME": home + "/.local/state",
+        # Anything that honours a proxy is caught by the model server's proxy sink.
+        "HTTPS_PROXY": "http://127.0.0.1:%d" % port,
+        "HTTP_PROXY": "http://127.0.0.1:%d" % port,
+        "https_proxy": "http://127.0.0.1:%d" % port,
+        "http_proxy": "http://127.0.0.1:%d" % port,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+    return env
+
+
+# ------------------------------------------------------------------ per-CLI setup
+
+def setup_claude(run, proj, rules, port):
+    env = base_env(run, port)
+    env.update({
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:%d" % port,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e-dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_BUG_COMMAND": "1",
+        "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+        "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+        "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+        "DISABLE_COST_WARNINGS": "1",
+        "DISABLE_INSTALLATION_CHECKS": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    })
+    os.makedirs(proj + "/.claude", exist_ok=True)
+    with open(proj + "/.claude/settings.json", "w") as f:
+        json.dump(example_settings("claude/settings.json", "claude", rules), f, indent=2)
+    cmd = ["claude", "-p", PROMPT, "--output-format", "stream-json", "--verbose",
+           "--permission-mode", "acceptEdits", "--model", "claude-sonnet-4-5",
+           "--max-turns", "20"]
+    return cmd, env
+
+
+def setup_codex(run, proj, rules, port):
+    env = base_env(run, port)
+    codex_home = run + "/home/.codex"
+    os.makedirs(codex_home, exist_ok=True)
+    env.update({"CODEX_HOME": codex_home, "SCRIPTED_API_KEY": "sk-e2e-dummy"})
+    cfg = f'''# written by tests/agents/harness.py
+model = "gpt-5.5"
+model_provider = "scripted"
+approval_policy = "never"
+sandbox_mode = "workspace-write"
+check_for_update_on_startup = false
+
+[features]
+plugins = false
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "http://127.0.0.1:{port}/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[projects."{proj}"]
+trust_level = "trusted"
+'''
+    if os.environ.get("E2E_CODEX_UNTRUSTED"):  # experiment: project not trusted
+        cfg = cfg.split("[projects.")[0]
+    with open(codex_home + "/config.toml", "w") as f:
+        f.write(cfg)
+    hooks_dir = proj + "/.codex"
+    if os.environ.get("E2E_CODEX_USER_HOOKS"):  # experiment: hooks in $CODEX_HOME/hooks.json, project untrusted
+        hooks_dir = codex_home
+        cfg = cfg.split("[projects.")[0]
+        with open(codex_home + "/config.toml", "w") as f:
+            f.write(cfg)
+    os.makedirs(hooks_dir, exist_ok=True)
+    with open(hooks_dir + "/hooks.json", "w") as f:
+        json.dump(example_settings("codex/hooks.json", "codex", rules), f, indent=2)
+    cmd = ["codex", "exec", "--json", "--strict-config", "--skip-git-repo-check",
+           "--dangerously-bypass-hook-trust", "-C", proj]
+    cmd += os.environ.get("E2E_CODEX_EXTRA", "").split()
+    if os.environ.get("E2E_CODEX_NOJSON"):
+        cmd.remove("--json")
+    if os.environ.get("E2E_CODEX_NO_BYPASS"):  # experiment: without the hook-trust bypass
+        cmd.remove("--dangerously-bypass-hook-trust")
+    cmd.append(PROMPT)
+    return cmd, env
+
+
+def setup_gemini(run, proj, rules, port):
+    env = base_env(run, port)
+    env.update({
+        "GEMINI_API_KEY": "e2e-dummy",
+        "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:%d" % port,
+        "GEMINI_CLI_NO_RELAUNCH": "true",
+        "GEMINI_TELEMETRY_ENABLED": "false",
+    })
+    gdir = run + "/home/.gemini"
+    os.makedirs(gdir, exist_ok=True)
+    user = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": True}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    }
+    # Default: folderTrust as shipped (on) and this project trusted in ~/.gemini/trustedFolders.json.
+    ft = os.environ.get("E2E_GEMINI_FOLDERTRUST", "file")  # experiment: "1" trust on, "skip" trust on + --skip-trust
+    if os.environ.get("E2E_GEMINI_LOUD"):  # experiment: shipped defaults for stats/telemetry/updates
+        for k in ("privacy", "telemetry", "general"):
+            user.pop(k)
+        env.pop("GEMINI_TELEMETRY_ENABLED")
+    if ft == "off":
+        user["security"]["folderTrust"]["enabled"] = False
+    if ft == "default":
+        del user["security"]["folderTrust"]
+    if ft == "env":
+        env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+    if ft == "file":
+        with open(gdir + "/trustedFolders.json", "w") as f:
+            json.dump({proj: "TRUST_FOLDER"}, f)
+    with open(gdir + "/settings.json", "w") as f:
+        json.dump(user, f, indent=2)
+    os.makedirs(proj + "/.gemini", exist_ok=True)
+    with open(proj + "/.gemini/settings.json", "w") as f:
+        json.dump(example_settings("gemini/settings.json", "gemini", rules), f, indent=2)
+    cmd = ["gemini", "-p", PROMPT, "--output-format", "stream-json", "--approval-mode", "auto_edit",
+           "--model", "gemini-2.5-pro"]
+    if ft == "skip":
+        cmd.append("--skip-trust")
+    return cmd, env
+
+
+SETUP = {"claude": setup_claude, "codex": setup_codex, "gemini": setup_gemini}
+
+
+# ------------------------------------------------------------------ run one
+
+def run_one(cli, scenario):
+    run = "%s/runs/%s-%s" % (E2E, cli, scenario)
+    shutil.rmtree(run, ignore_errors=True)
+    proj = run + "/proj"
+    for d in (run + "/home", run + "/tmp", proj, run + "/rules"):
+        os.makedirs(d)
+    rules = run + "/rules/validator.yaml"
+    with open(rules, "w") as f:
+        f.write(rules_for(scenario))
+    subprocess.run(["git", "init", "-q", proj], check=True)
+    with open(run + "/script.json", "w") as f:
+        json.dump(script_for(scenario, proj), f, indent=2)
+    log = run + "/server.jsonl"
+    portf = run + "/port"
+    srv = subprocess.Popen([sys.executable, os.path.join(HERE, "model_server.py"), "--script", run + "/script.json",
+                            "--log", log, "--port-file", portf],
+                           stderr=open(run + "/server.err", "w"))
+    try:
+        for _ in range(100):
+            if os.path.exists(portf):
+                break
+            time.sleep(0.05)
+        port = int(open(portf).read())
+        cmd, env = SETUP[cli](run, proj, rules, port)
+        for k in filter(None, os.environ.get("E2E_DROP_ENV", "").split(",")):  # experiments only
+            env.pop(k, None)
+        if os.environ.get("E2E_STRACE") and shutil.which("strace"):  # record every connect(2): direct (non-proxy) traffic shows here
+            cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", run + "/strace.txt"] + cmd
+        with open(run + "/cmd.json", "w") as f:
+            json.dump({"cmd": cmd, "cwd": proj, "env": env}, f, indent=2)
+        t0 = time.time()
+        try:
+            p = subprocess.run(cmd, cwd=proj, env=env, stdin=subprocess.DEVNULL,
+                               stdout=open(run + "/cli.out", "w"), stderr=open(run + "/cli.err", "w"),
+                               timeout=TIMEOUT)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        dur = round(time.time() - t0, 1)
+    finally:
+        srv.terminate()
+        srv.wait()
+    res = check(cli, scenario, run, proj, rc, dur)
+    with open(run + "/result.json", "w") as f:
+        json.dump(res, f, indent=2)
+    print(json.dumps(res))
+    return res
+
+
+def load_log(run):
+    out = []
+    if os.path.exists(run + "/server.jsonl"):
+        for line in open(run + "/server.jsonl"):
+            out.append(json.loads(line))
+    return out
+
+
+def events(run):
+    p = run + "/rules/.validator/events.jsonl"
+    if not os.path.exists(p):
+        return []
+    return [json.loads(l) for l in open(p) if l.strip()]
+
+
+def check(cli, scenario, run, proj, rc, dur):
+    reqs = load_log(run)
+    mains = [r for r in reqs if r.get("kind") == "main"]
+    ev = events(run)
+    answered = [e for e in ev if e.get("event") == "hook_answered"]
+    fb_in = [r["turn"] for r in mains
+             if FEEDBACK_MARK in json.dumps(r.get("body"), ensure_ascii=False)
+             and FEEDBACK_REASON in json.dumps(r.get("body"), ensure_ascii=False)]
+    res = {
+        "cli": cli, "scenario": scenario, "rc": rc, "seconds": dur,
+        "main_requests": len(mains),
+        "side_requests": sum(1 for r in reqs if r.get("kind") == "side"),
+        "other_paths": sorted({r["method"] + " " + r["path"] for r in reqs if r.get("kind") == "other"}),
+        "proxy_attempts": sorted({r["path"] for r in reqs if r.get("kind") == "proxy"}),
+        "answer_exists": os.path.exists(proj + "/answer.txt"),
+        "feedback_seen_in_main_turns": fb_in,
+        "verdicts": ["%s/%s" % (e["details"].get("verdict"), e["details"].get("answer")) for e in answered],
+    }
+    ok = False
+    if scenario == "fail_fix_pass":
+        ok = res["answer_exists"] and len(mains) == 3 and fb_in and fb_in[0] == 1 and rc == 0
+    elif scenario == "pass":
+        ok = res["answer_exists"] and len(mains) == 2 and not fb_in and rc == 0
+    elif scenario == "breaker":  # strikes: the same failure 3 times in a row
+        ok = (not res["answer_exists"]) and len(mains) == 3 and rc == 0 and \
+            res["verdicts"] == ["FAIL/block", "FAIL/block", "ESCALATED/stop"]
+    elif scenario == "breaker_attempts":  # max_attempts: 3 -> stop 4 is ESCALATED
+        ok = (not res["answer_exists"]) and len(mains) == 4 and rc == 0 and \
+            res["verdicts"] == ["FAIL/block"] * 3 + ["ESCALATED/stop"]
+    elif scenario == "agent_cap":  # max_attempts 20: Claude Code's own cap (9 blocks) comes first
+        limit = 9 if cli == "claude" else 21
+        ok = (not res["answer_exists"]) and rc == 0 and \
+            res["verdicts"] == ["FAIL/block"] * (limit - 1) + ["ESCALATED/stop"]
+    elif scenario == "error":
+        ok = len(mains) == 1 and rc == 0 and res["verdicts"] == []
+    elif scenario == "error_verdict":
+        ok = len(mains) == 2 and rc == 0 and res["answer_exists"] and len(res["verdicts"]) == 1 \
+            and res["verdicts"][0].startswith("ERROR")
+    res["ok"] = bool(ok)
+    if os.path.exists(run + "/strace.txt"):
+        import re
+        dests = set()
+        for line in open(run + "/strace.txt"):
+            if "AF_UNIX" in line or "AF_NETLINK" in line:
+                continue
+            m = re.search(r'sin6?_port=htons\((\d+)\).*?(?:inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)")', line)
+            if m:
+                dests.add("%s:%s" % (m.group(2) or m.group(3), m.group(1)))
+        res["connects"] = sorted(dests)
+    # No traffic may leave loopback: nothing proxied, and (under strace) no connect(2) elsewhere.
+    res["no_leaks"] = not res["proxy_attempts"] and all(d.startswith("127.0.0.1:") for d in res.get("connects", []))
+    res["ok"] = res["ok"] and res["no_leaks"]
+    return res
+
+
+def main():
+    if not in_netns() and os.environ.get("E2E_NETNS") != "0":
+        if netns_available():
+            reexec_in_netns()
+        print("note: no network namespace here; the runs reach only the scripted server by configuration",
+              file=sys.stderr)
+        os.environ["E2E_NETNS"] = "0"
+    args = sys.argv[1:]
+    if args == ["all"]:
+        pairs = [(c, s) for c in ("claude", "codex", "gemini") for s in SCENARIOS]
+    else:
+        pairs = [(args[0], args[1])]
+    results = [run_one(c, s) for c, s in pairs]
+    summary(results)
+    sys.exit(0 if all(r["ok"] for r in results) else 1)
+
+
+def version(cli):
+    try:
+        out = subprocess.run([os.path.join(BIN, cli), "--version"], capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL,
+                             env=dict(os.environ, HOME=os.path.join(E2E, "version-home"))).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    words = [w for w in out.split() if w[:1].isdigit()]
+    return words[0] if words else out.strip() or "?"
+
+
+def summary(results):
+    """A Markdown table per CLI and version: what was run and what held (also $E2E/summary.md)."""
+    lines = ["| agent | version | scenario | held | stops judged (verdict/answer) | model requests | seconds |",
+             "|---|---|---|---|---|---|---|"]
+    versions = {}
+    for r in results:
+        cli = r["cli"]
+        if cli not in versions:
+            versions[cli] = version(cli)
+        lines.append("| %s | %s | %s | %s | %s | %d | %s |" % (
+            cli, versions[cli], r["scenario"], "yes" if r["ok"] else "**no**",
+            ", ".join(r["verdicts"]) or "none", r["main_requests"], r["seconds"]))
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(E2E, "summary.md"), "w") as f:
+        f.write(text)
+    sys.stderr.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The agent hooks inside the real agent CLIs: installs pinned Claude Code, Codex CLI and Gemini
+# CLI from npm, points each at a scripted model server on 127.0.0.1 (tests/agents/model_server.py),
+# configures validator exactly as examples/hooks says, and runs every scenario of harness.py.
+#
+#   bash tests/agents/run.sh            the pinned versions (CI)
+#   bash tests/agents/run.sh --latest   the latest published versions, to catch protocol drift
+#
+# The CLIs and their runs live under target/agents (target/agents-latest); summary.md there is
+# the table the README shows.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+pinned=(@anthropic-ai/claude-code@2.1.332 @openai/codex@0.169.0 @google/gemini-cli@0.61.0)
+work=target/agents
+packages=("${pinned[@]}")
+if [ "${1:-}" = "--latest" ]; then
+    packages=(@anthropic-ai/claude-code@latest @openai/codex@latest @google/gemini-cli@latest)
+    work=target/agents-latest
+    rm -f "$work/installed"    # latest moves: always ask the registry again
+fi
+mkdir -p "$work"
+export AGENTS_WORK="$PWD/$work"
+
+if [ "$(cat "$work/installed" 2>/dev/null)" != "${packages[*]}" ]; then
+    npm install --prefix "$work" --no-audit --no-fund --loglevel=error "${packages[@]}" >&2
+    echo "${packages[*]}" > "$work/installed"
+fi
+
+export VALIDATOR_BIN="${VALIDATOR_BIN:-$PWD/target/debug/validator}"
+[ -x "$VALIDATOR_BIN" ] || cargo build --quiet
+E2E_STRACE=1 python3 tests/agents/harness.py all > "$work/results.jsonl"
