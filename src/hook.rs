@@ -33,7 +33,10 @@
 //! and a stop they run nothing for (no hook for the event, a subagent type not in
 //! `enabled_agents`) lets the agent stop unjudged, counting no attempt.
 
-use std::path::PathBuf;
+mod transcript;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
@@ -186,20 +189,34 @@ impl Input {
         Ok(input)
     }
 
-    /// The agent's last message: the done signal's body (empty when the agent sent none). A
-    /// message longer than a done signal may be is cut to its end, where an agent's STATUS
-    /// block is; the second value says how many bytes were left out.
-    pub fn message(&self, agent: Agent) -> (&str, usize) {
-        let message = match agent {
-            Agent::Claude | Agent::Codex => &self.last_assistant_message,
-            Agent::Gemini => &self.prompt_response,
+    /// The agent's last message: the done signal's body (empty when the agent sent none). For
+    /// Gemini CLI it is the last model turn of its transcript (its `prompt_response` joins the
+    /// answers before a deny with the retry), else `prompt_response`. A message longer than a
+    /// done signal may be is cut to its end, where an agent's STATUS block is; the second value
+    /// says how many bytes were left out.
+    pub fn message(&self, agent: Agent) -> (Cow<'_, str>, usize) {
+        let message: Cow<'_, str> = match agent {
+            Agent::Claude | Agent::Codex => {
+                Cow::Borrowed(self.last_assistant_message.as_deref().unwrap_or_default())
+            }
+            Agent::Gemini => self
+                .transcript_path
+                .as_deref()
+                .and_then(|path| transcript::last_model_turn(Path::new(path)))
+                .map(Cow::Owned)
+                .unwrap_or(Cow::Borrowed(
+                    self.prompt_response.as_deref().unwrap_or_default(),
+                )),
         };
-        let message = message.as_deref().unwrap_or_default();
         let mut start = message.len().saturating_sub(crate::signal::MAX_BODY);
         while !message.is_char_boundary(start) {
             start += 1;
         }
-        (&message[start..], start)
+        let tail = match message {
+            Cow::Borrowed(text) => Cow::Borrowed(&text[start..]),
+            Cow::Owned(text) => Cow::Owned(text[start..].to_owned()),
+        };
+        (tail, start)
     }
 
     /// The subagent's id, if this is a subagent stopping.
@@ -611,7 +628,10 @@ mod tests {
             "timestamp": "2026-01-01T00:00:00Z", "future_field": {"x": 1},
         });
         let input = Input::parse(Agent::Gemini, json.to_string().as_bytes()).unwrap();
-        assert_eq!(input.message(Agent::Gemini), ("STATUS: OK", 0));
+        assert_eq!(
+            input.message(Agent::Gemini),
+            (Cow::Borrowed("STATUS: OK"), 0)
+        );
         assert!(Input::parse(Agent::Claude, json.to_string().as_bytes()).is_err());
     }
 

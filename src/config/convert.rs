@@ -46,6 +46,8 @@ const COMMAND_WORDS: [&str; 13] = [
     "e2e",
     "clippy",
 ];
+/// The longest timeout a rules file may give (a year, as `duration` allows).
+const MAX_TIMEOUT_SECONDS: u64 = 365 * 24 * 3600;
 /// Keys whose map of names to commands is the gates (a map elsewhere may hold set-up
 /// commands or anything else).
 const COMMAND_MAPS: [&str; 4] = ["gates", "commands", "checks", "scripts"];
@@ -70,13 +72,33 @@ const SCHEDULING_KEYS: [&str; 18] = [
     "changed_run",
     "platforms",
 ];
-/// Keys of a gate that ask the command's output for evidence.
-const EVIDENCE_KEYS: [&str; 5] = [
-    "expect",
-    "reject",
-    "evidence_pattern",
-    "evidence",
-    "summary",
+/// The keys of a command object the conversion reads; any other is listed as not carried
+/// over.
+const READ_GATE_KEYS: [&str; 24] = [
+    "name",
+    "id",
+    "label",
+    "title",
+    "run",
+    "command",
+    "cmd",
+    "script",
+    "argv",
+    "npm",
+    "args",
+    "timeout",
+    "timeout_seconds",
+    "timeoutSec",
+    "timeoutMs",
+    "fix",
+    "cwd",
+    "dir",
+    "env",
+    "environment",
+    "allowFailure",
+    "blocking",
+    "level",
+    "severity",
 ];
 /// Keys of protected paths: the worker must not change what they match.
 const READONLY_KEYS: [&str; 4] = [
@@ -91,9 +113,16 @@ const DENY_KEYS: [&str; 3] = ["denyPaths", "deny_paths", "secretPaths"];
 /// Converts gates.json text read from `path`. `Err` says why the file cannot be converted.
 pub fn from_gates_json(path: &Path, source: &str) -> Result<Converted, String> {
     let source = source.strip_prefix('\u{feff}').unwrap_or(source);
-    let top: Value = serde_json::from_str(source)
-        .or_else(|err| serde_json::from_str(&strip_line_comments(source)).map_err(|_| err))
-        .map_err(|err| format!("it is not JSON: {err}"))?;
+    let stripped;
+    let (top, source): (Value, &str) = match serde_json::from_str(source) {
+        Ok(top) => (top, source),
+        Err(err) => {
+            stripped = strip_line_comments(source);
+            let top =
+                serde_json::from_str(&stripped).map_err(|_| format!("it is not JSON: {err}"))?;
+            (top, stripped.as_str())
+        }
+    };
     let mut out = Writer::default();
     match &top {
         Value::Array(items) => out.command_list("the top-level list", items, None),
@@ -191,7 +220,7 @@ fn from_hook_runner(path: &Path, source: &str) -> Result<Converted, String> {
         let mut text = format!("  - name: {}\n    gates:\n", json(&pipeline.name));
         for (gate, name) in pipeline.gates.iter().zip(&names) {
             if let Some(about) = &gate.about {
-                text.push_str(&format!("      # {}\n", one_line(about)));
+                text.push_str(&format!("      # {}\n", comment(about)));
             }
             text.push_str(&format!("      - name: {name}\n"));
             let spec: Map<String, Value> =
@@ -246,6 +275,10 @@ struct Command<'a> {
     env: Vec<(String, String)>,
     /// The other runner let it fail (`allowFailure`, `blocking: false`, `level: warn`).
     advisory: bool,
+    /// Every name the file gives it (`name`, `id`, `label`, its key), for a `required` list.
+    aliases: Vec<String>,
+    /// A `require_run` command: a `required` list of commands never makes it optional.
+    always_blocks: bool,
 }
 
 impl<'a> Command<'a> {
@@ -258,6 +291,8 @@ impl<'a> Command<'a> {
             cwd: None,
             env: Vec::new(),
             advisory: false,
+            aliases: vec![name.to_owned()],
+            always_blocks: false,
         }
     }
 }
@@ -265,21 +300,31 @@ impl<'a> Command<'a> {
 impl Writer {
     fn object(&mut self, top: &Map<String, Value>) {
         self.default_timeout = top.get("timeout").and_then(Value::as_u64);
-        self.required = ["required", "requiredCommands", "required_gates"]
-            .iter()
-            .find_map(|key| top.get(*key).and_then(Value::as_array))
-            .map(|names| {
-                names
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            });
         let commands: BTreeSet<&str> = top
             .iter()
             .filter(|(_, value)| value.is_array() || value.is_object())
             .flat_map(|(_, value)| command_names(value))
             .collect();
+        // A `required` list makes the others warn only, if it names this file's commands; a
+        // list of anything else (tools, versions) must not make every gate optional.
+        if let Some((key, names)) = ["required", "requiredCommands", "required_gates"]
+            .iter()
+            .find_map(|key| Some((*key, top.get(*key)?.as_array()?)))
+        {
+            let names: BTreeSet<String> = names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            if !names.is_empty() && names.iter().all(|name| commands.contains(name.as_str())) {
+                self.required = Some(names);
+            } else {
+                self.left_out.push(format!(
+                    "`{key}` {}: it does not name this file's commands, so every gate blocks",
+                    json(&names)
+                ));
+            }
+        }
         for (key, value) in top {
             let key = key.as_str();
             if is_comment(key) {
@@ -287,7 +332,7 @@ impl Writer {
             }
             match (key, value) {
                 ("timeout", Value::Number(_)) => {}
-                ("required" | "requiredCommands" | "required_gates", _) if self.required.is_some() => {}
+                ("required" | "requiredCommands" | "required_gates", Value::Array(_)) => {}
                 ("ban_patterns", Value::Array(list)) => list.iter().for_each(|item| self.ban(item)),
                 ("coverage_rules", Value::Array(list)) => {
                     list.iter().for_each(|item| self.coverage(item))
@@ -300,18 +345,21 @@ impl Writer {
                     "`{key}` {}: the other runner asked a person before such an edit; validator judges the result, so add them to the `file-scope` gate's `readonly` if the worker must not change them",
                     json(&strings(Some(value)))
                 )),
-                (_, Value::Array(list)) if READONLY_KEYS.contains(&key) => {
-                    self.readonly.extend(globs(list))
+                (_, Value::Array(_)) if READONLY_KEYS.contains(&key) => {
+                    let globs = self.globs(&format!("`{key}`"), &strings(Some(value)));
+                    self.readonly.extend(globs)
                 }
-                (_, Value::Array(list)) if DENY_KEYS.contains(&key) => {
-                    self.deny.extend(globs(list))
+                (_, Value::Array(_)) if DENY_KEYS.contains(&key) => {
+                    let globs = self.globs(&format!("`{key}`"), &strings(Some(value)));
+                    self.deny.extend(globs)
                 }
                 // `"gates": ["docs/adr/**", ".github/**"]`: protected paths, not commands.
                 ("gates", Value::Array(list))
                     if !list.is_empty()
                         && list.iter().all(|i| i.as_str().is_some_and(looks_like_path)) =>
                 {
-                    self.readonly.extend(globs(list));
+                    let globs = self.globs("`gates`", &strings(Some(value)));
+                    self.readonly.extend(globs);
                     self.left_out.push("`gates` is a list of paths: they became the `file-scope` gate's `readonly` (the worker must not change them); who may approve a change to them is not carried over".into());
                 }
                 (_, Value::Array(list)) if is_command_list(list) => {
@@ -324,7 +372,7 @@ impl Writer {
                 (_, Value::Object(gate)) if command_of(gate).is_some() => {
                     self.command_object(Some(key), gate)
                 }
-                (_, Value::String(command)) if names_a_command(key) => {
+                (_, Value::String(command)) if names_a_command(key) && looks_like_command(command) => {
                     self.command_text(key, command)
                 }
                 // `"frontend": ["npm ci", "npm run lint"]`: shell lines, one gate each.
@@ -405,12 +453,26 @@ impl Writer {
 
     /// `{"lint": "npm run lint", "build": ""}` or `{"lint": {"command": ...}}`.
     fn command_map(&mut self, key: &str, map: &Map<String, Value>) {
-        for (name, value) in map.iter().filter(|(name, _)| !is_comment(name)) {
+        for (name, value) in map {
+            if is_comment(name) {
+                if runnable(value) {
+                    self.left_out.push(format!(
+                        "`{}.{}`: read as a comment, as its name says; if it is a command, rename it",
+                        one_line(key),
+                        one_line(name)
+                    ));
+                }
+                continue;
+            }
             match value {
                 Value::String(command) => self.command_text(name, command),
                 Value::Object(gate) if command_of(gate).is_some() => {
                     self.command_object(Some(name), gate)
                 }
+                Value::Array(argv) if argv.is_empty() => self.left_out.push(format!(
+                    "gate `{}`: its command is empty (not configured)",
+                    one_line(name)
+                )),
                 Value::Array(argv) if argv.iter().all(Value::is_string) => {
                     self.command_argv(Command::new(name, strings(Some(value))))
                 }
@@ -503,6 +565,12 @@ impl Writer {
                 .and_then(Value::as_u64)
         };
         let mut command = Command::new(name, argv);
+        command.aliases = NAME_KEYS
+            .iter()
+            .filter_map(|k| text(k))
+            .chain(key)
+            .map(str::to_owned)
+            .collect();
         command.timeout = number("timeout")
             .or_else(|| number("timeout_seconds"))
             .or_else(|| number("timeoutSec"))
@@ -534,21 +602,29 @@ impl Writer {
             || ["level", "severity"]
                 .iter()
                 .any(|k| text(k).is_some_and(|v| v.eq_ignore_ascii_case("warn")));
-        let scheduling: Vec<&str> = SCHEDULING_KEYS
-            .iter()
-            .chain(EVIDENCE_KEYS.iter())
-            .copied()
-            .filter(|k| gate.contains_key(*k))
+        let scheduling: Vec<&str> = gate
+            .keys()
+            .map(String::as_str)
+            .filter(|k| {
+                !READ_GATE_KEYS.contains(k)
+                    && !is_comment(k)
+                    && !["why", "doc", "rationale", "owner"].contains(k)
+            })
             .collect();
         if !scheduling.is_empty() {
             self.left_out.push(format!(
-                "gate `{}`: {} not carried over (validator runs every gate of the pipeline on each stop, in order, and judges a command by its exit status)",
+                "gate `{}`: {} not carried over ({})",
                 one_line(name),
                 scheduling
                     .iter()
-                    .map(|k| format!("`{k}`"))
+                    .map(|k| format!("`{}`", one_line(k)))
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                if scheduling.iter().all(|k| SCHEDULING_KEYS.contains(k)) {
+                    "validator runs every gate of the pipeline on each stop, in order"
+                } else {
+                    "validator judges a command by its exit status: check the gate means the same without them"
+                }
             ));
         }
         self.command_argv(command);
@@ -566,8 +642,12 @@ impl Writer {
             "      - name: {gate}\n        rule: {rule}\n        run: {}\n",
             json(&command.argv)
         );
-        if let Some(seconds) = command.timeout.or(self.default_timeout).filter(|&s| s > 0) {
-            text.push_str(&format!("        timeout: {seconds}s\n"));
+        match command.timeout.or(self.default_timeout).filter(|&s| s > 0) {
+            Some(seconds) if seconds > MAX_TIMEOUT_SECONDS => self.left_out.push(format!(
+                "gate `{gate}`: its timeout of {seconds} s is past validator's longest (a year); it has the default"
+            )),
+            Some(seconds) => text.push_str(&format!("        timeout: {seconds}s\n")),
+            None => {}
         }
         if let Some(cwd) = command.cwd {
             text.push_str(&format!("        cwd: {}\n", json(cwd)));
@@ -583,10 +663,10 @@ impl Writer {
         if let Some(fix) = command.fix {
             text.push_str(&format!("        fix: {}\n", json(&fix)));
         }
-        let optional = self
-            .required
-            .as_ref()
-            .is_some_and(|required| !required.contains(command.name));
+        let optional = !command.always_blocks
+            && self.required.as_ref().is_some_and(|required| {
+                !command.aliases.iter().any(|alias| required.contains(alias))
+            });
         if command.advisory || optional {
             text.push_str("        on_fail: CONTINUE  # the other runner did not block on it\n");
         }
@@ -631,9 +711,21 @@ impl Writer {
             self.left_out.push("a ban pattern without `pattern`".into());
             return;
         };
-        let pattern = match text("flags") {
-            Some(flags) if flags.contains('i') => format!("(?i){written}"),
-            _ => written.to_owned(),
+        // JavaScript's flags: `i`, `m`, `s` are inline flags here; `g`, `u`, `y` change
+        // nothing about whether a file matches.
+        let flags = text("flags").unwrap_or_default();
+        if let Some(flag) = flags.chars().find(|f| !"imsguy".contains(*f)) {
+            self.left_out.push(format!(
+                "ban pattern `{}`: its flag `{flag}` has no equivalent",
+                one_line(written)
+            ));
+            return;
+        }
+        let inline: String = flags.chars().filter(|f| "ims".contains(*f)).collect();
+        let pattern = if inline.is_empty() {
+            written.to_owned()
+        } else {
+            format!("(?{inline}){written}")
         };
         if let Err(why) = compiles(&pattern) {
             self.left_out.push(format!(
@@ -642,22 +734,30 @@ impl Writer {
             ));
             return;
         }
-        let mut files = strings(
+        let mut written_files = strings(
             item.get("globs")
                 .or_else(|| item.get("files"))
                 .or_else(|| item.get("paths")),
         );
-        if let Some(scope) = text("scope") {
-            files.push(scope.to_owned());
-        }
+        written_files.extend(
+            text("scope")
+                .filter(|s| looks_like_path(s))
+                .map(str::to_owned),
+        );
+        let place = format!("ban pattern `{}`", one_line(written));
+        let mut files = self.globs(&place, &written_files);
         if files.is_empty() {
+            if !written_files.is_empty() {
+                return; // every glob was listed: a gate over every file would judge other files
+            }
             files.push("**/*".to_owned());
         }
-        let exclude = strings(
+        let written_exclude = strings(
             item.get("exclude_globs")
                 .or_else(|| item.get("exclude"))
                 .or_else(|| item.get("exclude_paths")),
         );
+        let exclude = self.globs(&place, &written_exclude);
         let gate = self.name(
             text("id").unwrap_or(&format!("ban-{}", self.gates.len() + 1)),
             "ban",
@@ -694,15 +794,21 @@ impl Writer {
                 .unwrap_or_default()
         };
         let mut when = list(&["when_changed", "when_paths_match", "when"]);
-        if let Some(scope) = item.get("scope").and_then(Value::as_str) {
-            when.push(scope.to_owned());
-        }
+        when.extend(
+            item.get("scope")
+                .and_then(Value::as_str)
+                .filter(|s| looks_like_path(s))
+                .map(str::to_owned),
+        );
         let then = list(&[
             "require_changed",
             "require_paths_match",
             "requires_one_of",
             "then",
         ]);
+        let place = format!("coverage rule over {}", json(&when));
+        let when = self.globs(&place, &when);
+        let then = self.globs(&place, &then);
         if item.get("require_run").is_some() {
             self.require_run(item);
             return;
@@ -780,7 +886,13 @@ impl Writer {
             },
         };
         let name = text("id").unwrap_or(command);
-        self.command_text(name, command);
+        if command.trim().is_empty() {
+            self.command_text(name, command);
+        } else {
+            let mut gate = Command::new(name, shell(command));
+            gate.always_blocks = true;
+            self.command_argv(gate);
+        }
         let when = strings(
             item.get("when_changed")
                 .or_else(|| item.get("when_paths_match")),
@@ -798,6 +910,29 @@ impl Writer {
                 format!(", not only when {} changed", json(&when))
             }
         ));
+    }
+
+    /// The globs of `written` as validator's patterns take them: a leading `/` (the repository
+    /// root, as CODEOWNERS and .gitignore write it) dropped, a directory written with a
+    /// trailing `/` meaning everything under it. One that still does not load is listed.
+    fn globs(&mut self, place: &str, written: &[String]) -> Vec<String> {
+        let mut kept = Vec::new();
+        for glob in written {
+            let relative = glob.trim_start_matches('/');
+            let glob = match relative.strip_suffix('/') {
+                Some(dir) => format!("{dir}/**"),
+                None => relative.to_owned(),
+            };
+            match crate::globs::Pattern::new(&glob) {
+                Ok(_) => kept.push(glob),
+                Err(why) => self.left_out.push(format!(
+                    "{place}: the glob `{}` ({})",
+                    one_line(&glob),
+                    one_line(&why)
+                )),
+            }
+        }
+        kept
     }
 
     /// Protected and denied paths become one `file-scope` gate.
@@ -834,7 +969,7 @@ impl Writer {
         } else {
             yaml.push_str("# Not carried over:\n");
             for item in &self.left_out {
-                yaml.push_str(&format!("#   - {}\n", one_line(item)));
+                yaml.push_str(&format!("#   - {}\n", comment(item)));
             }
         }
         yaml.push_str("version: 1\nstate: .validator\npipelines:\n");
@@ -862,6 +997,15 @@ impl Writer {
             left_out: self.left_out,
             summary,
         }
+    }
+}
+
+/// A command as a map may hold it: a one-line shell string or an argv list.
+fn runnable(value: &Value) -> bool {
+    match value {
+        Value::String(line) => !line.trim().is_empty() && !line.contains('\n'),
+        Value::Array(argv) => !argv.is_empty() && argv.iter().all(Value::is_string),
+        _ => false,
     }
 }
 
@@ -933,20 +1077,38 @@ fn command_names(value: &Value) -> Vec<&str> {
     match value {
         Value::Array(items) => items
             .iter()
-            .filter_map(|item| match item {
+            .map(|item| match item {
                 Value::Object(gate) => NAME_KEYS
                     .iter()
-                    .find_map(|k| gate.get(*k).and_then(Value::as_str)),
-                Value::Array(pair) => pair.first().and_then(Value::as_str),
-                _ => None,
+                    .filter_map(|k| gate.get(*k).and_then(Value::as_str))
+                    .collect(),
+                Value::Array(pair) => pair.first().and_then(Value::as_str).into_iter().collect(),
+                _ => Vec::new(),
             })
+            .flat_map(|names: Vec<&str>| names)
             .collect(),
         Value::Object(map) if is_command_map(map) => map.keys().map(String::as_str).collect(),
         _ => Vec::new(),
     }
 }
 
+/// A value that runs something: words, or a path to a program; not a directory name such as
+/// `"test_dir": "tests"`. Empty is "not configured".
+fn looks_like_command(value: &str) -> bool {
+    let value = value.trim();
+    value.is_empty() || value.contains(char::is_whitespace) || value.contains('/')
+}
+
 fn names_a_command(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    if [
+        "dir", "path", "file", "pattern", "patterns", "glob", "globs",
+    ]
+    .iter()
+    .any(|suffix| lower.ends_with(suffix))
+    {
+        return false;
+    }
     key.split(['_', '-', ':', '.'])
         .any(|word| COMMAND_WORDS.contains(&word.to_ascii_lowercase().as_str()))
 }
@@ -1002,19 +1164,6 @@ fn looks_like_path(text: &str) -> bool {
     !text.is_empty() && !text.contains(char::is_whitespace) && text.contains(['/', '*', '.'])
 }
 
-/// Globs of a list that validator's patterns accept (relative, inside the task); a directory
-/// written with a trailing `/` means everything under it.
-fn globs(list: &[Value]) -> Vec<String> {
-    list.iter()
-        .filter_map(Value::as_str)
-        .map(|glob| match glob.strip_suffix('/') {
-            Some(dir) => format!("{dir}/**"),
-            None => glob.to_owned(),
-        })
-        .filter(|glob| crate::globs::Pattern::new(glob).is_ok())
-        .collect()
-}
-
 /// Whether validator's regex syntax takes a pattern; the reason when it does not.
 fn compiles(pattern: &str) -> Result<(), String> {
     regex::Regex::new(pattern).map(|_| ()).map_err(|err| {
@@ -1056,24 +1205,43 @@ fn strip_line_comments(source: &str) -> String {
     out
 }
 
-/// The strings of a JSON list (none for anything else).
+/// The strings of a JSON list, or a lone string as a list of one (none for anything else).
 fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+    match value {
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// A JSON value as YAML flow text: JSON strings and arrays are YAML too, quoted so that
 /// nothing in them can be read as YAML structure.
 fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "[]".to_owned())
+    // JSON leaves these raw; YAML folds NEL and the Unicode line separators as line breaks
+    // and refuses DEL, C1 controls and U+FFFE/FFFF. Escaped, they read the same in both.
+    yaml_safe(&serde_json::to_string(value).unwrap_or_else(|_| "[]".to_owned()))
+}
+
+/// Text for a YAML comment: one line, and nothing YAML refuses.
+fn comment(text: &str) -> String {
+    yaml_safe(&one_line(text))
+}
+
+fn yaml_safe(text: &str) -> String {
+    let mut safe = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}' => {
+                safe.push_str(&format!("\\u{:04x}", u32::from(c)))
+            }
+            c => safe.push(c),
+        }
+    }
+    safe
 }
 
 fn one_line(text: &str) -> String {
@@ -1152,5 +1320,91 @@ mod tests {
         )
         .expect_err("nothing to run");
         assert!(err.contains("nothing in it became a gate"), "{err}");
+    }
+
+    #[test]
+    fn a_required_list_of_anything_but_commands_leaves_every_gate_blocking() {
+        let by_id = convert(
+            r#"{"gates": [{"id": "test", "name": "Unit tests", "run": "pytest"}], "required": ["test"]}"#,
+        );
+        assert!(!by_id.yaml.contains("CONTINUE"), "{}", by_id.yaml);
+        let tools =
+            convert(r#"{"gates": [{"name": "lint", "run": "ruff ."}], "required": ["python3"]}"#);
+        assert!(!tools.yaml.contains("CONTINUE"), "{}", tools.yaml);
+        assert!(
+            tools
+                .left_out
+                .iter()
+                .any(|l| l.contains("every gate blocks"))
+        );
+    }
+
+    #[test]
+    fn globs_are_read_as_the_other_runner_meant_them_or_listed() {
+        let out = convert(
+            r#"{"protected_paths": ["/docs/adr/**", "[bad"], "ban_patterns": [{"pattern": "eval", "globs": ["src/"], "exclude": "src/vendor/"}],
+                "coverage_rules": [{"when_changed": ["src/"], "require_changed": ["/tests/"]}]}"#,
+        );
+        for expected in [
+            "readonly: [\"docs/adr/**\"]",
+            "files: [\"src/**\"]\n        exclude: [\"src/vendor/**\"]",
+            "when: [\"src/**\"]\n        then: [\"tests/**\"]",
+        ] {
+            assert!(
+                out.yaml.contains(expected),
+                "{expected} not in {}",
+                out.yaml
+            );
+        }
+        assert!(
+            out.left_out.iter().any(|l| l.contains("`[bad`")),
+            "{:?}",
+            out.left_out
+        );
+    }
+
+    #[test]
+    fn regex_flags_carry_over_or_are_listed() {
+        let out = convert(
+            r#"{"ban_patterns": [{"pattern": "BEGIN.*KEY", "flags": "gs"}, {"pattern": "x", "flags": "v"}]}"#,
+        );
+        assert!(out.yaml.contains("(?s)BEGIN.*KEY"), "{}", out.yaml);
+        assert!(
+            out.left_out.iter().any(|l| l.contains("flag `v`")),
+            "{:?}",
+            out.left_out
+        );
+    }
+
+    #[test]
+    fn what_yaml_would_fold_or_refuse_is_escaped() {
+        let out = convert(
+            "{\"ban_patterns\": [{\"pattern\": \"a\u{85}b\u{2028}\u{7f}\", \"message\": \"\u{9b}\"}]}",
+        );
+        assert!(out.yaml.contains(r"a\u0085b\u2028\u007f"), "{}", out.yaml);
+        assert!(
+            !out.yaml.contains('\u{85}') && !out.yaml.contains('\u{9b}'),
+            "{}",
+            out.yaml
+        );
+    }
+
+    #[test]
+    fn empty_commands_huge_timeouts_and_comment_named_commands_are_listed() {
+        let out = convert(
+            r#"{"commands": {"lint": "eslint .", "e2e": [], "_fmt": "prettier -c ."}, "gates": [{"name": "t", "run": "make", "timeout": 99999999999}]}"#,
+        );
+        for expected in [
+            "`e2e`: its command is empty",
+            "`commands._fmt`: read as a comment",
+            "past validator's longest",
+        ] {
+            assert!(
+                out.left_out.iter().any(|l| l.contains(expected)),
+                "{expected}: {:?}",
+                out.left_out
+            );
+        }
+        assert!(!out.yaml.contains("timeout:"), "{}", out.yaml);
     }
 }

@@ -96,13 +96,28 @@ pub(super) fn is_gates_json(path: &Path, source: &str) -> bool {
 fn other_dialect(path: &Path, source: &str) -> Option<String> {
     let top: serde_json::Value = serde_json::from_str(source).ok()?;
     if let serde_json::Value::Object(map) = &top {
-        let runner = map.get("hooks").is_some_and(serde_json::Value::is_object)
-            || map.get("gates").is_some_and(|gates| {
-                gates
-                    .as_object()
-                    .is_some_and(|gates| gates.values().all(serde_json::Value::is_object))
+        if map.get("hooks").is_some_and(serde_json::Value::is_object) {
+            return None;
+        }
+        // `gates` as a map of objects: the runner's dialect, unless it is another runner's
+        // whose objects `init --from` reads (a typo of the dialect's keys is the loader's).
+        let objects = map.get("gates").is_some_and(|gates| {
+            gates
+                .as_object()
+                .is_some_and(|gates| gates.values().all(serde_json::Value::is_object))
+        });
+        let runner_shaped = map
+            .get("gates")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|gates| {
+                gates.values().all(|gate| {
+                    gate.get("command").is_none_or(serde_json::Value::is_string)
+                        && ["run", "cmd", "script", "argv", "npm", "id", "name", "label"]
+                            .iter()
+                            .all(|key| gate.get(*key).is_none())
+                })
             });
-        if runner {
+        if objects && (runner_shaped || super::convert::from_gates_json(path, source).is_err()) {
             return None;
         }
     }
@@ -118,6 +133,7 @@ fn other_dialect(path: &Path, source: &str) -> Option<String> {
 /// Reads gates.json text into checked rules; `dir` is the file's directory, which anchors the
 /// default `staging`, `verdicts` and `state` as for a validator.yaml that names none.
 pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, ConfigError> {
+    let source = source.strip_prefix('\u{feff}').unwrap_or(source);
     if let Some(message) = other_dialect(path, source) {
         // Not a typo to remove: another format, whose gates say what the user wants.
         return Err(ConfigError {

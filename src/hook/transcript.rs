@@ -1,0 +1,131 @@
+//! Gemini CLI's last model turn, read from its session transcript. Its `AfterAgent` hook
+//! input's `prompt_response` is every model text of the prompt, joined across the stops the
+//! hook denied, so a retry without a STATUS block would pass on the STATUS said before the
+//! deny. The transcript (`transcript_path`, JSON lines) says where each turn starts: the model's
+//! texts after the last message a person or the hook wrote are the answer being judged.
+//!
+//! The file is the agent's, written where the worker may write too: it is opened regular-only,
+//! only its last [`TAIL`] bytes are read, lines that do not parse are skipped, and anything
+//! unexpected yields `None`, which leaves the hook input's own answer.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::files::{self, Links};
+
+/// The most of a transcript's end that is read: many turns of a long session.
+const TAIL: u64 = 8 * 1024 * 1024;
+
+/// The model's texts of the last turn, in order, or `None` when the transcript cannot say.
+pub fn last_model_turn(path: &Path) -> Option<String> {
+    if !path.is_absolute() {
+        return None;
+    }
+    let mut file = files::open(path, Links::Follow).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(TAIL);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(TAIL).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = text.lines();
+    if start > 0 {
+        lines.next(); // a line cut by the start of the tail
+    }
+    last_turn(lines)
+}
+
+/// The messages of the transcript lines in order, a message written again (the same `id`)
+/// replacing its earlier record, then the model texts after the last text from the user side.
+fn last_turn<'a>(lines: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut messages: Vec<Value> = Vec::new();
+    for line in lines {
+        let Ok(record) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let batch = match record.pointer("/$set/messages") {
+            Some(Value::Array(list)) => list.clone(),
+            _ if record.get("type").is_some() => vec![record],
+            _ => continue,
+        };
+        for message in batch {
+            let id = message.get("id").cloned();
+            match messages
+                .iter_mut()
+                .rev()
+                .find(|m| id.is_some() && m.get("id") == id.as_ref())
+            {
+                Some(earlier) => *earlier = message,
+                None => messages.push(message),
+            }
+        }
+    }
+    let mut texts = Vec::new();
+    let mut saw_model = false;
+    for message in messages.iter().rev() {
+        match message.get("type").and_then(Value::as_str) {
+            Some("gemini") => {
+                saw_model = true;
+                let text = content_text(message.get("content"));
+                if !text.trim().is_empty() {
+                    texts.push(text);
+                }
+            }
+            Some("user") if !content_text(message.get("content")).trim().is_empty() => break,
+            _ => {}
+        }
+    }
+    if !saw_model {
+        return None;
+    }
+    texts.reverse();
+    Some(texts.join("\n"))
+}
+
+/// A message's text: a string, or the `text` of its parts (a tool's answer has none).
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gemini CLI 0.61's transcript of a denied stop and its retry (shortened).
+    const RETRY: &str = r##"{"sessionId": "s", "kind": "main"}
+{"$set": {"messages": [{"id": "a", "type": "user", "content": [{"text": "<session_context>"}]}]}}
+{"id": "b", "type": "user", "content": [{"text": "Create answer.txt."}]}
+{"id": "c", "type": "gemini", "content": "I am done.\nSTATUS: OK"}
+{"$set": {"lastUpdated": "x"}}
+{"id": "d", "type": "user", "content": [{"text": "# validator: FAIL"}]}
+{"id": "e", "type": "gemini", "content": ""}
+{"id": "e", "type": "gemini", "content": "", "toolCalls": [{"name": "write_file"}]}
+{"id": "f", "type": "user", "content": [{"functionResponse": {"name": "write_file"}}]}
+{"id": "g", "type": "gemini", "content": "Wrote answer.txt."}
+"##;
+
+    #[test]
+    fn the_retry_is_judged_without_the_answer_before_the_deny() {
+        assert_eq!(
+            last_turn(RETRY.lines()).as_deref(),
+            Some("Wrote answer.txt.")
+        );
+    }
+
+    #[test]
+    fn a_first_answer_is_the_whole_turn_and_garbage_is_skipped() {
+        let first = RETRY.lines().take(4).chain(["not json", "{\"type\": 3}"]);
+        assert_eq!(last_turn(first).as_deref(), Some("I am done.\nSTATUS: OK"));
+        assert_eq!(last_turn(["{}", "[]"].into_iter()), None);
+    }
+}
