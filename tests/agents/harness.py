@@ -34,7 +34,7 @@ FEEDBACK_MARK = "validator: FAIL"            # validator's feedback heading ...
 FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both must reach the model
 TIMEOUT = 180
 SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "error_verdict",
-             "agent_cap")
+             "agent_cap", "status_retry")
 
 RULES_OK = open(os.path.join(HERE, "validator.yaml")).read()
 RULES_BROKEN = "version: 1\npipelines:\n  - name: agent\n    gates:\n      - name: answer\n        rule: exists\n        pathz: [answer.txt]\n"
@@ -80,6 +80,9 @@ def script_for(scenario, proj):
                           {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
     if scenario == "pass":
         return {"turns": [write, {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "status_retry":  # the retry forgets its STATUS block: judged on its own words
+        return {"turns": [{"text": "I am done.\nSTATUS: OK"}, write, {"text": "Wrote answer.txt."},
+                          {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
     if scenario == "breaker":  # never writes the file: validator's max_attempts must end it
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "repeat"}
     if scenario in ("breaker_attempts", "agent_cap"):
@@ -352,6 +355,9 @@ def check(cli, scenario, run, proj, rc, dur):
     elif scenario == "breaker_attempts":  # max_attempts: 3 -> stop 4 is ESCALATED
         ok = (not res["answer_exists"]) and len(mains) == 4 and rc == 0 and \
             res["verdicts"] == ["FAIL/block"] * 3 + ["ESCALATED/stop"]
+    elif scenario == "status_retry":  # not passed on the STATUS said before the block
+        ok = res["answer_exists"] and rc == 0 and \
+            res["verdicts"] == ["FAIL/block", "FAIL/block", "PASS/pass"]
     elif scenario == "agent_cap":  # max_attempts 20: Claude Code's own cap (9 blocks) comes first
         limit = 9 if cli == "claude" else 21
         ok = (not res["answer_exists"]) and rc == 0 and \

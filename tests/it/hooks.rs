@@ -249,6 +249,33 @@ fn gemini_denies_with_the_feedback() {
 }
 
 #[test]
+fn gemini_is_judged_on_its_last_turn_not_on_every_answer_since_the_prompt() {
+    // Gemini CLI 0.61's `prompt_response` joins the answers before a deny with the retry; its
+    // transcript says where the retry starts.
+    let project = project_with("      - {name: status, rule: status}\n", 5, 5);
+    let transcript = project.path().join("session.jsonl");
+    std::fs::write(
+        &transcript,
+        concat!(
+            "{\"sessionId\": \"g\", \"kind\": \"main\"}\n",
+            "{\"id\": \"1\", \"type\": \"user\", \"content\": [{\"text\": \"add a parser\"}]}\n",
+            "{\"id\": \"2\", \"type\": \"gemini\", \"content\": \"Done.\\nSTATUS: OK\"}\n",
+            "{\"id\": \"3\", \"type\": \"user\", \"content\": [{\"text\": \"# validator: FAIL\"}]}\n",
+            "{\"id\": \"4\", \"type\": \"gemini\", \"content\": \"Fixed the parser.\"}\n",
+        ),
+    )
+    .expect("transcript");
+    let mut input = after_agent(&project, "g2", "Done.\nSTATUS: OK\nFixed the parser.");
+    input["transcript_path"] = json!(transcript);
+    let reason = hook(&project, "gemini", &input).blocked("deny");
+    assert!(reason.contains("STATUS"), "{reason}");
+
+    // Without a transcript to read, the input's own answer is judged.
+    input["transcript_path"] = json!(project.path().join("missing.jsonl"));
+    assert_eq!(hook(&project, "gemini", &input).stdout, "");
+}
+
+#[test]
 fn a_subagent_counts_its_attempts_apart_from_its_session() {
     let project = project_with(&lint("lint", FAILING, ""), 2, 9);
     let parent = |n: u32| {
