@@ -34,7 +34,9 @@ FEEDBACK_MARK = "validator: FAIL"            # validator's feedback heading ...
 FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both must reach the model
 TIMEOUT = 180
 SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "error_verdict",
-             "agent_cap", "status_retry")
+             "agent_cap", "status_retry", "subagent")
+# Scenarios only some agents have: Claude Code's subagents (its Agent tool, SubagentStop).
+ONLY = {"subagent": ("claude",)}
 
 RULES_OK = open(os.path.join(HERE, "validator.yaml")).read()
 RULES_BROKEN = "version: 1\npipelines:\n  - name: agent\n    gates:\n      - name: answer\n        rule: exists\n        pathz: [answer.txt]\n"
@@ -80,6 +82,14 @@ def script_for(scenario, proj):
                           {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
     if scenario == "pass":
         return {"turns": [write, {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "subagent":  # a subagent fails, fixes and passes; then its parent stops
+        agent = {"tool": {"name": "Agent", "input": {"description": "Write the answer",
+                                                     "prompt": "Create answer.txt with the answer.",
+                                                     "subagent_type": "general-purpose",
+                                                     "run_in_background": False}}}
+        return {"turns": [agent, {"text": "Sub done.\nSTATUS: OK"}, write,
+                          {"text": "Wrote answer.txt.\nSTATUS: OK"},
+                          {"text": "The subagent wrote it.\nSTATUS: OK"}], "after_last": "text"}
     if scenario == "status_retry":  # the retry forgets its STATUS block: judged on its own words
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}, write, {"text": "Wrote answer.txt."},
                           {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
@@ -355,6 +365,12 @@ def check(cli, scenario, run, proj, rc, dur):
     elif scenario == "breaker_attempts":  # max_attempts: 3 -> stop 4 is ESCALATED
         ok = (not res["answer_exists"]) and len(mains) == 4 and rc == 0 and \
             res["verdicts"] == ["FAIL/block"] * 3 + ["ESCALATED/stop"]
+    elif scenario == "subagent":  # the subagent's attempts are its own; the parent passes at once
+        agents = [e.get("agent") for e in answered]
+        ok = res["answer_exists"] and rc == 0 and \
+            res["verdicts"] == ["FAIL/block", "PASS/pass", "PASS/pass"] and \
+            agents[0] == agents[1] and agents[1] != agents[2]
+        res["agents"] = agents
     elif scenario == "status_retry":  # not passed on the STATUS said before the block
         ok = res["answer_exists"] and rc == 0 and \
             res["verdicts"] == ["FAIL/block", "FAIL/block", "PASS/pass"]
@@ -393,7 +409,8 @@ def main():
         os.environ["E2E_NETNS"] = "0"
     args = sys.argv[1:]
     if args == ["all"]:
-        pairs = [(c, s) for c in ("claude", "codex", "gemini") for s in SCENARIOS]
+        pairs = [(c, s) for c in ("claude", "codex", "gemini") for s in SCENARIOS
+                 if c in ONLY.get(s, (c,))]
     else:
         pairs = [(args[0], args[1])]
     results = [run_one(c, s) for c, s in pairs]

@@ -15,7 +15,8 @@ Script (JSON):
   {"turns": [
       {"text": "Done.\\nSTATUS: OK"},
       {"write": {"path": "/abs/project/answer.txt", "content": "42\\n"}},
-      {"text": "Wrote answer.txt.\\nSTATUS: OK"}
+      {"text": "Wrote answer.txt.\\nSTATUS: OK"},
+      {"tool": {"name": "Agent", "input": {...}}}      (Anthropic only: any tool call)
    ],
    "after_last": "repeat"}        # "repeat" (default) the last turn, or "text" (say "OK")
 A turn is chosen by counting MAIN agent requests (requests that offer the agent's
@@ -214,6 +215,10 @@ class Handler(BaseHTTPRequestHandler):
             w = turn["write"]
             blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20], "name": "Write",
                            "input": {"file_path": w["path"], "content": w["content"]}})
+            stop = "tool_use"
+        elif "tool" in turn:  # any other tool call, e.g. Claude Code's Agent (a subagent)
+            blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20],
+                           "name": turn["tool"]["name"], "input": turn["tool"]["input"]})
             stop = "tool_use"
         else:
             blocks.append({"type": "text", "text": turn["text"]})
