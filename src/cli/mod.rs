@@ -22,7 +22,7 @@ use validator::{Rules, Verdict};
 use check::{CheckArgs, check};
 use hook::{HookAgent, hook};
 use rules::{init, rules_check, rules_schema, snapshot, verify};
-use watch::{WatchArgs, health, reset, signal, status, wait, watch};
+use watch::{WatchArgs, health, reset, signal, signal_message, status, wait, watch};
 
 /// Exit code when the validator itself could not judge (bad rules file, bad arguments).
 pub(crate) const EXIT_ERROR: u8 = 2;
@@ -78,6 +78,10 @@ pub(crate) enum Command {
     /// Write a task's done file atomically, asking the watcher for a run
     Signal {
         task: String,
+        /// The done signal's body: the worker's last message (its STATUS block), read from this
+        /// file or `-` for stdin; its last 1 MiB is kept
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["status", "summary", "reason", "agent"])]
+        message: Option<PathBuf>,
         #[arg(long, value_enum)]
         status: Option<Status>,
         #[arg(long)]
@@ -95,6 +99,10 @@ pub(crate) enum Command {
         /// What to print
         #[arg(long, value_enum, default_value_t = Format::Feedback)]
         format: Format,
+        /// Who acts on the feedback: a worker that signals done itself, or one whose loop
+        /// signals for it when it finishes (examples/agent-loop)
+        #[arg(long, value_enum, default_value_t = FeedbackFor::Signal)]
+        feedback_for: FeedbackFor,
     },
     /// List tasks: last verdict, whether it is current, attempt, age
     Status {
@@ -186,6 +194,14 @@ pub(crate) enum RulesCommand {
     Check,
     /// Print the rules file's JSON Schema (draft-07), for editors and other tools
     Schema,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum FeedbackFor {
+    /// The worker signals done itself: "signal done again"
+    Signal,
+    /// The worker just finishes; a hook or loop judges it: "finish again"
+    Finish,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -317,6 +333,12 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         Command::Snapshot { task, task_dir } => snapshot(&config()?, &task, task_dir),
         Command::Signal {
             task,
+            message: Some(message),
+            ..
+        } => signal_message(&config()?, &task, &message),
+        Command::Signal {
+            task,
+            message: None,
             status,
             summary,
             reason,
@@ -337,7 +359,17 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             task,
             timeout,
             format,
-        } => wait(&config()?, &task, timeout, format),
+            feedback_for,
+        } => wait(
+            &config()?,
+            &task,
+            timeout,
+            format,
+            match feedback_for {
+                FeedbackFor::Signal => validator::verdict::feedback::Retry::Signal,
+                FeedbackFor::Finish => validator::verdict::feedback::Retry::Stop,
+            },
+        ),
         Command::Reset {
             task,
             session,

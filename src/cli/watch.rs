@@ -1,12 +1,12 @@
 //! `validator watch` and `validator status`: the sidecar, and what it says of itself.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use validator::verdict::{feedback, sign};
 use validator::watch::client;
@@ -146,17 +146,58 @@ pub(crate) fn signal(config: &Path, task: &str, body: &client::SignalBody) -> Re
     Ok(ExitCode::SUCCESS)
 }
 
+/// `validator signal --message FILE`: the worker's last message as the done signal's body, cut
+/// to its end (where its STATUS block is) as the hook adapters cut one.
+pub(crate) fn signal_message(config: &Path, task: &str, message: &Path) -> Result<ExitCode> {
+    let rules = load(config)?;
+    let bytes = if message == Path::new("-") {
+        tail(std::io::stdin().lock()).context("cannot read the message from stdin")?
+    } else {
+        validator::files::open(message, validator::files::Links::Follow)
+            .and_then(tail)
+            .with_context(|| format!("cannot read the message from {}", message.display()))?
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut start = text.len().saturating_sub(validator::signal::MAX_BODY);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let path = client::signal_text(&rules, task, &text[start..])?;
+    println!("signalled {task}: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The last [`validator::signal::MAX_BODY`] bytes of `reader`, however much it holds.
+fn tail(mut reader: impl Read) -> std::io::Result<Vec<u8>> {
+    let keep = validator::signal::MAX_BODY;
+    let mut kept = Vec::with_capacity(keep);
+    let mut chunk = vec![0; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(kept),
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        kept.extend_from_slice(&chunk[..n]);
+        if kept.len() > 2 * keep {
+            kept.drain(..kept.len() - keep);
+        }
+    }
+}
+
 /// `validator wait`: the current verdict once there is one, printed as `check` prints it.
 pub(crate) fn wait(
     config: &Path,
     task: &str,
     timeout: Duration,
     format: Format,
+    retry: feedback::Retry,
 ) -> Result<ExitCode> {
     let rules = load(config)?;
     let key = sign::configured_key(rules.key_named())?;
     match client::wait(&rules, task, timeout, key.as_ref())? {
-        Some(verdict) => print_verdict(&verdict, format, feedback::Retry::Signal, config),
+        Some(verdict) => print_verdict(&verdict, format, retry, config),
         None => bail!(
             "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
             validator::duration::format(timeout)

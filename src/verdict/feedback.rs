@@ -201,7 +201,7 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
                 "Fix the problems above in the task's files, then signal done again. {attempts_left}"
             ),
             Retry::Stop => format!(
-                "Fix the problems above in the task's files, then finish again: validator judges each stop. {attempts_left}"
+                "Fix the problems above in the task's files, then finish again: validator judges each time you finish. {attempts_left}"
             ),
             Retry::Rerun => {
                 "Fix the problems above in the task's files; the same check judges the fix.".to_string()

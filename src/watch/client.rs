@@ -50,6 +50,14 @@ pub fn signal(rules: &Rules, task: &str, body: &SignalBody) -> Result<std::path:
     Ok(path)
 }
 
+/// Writes `<staging>/<task>.done` with `text` as its body, as a worker's last message.
+pub fn signal_text(rules: &Rules, task: &str, text: &str) -> Result<std::path::PathBuf, Error> {
+    task::validate_name(task)?;
+    let path = staging::done_path(&rules.staging, task);
+    crate::atomic::write(&path, text.as_bytes())?;
+    Ok(path)
+}
+
 /// Blocks until `task` has a verdict that answers its current done signal, or `timeout` passes.
 /// With a key, a current verdict that does not verify ends the wait with
 /// [`Error::Unverified`]: it is never returned as if the watcher had written it.

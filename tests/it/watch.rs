@@ -141,6 +141,7 @@ in_both_modes!(
     the_watcher_holds_a_task_to_its_contract_and_logs_the_violations,
     a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed,
     the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes,
+    the_agent_loop_signals_the_agents_last_message_and_never_runs_it_past_the_breaker,
 );
 
 /// A temp project with a rules file, a staging directory and (once started) a watcher.
@@ -1510,6 +1511,71 @@ fn the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes(mode: Mo
     assert!(
         fed.contains("good"),
         "the feedback names the failing gate: {fed}"
+    );
+}
+
+fn the_agent_loop_signals_the_agents_last_message_and_never_runs_it_past_the_breaker(mode: Mode) {
+    let w = Watcher::started(
+        mode,
+        &rules(
+            "defaults: {max_attempts: 2, strikes: 9}\n",
+            &format!("{STATUS}{}", sh_gate("good", "grep -q good out.txt")),
+        ),
+        &[],
+    );
+    w.task("svc", &[]);
+    let loop_with = |agent_script: &str| {
+        let agent = w.path().join("agent.sh");
+        fs::write(&agent, agent_script).expect("agent");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-loop/run.sh");
+        Command::new("sh")
+            .arg(&script)
+            .args(["svc", "sh"])
+            .arg(&agent)
+            .env("VALIDATOR", BIN)
+            .env(
+                "VALIDATOR_FLAGS",
+                format!("-c {}", w.rules_path().display()),
+            )
+            .env("WAIT_TIMEOUT", VERDICT_TIMEOUT)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run the loop")
+    };
+    let root = w.path().display().to_string();
+    let dir = w.staging().join("svc").display().to_string();
+    // Its last message, written where the loop says, carries the STATUS block; the feedback
+    // tells it to finish again, not to signal.
+    let output = loop_with(&format!(
+        "echo \"$VALIDATOR_LOOP_ATTEMPT\" >> {root}/attempts\ncat > {root}/fed\nif [ \"$VALIDATOR_LOOP_ATTEMPT\" = 2 ]; then echo good > {dir}/out.txt; fi\nprintf 'Did it.\\nSTATUS: OK\\n' > \"$VALIDATOR_LAST_MESSAGE\"\necho chatter\n"
+    ));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{}", w.logs());
+    assert_eq!(
+        fs::read_to_string(w.path().join("attempts")).expect("attempts"),
+        "1\n2\n"
+    );
+    let fed = fs::read_to_string(w.path().join("fed")).expect("fed");
+    assert!(fed.contains("finish again"), "{fed}");
+    assert!(!fed.contains("signal done"), "{fed}");
+
+    // Never fixed: two attempts, then the breaker, with no third run of the agent.
+    fs::remove_file(w.staging().join("svc/out.txt")).expect("unfix");
+    fs::remove_file(w.path().join("attempts")).expect("reset attempts");
+    common::validator()
+        .arg("-c")
+        .arg(w.rules_path())
+        .args(["reset", "svc"])
+        .assert()
+        .success();
+    let output = loop_with(&format!(
+        "echo \"$VALIDATOR_LOOP_ATTEMPT\" >> {root}/attempts\necho 'Nothing to do.'; echo 'STATUS: OK'\n"
+    ));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}\n{}", w.logs());
+    assert_eq!(
+        fs::read_to_string(w.path().join("attempts")).expect("attempts"),
+        "1\n2\n"
     );
 }
 
