@@ -34,15 +34,31 @@ FEEDBACK_MARK = "validator: FAIL"            # validator's feedback heading ...
 FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both must reach the model
 TIMEOUT = 180
 SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "error_verdict",
-             "agent_cap", "status_retry", "subagent")
-# Scenarios only some agents have: Claude Code's subagents (its Agent tool, SubagentStop).
-ONLY = {"subagent": ("claude",)}
+             "agent_cap", "status_retry", "subagent", "loop", "loop_breaker")
+# Scenarios only some agents have: Claude Code's subagents (its Agent tool, SubagentStop); the
+# hookless loop (examples/agent-loop) with the CLIs whose sessions it continues.
+ONLY = {"subagent": ("claude",), "loop": ("claude", "codex"), "loop_breaker": ("claude", "codex")}
+LOOP = os.path.join(ROOT, "examples", "agent-loop", "run.sh")
+# The agent command the loop runs, as examples/agent-loop/README.md writes it.
+LOOP_WRAPPERS = {
+    "claude": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then c=--continue; fi; '
+              'exec claude -p ${c:-} "$PROMPT $(cat -)" --permission-mode acceptEdits --model claude-sonnet-4-5',
+    "codex": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- resume --last; fi; '
+             'exec codex exec "$@" --skip-git-repo-check -o "$VALIDATOR_LAST_MESSAGE" "$PROMPT $(cat -)"',
+}
 
 RULES_OK = open(os.path.join(HERE, "validator.yaml")).read()
 RULES_BROKEN = "version: 1\npipelines:\n  - name: agent\n    gates:\n      - name: answer\n        rule: exists\n        pathz: [answer.txt]\n"
 
 
-def rules_for(scenario):
+def rules_for(scenario, run=None):
+    if scenario in ("loop", "loop_breaker"):  # the sidecar's staging holds the project
+        return RULES_OK.replace("version: 1\n", "version: 1\nstaging: %s/staging\nverdicts: %s/verdicts\n"
+                                % (run, run), 1).replace("strikes: 3", "strikes: 10")
+    return rules_for_hook(scenario)
+
+
+def rules_for_hook(scenario):
     if scenario == "error":  # not a valid rules file: validator exits 1, nothing on stdout
         return RULES_BROKEN
     if scenario == "error_verdict":  # valid rules, a gate whose program is missing: ERROR verdict
@@ -90,6 +106,11 @@ def script_for(scenario, proj):
         return {"turns": [agent, {"text": "Sub done.\nSTATUS: OK"}, write,
                           {"text": "Wrote answer.txt.\nSTATUS: OK"},
                           {"text": "The subagent wrote it.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "loop":  # as fail_fix_pass, the loop doing what the hook did
+        return {"turns": [{"text": "I am done.\nSTATUS: OK"}, write,
+                          {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "loop_breaker":
+        return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "repeat"}
     if scenario == "status_retry":  # the retry forgets its STATUS block: judged on its own words
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}, write, {"text": "Wrote answer.txt."},
                           {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
@@ -275,12 +296,13 @@ SETUP = {"claude": setup_claude, "codex": setup_codex, "gemini": setup_gemini}
 def run_one(cli, scenario):
     run = "%s/runs/%s-%s" % (E2E, cli, scenario)
     shutil.rmtree(run, ignore_errors=True)
-    proj = run + "/proj"
+    looping = scenario in ("loop", "loop_breaker")
+    proj = run + ("/staging/proj" if looping else "/proj")
     for d in (run + "/home", run + "/tmp", proj, run + "/rules"):
         os.makedirs(d)
     rules = run + "/rules/validator.yaml"
     with open(rules, "w") as f:
-        f.write(rules_for(scenario))
+        f.write(rules_for(scenario, run))
     subprocess.run(["git", "init", "-q", proj], check=True)
     with open(run + "/script.json", "w") as f:
         json.dump(script_for(scenario, proj), f, indent=2)
@@ -296,6 +318,16 @@ def run_one(cli, scenario):
             time.sleep(0.05)
         port = int(open(portf).read())
         cmd, env = SETUP[cli](run, proj, rules, port)
+        watcher = None
+        if looping:  # no hook: the loop and a sidecar judge instead
+            for hooks in (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json"):
+                if os.path.exists(os.path.join(proj, hooks)):
+                    os.remove(os.path.join(proj, hooks))
+            env.update(VALIDATOR=VALIDATOR, VALIDATOR_FLAGS="-c " + rules, WAIT_TIMEOUT="60s",
+                       PROMPT=PROMPT)
+            cmd = ["sh", LOOP, "proj", "sh", "-c", LOOP_WRAPPERS[cli]]
+            watcher = subprocess.Popen([VALIDATOR, "-c", rules, "watch"], env=env,
+                                       stdout=open(run + "/watch.out", "w"), stderr=subprocess.STDOUT)
         for k in filter(None, os.environ.get("E2E_DROP_ENV", "").split(",")):  # experiments only
             env.pop(k, None)
         if os.environ.get("E2E_STRACE") and shutil.which("strace"):  # record every connect(2): direct (non-proxy) traffic shows here
@@ -311,6 +343,9 @@ def run_one(cli, scenario):
         except subprocess.TimeoutExpired:
             rc = "timeout"
         dur = round(time.time() - t0, 1)
+        if watcher:
+            watcher.terminate()
+            watcher.wait()
     finally:
         srv.terminate()
         srv.wait()
@@ -352,7 +387,8 @@ def check(cli, scenario, run, proj, rc, dur):
         "proxy_attempts": sorted({r["path"] for r in reqs if r.get("kind") == "proxy"}),
         "answer_exists": os.path.exists(proj + "/answer.txt"),
         "feedback_seen_in_main_turns": fb_in,
-        "verdicts": ["%s/%s" % (e["details"].get("verdict"), e["details"].get("answer")) for e in answered],
+        "verdicts": ["%s/%s" % (e["details"].get("verdict"), e["details"].get("answer")) for e in answered]
+        or [e["details"].get("verdict") for e in ev if e.get("event") == "verdict_written"],
     }
     ok = False
     if scenario == "fail_fix_pass":
@@ -365,6 +401,13 @@ def check(cli, scenario, run, proj, rc, dur):
     elif scenario == "breaker_attempts":  # max_attempts: 3 -> stop 4 is ESCALATED
         ok = (not res["answer_exists"]) and len(mains) == 4 and rc == 0 and \
             res["verdicts"] == ["FAIL/block"] * 3 + ["ESCALATED/stop"]
+    elif scenario == "loop":  # the retry continues the session: the prompt and the feedback in turn 2
+        second = json.dumps(mains[1].get("body"), ensure_ascii=False) if len(mains) > 1 else ""
+        ok = res["answer_exists"] and rc == 0 and len(mains) == 3 and fb_in[:1] == [1] and \
+            PROMPT in second and res["verdicts"] == ["FAIL", "PASS"]
+    elif scenario == "loop_breaker":  # max_attempts 3: three runs of the agent, then ESCALATED (4)
+        ok = (not res["answer_exists"]) and rc == 4 and len(mains) == 3 and \
+            res["verdicts"] == ["FAIL", "FAIL", "FAIL", "ESCALATED"]
     elif scenario == "subagent":  # the subagent's attempts are its own; the parent passes at once
         agents = [e.get("agent") for e in answered]
         ok = res["answer_exists"] and rc == 0 and \
