@@ -37,12 +37,18 @@ SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "e
              "agent_cap", "status_retry", "subagent", "loop", "loop_breaker")
 # Scenarios only some agents have: Claude Code's subagents (its Agent tool, SubagentStop); the
 # hookless loop (examples/agent-loop) with the CLIs whose sessions it continues.
-ONLY = {"subagent": ("claude",), "loop": ("claude", "codex"), "loop_breaker": ("claude", "codex")}
+ONLY = {"subagent": ("claude",), "loop": ("claude", "codex", "opencode"),
+        "loop_breaker": ("claude", "codex", "opencode")}
+# Agents run only in some scenarios: OpenCode has no blocking stop hook, only the loop.
+HOOKLESS = ("opencode",)
 LOOP = os.path.join(ROOT, "examples", "agent-loop", "run.sh")
+KNOWN_REFUSED = {"opencode": ("registry.npmjs.org:443",)}
 # The agent command the loop runs, as examples/agent-loop/README.md writes it.
 LOOP_WRAPPERS = {
     "claude": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then c=--continue; fi; '
               'exec claude -p ${c:-} "$PROMPT $(cat -)" --permission-mode acceptEdits --model claude-sonnet-4-5',
+    "opencode": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then c=--continue; fi; '
+                'exec opencode run ${c:-} "$PROMPT $(cat -)"',
     "codex": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- resume --last; fi; '
              'exec codex exec "$@" --skip-git-repo-check -o "$VALIDATOR_LAST_MESSAGE" "$PROMPT $(cat -)"',
 }
@@ -288,7 +294,22 @@ def setup_gemini(run, proj, rules, port):
     return cmd, env
 
 
-SETUP = {"claude": setup_claude, "codex": setup_codex, "gemini": setup_gemini}
+def setup_opencode(run, proj, rules, port):
+    env = base_env(run, port)
+    env.update({"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"})
+    config = {"provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:%d/v1" % port,
+                                                     "apiKey": "sk-ant-e2e-dummy"}}},
+              "model": "anthropic/claude-sonnet-4-5", "autoupdate": False, "share": "disabled",
+              "permission": {"edit": "allow", "bash": "allow"}}
+    # Inline, not in a config directory: OpenCode installs its plugin package from npm into
+    # every config directory it finds.
+    env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+    return ["opencode", "run", PROMPT], env
+
+
+SETUP = {"claude": setup_claude, "codex": setup_codex, "gemini": setup_gemini,
+         "opencode": setup_opencode}
 
 
 # ------------------------------------------------------------------ run one
@@ -438,7 +459,11 @@ def check(cli, scenario, run, proj, rc, dur):
                 dests.add("%s:%s" % (m.group(2) or m.group(3), m.group(1)))
         res["connects"] = sorted(dests)
     # No traffic may leave loopback: nothing proxied, and (under strace) no connect(2) elsewhere.
-    res["no_leaks"] = not res["proxy_attempts"] and all(d.startswith("127.0.0.1:") for d in res.get("connects", []))
+    # OpenCode 1.18 asks registry.npmjs.org for a package at start, whatever its settings say;
+    # the proxy sink refuses it and the run goes on. It is reported, and only it is tolerated.
+    tolerated = KNOWN_REFUSED.get(cli, ())
+    res["no_leaks"] = all(p in tolerated for p in res["proxy_attempts"]) and \
+        all(d.startswith("127.0.0.1:") for d in res.get("connects", []))
     res["ok"] = res["ok"] and res["no_leaks"]
     return res
 
@@ -452,8 +477,8 @@ def main():
         os.environ["E2E_NETNS"] = "0"
     args = sys.argv[1:]
     if args == ["all"]:
-        pairs = [(c, s) for c in ("claude", "codex", "gemini") for s in SCENARIOS
-                 if c in ONLY.get(s, (c,))]
+        pairs = [(c, s) for c in ("claude", "codex", "gemini", "opencode") for s in SCENARIOS
+                 if c in ONLY.get(s, () if c in HOOKLESS else (c,))]
     else:
         pairs = [(args[0], args[1])]
     results = [run_one(c, s) for c, s in pairs]

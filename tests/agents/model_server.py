@@ -71,7 +71,7 @@ def next_turn():
 
 def anthropic_is_main(body):
     names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-    return "Write" in names
+    return "Write" in names or "write" in names  # Claude Code's, OpenCode's
 
 
 def openai_is_main(body):
@@ -213,8 +213,12 @@ class Handler(BaseHTTPRequestHandler):
         blocks = []
         if "write" in turn:
             w = turn["write"]
-            blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20], "name": "Write",
-                           "input": {"file_path": w["path"], "content": w["content"]}})
+            names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+            if "Write" in names:
+                call = {"name": "Write", "input": {"file_path": w["path"], "content": w["content"]}}
+            else:  # OpenCode
+                call = {"name": "write", "input": {"filePath": w["path"], "content": w["content"]}}
+            blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20], **call})
             stop = "tool_use"
         elif "tool" in turn:  # any other tool call, e.g. Claude Code's Agent (a subagent)
             blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20],

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The agent hooks inside the real agent CLIs: installs pinned Claude Code, Codex CLI and Gemini
-# CLI from npm, points each at a scripted model server on 127.0.0.1 (tests/agents/model_server.py),
+# The agent hooks, and the hookless loop, inside the real agent CLIs: installs pinned Claude
+# Code, Codex CLI, Gemini CLI and OpenCode from npm, points each at a scripted model server on
+# 127.0.0.1 (tests/agents/model_server.py),
 # configures validator exactly as examples/hooks says, and runs every scenario of harness.py.
 #
 #   bash tests/agents/run.sh            the pinned versions (CI)
@@ -11,11 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-pinned=(@anthropic-ai/claude-code@2.1.332 @openai/codex@0.169.0 @google/gemini-cli@0.61.0)
+pinned=(@anthropic-ai/claude-code@2.1.332 @openai/codex@0.169.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33)
 work=target/agents
 packages=("${pinned[@]}")
 if [ "${1:-}" = "--latest" ]; then
-    packages=(@anthropic-ai/claude-code@latest @openai/codex@latest @google/gemini-cli@latest)
+    packages=(@anthropic-ai/claude-code@latest @openai/codex@latest @google/gemini-cli@latest opencode-ai@latest)
     work=target/agents-latest
     rm -f "$work/installed"    # latest moves: always ask the registry again
 fi
