@@ -23,18 +23,6 @@ fn findings(verdict: &serde_json::Value, name: &str) -> Vec<serde_json::Value> {
 }
 
 /// `validator rules check` on `path`: its exit code and what it wrote to stderr.
-fn rules_check(path: &std::path::Path) -> (Option<i32>, String) {
-    let output = common::validator()
-        .args(["rules", "check", "-c"])
-        .arg(path)
-        .output()
-        .expect("run validator");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 fn commit_all(dir: &std::path::Path) {
     git(dir, &["init", "-q"]);
     git(dir, &["add", "-A"]);
@@ -170,7 +158,7 @@ fn a_pattern_that_does_not_compile_is_refused_where_it_is_written() {
     project.rules(&rules(
         "      - name: content\n        rule: content\n        files: [\"*.py\"]\n        ban: [{pattern: 'breakpoint('}]\n",
     ));
-    let (code, stderr) = rules_check(&project.rules_path());
+    let (code, stderr) = common::rules_check(&project.rules_path());
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("validator.yaml:9:"), "{stderr}");
     assert!(
@@ -323,7 +311,7 @@ fn a_gates_json_of_another_format_is_named_for_what_it_is_not_picked_apart() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("gates.json");
         std::fs::write(&path, source).expect("write");
-        let (code, stderr) = rules_check(&path);
+        let (code, stderr) = common::rules_check(&path);
         assert_eq!(code, Some(2), "{stderr}");
         assert!(stderr.contains(says), "{source}: {stderr}");
         assert!(!stderr.contains("remove it"), "{source}: {stderr}");
@@ -492,7 +480,7 @@ fn init_from_converts_other_runners_gates_json_into_rules_that_load() {
     ] {
         assert!(text.contains(expected), "`{expected}` not in:\n{text}");
     }
-    let (code, stderr) = rules_check(&rules);
+    let (code, stderr) = common::rules_check(&rules);
     assert_eq!(code, Some(0), "{stderr}");
 
     // The hook runner's own dialect is written out as `check` reads it; an existing file stays.
@@ -533,7 +521,7 @@ fn init_from_converts_other_runners_gates_json_into_rules_that_load() {
     ] {
         assert!(text.contains(expected), "`{expected}` not in:\n{text}");
     }
-    let (code, stderr) = rules_check(&rules);
+    let (code, stderr) = common::rules_check(&rules);
     assert_eq!(code, Some(0), "{stderr}");
 }
 

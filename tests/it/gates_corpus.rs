@@ -46,18 +46,6 @@ fn convert(from: &Path, to: &Path) -> (Option<i32>, String, String) {
     )
 }
 
-fn rules_check(rules: &Path) -> (Option<i32>, String) {
-    let output = common::validator()
-        .args(["rules", "check", "-c"])
-        .arg(rules)
-        .output()
-        .expect("run validator");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 /// The fixture project as a git repository, and a worker's change to it.
 fn project(root: &Path, broken: bool) -> PathBuf {
     let task = root.join("task");
@@ -123,7 +111,7 @@ fn every_shape_converts_to_rules_that_load_and_judge_the_fixture() {
             continue;
         }
         assert_eq!(code, Some(0), "{name}: {stderr}");
-        let (code, stderr) = rules_check(&rules);
+        let (code, stderr) = common::rules_check(&rules);
         assert_eq!(code, Some(0), "{name}: {stderr}");
         let text = std::fs::read_to_string(&rules).expect("converted");
 
@@ -211,7 +199,7 @@ fn a_directory_of_real_gates_json_files_converts_or_says_why() {
         let name = from.display();
         match code {
             Some(0) => {
-                let (code, stderr) = rules_check(&rules);
+                let (code, stderr) = common::rules_check(&rules);
                 assert_eq!(code, Some(0), "{name}: {stderr}");
                 loaded += 1;
             }

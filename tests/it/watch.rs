@@ -1464,6 +1464,24 @@ fn a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed(mode: Mode)
     assert_eq!((runs("a"), runs("b")), (1, 2));
 }
 
+/// `examples/agent-loop/run.sh svc sh AGENT` against the watcher's rules.
+fn agent_loop(w: &Watcher, agent: &Path) -> std::process::Output {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-loop/run.sh");
+    Command::new("sh")
+        .arg(&script)
+        .args(["svc", "sh"])
+        .arg(agent)
+        .env("VALIDATOR", BIN)
+        .env(
+            "VALIDATOR_FLAGS",
+            format!("-c {}", w.rules_path().display()),
+        )
+        .env("WAIT_TIMEOUT", VERDICT_TIMEOUT)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run the loop")
+}
+
 fn the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes(mode: Mode) {
     let w = Watcher::started(
         mode,
@@ -1482,20 +1500,7 @@ fn the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes(mode: Mo
         ),
     )
     .expect("agent");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-loop/run.sh");
-    let output = Command::new("sh")
-        .arg(&script)
-        .args(["svc", "sh"])
-        .arg(&agent)
-        .env("VALIDATOR", BIN)
-        .env(
-            "VALIDATOR_FLAGS",
-            format!("-c {}", w.rules_path().display()),
-        )
-        .env("WAIT_TIMEOUT", VERDICT_TIMEOUT)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run the loop");
+    let output = agent_loop(&w, &agent);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
@@ -1527,20 +1532,7 @@ fn the_agent_loop_signals_the_agents_last_message_and_never_runs_it_past_the_bre
     let loop_with = |agent_script: &str| {
         let agent = w.path().join("agent.sh");
         fs::write(&agent, agent_script).expect("agent");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-loop/run.sh");
-        Command::new("sh")
-            .arg(&script)
-            .args(["svc", "sh"])
-            .arg(&agent)
-            .env("VALIDATOR", BIN)
-            .env(
-                "VALIDATOR_FLAGS",
-                format!("-c {}", w.rules_path().display()),
-            )
-            .env("WAIT_TIMEOUT", VERDICT_TIMEOUT)
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("run the loop")
+        agent_loop(&w, &agent)
     };
     let root = w.path().display().to_string();
     let dir = w.staging().join("svc").display().to_string();

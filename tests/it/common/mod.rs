@@ -309,3 +309,16 @@ pub fn cli(dir: &Path, rules: &Path, args: &[&str]) -> std::process::Output {
         .output()
         .expect("run validator")
 }
+
+/// `validator rules check -c RULES`: the exit code and stderr.
+pub fn rules_check(rules: &Path) -> (Option<i32>, String) {
+    let output = validator()
+        .args(["rules", "check", "-c"])
+        .arg(rules)
+        .output()
+        .expect("run validator");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
