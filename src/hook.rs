@@ -64,6 +64,10 @@ pub enum Agent {
     Claude,
     Codex,
     Gemini,
+    /// OpenCode has no blocking stop hook: its plugin (examples/hooks/opencode) sends this
+    /// adapter a Claude-shaped input when a session goes idle and sends a block's reason back
+    /// into the session.
+    Opencode,
 }
 
 /// Claude Code's own limit of stop-hook blocks in a row (9 unless this variable says).
@@ -83,7 +87,7 @@ impl Agent {
                     .filter(|&cap| cap > 1)
                     .unwrap_or(CLAUDE_BLOCK_CAP),
             ),
-            Agent::Codex | Agent::Gemini => None,
+            Agent::Codex | Agent::Gemini | Agent::Opencode => None,
         }
     }
 
@@ -92,6 +96,7 @@ impl Agent {
             Agent::Claude => "Claude Code",
             Agent::Codex => "Codex CLI",
             Agent::Gemini => "Gemini CLI",
+            Agent::Opencode => "OpenCode",
         }
     }
 
@@ -101,6 +106,7 @@ impl Agent {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
+            Agent::Opencode => "opencode",
         }
     }
 
@@ -110,6 +116,7 @@ impl Agent {
         match self {
             Agent::Claude | Agent::Codex => &["Stop", "SubagentStop"],
             Agent::Gemini => &["AfterAgent"],
+            Agent::Opencode => &["session.idle"],
         }
     }
 
@@ -120,13 +127,14 @@ impl Agent {
             Agent::Claude => &["CLAUDE_PROJECT_DIR"],
             Agent::Codex => &["CODEX_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
             Agent::Gemini => &["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"],
+            Agent::Opencode => &[],
         }
     }
 
     /// The `decision` that sends the agent back to work.
     fn block_word(self) -> &'static str {
         match self {
-            Agent::Claude | Agent::Codex => "block",
+            Agent::Claude | Agent::Codex | Agent::Opencode => "block",
             Agent::Gemini => "deny",
         }
     }
@@ -196,7 +204,7 @@ impl Input {
     /// says how many bytes were left out.
     pub fn message(&self, agent: Agent) -> (Cow<'_, str>, usize) {
         let message: Cow<'_, str> = match agent {
-            Agent::Claude | Agent::Codex => {
+            Agent::Claude | Agent::Codex | Agent::Opencode => {
                 Cow::Borrowed(self.last_assistant_message.as_deref().unwrap_or_default())
             }
             Agent::Gemini => self

@@ -127,14 +127,18 @@ pub fn review_answer(data: &[u8]) {
 /// cut to the end a done signal may hold, never more and never a split character.
 pub fn hook_input(data: &[u8]) {
     use validator::hook::{Agent, Input};
-    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini] {
-        let Ok(input) = Input::parse(agent, data) else {
+    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Opencode] {
+        let Ok(mut input) = Input::parse(agent, data) else {
             continue;
         };
+        // Gemini's transcript is a file on the machine, read by its own tests.
+        input.transcript_path = None;
         let (message, left_out) = input.message(agent);
         assert!(message.len() <= MAX_BODY);
         let whole = match agent {
-            Agent::Claude | Agent::Codex => input.last_assistant_message.as_deref(),
+            Agent::Claude | Agent::Codex | Agent::Opencode => {
+                input.last_assistant_message.as_deref()
+            }
             Agent::Gemini => input.prompt_response.as_deref(),
         }
         .unwrap_or_default();

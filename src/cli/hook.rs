@@ -20,6 +20,8 @@ pub(crate) enum HookAgent {
     Codex,
     /// Gemini CLI: AfterAgent
     Gemini,
+    /// OpenCode, through the plugin in examples/hooks/opencode: session.idle
+    Opencode,
 }
 
 impl From<HookAgent> for validator::hook::Agent {
@@ -28,6 +30,7 @@ impl From<HookAgent> for validator::hook::Agent {
             HookAgent::Claude => validator::hook::Agent::Claude,
             HookAgent::Codex => validator::hook::Agent::Codex,
             HookAgent::Gemini => validator::hook::Agent::Gemini,
+            HookAgent::Opencode => validator::hook::Agent::Opencode,
         }
     }
 }

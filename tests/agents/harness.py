@@ -34,11 +34,13 @@ FEEDBACK_MARK = "validator: FAIL"            # validator's feedback heading ...
 FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both must reach the model
 TIMEOUT = 180
 SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "error_verdict",
-             "agent_cap", "status_retry", "subagent", "loop", "loop_breaker")
+             "agent_cap", "status_retry", "subagent", "loop", "loop_breaker", "plugin", "plugin_breaker")
 # Scenarios only some agents have: Claude Code's subagents (its Agent tool, SubagentStop); the
 # hookless loop (examples/agent-loop) with the CLIs whose sessions it continues.
 ONLY = {"subagent": ("claude",), "loop": ("claude", "codex", "opencode"),
-        "loop_breaker": ("claude", "codex", "opencode")}
+        "loop_breaker": ("claude", "codex", "opencode"),
+        "plugin": ("opencode",), "plugin_breaker": ("opencode",)}
+PLUGIN = os.path.join(ROOT, "examples", "hooks", "opencode", "validator.js")
 # Agents run only in some scenarios: OpenCode has no blocking stop hook, only the loop.
 HOOKLESS = ("opencode",)
 LOOP = os.path.join(ROOT, "examples", "agent-loop", "run.sh")
@@ -112,6 +114,10 @@ def script_for(scenario, proj):
         return {"turns": [agent, {"text": "Sub done.\nSTATUS: OK"}, write,
                           {"text": "Wrote answer.txt.\nSTATUS: OK"},
                           {"text": "The subagent wrote it.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "plugin":  # as fail_fix_pass, OpenCode's plugin doing what a stop hook does
+        return script_for("fail_fix_pass", proj)
+    if scenario == "plugin_breaker":
+        return script_for("breaker", proj)
     if scenario == "loop":  # as fail_fix_pass, the loop doing what the hook did
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}, write,
                           {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
@@ -349,6 +355,17 @@ def run_one(cli, scenario):
             cmd = ["sh", LOOP, "proj", "sh", "-c", LOOP_WRAPPERS[cli]]
             watcher = subprocess.Popen([VALIDATOR, "-c", rules, "watch"], env=env,
                                        stdout=open(run + "/watch.out", "w"), stderr=subprocess.STDOUT)
+        if scenario.startswith("plugin"):  # `opencode serve` runs the plugin; `run --attach` drives it
+            config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
+            config["plugin"] = ["file://" + PLUGIN]
+            env.update(OPENCODE_CONFIG_CONTENT=json.dumps(config), VALIDATOR_BIN=VALIDATOR,
+                       VALIDATOR_RULES=rules)
+            serve_port = free_port()
+            watcher = subprocess.Popen(["opencode", "serve", "--hostname", "127.0.0.1", "--port", str(serve_port)],
+                                       cwd=proj, env=env, stdout=open(run + "/serve.out", "w"),
+                                       stderr=subprocess.STDOUT)
+            wait_listening(serve_port)
+            cmd = ["opencode", "run", "--attach", "http://127.0.0.1:%d" % serve_port, PROMPT]
         for k in filter(None, os.environ.get("E2E_DROP_ENV", "").split(",")):  # experiments only
             env.pop(k, None)
         if os.environ.get("E2E_STRACE") and shutil.which("strace"):  # record every connect(2): direct (non-proxy) traffic shows here
@@ -363,6 +380,8 @@ def run_one(cli, scenario):
             rc = p.returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
+        if scenario.startswith("plugin"):  # the plugin goes on judging after `run` returns
+            settled(run)
         dur = round(time.time() - t0, 1)
         if watcher:
             watcher.terminate()
@@ -375,6 +394,35 @@ def run_one(cli, scenario):
         json.dump(res, f, indent=2)
     print(json.dumps(res))
     return res
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_listening(port, seconds=30):
+    import socket
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def settled(run, seconds=60):
+    """Waits until the plugin's last answer ends the session (pass or stop), or `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        answered = [e for e in events(run) if e.get("event") == "hook_answered"]
+        if answered and answered[-1]["details"].get("answer") in ("pass", "stop"):
+            time.sleep(2)  # nothing more may follow
+            return
+        time.sleep(0.2)
 
 
 def load_log(run):
@@ -422,6 +470,12 @@ def check(cli, scenario, run, proj, rc, dur):
     elif scenario == "breaker_attempts":  # max_attempts: 3 -> stop 4 is ESCALATED
         ok = (not res["answer_exists"]) and len(mains) == 4 and rc == 0 and \
             res["verdicts"] == ["FAIL/block"] * 3 + ["ESCALATED/stop"]
+    elif scenario == "plugin":  # the feedback sent into the same session, then PASS
+        ok = res["answer_exists"] and len(mains) == 3 and fb_in[:1] == [1] and \
+            res["verdicts"] == ["FAIL/block", "PASS/pass"]
+    elif scenario == "plugin_breaker":  # strikes end it: nothing is sent after ESCALATED
+        ok = (not res["answer_exists"]) and len(mains) == 3 and \
+            res["verdicts"] == ["FAIL/block", "FAIL/block", "ESCALATED/stop"]
     elif scenario == "loop":  # the retry continues the session: the prompt and the feedback in turn 2
         second = json.dumps(mains[1].get("body"), ensure_ascii=False) if len(mains) > 1 else ""
         ok = res["answer_exists"] and rc == 0 and len(mains) == 3 and fb_in[:1] == [1] and \

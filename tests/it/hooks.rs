@@ -276,6 +276,41 @@ fn gemini_is_judged_on_its_last_turn_not_on_every_answer_since_the_prompt() {
 }
 
 #[test]
+fn opencode_idle_sessions_are_judged_as_stops_with_the_plugins_input() {
+    // What examples/hooks/opencode/validator.js sends when a session goes idle.
+    let project = project_with(&lint("lint", FAILING, ""), 1, 9);
+    let idle = json!({
+        "session_id": "ses_1",
+        "cwd": project.task_dir(),
+        "hook_event_name": "session.idle",
+        "last_assistant_message": "Done.\nSTATUS: OK",
+    });
+    let reason = hook(&project, "opencode", &idle).blocked("block");
+    assert!(reason.contains("# validator: FAIL"), "{reason}");
+    assert!(
+        hook(&project, "opencode", &idle)
+            .stopped()
+            .contains("ESCALATED")
+    );
+    // Wired to a Claude Code event, it refuses rather than answer in another agent's terms.
+    let mut stop = idle.clone();
+    stop["hook_event_name"] = json!("Stop");
+    assert_eq!(hook(&project, "opencode", &stop).code, 1);
+
+    let plugin = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks/opencode/validator.js"),
+    )
+    .expect("the plugin");
+    for expected in [
+        "\"hook\", \"opencode\"",
+        "session.idle",
+        ".prompt({ path: { id: sessionID }",
+    ] {
+        assert!(plugin.contains(expected), "{expected}");
+    }
+}
+
+#[test]
 fn a_subagent_counts_its_attempts_apart_from_its_session() {
     let project = project_with(&lint("lint", FAILING, ""), 2, 9);
     let parent = |n: u32| {
