@@ -34,7 +34,8 @@ pub(crate) const EXIT_ERROR: u8 = 2;
     about = "A quality gate that sits outside the worker it judges."
 )]
 pub(crate) struct Cli {
-    /// The rules file [default: ./validator.yaml, then $VALIDATOR_CONFIG]
+    /// The rules file [default: $VALIDATOR_CONFIG, then validator.yaml here or above, up to
+    /// the repository's top]
     #[arg(short, long, global = true, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     /// More log output on stderr (-v info, -vv debug); or set VALIDATOR_LOG
@@ -82,12 +83,17 @@ pub(crate) enum Command {
         /// file or `-` for stdin; its last 1 MiB is kept
         #[arg(long, value_name = "FILE", conflicts_with_all = ["status", "summary", "reason", "agent"])]
         message: Option<PathBuf>,
-        #[arg(long, value_enum)]
-        status: Option<Status>,
+        /// How the worker ended: a worker that signals is done (OK), unless it says it is stuck
+        /// and a person must decide (BLOCKED, with --reason)
+        #[arg(long, value_enum, default_value_t = Status::Ok)]
+        status: Status,
+        /// One line on what was done
         #[arg(long)]
         summary: Option<String>,
+        /// Why the worker is BLOCKED
         #[arg(long)]
         reason: Option<String>,
+        /// Who did the work (an agent's name), for the event log
         #[arg(long)]
         agent: Option<String>,
     },
@@ -346,10 +352,13 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let body = client::SignalBody {
                 agent,
-                status: status.map(|s| match s {
-                    Status::Ok => "OK".to_owned(),
-                    Status::Blocked => "BLOCKED".to_owned(),
-                }),
+                status: Some(
+                    match status {
+                        Status::Ok => "OK",
+                        Status::Blocked => "BLOCKED",
+                    }
+                    .to_owned(),
+                ),
                 summary,
                 reason,
             };
@@ -393,21 +402,38 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `-c`, else `./validator.yaml`, else `$VALIDATOR_CONFIG`.
+/// `-c`, else `$VALIDATOR_CONFIG`, else a `validator.yaml` found from here up to the
+/// repository's top.
 pub(crate) fn config_path(flag: Option<PathBuf>) -> Result<PathBuf> {
+    // The operator's choice first: a flag, then the environment (a sidecar's or a hook's
+    // setting), and only then a file found where the command runs, which a worker may write.
     if let Some(path) = flag {
         return Ok(path);
     }
-    let local = PathBuf::from("validator.yaml");
-    if local.exists() {
-        return Ok(local);
+    if let Some(path) = std::env::var_os("VALIDATOR_CONFIG").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
     }
-    match std::env::var_os("VALIDATOR_CONFIG") {
-        Some(path) if !path.is_empty() => Ok(PathBuf::from(path)),
-        _ => bail!(
-            "no rules file: ./validator.yaml does not exist\n  help: pass -c FILE, or set VALIDATOR_CONFIG"
-        ),
+    if let Some(found) = discover(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))) {
+        return Ok(found);
     }
+    bail!(
+        "no rules file: no validator.yaml here or in a directory above it up to the repository root\n  help: pass -c FILE, set VALIDATOR_CONFIG, or write one with `validator init`"
+    )
+}
+
+/// `validator.yaml` in `cwd` or, inside a git repository, in a directory above it up to the
+/// repository's top (as git finds its config); outside a repository only `cwd` is looked in.
+/// Found in `cwd` itself it is named relatively, as it always was.
+fn discover(cwd: &Path) -> Option<PathBuf> {
+    if cwd.join(validator::init::RULES_FILE).is_file() {
+        return Some(PathBuf::from(validator::init::RULES_FILE));
+    }
+    let top = cwd.ancestors().find(|dir| dir.join(".git").exists())?;
+    cwd.ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(top))
+        .map(|dir| dir.join(validator::init::RULES_FILE))
+        .find(|candidate| candidate.is_file())
 }
 
 pub(crate) fn load(config: &Path) -> Result<Rules> {

@@ -641,24 +641,60 @@ fn validator_config_is_used_when_there_is_no_local_rules_file() {
 }
 
 #[test]
-fn a_local_rules_file_wins_over_validator_config_and_c_wins_over_both() {
+fn c_wins_over_validator_config_which_wins_over_a_local_rules_file() {
+    // A hook or sidecar sets VALIDATOR_CONFIG; a validator.yaml where the command runs may be
+    // the worker's.
     let local = project(&[lint("local", PASSES, "")]);
     let from_env = project(&[lint("from_env", PASSES, "")]);
     let from_flag = project(&[lint("from_flag", PASSES, "")]);
-    let run = |with_flag: bool| {
+    let run = |env: bool, flag: bool| {
         let mut cmd = validator();
         cmd.current_dir(local.path())
-            .env("VALIDATOR_CONFIG", from_env.rules_path())
             .arg("check")
             .arg("--task-dir")
             .arg(local.task_dir());
-        if with_flag {
+        if env {
+            cmd.env("VALIDATOR_CONFIG", from_env.rules_path());
+        }
+        if flag {
             cmd.arg("-c").arg(from_flag.rules_path());
         }
         json_verdict(&mut cmd).1
     };
-    assert_eq!(run(false)["gates"][0]["name"], "local");
-    assert_eq!(run(true)["gates"][0]["name"], "from_flag");
+    assert_eq!(run(false, false)["gates"][0]["name"], "local");
+    assert_eq!(run(true, false)["gates"][0]["name"], "from_env");
+    assert_eq!(run(true, true)["gates"][0]["name"], "from_flag");
+}
+
+#[test]
+fn the_rules_file_is_found_upward_to_the_repository_root_and_no_further() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let repo = root.path().join("repo");
+    std::fs::create_dir_all(repo.join("src/deep")).expect("mkdir");
+    common::git(&repo, &["init", "-q"]);
+    let gates = lint("from_root", PASSES, "");
+    std::fs::write(repo.join("validator.yaml"), common::pipeline(&gates)).expect("rules");
+    let (code, verdict) = json_verdict(validator().current_dir(repo.join("src/deep")).args([
+        "check",
+        "--task-dir",
+        ".",
+    ]));
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(verdict["gates"][0]["name"], "from_root");
+
+    // Above the repository's top it is not looked for.
+    std::fs::rename(
+        repo.join("validator.yaml"),
+        root.path().join("validator.yaml"),
+    )
+    .expect("move");
+    let stderr =
+        refused(
+            validator()
+                .current_dir(repo.join("src/deep"))
+                .args(["check", "--task-dir", "."]),
+        );
+    assert!(stderr.contains("no rules file"), "{stderr}");
 }
 
 #[test]
@@ -1104,4 +1140,42 @@ fn a_rules_file_past_the_size_cap_is_refused_not_read_shortened() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("larger than 4 MiB"));
+}
+
+#[test]
+fn a_worker_that_signals_is_done_unless_it_says_blocked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("validator.yaml"),
+        common::pipeline("      - {name: status, rule: status}\n"),
+    )
+    .expect("rules");
+    std::fs::create_dir_all(dir.path().join("staging/t")).expect("task");
+    let judged = |args: &[&str]| {
+        validator()
+            .current_dir(dir.path())
+            .args(["signal", "t"])
+            .args(args)
+            .assert()
+            .success();
+        json_verdict(validator().current_dir(dir.path()).args([
+            "check",
+            "--task-dir",
+            "staging/t",
+            "--signal",
+            "staging/t.done",
+        ]))
+    };
+    let (code, verdict) = judged(&[]);
+    assert_eq!(
+        (code, verdict["verdict"].as_str()),
+        (0, Some("PASS")),
+        "{verdict:#}"
+    );
+    let (code, verdict) = judged(&["--status", "BLOCKED", "--reason", "the API key is missing"]);
+    assert_eq!(
+        (code, verdict["verdict"].as_str()),
+        (3, Some("BLOCKED")),
+        "{verdict:#}"
+    );
 }
