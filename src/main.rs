@@ -24,6 +24,15 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.verbose, cli.log_format);
+    // A reader that closed its end (`validator rules check | head -2`) ends the output, as it
+    // ends cat's: quietly, with the status a shell shows for a SIGPIPE. SIGPIPE itself stays
+    // ignored, since a gate closing its stdin must never kill the watcher.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !closed_pipe_panic(info.payload()) {
+            default_hook(info)
+        }
+    }));
     let hook = matches!(cli.command, Command::Hook { .. });
     // No input may panic validator; should a bug do so anyway, the exit code still keeps its
     // promise (2: could not judge; 1 for a hook, which must never block an agent by accident)
@@ -34,10 +43,12 @@ fn main() -> ExitCode {
     validator::reaper::reap_adopted();
     match ran {
         Ok(Ok(code)) => code,
+        Ok(Err(err)) if closed_pipe(&err) => ExitCode::from(EXIT_CLOSED_PIPE),
         Ok(Err(err)) => {
             eprintln!("error: {err:#}");
             ExitCode::from(EXIT_ERROR)
         }
+        Err(payload) if closed_pipe_panic(payload.as_ref()) => ExitCode::from(EXIT_CLOSED_PIPE),
         Err(_) => {
             eprintln!(
                 "error: validator failed unexpectedly (the panic above); this is a bug in validator, please report it"
@@ -45,4 +56,26 @@ fn main() -> ExitCode {
             ExitCode::from(if hook { EXIT_HOOK_ERROR } else { EXIT_ERROR })
         }
     }
+}
+
+/// What a shell shows for a process a SIGPIPE ended (128 + 13).
+const EXIT_CLOSED_PIPE: u8 = 141;
+
+/// An error that is only the reader of stdout having gone away.
+fn closed_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `print!`'s panic when stdout's reader has gone away.
+fn closed_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    text.starts_with("failed printing to std") && text.contains("Broken pipe")
 }

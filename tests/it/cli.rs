@@ -1179,3 +1179,31 @@ fn a_worker_that_signals_is_done_unless_it_says_blocked() {
         "{verdict:#}"
     );
 }
+
+#[test]
+fn a_reader_that_closed_the_pipe_ends_the_output_quietly() {
+    // `validator rules schema | head -1`: as cat ends, with the status of a SIGPIPE, no error.
+    let project = project_passing();
+    for args in [
+        &["rules", "schema"][..],
+        &["rules", "check"],
+        &["check", "--format", "json"],
+    ] {
+        let (reader, writer) = os_pipe::pipe().expect("pipe");
+        drop(reader);
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("validator"));
+        command
+            .arg("-c")
+            .arg(project.rules_path())
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped());
+        if args[0] == "check" {
+            command.arg("--task-dir").arg(project.task_dir());
+        }
+        let output = command.output().expect("run validator");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
