@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, EXIT_ERROR, EXIT_HOOK_ERROR, init_logging, run};
+use cli::{Cli, Command, EXIT_ERROR, EXIT_HOOK_ERROR, init_color, init_logging, run};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -23,7 +23,8 @@ fn main() -> ExitCode {
             err.exit()
         }
     };
-    init_logging(cli.verbose, cli.log_format);
+    let ansi = init_color(cli.color);
+    init_logging(cli.verbose, cli.log_format, ansi);
     // A reader that closed its end (`validator rules check | head -2`) ends the output, as it
     // ends cat's: quietly, with the status a shell shows for a SIGPIPE. SIGPIPE itself stays
     // ignored, since a gate closing its stdin must never kill the watcher.

@@ -44,8 +44,43 @@ pub(crate) struct Cli {
     /// Log format on stderr: text for people, json for containers
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub(crate) log_format: LogFormat,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set; FORCE_COLOR or CLICOLOR_FORCE
+    /// turn it on anywhere), always, or never
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    pub(crate) color: ColorWhen,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+/// Decides colour for stdout and stderr once, before anything is printed: `--color`, else the
+/// conventions (NO_COLOR wins over FORCE_COLOR and CLICOLOR_FORCE, as no-color.org asks), else
+/// whether the stream is a terminal. Returns whether stderr's log lines get colour.
+pub(crate) fn init_color(when: ColorWhen) -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
+    let choice = match when {
+        ColorWhen::Always => anstream::ColorChoice::Always,
+        ColorWhen::Never => anstream::ColorChoice::Never,
+        ColorWhen::Auto if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) => {
+            anstream::ColorChoice::Never
+        }
+        ColorWhen::Auto if set("FORCE_COLOR") || set("CLICOLOR_FORCE") => {
+            anstream::ColorChoice::Always
+        }
+        ColorWhen::Auto => anstream::ColorChoice::Auto,
+    };
+    choice.write_global();
+    match choice {
+        anstream::ColorChoice::Always | anstream::ColorChoice::AlwaysAnsi => true,
+        anstream::ColorChoice::Never => false,
+        anstream::ColorChoice::Auto => std::io::stderr().is_terminal(),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -261,7 +296,7 @@ pub(crate) fn parse_poll(text: &str) -> Result<Duration, String> {
     Ok(interval)
 }
 
-pub(crate) fn init_logging(verbose: u8, format: LogFormat) {
+pub(crate) fn init_logging(verbose: u8, format: LogFormat, ansi: bool) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -274,7 +309,7 @@ pub(crate) fn init_logging(verbose: u8, format: LogFormat) {
         .with_writer(std::io::stderr)
         .with_target(false);
     match format {
-        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Text => builder.with_ansi(ansi).init(),
         LogFormat::Json => builder.json().init(),
     }
 }

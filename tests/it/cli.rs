@@ -1207,3 +1207,31 @@ fn a_reader_that_closed_the_pipe_ends_the_output_quietly() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn colour_follows_the_flag_then_no_color_then_force_color_then_the_terminal() {
+    let project = project(&[lint("lint", FAILS, "")]);
+    let coloured = |flag: Option<&str>, env: &[(&str, &str)]| {
+        let mut cmd = project.check();
+        cmd.env_remove("NO_COLOR")
+            .env_remove("FORCE_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .args(["--format", "text"]);
+        if let Some(when) = flag {
+            cmd.args(["--color", when]);
+        }
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        let output = cmd.output().expect("run validator");
+        String::from_utf8_lossy(&output.stdout).contains('\u{1b}')
+    };
+    // stdout is a pipe here: no colour unless asked for.
+    assert!(!coloured(None, &[]));
+    assert!(coloured(Some("always"), &[]));
+    assert!(coloured(None, &[("FORCE_COLOR", "1")]));
+    assert!(coloured(None, &[("CLICOLOR_FORCE", "1")]));
+    assert!(!coloured(None, &[("FORCE_COLOR", "1"), ("NO_COLOR", "1")]));
+    assert!(!coloured(Some("never"), &[("FORCE_COLOR", "1")]));
+    assert!(coloured(Some("always"), &[("NO_COLOR", "1")]));
+}
