@@ -472,6 +472,7 @@ pub fn judge(
         cache: Some(&cache),
         cancel,
         observer: None,
+        selection: crate::pipeline::Selection::default(),
     };
     let case = Case {
         task,

@@ -15,7 +15,7 @@ use crate::cache::Cache;
 use crate::config::{Pipeline, Rules};
 use crate::contract::Contract;
 use crate::events::{Breaker, Event, EventLog};
-use crate::pipeline::{self, Observer, Supervision};
+use crate::pipeline::{self, Observer, Selection, Supervision};
 use crate::process::Cancel;
 use crate::state::{self, TaskState};
 use crate::task::Task;
@@ -36,6 +36,8 @@ pub struct Judge<'a> {
     pub cancel: Option<&'a Cancel>,
     /// Told of every gate, besides the history's event log.
     pub observer: Option<&'a dyn Observer>,
+    /// A person's choice of gates (`check` only); `watch` and `hook` run every gate.
+    pub selection: Selection<'a>,
 }
 
 /// One task to judge.
@@ -257,6 +259,7 @@ impl Judge<'_> {
             cancel: self.cancel,
             observer,
             cache: self.cache,
+            selection: self.selection,
         };
         pipeline::run_with(rules, pipeline, task, supervision)
     }

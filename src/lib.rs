@@ -28,6 +28,7 @@
 //!     cache: Some(&cache),
 //!     cancel: None,
 //!     observer: None,
+//!     selection: Default::default(),
 //! };
 //! let case = Case { task, pipeline: Ok(pipeline), refused: None };
 //! let verdict = judge.judge(case, None).verdict;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use super::{Format, load, print_verdict};
 use validator::progress::Progress;
@@ -39,6 +39,23 @@ pub(crate) struct CheckArgs {
     /// Run the `fix:` command of each gate that fails, then judge again
     #[arg(long)]
     pub(crate) fix: bool,
+    /// Run only these gates (repeat, or separate with commas); the others are reported as not
+    /// run
+    #[arg(long, value_name = "GATE", value_delimiter = ',')]
+    pub(crate) only: Vec<String>,
+    /// Do not run these gates (repeat, or separate with commas); also VALIDATOR_SKIP, as
+    /// pre-commit's SKIP
+    #[arg(
+        long,
+        value_name = "GATE",
+        value_delimiter = ',',
+        env = "VALIDATOR_SKIP"
+    )]
+    pub(crate) skip: Vec<String>,
+    /// Run every gate even after one fails, to see every failure at once (the verdict is the
+    /// same)
+    #[arg(long)]
+    pub(crate) keep_going: bool,
 }
 
 pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
@@ -54,6 +71,8 @@ pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
     }
     let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
+    let only = gate_names(&args.only, pipeline, "--only")?;
+    let skip = gate_names(&args.skip, pipeline, "--skip or VALIDATOR_SKIP")?;
     // Only the JSON document carries a signature; a key that is named but unreadable stops
     // the run before any gate, never a silently unsigned verdict.
     let sign = matches!(args.format, Format::Json);
@@ -74,6 +93,11 @@ pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
         observer: progress
             .as_deref()
             .map(|p| p as &dyn validator::pipeline::Observer),
+        selection: validator::pipeline::Selection {
+            only: &only,
+            skip: &skip,
+            keep_going: args.keep_going,
+        },
     };
     let judged = |task: Task| {
         let case = validator::judge::Case {
@@ -89,6 +113,38 @@ pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
     }
     drop(progress);
     print_verdict(&verdict, args.format, feedback::Retry::Rerun, config)
+}
+
+/// The gate names a person gave, each checked against the pipeline (a contract's gates,
+/// `contract.*`, are added to it when the task has one); empty entries dropped.
+fn gate_names(
+    names: &[String],
+    pipeline: &validator::config::Pipeline,
+    flag: &str,
+) -> Result<Vec<String>> {
+    let known: Vec<&str> = pipeline.gates.iter().map(|g| g.name.as_str()).collect();
+    let mut kept = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if !known.contains(&name) && !name.starts_with("contract.") {
+            let near = known
+                .iter()
+                .copied()
+                .max_by(|a, b| {
+                    strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b))
+                })
+                .filter(|near| strsim::jaro_winkler(name, near) > 0.8);
+            bail!(
+                "{flag} names `{}`, which pipeline `{}` has no gate called{}\n  help: its gates are {}",
+                validator::text::one_line(name),
+                pipeline.name,
+                near.map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default(),
+                known.join(", ")
+            );
+        }
+        kept.push(name.to_owned());
+    }
+    Ok(kept)
 }
 
 /// Runs the `fix:` of every gate that failed, saying on stderr what ran and how it ended;

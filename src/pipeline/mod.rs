@@ -32,6 +32,34 @@ pub struct Supervision<'a> {
     /// Where gates with `inputs:` remember their passes; without it every gate runs. The one
     /// thing a run writes, and only through this.
     pub cache: Option<&'a Cache>,
+    /// Which gates a person asked for (`check --only/--skip`, `--keep-going`).
+    pub selection: Selection<'a>,
+}
+
+/// A person's choice of gates for one `check` (never a worker's: `watch` and `hook` run every
+/// gate). A gate left out is reported `skipped`, its run going on as if it had passed, and the
+/// verdict warns that it did not run.
+#[derive(Clone, Copy, Default)]
+pub struct Selection<'a> {
+    /// Only these gates run (empty: every gate).
+    pub only: &'a [String],
+    /// These gates do not run.
+    pub skip: &'a [String],
+    /// A failing gate routed to BLOCK, or an ERROR, does not end the run: the next gate runs,
+    /// and the verdict is decided once every gate has had its turn.
+    pub keep_going: bool,
+}
+
+impl Selection<'_> {
+    fn leaves_out(&self, gate: &str) -> Option<&'static str> {
+        if self.skip.iter().any(|name| name == gate) {
+            Some("--skip")
+        } else if !self.only.is_empty() && !self.only.iter().any(|name| name == gate) {
+            Some("--only")
+        } else {
+            None
+        }
+    }
 }
 
 /// Runs `pipeline` over `task` and decides.
@@ -56,6 +84,8 @@ pub fn run_with(
     let mut reasons = Vec::new();
     let mut warnings = Vec::new();
     let mut next = Some(0);
+    let selection = supervision.selection;
+    let mut errored = false;
     // A done signal that cannot be read is the worker's failure whatever the gates are
     // (docs/signal.md): no gate runs on it.
     if let Err(why) = &task.signal.report {
@@ -65,7 +95,9 @@ pub fn run_with(
 
     let decision = loop {
         let Some(index) = next.filter(|&i| i < pipeline.gates.len()) else {
-            break if reasons.is_empty() {
+            break if errored {
+                Decision::Error
+            } else if reasons.is_empty() {
                 Decision::Pass
             } else {
                 Decision::Fail
@@ -86,6 +118,19 @@ pub fn run_with(
             break Decision::Error;
         }
         let gate = &pipeline.gates[index];
+        if let Some(flag) = selection.leaves_out(&gate.name) {
+            warnings.push(format!("{}: not run ({flag})", gate.name));
+            ran[index] = true;
+            let mut report = skipped(gate);
+            report.summary = format!("not run ({flag})");
+            gates.push(report);
+            next = match gate.on_pass {
+                Route::Goto(target) => Some(target),
+                Route::Continue => Some(index + 1),
+                Route::Pass | Route::Block | Route::Stop => None,
+            };
+            continue;
+        }
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             reasons.push(format!(
@@ -167,6 +212,12 @@ pub fn run_with(
             break Decision::Blocked;
         }
         let route = match result {
+            GateOutcome::Error if selection.keep_going => {
+                reasons.push(line);
+                errored = true;
+                next = Some(index + 1);
+                continue;
+            }
             GateOutcome::Error => {
                 reasons.push(line);
                 break Decision::Error;
@@ -189,6 +240,10 @@ pub fn run_with(
                 } else {
                     format!("{}: routed to BLOCK after passing", gate.name)
                 });
+                if selection.keep_going {
+                    next = Some(index + 1);
+                    continue;
+                }
                 break Decision::Fail;
             }
             Route::Stop => {

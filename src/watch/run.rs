@@ -208,6 +208,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         cache: cache.as_ref(),
         cancel: Some(&shared.cancel),
         observer: shared.observer.as_deref().map(|o| o as &dyn Observer),
+        selection: crate::pipeline::Selection::default(),
     };
     let case = Case {
         task,

@@ -1235,3 +1235,57 @@ fn colour_follows_the_flag_then_no_color_then_force_color_then_the_terminal() {
     assert!(!coloured(Some("never"), &[("FORCE_COLOR", "1")]));
     assert!(coloured(Some("always"), &[("NO_COLOR", "1")]));
 }
+
+#[test]
+fn only_skip_and_keep_going_choose_what_check_runs() {
+    let project = project(&[
+        lint("first", FAILS, ""),
+        lint("second", FAILS, ""),
+        lint("third", PASSES, ""),
+    ]);
+    let names = |verdict: &serde_json::Value| -> Vec<(String, String)> {
+        verdict["gates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| {
+                (
+                    g["name"].as_str().unwrap_or_default().to_owned(),
+                    g["outcome"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let judged = |args: &[&str], env: Option<&str>| {
+        let mut cmd = project.check();
+        cmd.args(args).env_remove("VALIDATOR_SKIP");
+        if let Some(skip) = env {
+            cmd.env("VALIDATOR_SKIP", skip);
+        }
+        json_verdict(&mut cmd)
+    };
+    // By default the first failure ends the run.
+    let (code, verdict) = judged(&[], None);
+    assert_eq!(code, 1);
+    assert_eq!(names(&verdict)[1], ("second".into(), "skipped".into()));
+    // --keep-going runs them all and reports both failures; the verdict is the same.
+    let (code, verdict) = judged(&["--keep-going"], None);
+    assert_eq!(code, 1);
+    let outcomes: Vec<String> = names(&verdict).into_iter().map(|(_, o)| o).collect();
+    assert_eq!(outcomes, ["fail", "fail", "pass"], "{verdict:#}");
+    // Skipped gates are said to have not run, in the warnings too.
+    let (code, verdict) = judged(&[], Some("first,second"));
+    assert_eq!(code, 0, "{verdict:#}");
+    assert!(
+        verdict["warnings"]
+            .to_string()
+            .contains("first: not run (--skip)"),
+        "{verdict:#}"
+    );
+    let (code, verdict) = judged(&["--only", "third"], None);
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(names(&verdict)[0], ("first".into(), "skipped".into()));
+    // A name the pipeline does not have is refused, with the names it has.
+    let stderr = refused(project.check().args(["--skip", "thrid"]));
+    assert!(stderr.contains("did you mean `third`?"), "{stderr}");
+}
