@@ -144,6 +144,10 @@ pub(crate) enum Command {
         /// signals for it when it finishes (examples/agent-loop)
         #[arg(long, value_enum, default_value_t = FeedbackFor::Signal)]
         feedback_for: FeedbackFor,
+        /// Wait even when no watcher is running (one is starting); by default `wait` says at
+        /// once that nothing will answer
+        #[arg(long)]
+        anyway: bool,
     },
     /// List tasks: last verdict, whether it is current, attempt, age
     Status {
@@ -404,6 +408,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             timeout,
             format,
             feedback_for,
+            anyway,
         } => wait(
             &config()?,
             &task,
@@ -413,6 +418,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
                 FeedbackFor::Signal => validator::verdict::feedback::Retry::Signal,
                 FeedbackFor::Finish => validator::verdict::feedback::Retry::Stop,
             },
+            anyway,
         ),
         Command::Reset {
             task,

@@ -193,9 +193,22 @@ pub(crate) fn wait(
     timeout: Duration,
     format: Format,
     retry: feedback::Retry,
+    anyway: bool,
 ) -> Result<ExitCode> {
     let rules = load(config)?;
     let key = sign::configured_key(rules.key_named())?;
+    // Without a watcher nothing will answer: say so at once rather than at the timeout, unless
+    // a verdict is already there or the caller knows one is starting.
+    let timeout = match (anyway, validator::watch::health::alive(&rules)) {
+        (false, Err(why)) => match client::wait(&rules, task, Duration::ZERO, key.as_ref())? {
+            Some(verdict) => return print_verdict(&verdict, format, retry, config),
+            None => bail!(
+                "{why}, so nothing will answer {task}'s signal\n  help: start `validator -c {} watch`, or pass --anyway to wait for one that is starting",
+                config.display()
+            ),
+        },
+        _ => timeout,
+    };
     match client::wait(&rules, task, timeout, key.as_ref())? {
         Some(verdict) => print_verdict(&verdict, format, retry, config),
         None => bail!(

@@ -391,6 +391,31 @@ pub fn check_config(config: &Path) -> Health {
     }
 }
 
+/// Whether a live watcher holds `rules`' state directory (it holds its record locked while it
+/// runs); `Err` says why not, for a caller about to wait on one.
+pub fn alive(rules: &Rules) -> Result<(), String> {
+    let path = rules.state.join(FILE_NAME);
+    let file = match open_record(&path, false) {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Err(format!(
+                "no watcher is running for {} ({} does not exist)",
+                rules.path.display(),
+                path.display()
+            ));
+        }
+        Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+    };
+    match Flock::lock(file, FlockArg::LockSharedNonblock) {
+        Err((_, Errno::EWOULDBLOCK)) => Ok(()),
+        _ => Err(format!(
+            "no watcher is running for {} (the one that wrote {} has ended)",
+            rules.path.display(),
+            path.display()
+        )),
+    }
+}
+
 /// The tasks whose verdict the live watcher of `rules` cannot write, and why (empty when no
 /// watcher holds the record, or all is written).
 pub fn unpublished(rules: &Rules) -> BTreeMap<String, String> {

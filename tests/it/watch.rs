@@ -1125,7 +1125,7 @@ fn wait_exit_codes_follow_the_verdict(mode: Mode) {
 }
 
 #[test]
-fn wait_times_out_with_exit_2_when_no_watcher_runs() {
+fn wait_says_at_once_that_no_watcher_runs_and_waits_anyway_when_asked() {
     let w = Watcher::new(Mode::Notify, &rules("", OUT));
     let signal = w.cli(&["signal", "t", "--status", "OK", "--summary", "done"]);
     assert!(signal.status.success(), "{signal:?}");
@@ -1133,15 +1133,22 @@ fn wait_times_out_with_exit_2_when_no_watcher_runs() {
         serde_json::from_slice(&fs::read(w.done_path("t")).unwrap()).expect("a JSON body");
     assert_eq!(body["status"], "OK");
 
-    let started = Instant::now();
-    let output = w.cli(&["wait", "t", "--timeout", "500ms"]);
-    let elapsed = started.elapsed();
+    // No watcher holds the state directory: said at once, not after the ten-minute default.
+    let output = w.cli(&["wait", "t"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     assert!(output.stdout.is_empty(), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no current verdict for t"), "{stderr}");
-    // It waits out its timeout (a clock cannot make that flake); anything past a minute
+    assert!(stderr.contains("no watcher is running"), "{stderr}");
+    assert!(stderr.contains("--anyway"), "{stderr}");
+
+    // --anyway waits out its timeout (a clock cannot make that flake); anything past a minute
     // would be a hang.
+    let started = Instant::now();
+    let output = w.cli(&["wait", "t", "--timeout", "500ms", "--anyway"]);
+    let elapsed = started.elapsed();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no current verdict for t"), "{stderr}");
     assert!(
         elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(60),
         "{elapsed:?}"
