@@ -113,6 +113,7 @@ pub(crate) enum Command {
     },
     /// Write a task's done file atomically, asking the watcher for a run
     Signal {
+        /// The task: its files are in <staging>/<TASK>, its done file becomes <staging>/<TASK>.done
         task: String,
         /// The done signal's body: the worker's last message (its STATUS block), read from this
         /// file or `-` for stdin; its last 1 MiB is kept
@@ -134,7 +135,9 @@ pub(crate) enum Command {
     },
     /// Block until a task has a current verdict, print its feedback; exit code as `check`
     Wait {
+        /// The task whose verdict to wait for
         task: String,
+        /// How long to wait for the verdict before giving up (exit 2)
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10m")]
         timeout: Duration,
         /// What to print
@@ -151,6 +154,7 @@ pub(crate) enum Command {
     },
     /// List tasks: last verdict, whether it is current, attempt, age
     Status {
+        /// A table for people, or JSON
         #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
         format: StatusFormat,
         /// Instead: whether the watcher for this rules file is alive and making progress; exit
@@ -175,6 +179,7 @@ pub(crate) enum Command {
     /// message as the done signal, answer in its format. Exit 0 with an answer, 1 (never
     /// blocking) when it cannot judge
     Hook {
+        /// The agent whose hook input comes on stdin and in whose format to answer
         #[arg(value_enum)]
         agent: HookAgent,
         /// The project to judge [default: the agent's project directory
@@ -219,6 +224,7 @@ pub(crate) enum Command {
     },
     /// Print a shell completion script (e.g. `validator completions bash > ~/.local/share/bash-completion/completions/validator`)
     Completions {
+        /// The shell to complete for
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -550,5 +556,29 @@ pub(crate) fn human_age(secs: u64) -> String {
         s if s < 3600 => format!("{}m", s / 60),
         s if s < 86400 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every option and argument of every command says what it is for in `--help`.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.get_help().is_none() && !matches!(id, "help" | "version") {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "validator", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:?}");
     }
 }
