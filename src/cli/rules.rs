@@ -16,9 +16,11 @@ pub(crate) fn rules_check(config: &Path) -> Result<ExitCode> {
     let rules = load(config)?;
     let mut out = anstream::stdout();
     let mut warnings = Vec::new();
+    let mut problems = Vec::new();
     for pipeline in &rules.pipelines {
         writeln!(out, "{}", graph::render(pipeline, rules.defaults.timeout))?;
         warnings.extend(graph::warnings(pipeline));
+        problems.extend(graph::problems(pipeline));
     }
     if let Some(cap) = validator::hook::Agent::Claude
         .block_cap()
@@ -35,6 +37,21 @@ pub(crate) fn rules_check(config: &Path) -> Result<ExitCode> {
         writeln!(out, "{warn}warning{warn:#}: {warning}")?;
     }
     let gates: usize = rules.pipelines.iter().map(|p| p.gates.len()).sum();
+    if !problems.is_empty() {
+        // What `check` would end in ERROR is not a valid setup here, whatever the syntax.
+        let error = anstyle::AnsiColor::Red.on_default();
+        for problem in &problems {
+            writeln!(out, "{error}error{error:#}: {problem}")?;
+        }
+        writeln!(
+            out,
+            "{}: {} problem{} that `check` would end in ERROR here",
+            config.display(),
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" },
+        )?;
+        return Ok(ExitCode::from(super::EXIT_ERROR));
+    }
     writeln!(
         out,
         "{}: valid, {} pipeline{}, {gates} gates, {} warning{}",

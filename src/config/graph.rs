@@ -17,6 +17,23 @@ fn successors(pipeline: &Pipeline, index: usize) -> [Option<usize>; 2] {
 }
 
 /// Problems a run would not report but a reader of the rules file should hear about.
+/// What would end a run of `pipeline` in ERROR on this machine before any worker's file is
+/// read: a schema that does not compile, a program no PATH directory holds.
+pub fn problems(pipeline: &Pipeline) -> Vec<String> {
+    pipeline
+        .gates
+        .iter()
+        .filter_map(|gate| {
+            gate.rule.preflight().map(|problem| {
+                format!(
+                    "pipeline `{}`: gate `{}`: {problem}",
+                    pipeline.name, gate.name
+                )
+            })
+        })
+        .collect()
+}
+
 pub fn warnings(pipeline: &Pipeline) -> Vec<String> {
     let n = pipeline.gates.len();
     let mut warnings = Vec::new();
@@ -33,14 +50,6 @@ pub fn warnings(pipeline: &Pipeline) -> Vec<String> {
             "pipeline `{}`: gate `{}` is unreachable: no gate leads to it",
             pipeline.name, gate.name
         ));
-    }
-    for gate in &pipeline.gates {
-        if let Some(problem) = gate.rule.preflight() {
-            warnings.push(format!(
-                "pipeline `{}`: gate `{}`: {problem}",
-                pipeline.name, gate.name
-            ));
-        }
     }
     for cycle in cycles(pipeline) {
         let names: Vec<&str> = cycle

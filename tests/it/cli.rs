@@ -1289,3 +1289,31 @@ fn only_skip_and_keep_going_choose_what_check_runs() {
     let stderr = refused(project.check().args(["--skip", "thrid"]));
     assert!(stderr.contains("did you mean `third`?"), "{stderr}");
 }
+
+#[test]
+fn rules_check_fails_on_what_check_would_end_in_error() {
+    let project = project(&[lint("lint", r#"["no-such-linter-anywhere"]"#, "")]);
+    let output = validator()
+        .args(["rules", "check", "-c"])
+        .arg(project.rules_path())
+        .output()
+        .expect("run validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains(
+            "error: pipeline `main`: gate `lint`: command `no-such-linter-anywhere` is not on PATH"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 problem that `check` would end in ERROR here"),
+        "{stdout}"
+    );
+    let (code, verdict) = json_verdict(&mut project.check());
+    assert_eq!(
+        (code, verdict["verdict"].as_str()),
+        (2, Some("ERROR")),
+        "{verdict:#}"
+    );
+}
