@@ -8,6 +8,7 @@
 //! only its last [`TAIL`] bytes are read, lines that do not parse are skipped, and anything
 //! unexpected yields `None`, which leaves the hook input's own answer.
 
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -41,6 +42,8 @@ pub fn last_model_turn(path: &Path) -> Option<String> {
 /// replacing its earlier record, then the model texts after the last text from the user side.
 fn last_turn<'a>(lines: impl Iterator<Item = &'a str>) -> Option<String> {
     let mut messages: Vec<Value> = Vec::new();
+    // Where each id's record is, so a long transcript costs one pass, not one per line.
+    let mut by_id: HashMap<String, usize> = HashMap::new();
     for line in lines {
         let Ok(record) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -51,14 +54,15 @@ fn last_turn<'a>(lines: impl Iterator<Item = &'a str>) -> Option<String> {
             _ => continue,
         };
         for message in batch {
-            let id = message.get("id").cloned();
-            match messages
-                .iter_mut()
-                .rev()
-                .find(|m| id.is_some() && m.get("id") == id.as_ref())
-            {
-                Some(earlier) => *earlier = message,
-                None => messages.push(message),
+            let id = message.get("id").map(Value::to_string);
+            match id.as_ref().and_then(|id| by_id.get(id)) {
+                Some(&earlier) => messages[earlier] = message,
+                None => {
+                    if let Some(id) = id {
+                        by_id.insert(id, messages.len());
+                    }
+                    messages.push(message);
+                }
             }
         }
     }
