@@ -70,23 +70,27 @@ pub enum Agent {
     Opencode,
 }
 
-/// Claude Code's own limit of stop-hook blocks in a row (9 unless this variable says).
+/// Claude Code's own limit of stop-hook blocks in a row: it accepts this many (8 unless the
+/// variable says) and ends the turn by itself at the next.
 const CLAUDE_BLOCK_CAP_VAR: &str = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP";
-const CLAUDE_BLOCK_CAP: u32 = 9;
+const CLAUDE_BLOCKS_ACCEPTED: u32 = 8;
 
 impl Agent {
-    /// How many blocks in a row the agent accepts before it ends the turn by itself, where it
-    /// has such a limit. The variable is read from the hook's environment, which the agent
-    /// passes on from its own.
-    pub fn block_cap(self) -> Option<u32> {
+    /// How many blocks in a row the agent accepts before it ends the turn by itself at the
+    /// next stop, where it has such a limit. The variable is read from the hook's environment,
+    /// which the agent passes on from its own, and read as Claude Code reads it (a number in
+    /// scientific notation, else the leading digits as JavaScript's `parseInt`); 0 or less is
+    /// no limit. Whoever sets it can only make the breaker trip sooner.
+    pub fn blocks_accepted(self) -> Option<u32> {
         match self {
-            Agent::Claude => Some(
-                std::env::var(CLAUDE_BLOCK_CAP_VAR)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u32>().ok())
-                    .filter(|&cap| cap > 1)
-                    .unwrap_or(CLAUDE_BLOCK_CAP),
-            ),
+            Agent::Claude => match std::env::var(CLAUDE_BLOCK_CAP_VAR) {
+                Ok(text) => match js_int(&text) {
+                    Some(n) if n <= 0 => None,
+                    Some(n) => Some(u32::try_from(n).unwrap_or(u32::MAX)),
+                    None => Some(CLAUDE_BLOCKS_ACCEPTED),
+                },
+                Err(_) => Some(CLAUDE_BLOCKS_ACCEPTED),
+            },
             Agent::Codex | Agent::Gemini | Agent::Opencode => None,
         }
     }
@@ -140,6 +144,77 @@ impl Agent {
     }
 }
 
+/// The JSON with every `\uD800`-`\uDFFF` escape that is not half of a pair replaced by
+/// `\uFFFD`. JavaScript's `JSON.stringify` writes a lone surrogate a model's text can hold;
+/// serde refuses it, and a refused input would let the agent stop unjudged.
+fn lone_surrogates_replaced(bytes: &[u8]) -> Cow<'_, [u8]> {
+    let hex = |at: usize| -> Option<u16> {
+        let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
+        u16::from_str_radix(digits, 16).ok()
+    };
+    let escape_at = |at: usize| -> Option<u16> {
+        (bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut out: Option<Vec<u8>> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            if let Some(out) = out.as_mut() {
+                out.push(bytes[i]);
+            }
+            i += 1;
+            continue;
+        }
+        let width = match escape_at(i) {
+            Some(0xD800..=0xDBFF)
+                if escape_at(i + 6).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low)) =>
+            {
+                12
+            }
+            Some(0xD800..=0xDFFF) => {
+                out.get_or_insert_with(|| bytes[..i].to_vec())
+                    .extend_from_slice(b"\\ufffd");
+                i += 6;
+                continue;
+            }
+            Some(_) => 6,
+            None => 2,
+        };
+        let end = (i + width).min(bytes.len());
+        if let Some(out) = out.as_mut() {
+            out.extend_from_slice(&bytes[i..end]);
+        }
+        i = end;
+    }
+    match out {
+        Some(out) => Cow::Owned(out),
+        None => Cow::Borrowed(bytes),
+    }
+}
+
+/// An integer as Claude Code reads its variables: a number (`2e0`, `2.0`) truncated, else the
+/// leading digits after an optional sign (`3abc` is 3); `None` when there are none.
+fn js_int(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(number) = text.parse::<f64>()
+        && number.is_finite()
+    {
+        return Some(number.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64);
+    }
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let digits: String = digits
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .take(18)
+        .collect();
+    digits.parse::<i64>().ok().map(|n| sign * n)
+}
+
 /// The fields of a stop hook's input that the adapter uses; agents add others, which are ignored.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Input {
@@ -180,7 +255,8 @@ impl Input {
                 MAX_INPUT / 1024 / 1024
             )));
         }
-        let input: Input = serde_json::from_slice(bytes)
+        let bytes = lone_surrogates_replaced(bytes);
+        let input: Input = serde_json::from_slice(&bytes)
             .map_err(|err| refuse(format!("not the JSON object a stop hook receives: {err}")))?;
         if input.session_id.trim().is_empty() {
             return Err(refuse("`session_id` is empty".into()));
@@ -390,14 +466,14 @@ pub fn judge(
     // Past the agent's own limit of blocks in a row, the agent stops by itself with the task
     // still FAIL and no reset advice; the breaker trips one stop before it instead.
     let capped;
-    let agent_cap = agent
-        .block_cap()
-        .filter(|&cap| rules.defaults.max_attempts >= cap);
-    let rules = match agent_cap {
-        Some(cap) => {
+    let accepted = agent
+        .blocks_accepted()
+        .filter(|&accepted| rules.defaults.max_attempts > accepted);
+    let rules = match accepted {
+        Some(accepted) => {
             capped = Rules {
                 defaults: crate::config::Defaults {
-                    max_attempts: cap - 1,
+                    max_attempts: accepted,
                     ..rules.defaults
                 },
                 ..rules.clone()
@@ -480,14 +556,15 @@ pub fn judge(
         refused: None,
     };
     let mut verdict = judge.judge(case, Some(&mut history)).verdict;
-    if let Some(cap) = agent_cap
+    if let Some(accepted) = accepted
         && verdict.verdict == Decision::Escalated
-        && verdict.attempt >= cap
+        && verdict.attempt > accepted
     {
         verdict.reasons.push(format!(
-            "{} ends a turn by itself after {cap} stop-hook blocks in a row ({}), so the breaker trips at stop {cap} rather than at `max_attempts`; raise that variable to allow more",
+            "{} ends a turn by itself after {accepted} stop-hook blocks in a row ({}), so the breaker trips at stop {} rather than at `max_attempts`; raise that variable to allow more",
             agent.display_name(),
             CLAUDE_BLOCK_CAP_VAR,
+            accepted + 1,
         ));
     }
     if let Err(err) = history.save() {
@@ -626,6 +703,33 @@ mod tests {
         assert_eq!(parent, session_key("../../etc; rm -rf /", Some("")));
         assert_ne!(parent, session_key("../../etc; rm -rf /", Some("a1")));
         assert_ne!(session_key("ab", Some("c")), session_key("a", Some("bc")));
+    }
+
+    #[test]
+    fn a_lone_surrogate_is_read_as_a_replacement_character() {
+        let input = br#"{"session_id": "s", "cwd": "/", "last_assistant_message": "a\ud800b \\ud800 \ud83d\ude00 \udc00"}"#;
+        let parsed = Input::parse(Agent::Claude, input).expect("parses");
+        assert_eq!(
+            parsed.last_assistant_message.as_deref(),
+            Some("a\u{fffd}b \\ud800 \u{1f600} \u{fffd}")
+        );
+    }
+
+    #[test]
+    fn claude_codes_variables_read_as_it_reads_them() {
+        for (text, expected) in [
+            ("8", Some(8)),
+            ("2.0", Some(2)),
+            ("3abc", Some(3)),
+            ("2e0", Some(2)),
+            (" -4", Some(-4)),
+            ("0", Some(0)),
+            ("abc", None),
+            ("", None),
+            ("99999999999999999999999", Some(i64::MAX)),
+        ] {
+            assert_eq!(js_int(text), expected, "{text:?}");
+        }
     }
 
     #[test]

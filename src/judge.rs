@@ -199,8 +199,22 @@ impl Judge<'_> {
                 pipeline::decide_without_running(rules, None, &task, decision, why)
             }
         };
-        // A cancelled run was not the worker's doing: it counts nothing and logs nothing.
-        let cancelled = self.cancel.is_some_and(Cancel::is_cancelled);
+        // A cancelled run was not the worker's doing: it counts nothing and logs nothing. In
+        // a hook it may well be: the gates' commands are the worker's code and can signal
+        // validator, and an ERROR there would let the agent stop. So there it is a failure
+        // that counts, and the breakers bound it.
+        let mut cancelled = self.cancel.is_some_and(Cancel::is_cancelled);
+        if cancelled
+            && history
+                .as_deref()
+                .is_some_and(|h| h.keeper == Keeper::Session)
+        {
+            verdict.verdict = Decision::Fail;
+            verdict.reasons = vec![
+                "validator was stopped by a signal before it finished judging this stop (a command of the gates may have sent it), so the stop is not let through".into(),
+            ];
+            cancelled = false;
+        }
         if !cancelled {
             if let Some(history) = history.as_deref_mut() {
                 count(history, &mut verdict, rules.defaults.strikes);

@@ -22,13 +22,14 @@ pub(crate) fn rules_check(config: &Path) -> Result<ExitCode> {
         warnings.extend(graph::warnings(pipeline));
         problems.extend(graph::problems(pipeline));
     }
-    if let Some(cap) = validator::hook::Agent::Claude
-        .block_cap()
-        .filter(|&cap| rules.defaults.max_attempts >= cap)
+    if let Some(accepted) = validator::hook::Agent::Claude
+        .blocks_accepted()
+        .filter(|&accepted| rules.defaults.max_attempts > accepted)
     {
         warnings.push(format!(
-            "max_attempts is {}, but Claude Code ends a turn by itself after {cap} stop-hook blocks in a row: under `validator hook claude` the breaker trips at stop {cap} (raise CLAUDE_CODE_STOP_HOOK_BLOCK_CAP in the agent's environment to allow more)",
-            rules.defaults.max_attempts
+            "max_attempts is {}, but Claude Code ends a turn by itself after {accepted} stop-hook blocks in a row: under `validator hook claude` the breaker trips at stop {} (raise CLAUDE_CODE_STOP_HOOK_BLOCK_CAP in the agent's environment to allow more)",
+            rules.defaults.max_attempts,
+            accepted + 1
         ));
     }
     print_hooks_and_notes(&mut out, &rules)?;

@@ -154,7 +154,15 @@ pub(crate) fn signal_message(config: &Path, task: &str, message: &Path) -> Resul
         tail(std::io::stdin().lock()).context("cannot read the message from stdin")?
     } else {
         validator::files::open(message, validator::files::Links::Follow)
-            .and_then(tail)
+            .and_then(|mut file| {
+                // Only the end is kept: start there, and read no further than it was long, so
+                // a file that something keeps growing still ends.
+                use std::io::{Seek, SeekFrom};
+                let len = file.metadata()?.len();
+                let keep = validator::signal::MAX_BODY as u64;
+                file.seek(SeekFrom::Start(len.saturating_sub(keep)))?;
+                tail(file.take(keep))
+            })
             .with_context(|| format!("cannot read the message from {}", message.display()))?
     };
     let text = String::from_utf8_lossy(&bytes);

@@ -311,6 +311,24 @@ fn opencode_idle_sessions_are_judged_as_stops_with_the_plugins_input() {
 }
 
 #[test]
+fn a_gate_that_signals_validator_does_not_let_the_agent_stop() {
+    // The gates' commands are the worker's code: one that sends validator SIGTERM must not turn
+    // the stop into an ERROR, which lets the agent stop. It is a failure, and it counts.
+    let project = project_with(
+        &lint("tests", r#"["sh", "-c", "kill -TERM $PPID; sleep 5"]"#, ""),
+        1,
+        9,
+    );
+    let reason = hook(&project, "claude", &stop(&project, "s1", "done")).blocked("block");
+    assert!(reason.contains("stopped by a signal"), "{reason}");
+    assert!(
+        hook(&project, "claude", &stop(&project, "s1", "done"))
+            .stopped()
+            .contains("ESCALATED")
+    );
+}
+
+#[test]
 fn a_subagent_counts_its_attempts_apart_from_its_session() {
     let project = project_with(&lint("lint", FAILING, ""), 2, 9);
     let parent = |n: u32| {
@@ -398,10 +416,15 @@ fn claude_codes_own_block_limit_trips_the_breaker_before_the_agent_gives_up() {
         reason.contains("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"),
         "{reason}"
     );
-    for _ in 0..3 {
-        claude("s2", Some("4")).blocked("block");
+    // The variable says how many blocks it accepts, read as Claude Code reads it ("4.0" is 4).
+    for _ in 0..4 {
+        claude("s2", Some("4.0")).blocked("block");
     }
-    assert!(claude("s2", Some("4")).stopped().contains("ESCALATED"));
+    assert!(claude("s2", Some("4.0")).stopped().contains("ESCALATED"));
+    // 0 is no limit of its own: the rules' max_attempts holds.
+    for _ in 0..12 {
+        claude("s4", Some("0")).blocked("block");
+    }
     // Codex has no such limit: its agent gets every attempt the rules allow.
     for _ in 0..12 {
         hook(&project, "codex", &stop(&project, "s3", "done")).blocked("block");
@@ -415,7 +438,8 @@ fn claude_codes_own_block_limit_trips_the_breaker_before_the_agent_gives_up() {
         .expect("run validator");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("Claude Code ends a turn by itself after 9"),
+        stdout.contains("Claude Code ends a turn by itself after 8 stop-hook blocks")
+            && stdout.contains("trips at stop 9"),
         "{stdout}"
     );
 }

@@ -4,22 +4,30 @@
 // as its next message. The breakers (max_attempts, strikes) end the loop as for the other
 // agents: on ESCALATED or BLOCKED nothing is sent and the session stays idle.
 //
-// Install: put this file in .opencode/plugin/ (or ~/.config/opencode/plugin/), or name it in
-// the config's "plugin" list as "file:///ABSOLUTE/PATH/TO/validator.js", and set the rules
-// file below (or VALIDATOR_RULES in OpenCode's environment). It runs where OpenCode waits for
-// plugins: the TUI and `opencode serve` (with `opencode run --attach`), not plain
-// `opencode run`, which exits on its first idle.
+// Install it where the agent cannot edit it: ~/.config/opencode/plugin/ of a user the agent
+// does not run as, or a read-only path named in the config's "plugin" list as
+// "file:///ABSOLUTE/PATH/TO/validator.js" (a project's .opencode/plugin/ is the agent's to
+// write). Set the two absolute paths below, or VALIDATOR_BIN and VALIDATOR_RULES in OpenCode's
+// environment: a bare `validator` would be looked up on a PATH the project can shadow. It runs
+// where OpenCode waits for plugins: the TUI and `opencode serve` (with `opencode run --attach`),
+// not plain `opencode run`, which exits on its first idle.
 import { spawn } from "node:child_process"
+import { isAbsolute } from "node:path"
 
-const VALIDATOR = process.env.VALIDATOR_BIN || "validator"
+const VALIDATOR = process.env.VALIDATOR_BIN || "/ABSOLUTE/PATH/TO/validator"
 const RULES = process.env.VALIDATOR_RULES || "/ABSOLUTE/PATH/TO/validator.yaml"
-// validator's own budget bounds a run; this only stops a hung process from holding the session.
-const TIMEOUT_MS = 30 * 60 * 1000
+// Past validator's own budget (30 minutes by default): this only ends a process that hangs.
+const TIMEOUT_MS = 2 * 60 * 60 * 1000
+// What the session is told when validator itself was stopped before it could judge (this
+// timeout, or a signal the gates' own commands sent): never a silent pass.
+const INTERRUPTED =
+  "# validator: not judged\n\nvalidator was stopped before it finished judging this session's " +
+  "work, so the work is not accepted yet. Finish again."
 
 /** Runs validator with `input` on stdin; its stdout, or null when it could not judge. */
 function judge(input, cwd) {
   return new Promise((resolve) => {
-    const child = spawn(VALIDATOR, ["-c", RULES, "hook", "opencode"], {
+    const child = spawn(VALIDATOR, ["-c", RULES, "hook", "opencode", "--task-dir", cwd], {
       cwd,
       stdio: ["pipe", "pipe", "pipe"],
       timeout: TIMEOUT_MS,
@@ -32,7 +40,12 @@ function judge(input, cwd) {
       console.error(`validator could not run: ${err.message}`)
       resolve(null)
     })
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
+      if (signal) {
+        console.error(`validator was stopped by ${signal} before it judged`)
+        resolve(JSON.stringify({ decision: "block", reason: INTERRUPTED }))
+        return
+      }
       // Exit 1 is validator's "cannot judge" (broken rules, bad input): never a block.
       if (code !== 0) {
         console.error(`validator could not judge this stop (exit ${code}): ${stderr.trim()}`)
@@ -52,45 +65,65 @@ async function lastAssistantText(client, sessionID) {
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]
     if (message?.info?.role !== "assistant") continue
-    return (message.parts ?? [])
+    const text = (message.parts ?? [])
       .filter((part) => part?.type === "text" && typeof part.text === "string")
       .map((part) => part.text)
       .join("\n")
+    // A lone surrogate would make the JSON validator reads invalid.
+    return typeof text.toWellFormed === "function" ? text.toWellFormed() : text
   }
   return ""
 }
 
 export const ValidatorGate = async ({ client, directory }) => {
+  const configured = isAbsolute(VALIDATOR) && isAbsolute(RULES)
+  if (!configured) {
+    console.error(
+      "validator plugin: set VALIDATOR_BIN and VALIDATOR_RULES to absolute paths; nothing is judged until then",
+    )
+  }
   const judging = new Set()
+  // Sessions that went idle again while being judged: judged once more when that ends.
+  const again = new Set()
+
+  const onIdle = async (sessionID) => {
+    if (judging.has(sessionID)) {
+      again.add(sessionID)
+      return
+    }
+    judging.add(sessionID)
+    let reply = null
+    try {
+      const input = JSON.stringify({
+        session_id: sessionID,
+        cwd: directory,
+        hook_event_name: "session.idle",
+        last_assistant_message: await lastAssistantText(client, sessionID),
+      })
+      const answer = await judge(input, directory)
+      reply = answer && answer.trim() ? JSON.parse(answer) : null
+    } catch (err) {
+      console.error(`validator plugin: ${err?.message ?? err}`)
+    } finally {
+      judging.delete(sessionID)
+    }
+    if (reply?.decision === "block" && typeof reply.reason === "string") {
+      again.delete(sessionID) // the feedback starts a new turn, whose idle is judged
+      // Not awaited: the session's next idle must find it free to judge again.
+      client.session
+        .prompt({ path: { id: sessionID }, body: { parts: [{ type: "text", text: reply.reason }] } })
+        .catch((err) => console.error(`validator plugin: cannot send the feedback: ${err?.message ?? err}`))
+      return
+    }
+    if (reply?.systemMessage) console.error(reply.systemMessage)
+    if (again.delete(sessionID)) await onIdle(sessionID)
+  }
+
   return {
     event: async ({ event }) => {
-      if (event?.type !== "session.idle") return
+      if (!configured || event?.type !== "session.idle") return
       const sessionID = event.properties?.sessionID
-      if (!sessionID || judging.has(sessionID)) return
-      judging.add(sessionID)
-      let reply = null
-      try {
-        const input = JSON.stringify({
-          session_id: sessionID,
-          cwd: directory,
-          hook_event_name: "session.idle",
-          last_assistant_message: await lastAssistantText(client, sessionID),
-        })
-        const answer = await judge(input, directory)
-        reply = answer && answer.trim() ? JSON.parse(answer) : null
-      } catch (err) {
-        console.error(`validator plugin: ${err?.message ?? err}`)
-      } finally {
-        judging.delete(sessionID)
-      }
-      if (reply?.decision === "block" && typeof reply.reason === "string") {
-        // Not awaited: the session's next idle must find it free to judge again.
-        client.session
-          .prompt({ path: { id: sessionID }, body: { parts: [{ type: "text", text: reply.reason }] } })
-          .catch((err) => console.error(`validator plugin: cannot send the feedback: ${err?.message ?? err}`))
-      } else if (reply?.systemMessage) {
-        console.error(reply.systemMessage)
-      }
+      if (sessionID) await onIdle(sessionID)
     },
   }
 }
