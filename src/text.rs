@@ -1,6 +1,7 @@
 //! Untrusted text made safe for where it lands: on one line (a feedback line, a log line, a
 //! table cell), and names (file names, paths, link targets) that a person or a model reads
-//! as what they are, never as structure of the document around them.
+//! as what they are, never as structure of the document around them. Also the one
+//! did-you-mean every error message uses.
 
 use std::borrow::Cow;
 
@@ -102,6 +103,30 @@ pub fn name(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The candidate a mistyped `typed` most likely meant, if one is close enough: a
+/// transposition or one wrong letter (`rnu` for `run`, `lnit` for `lint`), another case, or a
+/// near spelling of a longer word.
+pub fn closest<'c>(typed: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    candidates
+        .into_iter()
+        .map(|candidate| {
+            let edits = strsim::osa_distance(typed, candidate);
+            let near = candidate.eq_ignore_ascii_case(typed)
+                || (edits <= 1 && typed.chars().count() >= 2)
+                || (edits <= 2 && typed.chars().count() >= 6)
+                || strsim::jaro_winkler(typed, candidate) > 0.8;
+            (
+                candidate,
+                near,
+                edits,
+                strsim::jaro_winkler(typed, candidate),
+            )
+        })
+        .filter(|(_, near, _, _)| *near)
+        .min_by(|a, b| a.2.cmp(&b.2).then(b.3.total_cmp(&a.3)))
+        .map(|(candidate, ..)| candidate)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +162,16 @@ mod tests {
             // What is shown reads back as the name, as JSON.
             assert_eq!(serde_json::from_str::<String>(&shown).unwrap(), hostile);
         }
+    }
+
+    #[test]
+    fn a_typo_finds_the_word_it_meant_and_nothing_far_off() {
+        let keys = ["run", "files", "rule", "timeout", "on_fail"];
+        assert_eq!(super::closest("rnu", keys), Some("run"));
+        assert_eq!(super::closest("fiels", keys), Some("files"));
+        assert_eq!(super::closest("on_fial", keys), Some("on_fail"));
+        assert_eq!(super::closest("TIMEOUT", keys), Some("timeout"));
+        assert_eq!(super::closest("banana", keys), None);
+        assert_eq!(super::closest("x", keys), None);
     }
 }

@@ -126,13 +126,7 @@ fn gate_names(
     let mut kept = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if !known.contains(&name) && !name.starts_with("contract.") {
-            let near = known
-                .iter()
-                .copied()
-                .max_by(|a, b| {
-                    strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b))
-                })
-                .filter(|near| strsim::jaro_winkler(name, near) > 0.8);
+            let near = validator::text::closest(name, known.iter().copied());
             bail!(
                 "{flag} names `{}`, which pipeline `{}` has no gate called{}\n  help: its gates are {}",
                 validator::text::one_line(name),

@@ -466,13 +466,7 @@ fn hint(message: &str, line: &str, syntax: bool) -> String {
 
 /// The candidate most like `typed`, if it is close enough to be what was meant.
 fn closest<'c>(typed: &str, candidates: &[&'c str]) -> Option<&'c str> {
-    candidates
-        .iter()
-        .copied()
-        .map(|c| (c, strsim::jaro_winkler(typed, c)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .filter(|(c, score)| *score > 0.8 || c.eq_ignore_ascii_case(typed))
-        .map(|(c, _)| c)
+    crate::text::closest(typed, candidates.iter().copied())
 }
 
 /// How a command runs. It is the rules author's text, so its shell syntax is the author's to

@@ -499,14 +499,10 @@ fn parse_route(text: &str, names: &[&str]) -> Result<Route, (String, String)> {
             Some(index) => Ok(Route::Goto(index)),
             None => {
                 let routing = ROUTING_WORDS.iter().find(|w| w.eq_ignore_ascii_case(name));
-                let near = names.iter().copied().chain(ROUTING_WORDS).max_by(|a, b| {
-                    strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b))
-                });
+                let near = crate::text::closest(name, names.iter().copied().chain(ROUTING_WORDS));
                 let help = match (routing, near) {
                     (Some(word), _) => format!("routing words are upper case: write `{word}`"),
-                    (None, Some(near)) if strsim::jaro_winkler(name, near) > 0.8 => {
-                        format!("did you mean `{near}`?")
-                    }
+                    (None, Some(near)) => format!("did you mean `{near}`?"),
                     _ => format!(
                         "write CONTINUE, BLOCK, PASS, STOP or one of this pipeline's gates: {}",
                         names.join(", ")
@@ -549,13 +545,8 @@ fn hint_for(message: &str) -> String {
             .skip(1)
             .step_by(2)
             .collect();
-        let near = expected.iter().max_by(|a, b| {
-            strsim::jaro_winkler(typed, a).total_cmp(&strsim::jaro_winkler(typed, b))
-        });
-        return match near {
-            Some(near) if strsim::jaro_winkler(typed, near) > 0.8 => {
-                format!("did you mean `{near}`?")
-            }
+        return match crate::text::closest(typed, expected.iter().copied()) {
+            Some(near) => format!("did you mean `{near}`?"),
             _ if what == "value" && !expected.is_empty() => {
                 format!("write one of: {}", expected.join(", "))
             }

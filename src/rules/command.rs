@@ -137,13 +137,8 @@ impl Command {
         let format = match spec.format.as_deref() {
             None => findings::Only::default(),
             Some(name) => findings::Only::named(name).ok_or_else(|| {
-                let near = findings::FORMATS.iter().max_by(|a, b| {
-                    strsim::jaro_winkler(name, a).total_cmp(&strsim::jaro_winkler(name, b))
-                });
-                let help = match near {
-                    Some(near) if strsim::jaro_winkler(name, near) > 0.8 => {
-                        format!("did you mean `{near}`?")
-                    }
+                let help = match crate::text::closest(name, findings::FORMATS.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`?"),
                     _ => format!("write auto or one of: {}", findings::FORMATS.join(", ")),
                 };
                 KeyError::new(

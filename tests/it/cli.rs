@@ -1317,3 +1317,17 @@ fn rules_check_fails_on_what_check_would_end_in_error() {
         "{verdict:#}"
     );
 }
+
+#[test]
+fn a_transposed_key_gets_did_you_mean() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rules = dir.path().join("validator.yaml");
+    std::fs::write(
+        &rules,
+        common::pipeline("      - {name: t, rule: test, rnu: [\"true\"]}\n"),
+    )
+    .expect("rules");
+    let (code, stderr) = common::rules_check(&rules);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean `run`?"), "{stderr}");
+}
