@@ -36,6 +36,20 @@ pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
         grace: args.grace,
         no_cache: args.no_cache,
         heartbeat: args.heartbeat,
+        say: Some(Box::new({
+            let progress = progress.clone();
+            move |line: &str| {
+                let now = validator::timestamp::seconds(std::time::SystemTime::now());
+                let print = || {
+                    let mut out = anstream::stdout();
+                    let _ = writeln!(out, "{now} {line}");
+                };
+                match &progress {
+                    Some(progress) => progress.suspend(print),
+                    None => print(),
+                }
+            }
+        })),
         observer: progress
             .clone()
             .map(|p| p as Arc<dyn validator::pipeline::Observer + Send>),

@@ -50,6 +50,9 @@ pub struct Options {
     pub observer: Option<Arc<dyn Observer + Send>>,
     /// How often the main loop touches its heartbeat and checks its workers (whole seconds).
     pub heartbeat: Duration,
+    /// Told, in a line for a person, what the watcher watches when it starts and each reload of
+    /// the rules (the CLI prints them at default verbosity).
+    pub say: Option<Box<dyn Fn(&str) + Send + Sync>>,
 }
 
 /// Called with each published verdict (the CLI prints a line).
@@ -101,6 +104,20 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     );
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
+    if let Some(say) = &options.say {
+        let rules = shared.rules();
+        say(&format!(
+            "watching {} for <task>.done signals; rules {} ({} pipeline{}), verdicts in {}, state in {}, {} task{} at a time",
+            rules.staging.display(),
+            options.config.display(),
+            rules.pipelines.len(),
+            if rules.pipelines.len() == 1 { "" } else { "s" },
+            rules.verdicts.display(),
+            rules.state.display(),
+            options.jobs,
+            if options.jobs == 1 { "" } else { "s" },
+        ));
+    }
     let report = Arc::new(report);
 
     let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
@@ -523,6 +540,19 @@ fn same_file(a: &Path, b: &Path) -> bool {
 fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: &mut Scheduler) {
     // The key is read again with the rules: they may name another one. A key that cannot be
     // read keeps the previous rules and key in force, as a broken rules file does.
+    // An editor that saves in place (truncate, then write) fires an event before the file is
+    // whole: wait for it to settle (unchanged for a moment, two seconds at most), so a save is
+    // one reload and never an error about half a file.
+    let settle_until = std::time::Instant::now() + Duration::from_secs(2);
+    let mut seen = Fingerprint::of(&options.config);
+    loop {
+        std::thread::sleep(Duration::from_millis(150));
+        let now = Fingerprint::of(&options.config);
+        if now == seen || std::time::Instant::now() >= settle_until {
+            break;
+        }
+        seen = now;
+    }
     // Taken before reading: a change made while reading is then noticed next time.
     watches.rules_seen = Fingerprint::of(&options.config);
     let loaded = Rules::load(&options.config).and_then(|rules| {
@@ -553,6 +583,9 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
             shared.events.retain(rules.events);
             shared.replace_rules(rules, key);
             tracing::info!(config = %options.config.display(), "rules reloaded");
+            if let Some(say) = &options.say {
+                say(&format!("rules reloaded from {}", options.config.display()));
+            }
             warn_about_layout(&shared.rules());
             shared.events.record(
                 None,

@@ -142,6 +142,7 @@ in_both_modes!(
     a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed,
     the_agent_loop_example_feeds_the_feedback_back_until_the_work_passes,
     the_agent_loop_signals_the_agents_last_message_and_never_runs_it_past_the_breaker,
+    watch_says_what_it_watches_and_a_rules_file_saved_in_place_reloads_once_whole,
 );
 
 /// A temp project with a rules file, a staging directory and (once started) a watcher.
@@ -1469,6 +1470,37 @@ fn a_retry_in_the_watcher_reruns_only_the_gates_whose_inputs_changed(mode: Mode)
             .unwrap_or(0)
     };
     assert_eq!((runs("a"), runs("b")), (1, 2));
+}
+
+fn watch_says_what_it_watches_and_a_rules_file_saved_in_place_reloads_once_whole(mode: Mode) {
+    let w = Watcher::started(mode, &rules("", STATUS), &[]);
+    w.task("t", &[]);
+    let (code, _) = w.judge("t", "STATUS: OK\n");
+    assert_eq!(code, 0);
+    assert!(
+        w.logs().contains("watching ") && w.logs().contains("for <task>.done signals"),
+        "{}",
+        w.logs()
+    );
+    // An editor that saves in place: the file is empty, then half written, then whole.
+    let text = rules("", &format!("{STATUS}{}", sh_gate("more", "true")));
+    let mut file = fs::File::create(w.rules_path()).expect("truncate");
+    use std::io::Write as _;
+    file.write_all(&text.as_bytes()[..text.len() / 2])
+        .and_then(|()| file.flush())
+        .expect("half");
+    std::thread::sleep(Duration::from_millis(40));
+    file.write_all(&text.as_bytes()[text.len() / 2..])
+        .expect("rest");
+    drop(file);
+    w.wait_event("config_reloaded", |e| e["event"] == "config_reloaded");
+    assert!(w.logs().contains("rules reloaded from"), "{}", w.logs());
+    let errors: Vec<Value> = w
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{}", w.logs());
 }
 
 /// `examples/agent-loop/run.sh svc sh AGENT` against the watcher's rules.
