@@ -52,8 +52,11 @@ pub struct Options {
     pub heartbeat: Duration,
     /// Told, in a line for a person, what the watcher watches when it starts and each reload of
     /// the rules (the CLI prints them at default verbosity).
-    pub say: Option<Box<dyn Fn(&str) + Send + Sync>>,
+    pub say: Option<Notice>,
 }
+
+/// A line for a person (see [`Options::say`]).
+pub type Notice = Box<dyn Fn(&str) + Send + Sync>;
 
 /// Called with each published verdict (the CLI prints a line).
 pub type Reporter = Box<dyn Fn(&Verdict) + Send + Sync>;
