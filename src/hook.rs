@@ -292,15 +292,16 @@ impl Input {
                     self.prompt_response.as_deref().unwrap_or_default(),
                 )),
         };
-        let mut start = message.len().saturating_sub(crate::signal::MAX_BODY);
-        while !message.is_char_boundary(start) {
-            start += 1;
+        match message {
+            Cow::Borrowed(text) => {
+                let (tail, start) = crate::text::last_bytes(text, crate::signal::MAX_BODY);
+                (Cow::Borrowed(tail), start)
+            }
+            Cow::Owned(text) => {
+                let (tail, start) = crate::text::last_bytes(&text, crate::signal::MAX_BODY);
+                (Cow::Owned(tail.to_owned()), start)
+            }
         }
-        let tail = match message {
-            Cow::Borrowed(text) => Cow::Borrowed(&text[start..]),
-            Cow::Owned(text) => Cow::Owned(text[start..].to_owned()),
-        };
-        (tail, start)
     }
 
     /// The subagent's id, if this is a subagent stopping.

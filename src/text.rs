@@ -31,6 +31,16 @@ pub fn one_line(text: &str) -> String {
     out
 }
 
+/// The end of `text` that fits in `max_bytes`, never splitting a character, and how many
+/// bytes were left out before it: a message's STATUS block, an output's last lines.
+pub fn last_bytes(text: &str, max_bytes: usize) -> (&str, usize) {
+    let mut start = text.len().saturating_sub(max_bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    (&text[start..], start)
+}
+
 /// `text` cut to `max_chars` characters, the last of them `…` when anything was cut; never
 /// splits a character.
 pub fn clip(text: &str, max_chars: usize) -> String {

@@ -180,11 +180,8 @@ pub(crate) fn signal_message(config: &Path, task: &str, message: &Path) -> Resul
             .with_context(|| format!("cannot read the message from {}", message.display()))?
     };
     let text = String::from_utf8_lossy(&bytes);
-    let mut start = text.len().saturating_sub(validator::signal::MAX_BODY);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    let path = client::signal_text(&rules, task, &text[start..])?;
+    let (message, _) = validator::text::last_bytes(&text, validator::signal::MAX_BODY);
+    let path = client::signal_text(&rules, task, message)?;
     println!("signalled {task}: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }

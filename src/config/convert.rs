@@ -1113,8 +1113,9 @@ fn names_a_command(key: &str) -> bool {
         .any(|word| COMMAND_WORDS.contains(&word.to_ascii_lowercase().as_str()))
 }
 
-/// Keys that comment the file rather than configure anything.
-fn is_comment(key: &str) -> bool {
+/// Keys that comment the file rather than configure anything (here and in the hook runner's
+/// own dialect, whose example files carry them too).
+pub(super) fn is_comment(key: &str) -> bool {
     key.starts_with(['$', '_', '/', '#'])
         || key.starts_with("comment")
         || matches!(

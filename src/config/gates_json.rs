@@ -222,7 +222,7 @@ impl<'de> Deserialize<'de> for RawFile {
                         "gates" | "hooks" => {
                             return Err(de::Error::custom(format!("`{key}` is given twice")));
                         }
-                        _ if is_comment_key(&key) => {
+                        _ if super::convert::is_comment(&key) => {
                             map.next_value::<de::IgnoredAny>()?;
                         }
                         _ => return Err(de::Error::unknown_field(&key, &["gates", "hooks"])),
@@ -236,10 +236,6 @@ impl<'de> Deserialize<'de> for RawFile {
     }
 }
 
-/// A key that comments a file: `description`, `comment`, `comment2`, `$schema`, `_note`, `//`.
-fn is_comment_key(key: &str) -> bool {
-    key == "description" || key.starts_with("comment") || key.starts_with(['$', '_', '/'])
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

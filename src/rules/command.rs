@@ -737,11 +737,7 @@ pub(super) fn tail(text: &str, dropped: u64) -> Option<String> {
     if text.is_empty() {
         return None;
     }
-    let mut start = text.len().saturating_sub(TAIL_BYTES);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    let mut kept = &text[start..];
+    let (mut kept, start) = crate::text::last_bytes(text, TAIL_BYTES);
     // Cut after the TAIL_LINES-th newline from the end; `\n` is always a char boundary.
     if let Some((cut, _)) = kept.match_indices('\n').rev().nth(TAIL_LINES - 1) {
         kept = &kept[cut + 1..];

@@ -198,10 +198,9 @@ class Handler(BaseHTTPRequestHandler):
         log(entry)
         return self.send_json({"error": {"type": "not_found_error", "message": "scripted server: no such endpoint"}}, 404)
 
-    # ------------------------------------------------------------ Anthropic
-    def anthropic(self, entry, body):
-        entry["api"] = "anthropic"
-        main = anthropic_is_main(body)
+    def turn_for(self, entry, main):
+        """The scripted turn for an agent's own request; a side request (titles, summaries,
+        classifiers) gets a generic answer and does not use up a turn. Logs the request."""
         if main:
             idx, turn = next_turn()
             entry.update(kind="main", turn=idx)
@@ -209,6 +208,12 @@ class Handler(BaseHTTPRequestHandler):
             turn = {"text": "OK"}
             entry.update(kind="side")
         log(entry)
+        return turn
+
+    # ------------------------------------------------------------ Anthropic
+    def anthropic(self, entry, body):
+        entry["api"] = "anthropic"
+        turn = self.turn_for(entry, anthropic_is_main(body))
         model = body.get("model", "claude-scripted")
         blocks = []
         if "write" in turn:
@@ -256,14 +261,7 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------ OpenAI Responses
     def openai(self, entry, body):
         entry["api"] = "openai"
-        main = openai_is_main(body)
-        if main:
-            idx, turn = next_turn()
-            entry.update(kind="main", turn=idx)
-        else:
-            turn = {"text": "OK"}
-            entry.update(kind="side")
-        log(entry)
+        turn = self.turn_for(entry, openai_is_main(body))
         tool_names = {t.get("name"): t for t in body.get("tools") or [] if isinstance(t, dict)}
         resp_id = "resp_" + uuid.uuid4().hex[:20]
         model = body.get("model", "gpt-scripted")
@@ -337,21 +335,16 @@ class Handler(BaseHTTPRequestHandler):
             entry["kind"] = "side"
             log(entry)
             return self.send_json({"embedding": {"values": [0.0] * 8}})
-        main = gemini_is_main(body)
         gc = body.get("generationConfig") or body.get("config") or {}
-        if main:
-            idx, turn = next_turn()
-            entry.update(kind="main", turn=idx)
-            if "write" in turn:
-                w = turn["write"]
-                parts = [{"functionCall": {"name": "write_file",
-                                           "args": {"file_path": w["path"], "content": w["content"]}}}]
-            else:
-                parts = [{"text": turn["text"]}]
-        else:
-            entry["kind"] = "side"
+        turn = self.turn_for(entry, gemini_is_main(body))
+        if entry["kind"] == "side":
             parts = [{"text": gemini_side_text(gc)}]
-        log(entry)
+        elif "write" in turn:
+            w = turn["write"]
+            parts = [{"functionCall": {"name": "write_file",
+                                       "args": {"file_path": w["path"], "content": w["content"]}}}]
+        else:
+            parts = [{"text": turn["text"]}]
         resp = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
                 "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
                 "modelVersion": model}
