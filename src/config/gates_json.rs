@@ -236,7 +236,6 @@ impl<'de> Deserialize<'de> for RawFile {
     }
 }
 
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawGate {
