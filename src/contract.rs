@@ -216,6 +216,7 @@ impl Contract {
             timeout: None,
             about,
             inputs: None,
+            only_if: None,
             definition: String::new(),
         };
         let mut first = Vec::new();

@@ -42,8 +42,15 @@ pub struct Listing {
 /// names (directories behind links are not entered, so a link loop cannot trap the walk). Only
 /// the top-level `.git` is skipped: a `.git` deeper down is the worker's to fill.
 pub fn list(task: &Task) -> Listing {
+    list_to_depth(task, None)
+}
+
+/// As [`list`], going no deeper than `max_depth` levels below the task directory (1: its own
+/// files), for a look at a known place that need not walk the whole tree.
+pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
     let mut listing = Listing::default();
     let walker = WalkDir::new(&task.dir)
+        .max_depth(max_depth.unwrap_or(usize::MAX))
         .follow_links(false)
         .sort_by_file_name()
         .into_iter()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 
-use super::{Format, load, print_verdict};
+use super::{Format, Found, load, print_verdict};
 use validator::progress::Progress;
 use validator::verdict::feedback;
 use validator::verdict::sign;
@@ -15,9 +15,10 @@ use validator::{Signal, Task, task};
 
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {
-    /// The directory to judge
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub(crate) task_dir: PathBuf,
+    /// The directory to judge [default: where the rules file was found, when it was found in
+    /// a directory above; else the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub(crate) task_dir: Option<PathBuf>,
     /// The task's name (picks the pipeline and the snapshot baseline) [default: DIR's name]
     #[arg(long, value_name = "NAME")]
     pub(crate) task: Option<String>,
@@ -58,15 +59,20 @@ pub(crate) struct CheckArgs {
     pub(crate) keep_going: bool,
 }
 
-pub(crate) fn check(config: &Path, args: CheckArgs) -> Result<ExitCode> {
+pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
+    let task_dir = args
+        .task_dir
+        .clone()
+        .unwrap_or_else(|| config.project_dir());
+    let config = &config.path;
     let rules = load(config)?;
     let name = args
         .task
         .clone()
-        .unwrap_or_else(|| task::name_from_dir(&args.task_dir));
+        .unwrap_or_else(|| task::name_from_dir(&task_dir));
     // The state and verdict directories are not hidden from the rules here: inside a task
     // directory they are the worker's to write, so the rules must see them.
-    let mut task = Task::new(name, &args.task_dir)?.with_attempt(args.attempt);
+    let mut task = Task::new(name, &task_dir)?.with_attempt(args.attempt);
     if let Some(signal) = &args.signal {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
     }

@@ -345,7 +345,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         } => rules_schema(),
         Command::Rules {
             command: RulesCommand::Check,
-        } => rules_check(&config()?),
+        } => rules_check(&find_config(cli.config.clone())?),
         Command::Init { kind, force, from } => match from {
             Some(from) => rules::init_from(cli.config, &from, force),
             None => init(cli.config, kind.as_deref(), force),
@@ -358,7 +358,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         } => Ok(health(cli.config, format)),
         Command::Status { format, .. } => status(&config()?, format),
         Command::Check(args) => {
-            let config = config()?;
+            let config = find_config(cli.config.clone())?;
             // What a gate leaves running is re-parented here, to be killed (see `reaper`).
             validator::reaper::become_subreaper();
             check(&config, args)
@@ -452,16 +452,46 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
 /// `-c`, else `$VALIDATOR_CONFIG`, else a `validator.yaml` found from here up to the
 /// repository's top.
 pub(crate) fn config_path(flag: Option<PathBuf>) -> Result<PathBuf> {
+    find_config(flag).map(|found| found.path)
+}
+
+/// A rules file and how it was found.
+pub(crate) struct Found {
+    pub(crate) path: PathBuf,
+    /// Found by looking upward from the current directory (not named by `-c` or
+    /// `VALIDATOR_CONFIG`).
+    pub(crate) discovered: bool,
+}
+
+impl Found {
+    /// The directory `check` judges when none is named: the project the rules file was found
+    /// in (as git works from a subdirectory), or the current directory when the file was named.
+    pub(crate) fn project_dir(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(dir) if self.discovered && !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+}
+
+pub(crate) fn find_config(flag: Option<PathBuf>) -> Result<Found> {
     // The operator's choice first: a flag, then the environment (a sidecar's or a hook's
     // setting), and only then a file found where the command runs, which a worker may write.
+    let named = |path: PathBuf| Found {
+        path,
+        discovered: false,
+    };
     if let Some(path) = flag {
-        return Ok(path);
+        return Ok(named(path));
     }
     if let Some(path) = std::env::var_os("VALIDATOR_CONFIG").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(path));
+        return Ok(named(PathBuf::from(path)));
     }
-    if let Some(found) = discover(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))) {
-        return Ok(found);
+    if let Some(path) = discover(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))) {
+        return Ok(Found {
+            path,
+            discovered: true,
+        });
     }
     bail!(
         "no rules file: no validator.yaml here or in a directory above it up to the repository root\n  help: pass -c FILE, set VALIDATOR_CONFIG, or write one with `validator init`"

@@ -12,15 +12,19 @@ use validator::config::graph;
 use validator::verdict::sign::{self, KeyFile, KeySource, VerifyError};
 use validator::{Rules, Task, snapshot, task};
 
-pub(crate) fn rules_check(config: &Path) -> Result<ExitCode> {
+pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
+    let config = &found.path;
     let rules = load(config)?;
+    // Where `check` would judge: a gate that would not run there (`only_if`) lacks nothing.
+    let dir = found.project_dir();
+    let here = validator::Task::new(validator::task::name_from_dir(&dir), &dir).ok();
     let mut out = anstream::stdout();
     let mut warnings = Vec::new();
     let mut problems = Vec::new();
     for pipeline in &rules.pipelines {
         writeln!(out, "{}", graph::render(pipeline, rules.defaults.timeout))?;
         warnings.extend(graph::warnings(pipeline));
-        problems.extend(graph::problems(pipeline));
+        problems.extend(graph::problems(pipeline, here.as_ref()));
     }
     if let Some(accepted) = validator::hook::Agent::Claude
         .blocks_accepted()

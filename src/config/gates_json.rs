@@ -885,6 +885,7 @@ impl<'a> Reader<'a> {
                     timeout: None,
                     about: gate.about.clone(),
                     inputs: None,
+                    only_if: None,
                     definition: gate.definition.clone(),
                 });
             }

@@ -19,10 +19,16 @@ fn successors(pipeline: &Pipeline, index: usize) -> [Option<usize>; 2] {
 /// Problems a run would not report but a reader of the rules file should hear about.
 /// What would end a run of `pipeline` in ERROR on this machine before any worker's file is
 /// read: a schema that does not compile, a program no PATH directory holds.
-pub fn problems(pipeline: &Pipeline) -> Vec<String> {
+/// `here` is the directory `check` would judge: a gate whose `only_if` it does not meet would
+/// not run there, so what it lacks is no problem there.
+pub fn problems(pipeline: &Pipeline, here: Option<&crate::task::Task>) -> Vec<String> {
     pipeline
         .gates
         .iter()
+        .filter(|gate| match (&gate.only_if, here) {
+            (Some(only_if), Some(here)) => only_if.unmet(here).is_none(),
+            _ => true,
+        })
         .filter_map(|gate| {
             gate.rule.preflight().map(|problem| {
                 format!(
@@ -150,6 +156,9 @@ pub fn render(pipeline: &Pipeline, default_timeout: std::time::Duration) -> Stri
             target(i, gate.on_pass),
             target(i, gate.on_fail),
         );
+        if let Some(only_if) = &gate.only_if {
+            let _ = writeln!(out, "      only if: {}", only_if.describe());
+        }
     }
     out
 }

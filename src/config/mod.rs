@@ -118,6 +118,8 @@ pub struct Gate {
     /// `inputs:` globs: while the files they match, the definition and the tools are
     /// unchanged since the gate passed, it is not run again (see `cache`).
     pub inputs: Option<PatternSet>,
+    /// `only_if:`: what must be in the task directory for the gate to run.
+    pub only_if: Option<crate::rules::only_if::OnlyIf>,
     /// The gate as written, in a canonical form: part of its cache key.
     pub definition: String,
 }
@@ -466,6 +468,12 @@ impl Loader<'_> {
         for (g, spec) in specs.iter().enumerate() {
             let rule = Rule::from_spec(spec, dir)
                 .map_err(|err| self.error(&gate_at(g, err.key), err.message, err.help))?;
+            let only_if = spec
+                .only_if
+                .as_deref()
+                .map(crate::rules::only_if::OnlyIf::from_spec)
+                .transpose()
+                .map_err(|err| self.error(&gate_at(g, err.key), err.message, err.help))?;
             let route = |text: &Option<raw::RouteText>,
                          key: &'static str,
                          default: Route|
@@ -481,6 +489,7 @@ impl Loader<'_> {
                 timeout: spec.timeout,
                 about: None,
                 inputs: spec.inputs.as_deref().map(PatternSet::new),
+                only_if,
                 definition: serde_json::to_string(spec).unwrap_or_default(),
                 rule,
             });

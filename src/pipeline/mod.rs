@@ -124,11 +124,25 @@ pub fn run_with(
             let mut report = skipped(gate);
             report.summary = format!("not run ({flag})");
             gates.push(report);
-            next = match gate.on_pass {
-                Route::Goto(target) => Some(target),
-                Route::Continue => Some(index + 1),
-                Route::Pass | Route::Block | Route::Stop => None,
-            };
+            if let (Some(observer), Some(finished)) = (supervision.observer, gates.last()) {
+                observer.gate_finished(task, finished);
+            }
+            next = follow(gate.on_pass, index);
+            continue;
+        }
+        if let Some(why) = gate
+            .only_if
+            .as_ref()
+            .and_then(|only_if| only_if.unmet(task))
+        {
+            ran[index] = true;
+            let mut report = skipped(gate);
+            report.summary = why;
+            gates.push(report);
+            if let (Some(observer), Some(finished)) = (supervision.observer, gates.last()) {
+                observer.gate_finished(task, finished);
+            }
+            next = follow(gate.on_pass, index);
             continue;
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -285,6 +299,16 @@ fn unchecked(task: &Task) -> Vec<String> {
 
 fn context(task: &Task) -> Option<String> {
     task.contract.as_deref().and_then(|c| c.context.clone())
+}
+
+/// Where a gate that did not run sends the run: on, as if it had passed; a route that would
+/// end the run ends it there, decided by the gates that ran.
+fn follow(on_pass: Route, index: usize) -> Option<usize> {
+    match on_pass {
+        Route::Goto(target) => Some(target),
+        Route::Continue => Some(index + 1),
+        Route::Pass | Route::Block | Route::Stop => None,
+    }
 }
 
 fn skipped(gate: &crate::config::Gate) -> GateReport {

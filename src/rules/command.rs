@@ -36,6 +36,8 @@ pub struct Command {
     fix: Option<Vec<String>>,
     /// A findings report the command writes (`report:`; lint only).
     report: Option<String>,
+    /// Findings fail the gate even when the command exits 0 (`fail_on_findings:`; lint only).
+    fail_on_findings: bool,
 }
 
 /// The variables a command is started with, on top of validator's own environment.
@@ -90,7 +92,16 @@ command_rule!(
     Lint,
     Parse::Findings,
     About {
-        keys: &["run", "files", "env", "cwd", "format", "report", "fix"],
+        keys: &[
+            "run",
+            "files",
+            "env",
+            "cwd",
+            "format",
+            "report",
+            "fix",
+            "fail_on_findings",
+        ],
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
@@ -157,6 +168,7 @@ impl Command {
             format,
             fix: spec.fix.as_ref().map(|fix| fix.0.clone()),
             report: spec.report.clone(),
+            fail_on_findings: spec.fail_on_findings.unwrap_or(false),
         })
     }
 
@@ -409,6 +421,7 @@ impl Command {
                     }
                 }
                 let mut found = relative_findings(&ctx.task.dir, cwd, found);
+                let failed = failed || (self.fail_on_findings && !found.is_empty());
                 let summary = match (found.len(), failed) {
                     (0, true) if text.trim().is_empty() => {
                         format!("`{program}` exited with {code}")

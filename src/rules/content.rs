@@ -276,8 +276,11 @@ impl Content {
     }
 }
 
-fn compile(key: &'static str, written: &ContentPattern) -> Result<Check, KeyError> {
-    let regex = RegexBuilder::new(&written.pattern)
+/// A pattern of the rules file (`ban`, `require`, `only_if`'s `contains`) compiled as every
+/// such pattern is: `^` and `$` at each line (CR or CRLF ends too), size-limited, and an error
+/// that says why in one line.
+pub(crate) fn compile_pattern(key: &'static str, pattern: &str) -> Result<Regex, KeyError> {
+    RegexBuilder::new(pattern)
         .multi_line(true)
         // `^` and `$` at a CR or CRLF line end too: a file with CR line ends runs the same.
         .crlf(true)
@@ -297,12 +300,16 @@ fn compile(key: &'static str, written: &ContentPattern) -> Result<Check, KeyErro
                 key,
                 format!(
                     "pattern `{}` does not compile: {}",
-                    one_line(&written.pattern),
+                    one_line(pattern),
                     one_line(why.trim_start_matches("error: "))
                 ),
                 "write a regular expression in Rust's regex syntax (no look-around or back-references); escape `(`, `.` and `*` meant literally",
             )
-        })?;
+        })
+}
+
+fn compile(key: &'static str, written: &ContentPattern) -> Result<Check, KeyError> {
+    let regex = compile_pattern(key, &written.pattern)?;
     Ok(Check {
         regex,
         pattern: written.pattern.clone(),

@@ -15,6 +15,7 @@ pub mod dependencies;
 pub mod exists;
 pub mod findings;
 mod git;
+pub mod only_if;
 #[doc(hidden)]
 pub use git::read_listings as read_git_listings;
 pub mod review;

@@ -41,6 +41,13 @@ pub struct GateSpec {
     /// these files, the gate and its program are unchanged. Not for status, file-scope, review.
     #[schemars(length(min = 1))]
     pub inputs: Option<Vec<Pattern>>,
+    /// Run the gate only when one of these is in the task directory, such as the tool's own
+    /// configuration: `[{file: ruff.toml}, {file: pyproject.toml, contains: '^\[tool\.ruff'}]`.
+    /// Otherwise the gate is skipped, and its line says what was looked for. The files are the
+    /// worker's: protect them with file-scope's `readonly:` where removing one must not turn a
+    /// gate off.
+    #[schemars(length(min = 1))]
+    pub only_if: Option<Vec<crate::rules::only_if::PresenceSpec>>,
     // exists
     /// exists: globs that must each match at least `min_count` files.
     pub paths: Option<Vec<Pattern>>,
@@ -77,6 +84,9 @@ pub struct GateSpec {
     /// dash, rustc, stylish, compact, shellcheck, biome, github, formatter, cargo-json, sarif,
     /// checkstyle, rdjson.
     pub format: Option<String>,
+    /// lint: fail when findings are read from the output even though the command exited 0, for
+    /// tools that report without failing (`gofmt -l`, linters that only warn) (default: false).
+    pub fail_on_findings: Option<bool>,
     // schema
     /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local
     /// `$ref` only.
@@ -145,6 +155,7 @@ impl GateSpec {
             on_fail: None,
             timeout: None,
             inputs: None,
+            only_if: None,
             paths: None,
             forbid: None,
             non_empty: None,
@@ -155,6 +166,7 @@ impl GateSpec {
             cwd: None,
             junit: None,
             format: None,
+            fail_on_findings: None,
             fix: None,
             report: None,
             schema: None,

@@ -682,6 +682,18 @@ fn the_rules_file_is_found_upward_to_the_repository_root_and_no_further() {
     assert_eq!(code, 0, "{verdict:#}");
     assert_eq!(verdict["gates"][0]["name"], "from_root");
 
+    // Without --task-dir, the project judged is the one the rules file was found in (as git
+    // works from a subdirectory), not the subdirectory.
+    std::fs::write(
+        repo.join("validator.yaml"),
+        common::pipeline("      - {name: top, rule: exists, paths: [src/deep/here.txt]}\n"),
+    )
+    .expect("rules");
+    std::fs::write(repo.join("src/deep/here.txt"), "x\n").expect("write");
+    let (code, verdict) = json_verdict(validator().current_dir(repo.join("src/deep")).arg("check"));
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(verdict["task"], "repo");
+
     // Above the repository's top it is not looked for.
     std::fs::rename(
         repo.join("validator.yaml"),

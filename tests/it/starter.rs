@@ -573,25 +573,49 @@ fn the_python_pack_passes_a_clean_project_and_names_a_lint_finding_and_a_failing
     }
     let code_file = "def add(a, b):\n    return a + b\n";
     let test_file = "from tiny import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n";
+    let project_only = "[project]\nname = \"tiny\"\nversion = \"0.1.0\"\n";
     let (_root, dir) = project(
         &[
-            (
-                "pyproject.toml",
-                "[project]\nname = \"tiny\"\nversion = \"0.1.0\"\n",
-            ),
-            ("tiny.py", code_file),
+            ("pyproject.toml", project_only),
+            ("tiny.py", &format!("import os\n\n\n{code_file}")),
             ("test_tiny.py", test_file),
         ],
         &[],
     );
     assert_eq!(read(&dir.join("validator.yaml")), initialized("python"));
+    // A project that never configured ruff is not held to it (its unused import included):
+    // the gate says what would turn it on.
+    let (code, verdict) = check(&dir, &[]);
+    assert_passed("python", code, &verdict, &["outputs", "scope", "test"]);
+    let lint = common::gate(&verdict, "lint");
+    assert_eq!(lint["outcome"], "skipped");
+    assert!(
+        lint["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("not run") && s.contains("[tool\\.ruff")),
+        "{lint}"
+    );
+
+    // With ruff and its formatter configured, both run.
+    std::fs::write(
+        dir.join("pyproject.toml"),
+        format!("{project_only}\n[tool.ruff]\nline-length = 100\n\n[tool.ruff.format]\n"),
+    )
+    .expect("write");
+    std::fs::write(dir.join("tiny.py"), code_file).expect("write");
     let (code, verdict) = check(&dir, &[]);
     assert_passed(
         "python",
         code,
         &verdict,
-        &["outputs", "scope", "leftovers", "lint", "test"],
+        &["outputs", "scope", "leftovers", "lint", "format", "test"],
     );
+    for not_configured in ["flake8", "black"] {
+        assert_eq!(common::gate(&verdict, not_configured)["outcome"], "skipped");
+    }
+    std::fs::write(dir.join("tiny.py"), code_file.replace("a + b", "a+b")).expect("write");
+    let (code, verdict) = check(&dir, &[]);
+    assert_failed_at("python", code, &verdict, "format", "tiny.py");
 
     // A debugger call left in is caught before the linter runs, at its line.
     std::fs::write(dir.join("tiny.py"), format!("{code_file}breakpoint()\n")).expect("write");
@@ -657,6 +681,19 @@ fn the_node_pack_runs_the_package_scripts_and_fails_on_a_failing_test() {
     assert_failed_at("node", code, &verdict, "test", "test failed: adds");
     let output = common::gate(&verdict, "test")["output_tail"].to_string();
     assert!(output.contains("not ok 1 - adds"), "{output}");
+
+    // A package without a lint script (most have none) is not failed for npm's "Missing
+    // script": its lint gate is skipped, saying so. A `"lint"` outside `scripts` is no script.
+    std::fs::write(dir.join("index.js"), "exports.add = (a, b) => a + b;\n").expect("write");
+    std::fs::write(
+        dir.join("package.json"),
+        r#"{"name": "tiny", "version": "1.0.0", "keywords": ["lint"], "scripts": {"test": "node --test"}, "lint": {}}"#,
+    )
+    .expect("write");
+    let (code, verdict) = check(&dir, &[]);
+    assert_passed("node", code, &verdict, &["outputs", "scope", "test"]);
+    assert_eq!(common::gate(&verdict, "lint")["outcome"], "skipped");
+    assert_eq!(common::gate(&verdict, "format")["outcome"], "skipped");
 }
 
 #[test]
@@ -680,11 +717,24 @@ fn the_go_pack_passes_a_clean_module_and_names_a_vet_finding_and_a_failing_test(
     let cache = root.path().join("gocache");
     let env = [("GOCACHE", cache.as_path())];
     let (code, verdict) = check(&dir, &env);
-    assert_passed("go", code, &verdict, &["outputs", "scope", "lint", "test"]);
+    assert_passed(
+        "go",
+        code,
+        &verdict,
+        &["outputs", "scope", "format", "lint", "test"],
+    );
+
+    // gofmt exits 0 listing the files it would change: each is a finding that fails the gate.
+    std::fs::write(dir.join("tiny.go"), code_file.replace("a + b", "a+b")).expect("write");
+    let (code, verdict) = check(&dir, &env);
+    assert_failed_at("go", code, &verdict, "format", "tiny.go");
 
     let vetted = code_file
         .replace("package tiny\n", "package tiny\n\nimport \"fmt\"\n")
-        .replace("{ return", "{ fmt.Printf(\"%d\\n\"); return");
+        .replace(
+            "{ return a + b }",
+            "{\n\tfmt.Printf(\"%d\\n\")\n\treturn a + b\n}",
+        );
     std::fs::write(dir.join("tiny.go"), vetted).expect("write");
     let (code, verdict) = check(&dir, &env);
     assert_failed_at(
@@ -727,6 +777,15 @@ fn the_generic_pack_runs_make_lint_and_make_test() {
     std::fs::write(dir.join("greeting.txt.orig"), "hello world\n").expect("write");
     let (code, verdict) = check(&dir, &[]);
     assert_failed_at("generic", code, &verdict, "outputs", "greeting.txt.orig");
+
+    // A Makefile without those targets: nothing to run, said on each gate's line.
+    std::fs::remove_file(dir.join("greeting.txt.orig")).expect("rm");
+    std::fs::write(dir.join("Makefile"), "all:\n\ttrue\n").expect("write");
+    let (code, verdict) = check(&dir, &[]);
+    assert_passed("generic", code, &verdict, &["outputs", "scope"]);
+    for gate in ["lint", "test"] {
+        assert_eq!(common::gate(&verdict, gate)["outcome"], "skipped");
+    }
 }
 
 #[test]

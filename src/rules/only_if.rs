@@ -1,0 +1,195 @@
+//! `only_if:` on any gate: the gate runs only when the project has what it needs, such as a
+//! tool's configuration file or a script in package.json; otherwise it is skipped and the
+//! verdict says what was looked for, so a person knows what to add to have it run.
+//!
+//! The files are the task's, so this reads hostile input: only regular files inside the task
+//! directory (never through a link out), each read up to a cap, and a walk no deeper than the
+//! glob reaches unless it says `**`.
+
+use std::path::Path;
+
+use regex::bytes::Regex;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::KeyError;
+use crate::globs::{Pattern, PatternSet};
+use crate::task::Task;
+use crate::taskdir;
+use crate::text::one_line;
+
+/// Largest file `contains` reads; a larger file counts as not containing the pattern.
+const MAX_BYTES: u64 = 1024 * 1024;
+
+/// One thing whose presence lets the gate run, as the rules file writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PresenceSpec {
+    /// A glob of files in the task directory, such as `ruff.toml` or `.eslintrc*`.
+    pub file: Pattern,
+    /// A regular expression one of those files must contain (`^` and `$` match at each
+    /// line), such as `^\[tool\.ruff` for pyproject.toml. Files past 1 MiB are not read.
+    pub contains: Option<String>,
+}
+
+/// `only_if:` checked: the gate runs if any of these is present.
+#[derive(Debug, Clone)]
+pub struct OnlyIf {
+    any: Vec<Presence>,
+}
+
+#[derive(Debug, Clone)]
+struct Presence {
+    file: PatternSet,
+    /// How deep the walk goes to find `file` (`None`: the glob says `**`).
+    depth: Option<usize>,
+    contains: Option<Regex>,
+    written: PresenceSpec,
+}
+
+impl OnlyIf {
+    pub fn from_spec(specs: &[PresenceSpec]) -> Result<OnlyIf, KeyError> {
+        if specs.is_empty() {
+            return Err(KeyError::new(
+                "only_if",
+                "`only_if:` is empty, so the gate would never run",
+                "list what the gate needs, e.g. `only_if: [{file: ruff.toml}]`, or remove the key",
+            ));
+        }
+        let any = specs
+            .iter()
+            .map(|spec| {
+                let contains = spec
+                    .contains
+                    .as_deref()
+                    .map(|pattern| super::content::compile_pattern("only_if", pattern))
+                    .transpose()?;
+                let glob = spec.file.as_str();
+                Ok(Presence {
+                    file: PatternSet::new(std::slice::from_ref(&spec.file)),
+                    depth: (!glob.contains("**")).then(|| glob.split('/').count()),
+                    contains,
+                    written: spec.clone(),
+                })
+            })
+            .collect::<Result<_, KeyError>>()?;
+        Ok(OnlyIf { any })
+    }
+
+    /// `None` when the gate runs; otherwise why it does not, naming what was looked for.
+    pub fn unmet(&self, task: &Task) -> Option<String> {
+        if self.any.iter().any(|presence| presence.holds(task)) {
+            return None;
+        }
+        Some(format!(
+            "not run: the project has none of {}; add one to run it",
+            self.describe()
+        ))
+    }
+
+    /// What the gate looks for, one line: "`ruff.toml`, `pyproject.toml` containing /…/".
+    pub fn describe(&self) -> String {
+        let wanted: Vec<String> = self.any.iter().map(Presence::describe).collect();
+        wanted.join(", ")
+    }
+}
+
+impl Presence {
+    fn holds(&self, task: &Task) -> bool {
+        let listing = taskdir::list_to_depth(task, self.depth);
+        listing
+            .files
+            .iter()
+            .filter(|entry| self.file.is_match(&entry.rel))
+            .any(|entry| match &self.contains {
+                None => true,
+                Some(regex) => read(task, &entry.path).is_some_and(|bytes| regex.is_match(&bytes)),
+            })
+    }
+
+    fn describe(&self) -> String {
+        match &self.written.contains {
+            None => format!("`{}`", one_line(self.written.file.as_str())),
+            Some(pattern) => format!(
+                "`{}` containing /{}/",
+                one_line(self.written.file.as_str()),
+                one_line(pattern)
+            ),
+        }
+    }
+}
+
+fn read(task: &Task, path: &Path) -> Option<Vec<u8>> {
+    taskdir::read_capped(task, path, MAX_BYTES).ok()?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn only_if(yaml: &str) -> OnlyIf {
+        let specs: Vec<PresenceSpec> = yaml_serde::from_str(yaml).expect("yaml");
+        OnlyIf::from_spec(&specs).expect("valid")
+    }
+
+    fn task(files: &[(&str, &str)]) -> (tempfile::TempDir, Task) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (name, body) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, body).expect("write");
+        }
+        let task = Task::new("t", dir.path()).expect("task");
+        (dir, task)
+    }
+
+    #[test]
+    fn a_file_or_a_file_containing_a_pattern_lets_the_gate_run() {
+        let rule =
+            only_if("[{file: ruff.toml}, {file: pyproject.toml, contains: '^\\[tool\\.ruff'}]");
+        let (_dir, with_section) = task(&[("pyproject.toml", "[project]\n[tool.ruff]\n")]);
+        assert_eq!(rule.unmet(&with_section), None);
+        let (_dir, with_file) = task(&[("ruff.toml", "")]);
+        assert_eq!(rule.unmet(&with_file), None);
+        let (_dir, without) = task(&[("pyproject.toml", "[project]\n# [tool.ruff]\n")]);
+        let why = rule.unmet(&without).expect("skipped");
+        assert!(
+            why.contains("`ruff.toml`, `pyproject.toml` containing /^\\[tool\\.ruff/"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_glob_without_double_star_looks_no_deeper_than_it_reaches() {
+        let rule = only_if("[{file: '.eslintrc*'}]");
+        let (_dir, nested) = task(&[("node_modules/x/.eslintrc.json", "{}")]);
+        assert!(rule.unmet(&nested).is_some());
+        let (_dir, top) = task(&[(".eslintrc.json", "{}")]);
+        assert_eq!(rule.unmet(&top), None);
+        let deep = only_if("[{file: '**/conftest.py'}]");
+        let (_dir, tests) = task(&[("tests/unit/conftest.py", "")]);
+        assert_eq!(deep.unmet(&tests), None);
+    }
+
+    #[test]
+    fn a_link_out_of_the_task_is_not_read() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("pyproject.toml"), "[tool.ruff]\n").expect("write");
+        let (dir, task) = task(&[]);
+        std::os::unix::fs::symlink(
+            outside.path().join("pyproject.toml"),
+            dir.path().join("pyproject.toml"),
+        )
+        .expect("symlink");
+        let rule = only_if("[{file: pyproject.toml, contains: 'tool'}]");
+        assert!(rule.unmet(&task).is_some());
+    }
+
+    #[test]
+    fn an_empty_list_or_a_bad_pattern_is_refused() {
+        assert!(OnlyIf::from_spec(&[]).is_err());
+        let specs: Vec<PresenceSpec> =
+            yaml_serde::from_str("[{file: a, contains: '('}]").expect("yaml");
+        assert!(OnlyIf::from_spec(&specs).is_err());
+    }
+}
