@@ -1,10 +1,11 @@
-//! Progress for people at a terminal: while a gate has been running for more than a second,
-//! one status line names it with its elapsed time, redrawn in place and erased when it ends.
+//! Progress while gates run. At a terminal: while a gate has been running for more than a
+//! second, one status line names it with its elapsed time, redrawn in place and erased when it
+//! ends. In a pipe or a CI log, where nothing can be redrawn: a line every 30 seconds for each
+//! gate still running, so a long build is never three silent minutes.
 //!
 //! It is an [`Observer`] of the engine, so the engine still prints nothing: the caller hands
-//! it the terminal to draw on (the CLI does so only when stdout is one) and keeps it out of
-//! pipes, logs and CI output entirely. Fast gates never draw anything, so a quick `check`
-//! looks the same on a terminal as in a pipe.
+//! it the stream to write on. Fast gates never draw anything, so a quick `check` looks the same
+//! on a terminal as in a pipe.
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -17,6 +18,8 @@ use crate::verdict::GateReport;
 
 /// A gate that has run this long gets a status line.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
+/// Where nothing can be redrawn, how often a gate still running is named again.
+const LOG_EVERY: Duration = Duration::from_secs(30);
 /// How often the elapsed time is redrawn.
 const REDRAW_EVERY: Duration = Duration::from_millis(100);
 const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -37,7 +40,8 @@ struct Shared {
     out: Mutex<Box<dyn Write + Send>>,
     /// Name the task on the line (the watcher runs several); `check` runs one.
     with_task: bool,
-    width: usize,
+    /// The terminal's width; `None` where nothing is redrawn (a pipe, a log).
+    width: Option<usize>,
 }
 
 #[derive(Default)]
@@ -52,18 +56,30 @@ struct Running {
     task: String,
     gate: String,
     since: Instant,
+    /// Where lines are not redrawn: how many [`LOG_EVERY`] periods have been said.
+    said: u32,
 }
 
 impl Progress {
     /// Draws on `out`, a terminal `width` columns wide; `with_task` names the task before each
     /// gate (for the watcher, which runs tasks side by side).
     pub fn new(out: Box<dyn Write + Send>, width: usize, with_task: bool) -> Progress {
+        Progress::start(out, Some(width.max(20)), with_task)
+    }
+
+    /// Writes on `out`, where nothing can be redrawn (a pipe, a CI log): a line every 30 s for
+    /// each gate still running.
+    pub fn log(out: Box<dyn Write + Send>, with_task: bool) -> Progress {
+        Progress::start(out, None, with_task)
+    }
+
+    fn start(out: Box<dyn Write + Send>, width: Option<usize>, with_task: bool) -> Progress {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             out: Mutex::new(out),
             with_task,
-            width: width.max(20),
+            width,
         });
         let ticker = {
             let shared = Arc::clone(&shared);
@@ -106,6 +122,7 @@ impl Observer for Progress {
             task: task.name.clone(),
             gate: gate.to_owned(),
             since: Instant::now(),
+            said: 0,
         });
         drop(state);
         self.shared.wake.notify_all();
@@ -136,7 +153,7 @@ impl Shared {
                     .unwrap_or_else(PoisonError::into_inner)
             } else {
                 self.wake
-                    .wait_timeout(state, REDRAW_EVERY)
+                    .wait_timeout(state, self.tick())
                     .unwrap_or_else(PoisonError::into_inner)
                     .0
             };
@@ -152,8 +169,49 @@ impl Shared {
         self.redraw_with(|_| None);
     }
 
+    /// How often the ticker looks: a redrawn line's clock moves every tenth of a second; a
+    /// logged line is due every [`LOG_EVERY`], so a second is precise enough.
+    fn tick(&self) -> Duration {
+        match self.width {
+            Some(_) => REDRAW_EVERY,
+            None => Duration::from_secs(1),
+        }
+    }
+
     fn redraw(&self) {
-        self.redraw_with(|state| self.line(state));
+        match self.width {
+            Some(width) => self.redraw_with(|state| self.line(state, width)),
+            None => self.log_lines(),
+        }
+    }
+
+    /// Where nothing is redrawn: a line for each gate that has run another [`LOG_EVERY`].
+    fn log_lines(&self) {
+        let mut out = lock(&self.out);
+        let mut state = lock(&self.state);
+        let now = Instant::now();
+        let mut lines = String::new();
+        for running in &mut state.running {
+            let elapsed = now.duration_since(running.since);
+            let periods = (elapsed.as_secs() / LOG_EVERY.as_secs()).min(u64::from(u32::MAX)) as u32;
+            if periods <= running.said {
+                continue;
+            }
+            running.said = periods;
+            let name = match self.with_task {
+                true => format!("{}: {}", running.task, running.gate),
+                false => running.gate.clone(),
+            };
+            lines.push_str(&format!(
+                "  … {} still running ({})\n",
+                crate::text::one_line(&name),
+                crate::duration::format(Duration::from_secs(elapsed.as_secs()))
+            ));
+        }
+        drop(state);
+        if !lines.is_empty() {
+            let _ = out.write_all(lines.as_bytes()).and_then(|()| out.flush());
+        }
     }
 
     /// Erases the line if it is drawn and draws `line(state)`, if any.
@@ -174,7 +232,7 @@ impl Shared {
     }
 
     /// The status line for the gates that have run longer than [`SHOW_AFTER`], if any.
-    fn line(&self, state: &mut State) -> Option<String> {
+    fn line(&self, state: &mut State, width: usize) -> Option<String> {
         let now = Instant::now();
         let slow: Vec<String> = state
             .running
@@ -196,7 +254,7 @@ impl Shared {
         state.frame = (state.frame + 1) % SPINNER.len();
         let line = format!("  {} {}", SPINNER[state.frame], slow.join(" · "));
         // A line wider than the terminal wraps, and `\r` would then erase only its last row.
-        Some(line.chars().take(self.width - 1).collect())
+        Some(line.chars().take(width - 1).collect())
     }
 }
 
@@ -266,6 +324,29 @@ mod tests {
         progress.shared.redraw();
         assert!(screen.text().ends_with(ERASE), "{:?}", screen.text());
         drop(progress);
+    }
+
+    #[test]
+    fn in_a_pipe_a_gate_still_running_is_named_every_30_seconds_on_its_own_line() {
+        let screen = Screen::default();
+        let progress = Progress::log(Box::new(screen.clone()), false);
+        let task = task();
+        progress.gate_started(&task, "test");
+        progress.shared.redraw();
+        assert_eq!(screen.text(), "", "nothing before 30 s");
+        lock(&progress.shared.state).running[0].since -= Duration::from_secs(31);
+        progress.shared.redraw();
+        progress.shared.redraw();
+        assert_eq!(screen.text(), "  … test still running (31s)\n");
+        lock(&progress.shared.state).running[0].since -= Duration::from_secs(30);
+        progress.shared.redraw();
+        assert_eq!(
+            screen.text(),
+            "  … test still running (31s)\n  … test still running (61s)\n"
+        );
+        progress.gate_finished(&task, &report("test"));
+        drop(progress);
+        assert!(!screen.text().contains('\r'), "never redrawn in place");
     }
 
     #[test]

@@ -1,16 +1,17 @@
 //! `validator check`: one run over a directory, the verdict printed, the exit code the verdict's.
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
 
 use super::{Format, Found, load, print_verdict};
 use validator::progress::Progress;
-use validator::verdict::feedback;
 use validator::verdict::sign;
+use validator::verdict::{feedback, format};
 use validator::{Signal, Task, task};
 
 #[derive(clap::Args)]
@@ -57,6 +58,10 @@ pub(crate) struct CheckArgs {
     /// same)
     #[arg(long)]
     pub(crate) keep_going: bool,
+    /// Print the verdict only: no line for each gate as it finishes (on stderr for formats
+    /// other than text), and no progress
+    #[arg(short, long)]
+    pub(crate) quiet: bool,
 }
 
 pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
@@ -87,8 +92,19 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
         false => validator::judge::signing(&rules),
     };
     let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
-    // Dropped (the line erased) before the verdict is printed.
-    let progress = terminal_progress(false);
+    // Dropped (its progress line erased) before the verdict is printed.
+    let stream = (!args.quiet).then(|| Stream::new(args.format, pipeline));
+    let header = || {
+        if let Some(stream) = &stream {
+            stream.print(&format::text_header(
+                &task.name,
+                &pipeline.name,
+                args.attempt,
+                rules.defaults.max_attempts,
+            ));
+        }
+    };
+    header();
     let cancel = cancel_on_stop_signals()?;
     let judge = validator::judge::Judge {
         rules: &rules,
@@ -96,9 +112,9 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
         sign,
         cache: cache.as_ref(),
         cancel: Some(&cancel),
-        observer: progress
-            .as_deref()
-            .map(|p| p as &dyn validator::pipeline::Observer),
+        observer: stream
+            .as_ref()
+            .map(|s| s as &dyn validator::pipeline::Observer),
         selection: validator::pipeline::Selection {
             only: &only,
             skip: &skip,
@@ -115,10 +131,111 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
     };
     let mut verdict = judged(task.clone());
     if args.fix && run_fixes(&verdict, pipeline, &task, rules.defaults.timeout, &cancel) {
-        verdict = judged(task);
+        if let Some(stream) = &stream {
+            stream.restart();
+        }
+        header();
+        verdict = judged(task.clone());
     }
-    drop(progress);
-    print_verdict(&verdict, args.format, feedback::Retry::Rerun, config)
+    match stream {
+        // The gates are on the screen already: the ones that never ran, then the decision.
+        Some(stream) if matches!(args.format, Format::Text) => {
+            let shown = stream.finish();
+            let mut rest = String::new();
+            for gate in verdict.gates.iter().skip(shown) {
+                rest.push_str(&format::gate_text(gate, stream_width(pipeline)));
+            }
+            rest.push_str(&format::text_footer(&verdict));
+            let mut out = anstream::stdout();
+            out.write_all(rest.as_bytes())
+                .and_then(|()| out.flush())
+                .context("cannot write the verdict to stdout")?;
+            Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+        }
+        stream => {
+            drop(stream);
+            print_verdict(&verdict, args.format, feedback::Retry::Rerun, config)
+        }
+    }
+}
+
+fn stream_width(pipeline: &validator::config::Pipeline) -> usize {
+    format::name_width(pipeline.gates.iter().map(|g| g.name.as_str()))
+}
+
+/// Each gate's result printed as it finishes, with progress in between: a redrawn line for a
+/// gate past a second on a terminal, a line every 30 s for one still running in a pipe. On
+/// stdout for `--format text`, which is then printed piece by piece; on stderr for the other
+/// formats, whose stdout is a document a program reads.
+struct Stream {
+    progress: Option<Arc<Progress>>,
+    to_stdout: bool,
+    width: usize,
+    shown: AtomicUsize,
+}
+
+impl Stream {
+    fn new(format: Format, pipeline: &validator::config::Pipeline) -> Stream {
+        let to_stdout = matches!(format, Format::Text);
+        let progress = if to_stdout {
+            progress_on(std::io::stdout(), false)
+        } else {
+            progress_on(std::io::stderr(), false)
+        };
+        Stream {
+            progress: Some(progress),
+            to_stdout,
+            width: stream_width(pipeline),
+            shown: AtomicUsize::new(0),
+        }
+    }
+
+    fn print(&self, text: &str) {
+        let write = || {
+            // A closed stream is not worth failing a run over; the verdict's own write says so.
+            let _ = match self.to_stdout {
+                true => {
+                    let mut out = anstream::stdout();
+                    out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                }
+                false => {
+                    let mut out = anstream::stderr();
+                    out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                }
+            };
+        };
+        match &self.progress {
+            Some(progress) => progress.suspend(write),
+            None => write(),
+        }
+    }
+
+    /// A second judging (`--fix`) starts its count of printed gates again.
+    fn restart(&self) {
+        self.shown.store(0, Ordering::Relaxed);
+    }
+
+    /// How many gates were printed; the progress line is gone once this returns.
+    fn finish(mut self) -> usize {
+        self.progress = None;
+        self.shown.load(Ordering::Relaxed)
+    }
+}
+
+impl validator::pipeline::Observer for Stream {
+    fn gate_started(&self, task: &Task, gate: &str) {
+        if let Some(progress) = &self.progress {
+            progress.gate_started(task, gate);
+        }
+    }
+
+    fn gate_finished(&self, task: &Task, report: &validator::verdict::GateReport) {
+        if let Some(progress) = &self.progress {
+            progress.gate_finished(task, report);
+        }
+        self.print(&format::gate_text(report, self.width));
+        self.shown.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The gate names a person gave, each checked against the pipeline (a contract's gates,
@@ -195,19 +312,30 @@ pub(crate) fn cancel_on_stop_signals() -> Result<Arc<validator::process::Cancel>
 }
 
 /// A status line for gates that take longer than a second, only when stdout is a terminal
-/// that can redraw a line: pipes, files and CI logs get the verdict alone.
+/// that can redraw a line: pipes, files and CI logs get the verdict lines alone.
 pub(crate) fn terminal_progress(with_task: bool) -> Option<Arc<Progress>> {
     let stdout = std::io::stdout();
-    let dumb = std::env::var_os("TERM").is_some_and(|term| term == "dumb");
-    if !stdout.is_terminal() || dumb {
-        return None;
+    redraws(&stdout).then(|| progress_on(stdout, with_task))
+}
+
+fn redraws(stream: &impl IsTerminal) -> bool {
+    stream.is_terminal() && std::env::var_os("TERM").is_none_or(|term| term != "dumb")
+}
+
+/// Progress on `stream`: redrawn in place on a terminal, a line every 30 s elsewhere.
+fn progress_on<S>(stream: S, with_task: bool) -> Arc<Progress>
+where
+    S: IsTerminal + std::os::fd::AsFd + Write + Send + 'static,
+{
+    if !redraws(&stream) {
+        return Arc::new(Progress::log(Box::new(stream), with_task));
     }
-    let width = terminal_size::terminal_size_of(&stdout).map_or(80, |(width, _)| width.0);
-    Some(Arc::new(Progress::new(
-        Box::new(stdout),
+    let width = terminal_size::terminal_size_of(&stream).map_or(80, |(width, _)| width.0);
+    Arc::new(Progress::new(
+        Box::new(stream),
         usize::from(width),
         with_task,
-    )))
+    ))
 }
 
 pub(crate) fn read_signal(path: &Path) -> Result<Signal> {

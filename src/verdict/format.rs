@@ -20,64 +20,97 @@ const TAIL_SHOWN: usize = 12;
 /// output is not a terminal or NO_COLOR is set. Every field is one line without ESC, so only
 /// the styles added here reach the terminal.
 pub fn text(verdict: &Verdict) -> String {
+    let width = name_width(verdict.gates.iter().map(|g| g.name.as_str()));
+    let mut out = text_header(
+        &verdict.task,
+        &verdict.pipeline,
+        verdict.attempt,
+        verdict.max_attempts,
+    );
+    for gate in &verdict.gates {
+        out.push_str(&gate_text(gate, width));
+    }
+    out.push_str(&text_footer(verdict));
+    out
+}
+
+/// The first line of [`text`]: what is judged. Printed before the run when gates stream.
+pub fn text_header(task: &str, pipeline: &str, attempt: u32, max_attempts: u32) -> String {
+    let bold = Style::new().bold();
+    format!(
+        "{bold}validator{bold:#} task {} · pipeline {} · attempt {attempt}/{max_attempts}\n",
+        one_line(task),
+        one_line(pipeline),
+    )
+}
+
+/// The column gate names are padded to, from the names as they will be printed.
+pub fn name_width<'a>(names: impl IntoIterator<Item = &'a str>) -> usize {
+    names
+        .into_iter()
+        .map(|name| one_line(name).chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// One gate's lines of [`text`]: its result and, when it failed, its fix, findings and the
+/// output's tail. Printed as each gate finishes when gates stream.
+pub fn gate_text(gate: &GateReport, width: usize) -> String {
     let bold = Style::new().bold();
     let dim = Style::new().dimmed();
     let mut out = String::new();
+    let name = one_line(&gate.name);
+    let (mark, style) = match gate.outcome {
+        GateOutcome::Pass => ("✓", AnsiColor::Green.on_default()),
+        GateOutcome::Cached => ("✓", AnsiColor::Green.on_default()),
+        GateOutcome::Fail => ("✗", AnsiColor::Red.on_default()),
+        GateOutcome::Error => ("!", AnsiColor::Magenta.on_default()),
+        GateOutcome::Skipped => ("·", dim),
+    };
+    let time = if gate.outcome == GateOutcome::Skipped {
+        String::new()
+    } else {
+        human_ms(gate.duration_ms)
+    };
     let _ = writeln!(
         out,
-        "{bold}validator{bold:#} task {} · pipeline {} · attempt {}/{}",
-        one_line(&verdict.task),
-        one_line(&verdict.pipeline),
-        verdict.attempt,
-        verdict.max_attempts
+        "  {style}{mark} {name:<width$}  {:<7}{style:#} {dim}{time:>7}{dim:#}  {}",
+        gate.outcome.as_str(),
+        one_line(&gate.summary)
     );
-    let names: Vec<String> = verdict.gates.iter().map(|g| one_line(&g.name)).collect();
-    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-    for (gate, name) in verdict.gates.iter().zip(&names) {
-        let (mark, style) = match gate.outcome {
-            GateOutcome::Pass => ("✓", AnsiColor::Green.on_default()),
-            GateOutcome::Cached => ("✓", AnsiColor::Green.on_default()),
-            GateOutcome::Fail => ("✗", AnsiColor::Red.on_default()),
-            GateOutcome::Error => ("!", AnsiColor::Magenta.on_default()),
-            GateOutcome::Skipped => ("·", dim),
-        };
-        let time = if gate.outcome == GateOutcome::Skipped {
-            String::new()
-        } else {
-            human_ms(gate.duration_ms)
-        };
-        let _ = writeln!(
-            out,
-            "  {style}{mark} {name:<width$}  {:<7}{style:#} {dim}{time:>7}{dim:#}  {}",
-            gate.outcome.as_str(),
-            one_line(&gate.summary)
-        );
-        if matches!(gate.outcome, GateOutcome::Fail | GateOutcome::Error) {
-            if let Some(fix) = &gate.fix {
-                let _ = writeln!(out, "      fix: {bold}{}{bold:#}", one_line(fix));
-            }
-            for finding in gate.findings.iter().take(FINDINGS_SHOWN) {
-                let _ = writeln!(out, "      {}", one_line(&finding.to_string()));
-            }
-            if gate.findings.len() > FINDINGS_SHOWN {
-                let _ = writeln!(
-                    out,
-                    "      {dim}… and {} more{dim:#}",
-                    gate.findings.len() - FINDINGS_SHOWN
-                );
-            }
-            // Findings without a line (failed tests, a bare exit code) say what but not why;
-            // the output's tail does.
-            if gate.findings.iter().all(|f| f.line.is_none()) {
-                if let Some(tail) = &gate.output_tail {
-                    let lines: Vec<&str> = tail.lines().collect();
-                    for line in &lines[lines.len().saturating_sub(TAIL_SHOWN)..] {
-                        let _ = writeln!(out, "      {dim}│{dim:#} {}", one_line(line));
-                    }
+    if matches!(gate.outcome, GateOutcome::Fail | GateOutcome::Error) {
+        if let Some(fix) = &gate.fix {
+            let _ = writeln!(out, "      fix: {bold}{}{bold:#}", one_line(fix));
+        }
+        for finding in gate.findings.iter().take(FINDINGS_SHOWN) {
+            let _ = writeln!(out, "      {}", one_line(&finding.to_string()));
+        }
+        if gate.findings.len() > FINDINGS_SHOWN {
+            let _ = writeln!(
+                out,
+                "      {dim}… and {} more{dim:#}",
+                gate.findings.len() - FINDINGS_SHOWN
+            );
+        }
+        // Findings without a line (failed tests, a bare exit code) say what but not why;
+        // the output's tail does.
+        if gate.findings.iter().all(|f| f.line.is_none()) {
+            if let Some(tail) = &gate.output_tail {
+                let lines: Vec<&str> = tail.lines().collect();
+                for line in &lines[lines.len().saturating_sub(TAIL_SHOWN)..] {
+                    let _ = writeln!(out, "      {dim}│{dim:#} {}", one_line(line));
                 }
             }
         }
     }
+    out
+}
+
+/// The end of [`text`], after the gates: what no machine checked, the decision and why, and
+/// the warnings.
+pub fn text_footer(verdict: &Verdict) -> String {
+    let dim = Style::new().dimmed();
+    let mut out = String::new();
     if !verdict.unchecked.is_empty() {
         let _ = writeln!(
             out,

@@ -1,6 +1,7 @@
 // Progress lines for people at a terminal: `check` and `watch` run with their stdout on a real
 // pseudo-terminal show a slow gate's name and elapsed time, and erase it; on a pipe (CI logs,
-// scripts, agents) nothing of the sort appears.
+// scripts, agents) nothing is redrawn. Either way each gate's result line comes as the gate
+// finishes, not with the verdict.
 
 use std::fs::File;
 use std::io::Read;
@@ -127,6 +128,97 @@ fn check_into_a_pipe_prints_no_progress() {
         !stdout.contains('\r') && !stdout.contains('\x1b'),
         "{stdout:?}"
     );
+}
+
+/// Reads `stdout` line by line until a line contains `wanted`; everything read so far.
+fn read_until(stdout: &mut impl std::io::BufRead, wanted: &str) -> String {
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        match stdout.read_line(&mut line) {
+            Ok(0) | Err(_) => panic!("`{wanted}` never came; printed:\n{seen}"),
+            Ok(_) => seen.push_str(&line),
+        }
+        if line.contains(wanted) {
+            return seen;
+        }
+    }
+}
+
+#[test]
+fn each_gate_result_is_printed_as_it_finishes_in_a_pipe_and_on_stderr_beside_a_document() {
+    // The second gate waits for a file the test writes only once it has read the first gate's
+    // result line: the run can end only if that line came while the second gate still ran.
+    let project = Project::new();
+    let go_on = project.path().join("go-on");
+    let wait = format!(
+        "      - {{name: waits, rule: test, run: [sh, -c, 'while [ ! -e \"$0\" ]; do sleep 0.05; done', {}]}}\n",
+        go_on.display()
+    );
+    project.rules(&pipeline(&format!(
+        "      - {{name: first, rule: lint, run: [\"true\"]}}\n{wait}"
+    )));
+    for format in ["text", "json"] {
+        let _ = std::fs::remove_file(&go_on);
+        let mut child = Command::new(BIN)
+            .arg("check")
+            .arg("-c")
+            .arg(project.rules_path())
+            .arg("--task-dir")
+            .arg(project.task_dir())
+            .args(["--format", format])
+            .env_remove("VALIDATOR_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let lines = match format {
+            "text" => child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            _ => child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        };
+        let mut lines = std::io::BufReader::new(lines.expect("piped"));
+        let seen = read_until(&mut lines, "first");
+        assert!(seen.contains("✓ first"), "{format}: {seen}");
+        assert!(!seen.contains("waits"), "{format}: {seen}");
+        std::fs::write(&go_on, "").expect("write");
+        let rest = read_until(&mut lines, "waits");
+        assert!(rest.contains("✓ waits"), "{format}: {rest}");
+        let mut after = String::new();
+        lines.read_to_string(&mut after).expect("read");
+        let output = child.wait_with_output().expect("wait");
+        assert_eq!(output.status.code(), Some(0), "{format}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        match format {
+            // The result lines are not printed twice: only the decision follows.
+            "text" => assert!(after.trim().starts_with("PASS  2 gates ran in"), "{after}"),
+            // stdout stays the document alone.
+            _ => {
+                let verdict: serde_json::Value =
+                    serde_json::from_str(&stdout).expect("stdout is the verdict alone");
+                assert_eq!(verdict["verdict"], "PASS");
+            }
+        }
+    }
+}
+
+#[test]
+fn quiet_prints_the_verdict_alone() {
+    let project = Project::new();
+    project.rules(&pipeline(FAST));
+    let output = project
+        .check()
+        .args(["--quiet", "--format", "json"])
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
 }
 
 #[test]
