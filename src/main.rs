@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, EXIT_ERROR, EXIT_HOOK_ERROR, init_color, init_logging, run};
+use cli::{Cli, Command, EXIT_ERROR, EXIT_HOOK_ERROR, init_color, init_logging, print_error, run};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         Ok(Ok(code)) => code,
         Ok(Err(err)) if closed_pipe(&err) => ExitCode::from(EXIT_CLOSED_PIPE),
         Ok(Err(err)) => {
-            eprintln!("error: {err:#}");
+            print_error(&err);
             ExitCode::from(EXIT_ERROR)
         }
         Err(payload) if closed_pipe_panic(payload.as_ref()) => ExitCode::from(EXIT_CLOSED_PIPE),

@@ -5,6 +5,7 @@
 mod check;
 mod hook;
 mod rules;
+mod snippet;
 mod watch;
 
 use std::io::{IsTerminal, Write};
@@ -511,6 +512,27 @@ fn discover(cwd: &Path) -> Option<PathBuf> {
         .take_while(|dir| dir.starts_with(top))
         .map(|dir| dir.join(validator::init::RULES_FILE))
         .find(|candidate| candidate.is_file())
+}
+
+/// Prints the error that ended the command on stderr: a rules-file error with its line and a
+/// caret, any other as `error: ` and its causes.
+pub(crate) fn print_error(err: &anyhow::Error) {
+    let config = err
+        .chain()
+        .find_map(|cause| match cause.downcast_ref::<validator::Error>() {
+            Some(validator::Error::Config(config)) => Some(config),
+            _ => cause.downcast_ref::<validator::error::ConfigError>(),
+        });
+    // Only when the rules file's error is the whole story: context around it would be lost.
+    match config
+        .filter(|_| err.chain().count() == 1)
+        .and_then(snippet::render)
+    {
+        Some(drawn) => {
+            let _ = writeln!(anstream::stderr(), "{drawn}");
+        }
+        None => eprintln!("error: {err:#}"),
+    }
 }
 
 pub(crate) fn load(config: &Path) -> Result<Rules> {

@@ -19,7 +19,7 @@ use crate::yaml::locate::{Step, locate};
 use raw::{GateSpec, RawRules, RuleKind};
 
 /// Largest rules file read; a rules file is a page, not a data set.
-const MAX_RULES_BYTES: u64 = 4 * 1024 * 1024;
+pub const MAX_RULES_BYTES: u64 = 4 * 1024 * 1024;
 /// Gate names that are routing words and so cannot name a gate.
 const ROUTING_WORDS: [&str; 4] = ["CONTINUE", "BLOCK", "PASS", "STOP"];
 

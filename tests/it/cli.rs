@@ -772,6 +772,14 @@ fn a_glob_that_does_not_compile_is_positioned_in_the_rules_file() {
     // `paths:` is on line 8; the bad glob, the list's first item, starts at column 17.
     assert!(stderr.contains(&format!("{rules}:8:17")), "{stderr}");
     assert!(stderr.contains("does not compile"), "{stderr}");
+    // The line itself, numbered, with a caret under the glob.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let shown = lines
+        .iter()
+        .position(|l| l.starts_with("8 |") && l.ends_with("paths: [\"src/[\"]"))
+        .unwrap_or_else(|| panic!("the offending line is shown:\n{stderr}"));
+    let caret = lines[shown + 1];
+    assert_eq!(caret.find('^'), lines[shown].find("\"src/["), "{stderr}");
 }
 
 #[test]
