@@ -5,12 +5,10 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use cli::{Cli, Command, EXIT_ERROR, EXIT_HOOK_ERROR, init_color, init_logging, print_error, run};
+use cli::{Command, EXIT_ERROR, EXIT_HOOK_ERROR, init_color, init_logging, print_error, run};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(err) => {
             // clap exits 2 on a usage error; a mistyped hook command must not block the agent.

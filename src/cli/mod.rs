@@ -444,8 +444,29 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// The command line as clap parses it, with what does not apply to a command hidden from its
+/// help: `completions` reads no rules file, so `-c` is not offered there.
+pub(crate) fn command() -> clap::Command {
+    // A subcommand's own argument of a global's name keeps the global out of it.
+    <Cli as clap::CommandFactory>::command().mut_subcommand("completions", |completions| {
+        completions.arg(
+            clap::Arg::new("config")
+                .short('c')
+                .long("config")
+                .value_name("FILE")
+                .hide(true),
+        )
+    })
+}
+
+/// Parses the process's arguments into [`Cli`].
+pub(crate) fn parse() -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+}
+
 pub(crate) fn completions(shell: clap_complete::Shell) -> Result<ExitCode> {
-    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut command = command();
     clap_complete::generate(shell, &mut command, "validator", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)
 }
@@ -632,5 +653,23 @@ mod tests {
         let mut missing = Vec::new();
         walk(&super::Cli::command(), "validator", &mut missing);
         assert!(missing.is_empty(), "no help text: {missing:?}");
+    }
+
+    /// `-c` is offered wherever a rules file is read, and not on `completions`, which reads
+    /// none; it is still accepted there, as a global option given first would be.
+    #[test]
+    fn completions_does_not_offer_the_rules_file_option() {
+        let mut command = super::command();
+        command.build();
+        let offers = |name: &str| {
+            let sub = command.find_subcommand(name).expect("subcommand");
+            sub.get_arguments()
+                .any(|arg| arg.get_id() == "config" && !arg.is_hide_set())
+        };
+        assert!(!offers("completions"));
+        assert!(offers("check") && offers("watch"));
+        let parsed =
+            super::command().try_get_matches_from(["validator", "-c", "x", "completions", "bash"]);
+        assert!(parsed.is_ok());
     }
 }
