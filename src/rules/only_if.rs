@@ -18,7 +18,8 @@ use crate::task::Task;
 use crate::taskdir;
 use crate::text::one_line;
 
-/// Largest file `contains` reads; a larger file counts as not containing the pattern.
+/// Largest file `contains` reads. A larger file, or one that cannot be read, lets the gate run:
+/// when in doubt the gate judges, so a worker cannot turn it off by padding the file.
 const MAX_BYTES: u64 = 1024 * 1024;
 
 /// One thing whose presence lets the gate run, as the rules file writes it.
@@ -28,7 +29,8 @@ pub struct PresenceSpec {
     /// A glob of files in the task directory, such as `ruff.toml` or `.eslintrc*`.
     pub file: Pattern,
     /// A regular expression one of those files must contain (`^` and `$` match at each
-    /// line), such as `^\[tool\.ruff` for pyproject.toml. Files past 1 MiB are not read.
+    /// line), such as `^\[tool\.ruff` for pyproject.toml. A file past 1 MiB is not read, and
+    /// counts as containing it.
     pub contains: Option<String>,
 }
 
@@ -103,7 +105,7 @@ impl Presence {
             .filter(|entry| self.file.is_match(&entry.rel))
             .any(|entry| match &self.contains {
                 None => true,
-                Some(regex) => read(task, &entry.path).is_some_and(|bytes| regex.is_match(&bytes)),
+                Some(regex) => read(task, &entry.path).is_none_or(|bytes| regex.is_match(&bytes)),
             })
     }
 
@@ -119,6 +121,7 @@ impl Presence {
     }
 }
 
+/// The file's bytes, or `None` when it cannot be read whole.
 fn read(task: &Task, path: &Path) -> Option<Vec<u8>> {
     taskdir::read_capped(task, path, MAX_BYTES).ok()?
 }
@@ -183,6 +186,14 @@ mod tests {
         .expect("symlink");
         let rule = only_if("[{file: pyproject.toml, contains: 'tool'}]");
         assert!(rule.unmet(&task).is_some());
+    }
+
+    #[test]
+    fn a_file_too_large_to_read_lets_the_gate_run() {
+        let rule = only_if("[{file: pyproject.toml, contains: '^\\[tool\\.ruff'}]");
+        let padded = "#".repeat(MAX_BYTES as usize + 1);
+        let (_dir, task) = task(&[("pyproject.toml", &padded)]);
+        assert_eq!(rule.unmet(&task), None);
     }
 
     #[test]
