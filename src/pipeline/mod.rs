@@ -268,7 +268,9 @@ pub fn run_with(
     };
 
     for (gate, _) in pipeline.gates.iter().zip(&ran).filter(|(_, ran)| !**ran) {
-        gates.push(skipped(gate));
+        let mut report = skipped(gate);
+        report.summary = "not reached".into();
+        gates.push(report);
     }
 
     Verdict {

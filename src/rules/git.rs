@@ -212,6 +212,16 @@ impl<'a> Repo<'a> {
 
     /// Runs git; its standard output's tail up to `cap` bytes, if it exits 0.
     fn run_capped(&self, args: &[&str], cap: usize) -> Result<process::Finished, String> {
+        self.run_fed(args, cap, None)
+    }
+
+    /// As [`Self::run_capped`], with `input` on git's standard input.
+    fn run_fed(
+        &self,
+        args: &[&str],
+        cap: usize,
+        input: Option<&[u8]>,
+    ) -> Result<process::Finished, String> {
         let mut argv: Vec<OsString> = vec![self.git.clone().into()];
         argv.extend(HARDENING.iter().map(OsString::from));
         argv.extend(args.iter().map(OsString::from));
@@ -254,7 +264,11 @@ impl<'a> Repo<'a> {
             separate_stderr: true,
             sandbox: self.sandbox.as_ref(),
         };
-        let done = process::run(&spec).map_err(|err| match err {
+        let ran = match input {
+            Some(input) => process::run_with_input(&spec, input),
+            None => process::run(&spec),
+        };
+        let done = ran.map_err(|err| match err {
             SpawnError::NotFound(_) => "git is not installed".to_string(),
             other => other.to_string(),
         })?;
@@ -375,12 +389,13 @@ impl<'a> Repo<'a> {
         let untracked = if status.ignored.is_empty() {
             status.untracked
         } else {
-            let mut changed = files
+            // Tracked ignore files the worker changed (untracked ones are listed below).
+            let edited: Vec<&String> = files
                 .iter()
                 .chain(&status.tracked)
-                .chain(&status.untracked)
-                .chain(&status.ignored);
-            self.untracked_behind_ignores(changed.any(|f| is_gitignore(f)))
+                .filter(|f| is_gitignore(f))
+                .collect();
+            self.untracked_behind_ignores(&edited)
                 .map_err(worker("ls-files"))?
         };
         let mut every_file_under = Vec::new();
@@ -495,40 +510,100 @@ impl<'a> Repo<'a> {
 
     /// The untracked files when git ignores some: only committed, unchanged `.gitignore` files
     /// may hide one (not `.git/info/exclude` nor the global excludes, which status obeys). A
-    /// new or edited `.gitignore` anywhere, even one that ignores itself or hides behind
-    /// another ignore file, makes every untracked file count.
-    fn untracked_behind_ignores(&self, ignore_file_changed: bool) -> Result<Vec<String>, String> {
+    /// `.gitignore` the worker wrote or edited (`edited`, task paths, for the tracked ones) is
+    /// trusted with nothing: every untracked file in its directory counts. Unless git never
+    /// reads it: one inside a directory a rule from outside that directory ignores (a tool's
+    /// `.venv/.gitignore` when the project ignores `.venv/`) hides nothing, and the files there
+    /// stay hidden by that rule.
+    fn untracked_behind_ignores(&self, edited: &[&String]) -> Result<Vec<String>, String> {
+        // Paths from the work tree's top, as git gives them with `--full-name`.
         let listed = |args: &[&str]| -> Result<Vec<String>, String> {
-            Ok(split_z(&self.run(args)?)
-                .filter_map(|path| self.in_task(&path))
-                .collect())
+            Ok(split_z(&self.run(args)?).collect())
         };
-        if !ignore_file_changed {
-            let ignored_gitignores = listed(&[
-                "ls-files",
-                "-z",
-                "--full-name",
-                "--others",
-                "--ignored",
-                "--exclude-per-directory=.gitignore",
-                "--",
-                ":(glob)**/.gitignore",
-            ])?;
-            if ignored_gitignores.is_empty() {
-                let untracked = listed(&[
-                    "ls-files",
-                    "-z",
-                    "--full-name",
-                    "--others",
-                    "--exclude-per-directory=.gitignore",
-                ])?;
-                // A new `.gitignore` only `.git/info/exclude` kept out of status's sight.
-                if !untracked.iter().any(|f| is_gitignore(f)) {
-                    return Ok(untracked);
-                }
+        let every = listed(&["ls-files", "-z", "--full-name", "--others"])?;
+        let visible = listed(&[
+            "ls-files",
+            "-z",
+            "--full-name",
+            "--others",
+            "--exclude-per-directory=.gitignore",
+        ])?;
+        let from_top = |task_path: &String| {
+            format!(
+                "{}{}",
+                self.layout.prefix,
+                task_path
+                    .strip_prefix(self.layout.under.as_str())
+                    .unwrap_or(task_path)
+            )
+        };
+        let written: Vec<String> = every
+            .iter()
+            .filter(|f| is_gitignore(f))
+            .cloned()
+            .chain(edited.iter().map(|f| from_top(f)))
+            .collect();
+        let mut untrusted: Vec<String> = Vec::new();
+        for ignore_file in &written {
+            let dir = ignore_file
+                .strip_suffix(".gitignore")
+                .unwrap_or_default()
+                .to_owned();
+            if !untrusted.contains(&dir) && !self.never_read(&dir, &written)? {
+                untrusted.push(dir);
             }
         }
-        listed(&["ls-files", "-z", "--full-name", "--others"])
+        let visible: BTreeSet<String> = visible.into_iter().collect();
+        Ok(every
+            .into_iter()
+            .filter(|f| {
+                visible.contains(f) || untrusted.iter().any(|dir| f.starts_with(dir.as_str()))
+            })
+            .filter_map(|f| self.in_task(&f))
+            .collect())
+    }
+
+    /// Whether git never reads the ignore file of `dir` (from the top, `/`-terminated; empty
+    /// for the top): a directory at or above it, inside the task, is ignored by a
+    /// `.gitignore` outside that directory, so git does not look inside. Only a committed
+    /// `.gitignore` counts (not one in `written`, not `.git/info/exclude` or a configured
+    /// excludes file); an ignore file above the task directory counts as read.
+    fn never_read(&self, dir: &str, written: &[String]) -> Result<bool, String> {
+        let Some(inside) = dir.strip_prefix(self.layout.prefix.as_str()) else {
+            return Ok(false);
+        };
+        // `a/b/` → `a/`, `a/b/`: each directory at or above `dir`, inside the task.
+        let ancestors: Vec<&str> = inside
+            .match_indices('/')
+            .map(|(at, _)| &inside[..=at])
+            .collect();
+        if ancestors.is_empty() {
+            return Ok(false);
+        }
+        let mut input = Vec::new();
+        for ancestor in &ancestors {
+            input.extend_from_slice(ancestor.as_bytes());
+            input.push(0);
+        }
+        let args = ["check-ignore", "-z", "-v", "--no-index", "--stdin"];
+        // check-ignore exits 1 when nothing matched: that is an answer, not a failure.
+        let matched = match self.run_fed(&args, OUTPUT_CAP, Some(&input)) {
+            Ok(done) => done.output,
+            Err(_) => return Ok(false),
+        };
+        let fields: Vec<String> = split_z_keep_empty(&matched);
+        Ok(fields.chunks_exact(4).any(|record| {
+            let (source, path) = (&record[0], &record[3]);
+            let committed = is_gitignore(source) && !written.contains(source);
+            // The source's directory, from the task's top (empty for one above the task).
+            let top = source.strip_suffix(".gitignore").unwrap_or_default();
+            let source_dir = match top.strip_prefix(self.layout.prefix.as_str()) {
+                Some(inside) => Some(inside),
+                None => self.layout.prefix.starts_with(top).then_some(""),
+            };
+            committed
+                && source_dir.is_some_and(|dir| path.starts_with(dir) && path.len() > dir.len())
+        }))
     }
 
     /// The patch of the tracked files against `base`, its head kept up to `cap` bytes;
@@ -952,6 +1027,19 @@ fn is_escaping_link(task: &crate::task::Task, rel: &str) -> bool {
         && !path
             .canonicalize()
             .is_ok_and(|target| target.starts_with(&task.dir))
+}
+
+/// NUL-separated fields, empty ones kept (check-ignore's `-z -v` records have four each).
+fn split_z_keep_empty(bytes: &[u8]) -> Vec<String> {
+    let mut fields: Vec<String> = bytes
+        .split(|&b| b == 0)
+        .map(|field| String::from_utf8_lossy(field).into_owned())
+        .collect();
+    // The output ends with a NUL: the last split is empty and no field.
+    if fields.last().is_some_and(String::is_empty) {
+        fields.pop();
+    }
+    fields
 }
 
 fn split_z(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {

@@ -90,6 +90,68 @@ fn a_committed_gitignore_still_keeps_build_output_out() {
     assert!(summary.contains("2 changed files"), "{summary}");
 }
 
+/// What tools leave in a project: a virtualenv (Python 3.13 and uv write `.venv/.gitignore`
+/// with `*`), which the project ignores; a pytest cache that ignores itself, which the project
+/// does not mention.
+fn leave_tool_caches(project: &Project, under: &str) {
+    project
+        .root_file(&format!("{under}.venv/.gitignore"), "*\n")
+        .root_file(&format!("{under}.venv/lib/certifi/cacert.pem"), "cert\n")
+        .root_file(&format!("{under}.pytest_cache/.gitignore"), "*\n")
+        .root_file(&format!("{under}.pytest_cache/v/cache/nodeids"), "[]\n");
+}
+
+#[test]
+fn a_tools_own_gitignore_inside_an_ignored_directory_hides_what_the_project_ignores() {
+    let project = repo(
+        "        deny: [\"**/*.pem\", \"**/*.sh\"]\n",
+        Some(".venv/\n"),
+    );
+    leave_tool_caches(&project, "task/");
+    project.file("src/new.rs", "fn n() {}\n");
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    // The pytest cache's own `*` is not trusted: its two files count beside src/new.rs; the
+    // virtualenv's do not.
+    let summary = gate(&verdict, "scope")["summary"].to_string();
+    assert!(summary.contains("3 changed files"), "{summary}");
+
+    // A worker's new directory that ignores itself still hides nothing.
+    project
+        .file("src/tools/.gitignore", "*\n")
+        .file("src/tools/evil.sh", "rm -rf /\n");
+    assert_caught(&project, "src/tools/evil.sh");
+}
+
+#[test]
+fn a_tools_gitignore_is_read_the_same_in_a_task_below_the_repositorys_top() {
+    let project = Project::new();
+    project
+        .rules("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n        deny: [\"**/*.pem\", \"**/*.sh\"]\n")
+        .root_file(".gitignore", "/task/.venv/\n")
+        .file("src/lib.rs", "fn a() {}\n");
+    commit_all(project.path());
+    leave_tool_caches(&project, "task/");
+    let (code, verdict) = verdict(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+    project
+        .file("src/tools/.gitignore", "*\n")
+        .file("src/tools/evil.sh", "rm -rf /\n");
+    assert_caught(&project, "src/tools/evil.sh");
+}
+
+#[test]
+fn an_ignore_rule_the_worker_wrote_above_a_directory_hides_nothing_in_it() {
+    // `src/.gitignore` (new) ignores `tools/`, inside which a tool-like `.gitignore` sits:
+    // the rule git would read is the worker's, so nothing under `src/` is hidden.
+    let project = repo("        deny: [\"**/*.sh\"]\n", Some(".venv/\n"));
+    project
+        .file("src/.gitignore", "tools/\n")
+        .file("src/tools/.gitignore", "*\n")
+        .file("src/tools/evil.sh", "rm -rf /\n");
+    assert_caught(&project, "src/tools/evil.sh");
+}
+
 #[test]
 fn staged_edited_deleted_and_new_files_all_count() {
     let project = repo("        allow: [\"docs/**\"]\n", None);
