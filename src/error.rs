@@ -37,6 +37,12 @@ pub enum Error {
     },
     #[error("cannot watch {}: {message}", path.display())]
     Watch { path: PathBuf, message: String },
+    #[error("cannot serve metrics on {addr} (--metrics-addr): {reason}\n  help: {help}")]
+    Metrics {
+        addr: std::net::SocketAddr,
+        reason: String,
+        help: &'static str,
+    },
     #[error("cannot install the handler of SIGTERM, SIGINT, SIGHUP and SIGQUIT")]
     Signals(#[source] std::io::Error),
     /// `named_by` says where the key file was named, `help` what to change there.

@@ -111,6 +111,11 @@ pub(crate) enum Command {
         /// calls it stale after four missed beats); whole seconds
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "15s")]
         heartbeat: Duration,
+        /// Serve Prometheus metrics at /metrics and the health check at /healthz over HTTP on
+        /// this address: 127.0.0.1:9464 for this host only, 0.0.0.0:9464 for a pod's probes
+        /// and scrapes (port 0: any free port, printed at start); off without it
+        #[arg(long, value_name = "IP:PORT", value_parser = parse_metrics_addr)]
+        metrics_addr: Option<std::net::SocketAddr>,
     },
     /// Write a task's done file atomically, asking the watcher for a run
     Signal {
@@ -295,6 +300,16 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     validator::duration::parse(text)
 }
 
+/// The address `watch --metrics-addr` listens on: an IP address and a port, no host name (a
+/// name could resolve to an address nobody meant to expose).
+pub(crate) fn parse_metrics_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    text.parse().map_err(|_| {
+        format!(
+            "`{text}` is not an IP address and port; use 127.0.0.1:9464 (this host only), 0.0.0.0:9464 (every interface, as a pod's probes need) or [::]:9464"
+        )
+    })
+}
+
 /// A polling interval: a shorter one would have the watcher busy-loop over the staging
 /// directory.
 pub(crate) fn parse_poll(text: &str) -> Result<Duration, String> {
@@ -370,6 +385,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             grace,
             no_cache,
             heartbeat,
+            metrics_addr,
         } => {
             let config = config()?;
             validator::reaper::become_subreaper();
@@ -379,6 +395,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
                 grace,
                 no_cache,
                 heartbeat,
+                metrics_addr,
             };
             watch(config, args)
         }

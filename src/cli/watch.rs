@@ -22,6 +22,7 @@ pub(crate) struct WatchArgs {
     pub(crate) grace: Duration,
     pub(crate) no_cache: bool,
     pub(crate) heartbeat: Duration,
+    pub(crate) metrics_addr: Option<std::net::SocketAddr>,
 }
 
 pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
@@ -36,6 +37,7 @@ pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
         grace: args.grace,
         no_cache: args.no_cache,
         heartbeat: args.heartbeat,
+        metrics: args.metrics_addr,
         say: Some(Box::new({
             let progress = progress.clone();
             move |line: &str| {

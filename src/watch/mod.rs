@@ -7,17 +7,20 @@
 //! Threads: the main loop owns the scheduler and the file watcher and blocks on one channel
 //! (file events, finished runs, shutdown), so an idle watcher costs nothing; `jobs` workers
 //! judge tasks; one thread turns SIGTERM, SIGINT, SIGHUP and SIGQUIT into a shutdown message. The main loop also
-//! wakes on a slow timer to touch its heartbeat ([`health`]), so a wedged loop shows.
+//! wakes on a slow timer to touch its heartbeat ([`health`]), so a wedged loop shows. With
+//! `metrics`, one more thread serves the watcher's numbers and health over HTTP ([`metrics`]).
 
 pub mod client;
 #[cfg(debug_assertions)]
 mod fault;
 pub mod health;
+pub mod metrics;
 pub mod orphans;
 pub mod run;
 mod workers;
 
 use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -53,6 +56,9 @@ pub struct Options {
     /// Told, in a line for a person, what the watcher watches when it starts and each reload of
     /// the rules (the CLI prints them at default verbosity).
     pub say: Option<Notice>,
+    /// Serve Prometheus metrics at `/metrics` and the health at `/healthz` on this address
+    /// (port 0: one the OS picks, said in the startup lines); none without it.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A line for a person (see [`Options::say`]).
@@ -99,6 +105,20 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         Shared::new(rules, key, !options.no_cache, mark.as_str())?
             .observed_by(options.observer.clone()),
     );
+    // After the claim (a second watcher is refused for that, not for the port), before any
+    // work: a port that cannot be bound stops the start.
+    let server = match options.metrics {
+        Some(addr) => Some(metrics::Server::start(
+            addr,
+            Arc::clone(&shared.metrics),
+            Box::new({
+                let shared = Arc::clone(&shared);
+                // The judgement of `status --health`, made the same way on the same record.
+                move || health::check(&shared.rules())
+            }),
+        )?),
+        None => None,
+    };
     kill_orphans(
         &mark,
         &heartbeat,
@@ -120,6 +140,15 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
             options.jobs,
             if options.jobs == 1 { "" } else { "s" },
         ));
+        if let Some(server) = &server {
+            say(&format!(
+                "metrics on http://{0}/metrics, health on http://{0}/healthz",
+                server.addr()
+            ));
+        }
+    }
+    if let Some(server) = &server {
+        tracing::info!(addr = %server.addr(), "serving metrics and health over HTTP");
     }
     let report = Arc::new(report);
 
@@ -138,7 +167,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
 
     let tick_pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut watches = Watches::start(&options, tx.clone(), &shared.rules(), &tick_pending)?;
-    let mut scheduler = Scheduler::new(jobs_tx);
+    let mut scheduler = Scheduler::new(jobs_tx, Arc::clone(&shared.metrics));
     rescan(&shared, &mut scheduler);
     tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
 
@@ -251,6 +280,8 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         &shared,
         "killed processes that left their gate's process group",
     );
+    // The port is closed before the record goes: a probe never hears a watcher that is gone.
+    drop(server);
     Ok(())
 }
 
@@ -324,6 +355,8 @@ const MAX_REFUSED: usize = 10_000;
 /// One run per task at a time; a signal during a run asks for exactly one more run after it.
 struct Scheduler {
     jobs: Option<Sender<String>>,
+    /// Counts the signals waiting: sent to the workers and not yet taken, or in `again`.
+    metrics: Arc<metrics::Metrics>,
     running: HashSet<String>,
     again: HashSet<String>,
     /// Done files with bad names already reported: one file fires several events.
@@ -369,9 +402,10 @@ impl Fingerprint {
 }
 
 impl Scheduler {
-    fn new(jobs: Sender<String>) -> Self {
+    fn new(jobs: Sender<String>, metrics: Arc<metrics::Metrics>) -> Self {
         Scheduler {
             jobs: Some(jobs),
+            metrics,
             running: HashSet::new(),
             again: HashSet::new(),
             refused: HashSet::new(),
@@ -382,10 +416,16 @@ impl Scheduler {
 
     fn request(&mut self, task: String) {
         if self.running.contains(&task) {
-            self.again.insert(task);
+            if self.again.insert(task) {
+                self.metrics.queued(1);
+            }
         } else if let Some(jobs) = &self.jobs {
+            // Counted before it is sent: a worker counts it out as soon as it takes it.
+            self.metrics.queued(1);
             if jobs.send(task.clone()).is_ok() {
                 self.running.insert(task);
+            } else {
+                self.metrics.queued(-1);
             }
         }
     }
@@ -393,12 +433,15 @@ impl Scheduler {
     fn finished(&mut self, task: &str) {
         self.running.remove(task);
         if self.again.remove(task) {
+            self.metrics.queued(-1);
             self.request(task.to_owned());
         }
     }
 
     fn close(&mut self) {
         self.jobs = None;
+        self.metrics
+            .queued(-i64::try_from(self.again.len()).unwrap_or(i64::MAX));
         self.again.clear();
     }
 }

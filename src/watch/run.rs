@@ -20,7 +20,9 @@ use crate::staging;
 use crate::state::TaskState;
 use crate::task::Task;
 use crate::verdict::sign::{self, Key};
-use crate::verdict::{Decision, Verdict, write};
+use crate::verdict::{Decision, GateReport, Verdict, write};
+
+use super::metrics::Metrics;
 
 /// What the watcher's threads share.
 pub struct Shared {
@@ -35,6 +37,8 @@ pub struct Shared {
     /// Verdicts judged but not yet written (a full or read-only disk), by task: published when
     /// the task is tried again, without running its gates again.
     unpublished: Mutex<BTreeMap<String, Unpublished>>,
+    /// What the watcher counts as it judges (`watch --metrics-addr` serves it).
+    pub metrics: Arc<Metrics>,
 }
 
 /// A judged run whose state or verdict could not be written.
@@ -48,6 +52,8 @@ struct Unpublished {
     since: SystemTime,
     /// The last failure, with the OS's reason.
     error: String,
+    /// Whether a circuit breaker tripped in the run that decided it (for the metrics).
+    escalation: bool,
 }
 
 /// How a request to judge a task ended.
@@ -76,6 +82,7 @@ impl Shared {
             use_cache,
             observer: None,
             unpublished: Mutex::new(BTreeMap::new()),
+            metrics: Arc::new(Metrics::default()),
         })
     }
 
@@ -201,13 +208,17 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         .map_err(|err| (Decision::Error, err.to_string()));
     let cache = shared.use_cache.then(|| Cache::new(&rules.state));
     let key_read = Ok(signing.clone());
+    let observers = Observers {
+        metrics: &shared.metrics,
+        also: shared.observer.as_deref().map(|o| o as &dyn Observer),
+    };
     let judge = Judge {
         rules: &rules,
         key: &key_read,
         sign: true,
         cache: cache.as_ref(),
         cancel: Some(&shared.cancel),
-        observer: shared.observer.as_deref().map(|o| o as &dyn Observer),
+        observer: Some(&observers),
         selection: crate::pipeline::Selection::default(),
     };
     let case = Case {
@@ -219,6 +230,8 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     if judged.cancelled {
         return Ok(Judged::Cancelled);
     }
+    // A held task's answer is ESCALATED too; only a breaker tripping now is an escalation.
+    let escalation = judged.verdict.verdict == Decision::Escalated && !held;
     let judged = Unpublished {
         key,
         save_state: history.keeps_state(),
@@ -226,6 +239,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         verdict: judged.verdict,
         since: SystemTime::now(),
         error: String::new(),
+        escalation,
     };
     let published = publish(shared, &rules, name, judged);
     if let (Judged::Published(verdict), false) = (&published, held) {
@@ -250,7 +264,12 @@ fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) 
     }
     .and_then(|()| write::write(&rules.verdicts, &judged.verdict));
     match written {
-        Ok(()) => Judged::Published(Box::new(judged.verdict)),
+        Ok(()) => {
+            shared
+                .metrics
+                .published(judged.verdict.verdict, judged.escalation);
+            Judged::Published(Box::new(judged.verdict))
+        }
         Err(err) => {
             judged.error = crate::error::with_causes(&err);
             let reason = judged.error.clone();
@@ -290,10 +309,33 @@ pub fn publish_error(shared: &Shared, name: &str, why: String) -> Result<Option<
         sign::sign(&mut verdict, signing);
     }
     write::write(&rules.verdicts, &verdict)?;
+    shared.metrics.published(verdict.verdict, false);
     shared
         .events
         .record(Some(name), None, Event::verdict_written(&verdict));
     Ok(Some(verdict))
+}
+
+/// The watcher's metrics hear about every gate, and so does the front end's own observer.
+struct Observers<'a> {
+    metrics: &'a Metrics,
+    also: Option<&'a dyn Observer>,
+}
+
+impl Observer for Observers<'_> {
+    fn gate_started(&self, task: &Task, gate: &str) {
+        self.metrics.gate_started(task, gate);
+        if let Some(also) = self.also {
+            also.gate_started(task, gate);
+        }
+    }
+
+    fn gate_finished(&self, task: &Task, report: &GateReport) {
+        self.metrics.gate_finished(task, report);
+        if let Some(also) = self.also {
+            also.gate_finished(task, report);
+        }
+    }
 }
 
 /// Hides the protocol's own files from the rules: the state and verdict directories and, when

@@ -115,6 +115,7 @@ fn work(context: &Context, busy: &Busy) {
             .unwrap_or_else(|p| p.into_inner())
             .recv();
         let Ok(task) = next else { return };
+        context.shared.metrics.queued(-1);
         let _finished = Finished {
             done: &context.done,
             task: &task,
@@ -123,6 +124,7 @@ fn work(context: &Context, busy: &Busy) {
         if context.stopping.load(std::sync::atomic::Ordering::SeqCst) {
             continue;
         }
+        let _judging = context.shared.metrics.judging();
         busy.set(Some(&task));
         #[cfg(debug_assertions)]
         super::fault::before_judging(&task);

@@ -19,6 +19,7 @@ mod gates_json;
 mod hooks;
 mod hostile;
 mod layers;
+mod metrics;
 mod progress;
 mod reasons;
 mod review;

@@ -688,14 +688,45 @@ fn the_pod_shares_staging_and_gives_the_agent_read_only_verdicts_and_no_state() 
         true
     );
 
-    // Probes: the health check, every one.
+    // Metrics and health over HTTP: the watcher listens on every interface of the pod (the
+    // kubelet and Prometheus come to the pod's IP), on the port the container declares, which
+    // every probe asks for /healthz and the scrape annotations name.
+    let args: Vec<&str> = validator["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let listen = args[args
+        .iter()
+        .position(|a| *a == "--metrics-addr")
+        .expect("--metrics-addr")
+        + 1];
+    let listen: std::net::SocketAddr = listen.parse().expect("an IP:PORT");
+    assert!(
+        listen.ip().is_unspecified(),
+        "{listen}: probes come to the pod's IP"
+    );
+    let ports = validator["ports"].as_array().expect("ports");
+    let port = ports
+        .iter()
+        .find(|p| p["containerPort"] == listen.port())
+        .unwrap_or_else(|| panic!("no containerPort {}: {ports:?}", listen.port()));
+    assert_eq!(port["protocol"], "TCP");
+    let port_name = port["name"].as_str().expect("a named port");
     for probe in ["startupProbe", "livenessProbe", "readinessProbe"] {
-        assert_eq!(
-            validator[probe]["exec"]["command"],
-            serde_json::json!(HEALTH),
-            "{probe}"
+        let get = &validator[probe]["httpGet"];
+        assert_eq!(get["path"], "/healthz", "{probe}");
+        assert!(
+            get["port"] == port_name || get["port"] == listen.port(),
+            "{probe}: {get}"
         );
+        assert!(validator[probe]["exec"].is_null(), "{probe}: one handler");
     }
+    let annotations = &pod["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"], "true");
+    assert_eq!(annotations["prometheus.io/port"], listen.port().to_string());
+    assert_eq!(annotations["prometheus.io/path"], "/metrics");
     // Non-root everywhere; the validator on a read-only root file system.
     assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
     for c in [agent, validator] {
@@ -711,12 +742,6 @@ fn the_pod_shares_staging_and_gives_the_agent_read_only_verdicts_and_no_state() 
         "the agent runs as another user than the validator"
     );
     // SIGTERM's grace: the pod waits longer than the watcher lets gates finish.
-    let args: Vec<&str> = validator["args"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
     let grace = args[args.iter().position(|a| *a == "--grace").unwrap() + 1];
     let grace = humantime::parse_duration(grace).unwrap().as_secs();
     assert!(spec["terminationGracePeriodSeconds"].as_u64().unwrap() > grace);

@@ -235,6 +235,15 @@ impl Watching {
             .is_some_and(|child| child.try_wait().expect("try_wait").is_none())
     }
 
+    /// The exit status once the watcher has exited on its own (it is then no longer held).
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        let exit = self.0.as_mut()?.try_wait().expect("try_wait");
+        if exit.is_some() {
+            self.0 = None;
+        }
+        exit
+    }
+
     /// SIGKILL, as a crash, an OOM kill or `docker kill` would.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.0.take() {

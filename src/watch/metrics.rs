@@ -1,0 +1,1012 @@
+//! What a fleet of sidecars is watched by (`watch --metrics-addr`): the watcher's counters and
+//! gauges ([`Metrics`]: verdicts by decision, escalations, gate durations by rule, the queue,
+//! the running tasks, the time of the last verdict), kept as it judges whether or not anyone
+//! reads them; their rendering in the Prometheus text exposition format 0.0.4; and [`Server`],
+//! a minimal HTTP/1.1 server on a thread of its own that serves them at `/metrics` and the
+//! watcher's health at `/healthz` (the judgement of `status --health`, made by [`super::health`]).
+//!
+//! The server faces a network, so it trusts nothing it reads: a request's head is read up to
+//! 8 KiB (past it: 431) within two seconds of the connection being taken (past it: 408); each
+//! connection has its own thread, at most [`MAX_CONNECTIONS`] at once (one more is answered
+//! 503 at once, without waiting on it), so a slow client holds one slot for a bounded time and
+//! never the watcher; one request per connection; nothing a client sends is written back; and
+//! a connection's handling runs under `catch_unwind`, so no request can end the thread that
+//! accepts. The numbers live in atomics and one short mutex, which a request only reads.
+//!
+//! Labels are bounded and trusted: `decision` is the five decisions, `rule` a rule kind of the
+//! compiled-in registry (`lint`, `exists`, …), never a gate's or a task's name: task names come
+//! from workers, and gate names from contracts as well as the rules file, and each name would
+//! be a series of its own for as long as the watcher lives.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::error::Error;
+use crate::pipeline::Observer;
+use crate::task::Task;
+use crate::verdict::{Decision, GateOutcome, GateReport};
+
+use super::health::Health;
+
+/// The decisions in the order they are rendered; each has its series from the start.
+const DECISIONS: [Decision; 5] = [
+    Decision::Pass,
+    Decision::Fail,
+    Decision::Blocked,
+    Decision::Escalated,
+    Decision::Error,
+];
+
+/// The gate duration histogram's upper bounds, in milliseconds: 10 ms to 10 minutes.
+const BUCKETS_MS: [u64; 14] = [
+    10, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+];
+
+/// Rule kinds are a closed set; a bound all the same, so no bug can grow the map.
+const MAX_RULES: usize = 64;
+
+/// The content type of the text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The watcher's numbers. Updated by the main loop (the queue), the workers (running tasks,
+/// published verdicts) and the engine as an [`Observer`] (gate durations).
+pub struct Metrics {
+    version: &'static str,
+    /// Published verdicts, indexed as [`DECISIONS`].
+    verdicts: [AtomicU64; 5],
+    escalations: AtomicU64,
+    queued: AtomicI64,
+    running: AtomicI64,
+    /// When the last verdict was published, in milliseconds since the Unix epoch; 0: none yet.
+    last_judged_ms: AtomicU64,
+    gates: Mutex<BTreeMap<String, Histogram>>,
+}
+
+/// One rule's gate durations: the count in each bucket (not cumulative), all of them, the sum.
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    buckets: [u64; BUCKETS_MS.len()],
+    count: u64,
+    sum_ms: u64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            version: env!("CARGO_PKG_VERSION"),
+            verdicts: Default::default(),
+            escalations: AtomicU64::new(0),
+            queued: AtomicI64::new(0),
+            running: AtomicI64::new(0),
+            last_judged_ms: AtomicU64::new(0),
+            gates: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+fn index(decision: Decision) -> usize {
+    match decision {
+        Decision::Pass => 0,
+        Decision::Fail => 1,
+        Decision::Blocked => 2,
+        Decision::Escalated => 3,
+        Decision::Error => 4,
+    }
+}
+
+/// A task counted as being judged until this is dropped (however the run ends).
+pub struct Judging<'a>(&'a Metrics);
+
+impl Drop for Judging<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Metrics {
+    /// A verdict was published (written where readers find it); `escalation` when a circuit
+    /// breaker tripped in the run that decided it (not a held task's repeated answer).
+    pub fn published(&self, decision: Decision, escalation: bool) {
+        self.verdicts[index(decision)].fetch_add(1, Ordering::Relaxed);
+        if escalation {
+            self.escalations.fetch_add(1, Ordering::Relaxed);
+        }
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| {
+                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+            });
+        self.last_judged_ms.store(now, Ordering::Relaxed);
+    }
+
+    /// `n` signals more (or, negative, fewer) wait to be judged.
+    pub fn queued(&self, n: i64) {
+        self.queued.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a task as being judged for the guard's life.
+    pub fn judging(&self) -> Judging<'_> {
+        self.running.fetch_add(1, Ordering::Relaxed);
+        Judging(self)
+    }
+
+    /// A gate of `rule` (its kind) ran for `duration_ms`.
+    pub fn gate_ran(&self, rule: &str, duration_ms: u64) {
+        let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        if !gates.contains_key(rule) && gates.len() >= MAX_RULES {
+            return;
+        }
+        let histogram = gates.entry(rule.to_owned()).or_default();
+        if let Some(bucket) = BUCKETS_MS.iter().position(|&le| duration_ms <= le) {
+            histogram.buckets[bucket] += 1;
+        }
+        histogram.count += 1;
+        histogram.sum_ms = histogram.sum_ms.saturating_add(duration_ms);
+    }
+
+    /// Every metric in the text exposition format 0.0.4.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        family(
+            &mut out,
+            "validator_build_info",
+            "gauge",
+            "The version of the validator serving these metrics (always 1).",
+        );
+        let _ = writeln!(
+            out,
+            "validator_build_info{{version=\"{}\"}} 1",
+            escape(self.version)
+        );
+        family(
+            &mut out,
+            "validator_verdicts_total",
+            "counter",
+            "Verdicts published since the watcher started, by decision.",
+        );
+        for decision in DECISIONS {
+            let _ = writeln!(
+                out,
+                "validator_verdicts_total{{decision=\"{}\"}} {}",
+                escape(decision.as_str()),
+                self.verdicts[index(decision)].load(Ordering::Relaxed)
+            );
+        }
+        let single: [(&str, &str, &str, String); 4] = [
+            (
+                "validator_escalations_total",
+                "counter",
+                "Tasks a circuit breaker escalated (max_attempts or strikes) since the watcher started; a held task's later ESCALATED answers are not counted again.",
+                self.escalations.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "validator_queue_depth",
+                "gauge",
+                "Signals waiting to be judged: handed to the workers and not yet taken, or asking for one more run of a task being judged.",
+                self.queued.load(Ordering::Relaxed).max(0).to_string(),
+            ),
+            (
+                "validator_running_tasks",
+                "gauge",
+                "Tasks being judged now.",
+                self.running.load(Ordering::Relaxed).max(0).to_string(),
+            ),
+            (
+                "validator_last_judge_timestamp_seconds",
+                "gauge",
+                "When the last verdict was published, in seconds since the Unix epoch (0: none yet).",
+                seconds(self.last_judged_ms.load(Ordering::Relaxed)),
+            ),
+        ];
+        for (name, kind, help, value) in single {
+            family(&mut out, name, kind, help);
+            let _ = writeln!(out, "{name} {value}");
+        }
+        let name = "validator_gate_duration_seconds";
+        family(
+            &mut out,
+            name,
+            "histogram",
+            "How long gates ran, by rule (the gate's kind, not its name); gates answered from the cache are not counted.",
+        );
+        let gates = self.gates.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (rule, histogram) in &gates {
+            let rule = escape(rule);
+            let mut cumulative = 0;
+            for (le, in_bucket) in BUCKETS_MS.iter().zip(histogram.buckets) {
+                cumulative += in_bucket;
+                let _ = writeln!(
+                    out,
+                    "{name}_bucket{{rule=\"{rule}\",le=\"{}\"}} {cumulative}",
+                    seconds(*le)
+                );
+            }
+            let count = histogram.count;
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{rule=\"{rule}\",le=\"+Inf\"}} {count}\n{name}_sum{{rule=\"{rule}\"}} {}\n{name}_count{{rule=\"{rule}\"}} {count}",
+                seconds(histogram.sum_ms),
+            );
+        }
+        out
+    }
+}
+
+/// A metric family's `# HELP` and `# TYPE` lines (the help texts hold no backslash or line
+/// break, which would need escaping).
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// The gates the engine runs: each that ran (not one the cache answered, nor one left out)
+/// goes into its rule's histogram.
+impl Observer for Metrics {
+    fn gate_finished(&self, _task: &Task, report: &GateReport) {
+        if !matches!(report.outcome, GateOutcome::Cached | GateOutcome::Skipped) {
+            self.gate_ran(&report.rule, report.duration_ms);
+        }
+    }
+}
+
+/// Milliseconds as seconds, the shortest decimal that says them exactly: `0.01`, `2.5`, `60`.
+fn seconds(ms: u64) -> String {
+    let (whole, fraction) = (ms / 1000, ms % 1000);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let fraction = format!("{fraction:03}");
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
+}
+
+/// A label value as the exposition format quotes it: backslash, double quote and line feed
+/// escaped.
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The HTTP server.
+
+/// Connections handled at once; the next is answered 503 and closed.
+pub const MAX_CONNECTIONS: usize = 8;
+/// The most bytes of a request's head (request line and headers) read.
+pub const MAX_HEAD: usize = 8 * 1024;
+/// How long a client has to send its request's head, from when the connection was taken.
+const READ_DEADLINE: Duration = Duration::from_secs(2);
+/// How long one write of the answer may wait for a client that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// After answering, what is still coming is read and dropped for this long at most (up to
+/// [`DRAIN_BYTES`]), so the client reads the answer before the connection is reset.
+const DRAIN_FOR: Duration = Duration::from_millis(500);
+const DRAIN_BYTES: usize = 64 * 1024;
+
+/// The watcher's health, judged when `/healthz` is asked for.
+pub type HealthCheck = Box<dyn Fn() -> Health + Send + Sync>;
+
+/// The metrics server: serving until dropped, when the port is closed before `drop` returns.
+pub struct Server {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Listens on `addr` (port 0: one the OS picks; [`Server::addr`] says which) and serves
+    /// `metrics` and `health` from a thread of its own. A port that cannot be bound is an error
+    /// that names the address.
+    pub fn start(
+        addr: SocketAddr,
+        metrics: Arc<Metrics>,
+        health: HealthCheck,
+    ) -> Result<Self, Error> {
+        let refused = |source: std::io::Error| Error::Metrics {
+            addr,
+            reason: source.to_string(),
+            help: match source.kind() {
+                std::io::ErrorKind::AddrInUse => {
+                    "another process listens on this port: choose another port, or stop it"
+                }
+                std::io::ErrorKind::AddrNotAvailable => {
+                    "this host has no such address: 0.0.0.0:PORT listens on every interface, 127.0.0.1:PORT on this host only"
+                }
+                std::io::ErrorKind::PermissionDenied => {
+                    "ports below 1024 need privileges: use a higher one, such as 9464"
+                }
+                _ => "check the address, or leave --metrics-addr out to serve no metrics",
+            },
+        };
+        let listener = TcpListener::bind(addr).map_err(refused)?;
+        let addr = listener.local_addr().map_err(refused)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let pages = Arc::new(Pages { metrics, health });
+        let thread = thread::Builder::new()
+            .name("metrics".into())
+            .spawn({
+                let stop = Arc::clone(&stop);
+                move || accept(&listener, &stop, &pages)
+            })
+            .map_err(refused)?;
+        Ok(Server {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Where it listens (with the port the OS picked for port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for Server {
+    /// Stops accepting and closes the port: the accepting thread is woken by a connection of
+    /// our own, sees the stop and drops the listener. Connections being answered end on their
+    /// own timeouts.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let wake = match self.addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => {
+                SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), self.addr.port())
+            }
+            IpAddr::V6(ip) if ip.is_unspecified() => {
+                SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), self.addr.port())
+            }
+            _ => self.addr,
+        };
+        let woken = TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok();
+        if let Some(thread) = self.thread.take() {
+            // Without the wake-up the thread stays in accept(); the process ends it.
+            if woken || thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+/// What the server serves.
+struct Pages {
+    metrics: Arc<Metrics>,
+    health: HealthCheck,
+}
+
+/// The accepting thread: a thread per connection, at most [`MAX_CONNECTIONS`] at once.
+fn accept(listener: &TcpListener, stop: &AtomicBool, pages: &Arc<Pages>) {
+    let open = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(err) => {
+                // Out of descriptors, or the like: do not spin on it.
+                tracing::debug!(%err, "metrics: cannot accept a connection");
+                thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            busy(&stream);
+            continue;
+        }
+        let slot = Slot(Arc::clone(&open));
+        let pages = Arc::clone(pages);
+        // A thread that cannot be made drops the connection and its slot with the closure.
+        let _ = thread::Builder::new()
+            .name("metrics-conn".into())
+            .spawn(move || {
+                let _slot = slot;
+                let _ = catch_unwind(AssertUnwindSafe(|| answer(stream, &pages)));
+            });
+    }
+}
+
+/// One of the [`MAX_CONNECTIONS`], given back when the connection is done with.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Too many connections: a 503 written without waiting, what the request has sent so far read
+/// and dropped without waiting (so the close does not reset the connection before the answer
+/// is read), and the connection closed.
+fn busy(mut stream: &TcpStream) {
+    if stream.set_nonblocking(true).is_ok() {
+        let busy = Response::text(503, "Service Unavailable", "busy: too many connections\n");
+        let _ = stream.write_all(&busy.bytes(false));
+        let _ = stream.shutdown(Shutdown::Write);
+        let mut sink = [0u8; 4096];
+        for _ in 0..4 {
+            if !matches!(stream.read(&mut sink), Ok(n) if n > 0) {
+                break;
+            }
+        }
+    }
+}
+
+/// How reading a request's head ended, when it did not end with a head.
+#[derive(Debug, PartialEq, Eq)]
+enum Unread {
+    /// Past [`MAX_HEAD`] with no end in sight.
+    TooLarge,
+    /// Not whole within [`READ_DEADLINE`].
+    TimedOut,
+    /// The client closed, or the connection failed: nobody to answer.
+    Gone,
+}
+
+fn answer(mut stream: TcpStream, pages: &Pages) {
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let deadline = Instant::now() + READ_DEADLINE;
+    let mut head = [0u8; MAX_HEAD];
+    let (response, head_only) = match read_head(&mut stream, &mut head, deadline) {
+        Ok(len) => route(&head[..len], pages),
+        Err(Unread::TooLarge) => (
+            Response::text(
+                431,
+                "Request Header Fields Too Large",
+                "request head over 8 KiB\n",
+            ),
+            false,
+        ),
+        Err(Unread::TimedOut) => (
+            Response::text(408, "Request Timeout", "request timeout\n"),
+            false,
+        ),
+        Err(Unread::Gone) => return,
+    };
+    if stream.write_all(&response.bytes(head_only)).is_err() {
+        return;
+    }
+    let _ = stream.flush();
+    // A refused request may have more coming (a body, the rest of a huge head): it is read and
+    // dropped, briefly, as closing with it unread would reset the connection before the answer
+    // is read. Otherwise the request was read whole, and the slot is given back at once.
+    if !matches!(response.status, 400 | 405 | 431) {
+        return;
+    }
+    let _ = stream.shutdown(Shutdown::Write);
+    let until = Instant::now() + DRAIN_FOR;
+    let mut drained = 0;
+    let mut sink = [0u8; 4096];
+    while drained < DRAIN_BYTES {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
+        }
+    }
+}
+
+/// Reads into `buf` until the blank line that ends a request's head; the length read (the head
+/// and anything after it).
+fn read_head(
+    stream: &mut impl ReadTimeout,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> Result<usize, Unread> {
+    let mut len = 0;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Unread::TimedOut);
+        }
+        if len == buf.len() {
+            return Err(Unread::TooLarge);
+        }
+        stream.timeout(left).map_err(|_| Unread::Gone)?;
+        let n = match stream.read(&mut buf[len..]) {
+            Ok(0) => return Err(Unread::Gone),
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(Unread::TimedOut);
+            }
+            Err(_) => return Err(Unread::Gone),
+        };
+        // The end may straddle what was there and what came.
+        let from = len.saturating_sub(3);
+        len += n;
+        if head_ends(&buf[from..len]) {
+            return Ok(len);
+        }
+    }
+}
+
+/// A stream whose reads can be given a timeout (a socket; a byte slice in the tests).
+trait ReadTimeout: Read {
+    fn timeout(&mut self, timeout: Duration) -> std::io::Result<()>;
+}
+
+impl ReadTimeout for TcpStream {
+    fn timeout(&mut self, timeout: Duration) -> std::io::Result<()> {
+        self.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
+    }
+}
+
+/// Whether `bytes` hold the end of a head: an empty line (`\r\n\r\n`, or bare `\n`s).
+fn head_ends(bytes: &[u8]) -> bool {
+    bytes.windows(4).any(|w| w == b"\r\n\r\n") || bytes.windows(2).any(|w| w == b"\n\n")
+}
+
+/// The answer to a request's head, and whether it is a HEAD request (no body sent).
+fn route(head: &[u8], pages: &Pages) -> (Response, bool) {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return (Response::text(400, "Bad Request", "bad request\n"), false);
+    };
+    if !version.starts_with(b"HTTP/1.") || method.is_empty() || !target.starts_with(b"/") {
+        return (Response::text(400, "Bad Request", "bad request\n"), false);
+    }
+    let head_only = match method {
+        b"GET" => false,
+        b"HEAD" => true,
+        _ => {
+            let mut response = Response::text(405, "Method Not Allowed", "method not allowed\n");
+            response.allow = true;
+            return (response, false);
+        }
+    };
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    let response = match path {
+        b"/metrics" => Response {
+            content_type: CONTENT_TYPE,
+            ..Response::text(200, "OK", pages.metrics.render())
+        },
+        b"/healthz" => {
+            let health = (pages.health)();
+            if health.healthy {
+                Response::text(200, "OK", "ok\n")
+            } else {
+                let why = crate::text::one_line(&health.message);
+                Response::text(503, "Service Unavailable", format!("unhealthy: {why}\n"))
+            }
+        }
+        _ => Response::text(404, "Not Found", "not found\n"),
+    };
+    (response, head_only)
+}
+
+/// An answer: never anything the client sent.
+struct Response {
+    status: u16,
+    reason: &'static str,
+    content_type: &'static str,
+    allow: bool,
+    body: String,
+}
+
+impl Response {
+    fn text(status: u16, reason: &'static str, body: impl Into<String>) -> Self {
+        Response {
+            status,
+            reason,
+            content_type: "text/plain; charset=utf-8",
+            allow: false,
+            body: body.into(),
+        }
+    }
+
+    /// The bytes on the wire; `head_only` for a HEAD request, which gets the headers alone.
+    fn bytes(&self, head_only: bool) -> Vec<u8> {
+        let mut text = format!(
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n",
+            self.status,
+            self.reason,
+            self.content_type,
+            self.body.len()
+        );
+        if self.allow {
+            text.push_str("Allow: GET, HEAD\r\n");
+        }
+        text.push_str("\r\n");
+        if !head_only {
+            text.push_str(&self.body);
+        }
+        text.into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages(healthy: bool) -> Pages {
+        Pages {
+            metrics: Arc::new(Metrics::default()),
+            health: Box::new(move || {
+                let mut health = Health::unhealthy("the watcher is\nwedged");
+                health.healthy = healthy;
+                health
+            }),
+        }
+    }
+
+    fn get(head: &str, pages: &Pages) -> (String, bool) {
+        let (response, head_only) = route(head.as_bytes(), pages);
+        (
+            String::from_utf8(response.bytes(head_only)).unwrap(),
+            head_only,
+        )
+    }
+
+    #[test]
+    fn every_decision_is_there_from_the_start_at_zero() {
+        let text = Metrics::default().render();
+        for decision in ["PASS", "FAIL", "BLOCKED", "ESCALATED", "ERROR"] {
+            assert!(
+                text.contains(&format!(
+                    "validator_verdicts_total{{decision=\"{decision}\"}} 0\n"
+                )),
+                "{text}"
+            );
+        }
+        for line in [
+            "# TYPE validator_verdicts_total counter\n",
+            "# TYPE validator_gate_duration_seconds histogram\n",
+            "validator_escalations_total 0\n",
+            "validator_queue_depth 0\n",
+            "validator_running_tasks 0\n",
+            "validator_last_judge_timestamp_seconds 0\n",
+            &format!(
+                "validator_build_info{{version=\"{}\"}} 1\n",
+                env!("CARGO_PKG_VERSION")
+            ),
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+    }
+
+    #[test]
+    fn every_family_has_help_and_type_before_its_samples() {
+        let metrics = Metrics::default();
+        metrics.gate_ran("lint", 1);
+        let text = metrics.render();
+        let mut typed = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                typed.push(rest.split(' ').next().unwrap().to_owned());
+                continue;
+            }
+            if line.starts_with("# HELP ") {
+                continue;
+            }
+            let name = line.split(['{', ' ']).next().unwrap();
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .filter(|f| typed.last().is_some_and(|t| t == f))
+                .unwrap_or(name);
+            assert_eq!(typed.last().map(String::as_str), Some(family), "{line}");
+            assert!(line.starts_with("validator_"), "{line}");
+        }
+        assert_eq!(text.matches("# HELP ").count(), typed.len());
+    }
+
+    #[test]
+    fn verdicts_escalations_queue_and_running_are_counted() {
+        let metrics = Metrics::default();
+        metrics.published(Decision::Pass, false);
+        metrics.published(Decision::Fail, false);
+        metrics.published(Decision::Fail, false);
+        metrics.published(Decision::Escalated, true);
+        metrics.published(Decision::Escalated, false);
+        metrics.queued(3);
+        metrics.queued(-1);
+        let judging = metrics.judging();
+        let text = metrics.render();
+        for line in [
+            "validator_verdicts_total{decision=\"PASS\"} 1\n",
+            "validator_verdicts_total{decision=\"FAIL\"} 2\n",
+            "validator_verdicts_total{decision=\"ESCALATED\"} 2\n",
+            "validator_escalations_total 1\n",
+            "validator_queue_depth 2\n",
+            "validator_running_tasks 1\n",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+        drop(judging);
+        assert!(metrics.render().contains("validator_running_tasks 0\n"));
+        let stamp: f64 = metrics
+            .render()
+            .lines()
+            .find_map(|l| l.strip_prefix("validator_last_judge_timestamp_seconds "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(stamp > 1.6e9, "{stamp}");
+    }
+
+    #[test]
+    fn gate_durations_are_a_cumulative_histogram_by_rule() {
+        let metrics = Metrics::default();
+        metrics.gate_ran("exists", 3);
+        metrics.gate_ran("lint", 700);
+        metrics.gate_ran("lint", 2_500);
+        metrics.gate_ran("lint", 3_600_000);
+        let text = metrics.render();
+        for line in [
+            "validator_gate_duration_seconds_bucket{rule=\"exists\",le=\"0.01\"} 1\n",
+            "validator_gate_duration_seconds_sum{rule=\"exists\"} 0.003\n",
+            "validator_gate_duration_seconds_bucket{rule=\"lint\",le=\"0.5\"} 0\n",
+            "validator_gate_duration_seconds_bucket{rule=\"lint\",le=\"1\"} 1\n",
+            "validator_gate_duration_seconds_bucket{rule=\"lint\",le=\"2.5\"} 2\n",
+            "validator_gate_duration_seconds_bucket{rule=\"lint\",le=\"600\"} 2\n",
+            "validator_gate_duration_seconds_bucket{rule=\"lint\",le=\"+Inf\"} 3\n",
+            "validator_gate_duration_seconds_sum{rule=\"lint\"} 3603.2\n",
+            "validator_gate_duration_seconds_count{rule=\"lint\"} 3\n",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+    }
+
+    #[test]
+    fn cached_and_skipped_gates_are_not_timed() {
+        let metrics = Metrics::default();
+        let task = Task::new("t", std::path::Path::new(".")).unwrap();
+        let report = |outcome| GateReport {
+            name: "g".into(),
+            rule: "lint".into(),
+            outcome,
+            duration_ms: 5,
+            exit_code: None,
+            summary: String::new(),
+            findings: Vec::new(),
+            output_tail: None,
+            fix: None,
+        };
+        metrics.gate_finished(&task, &report(GateOutcome::Cached));
+        metrics.gate_finished(&task, &report(GateOutcome::Skipped));
+        assert!(!metrics.render().contains("rule=\"lint\""));
+        metrics.gate_finished(&task, &report(GateOutcome::Fail));
+        assert!(
+            metrics
+                .render()
+                .contains("validator_gate_duration_seconds_count{rule=\"lint\"} 1\n")
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        let metrics = Metrics::default();
+        metrics.gate_ran("we\"ird\n", 1);
+        assert!(
+            metrics
+                .render()
+                .contains("validator_gate_duration_seconds_count{rule=\"we\\\"ird\\n\"} 1\n")
+        );
+    }
+
+    #[test]
+    fn the_rules_a_histogram_keeps_are_bounded() {
+        let metrics = Metrics::default();
+        for n in 0..MAX_RULES + 10 {
+            metrics.gate_ran(&format!("r{n}"), 1);
+        }
+        let text = metrics.render();
+        assert_eq!(text.matches("_count{").count(), MAX_RULES);
+    }
+
+    #[test]
+    fn seconds_are_the_shortest_exact_decimal() {
+        for (ms, text) in [
+            (0, "0"),
+            (10, "0.01"),
+            (250, "0.25"),
+            (1_000, "1"),
+            (2_500, "2.5"),
+            (1_234, "1.234"),
+        ] {
+            assert_eq!(seconds(ms), text);
+        }
+    }
+
+    #[test]
+    fn requests_are_routed_by_method_and_path() {
+        let healthy = pages(true);
+        let (text, _) = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &healthy);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(
+            text.contains(&format!("Content-Type: {CONTENT_TYPE}\r\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains("\r\n\r\n# HELP validator_build_info"),
+            "{text}"
+        );
+        let (text, _) = get("GET /metrics?x=1 HTTP/1.0\n\n", &healthy);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+
+        let (text, head_only) = get("HEAD /metrics HTTP/1.1\r\n\r\n", &healthy);
+        assert!(head_only);
+        let (headers, body) = text.split_once("\r\n\r\n").unwrap();
+        assert_eq!(body, "");
+        let length: usize = headers
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, healthy.metrics.render().len());
+
+        let (text, _) = get("GET /healthz HTTP/1.1\r\n\r\n", &healthy);
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("\r\n\r\nok\n"),
+            "{text}"
+        );
+        let (text, _) = get("GET /healthz HTTP/1.1\r\n\r\n", &pages(false));
+        assert!(text.starts_with("HTTP/1.1 503 "), "{text}");
+        assert!(
+            text.ends_with("\r\n\r\nunhealthy: the watcher is; wedged\n"),
+            "{text}"
+        );
+
+        let (text, _) = get("GET /nothing HTTP/1.1\r\n\r\n", &healthy);
+        assert!(text.starts_with("HTTP/1.1 404 "), "{text}");
+        let (text, _) = get(
+            "POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+            &healthy,
+        );
+        assert!(
+            text.starts_with("HTTP/1.1 405 ") && text.contains("Allow: GET, HEAD\r\n"),
+            "{text}"
+        );
+        for bad in [
+            "",
+            "GET\r\n\r\n",
+            "GET /metrics\r\n\r\n",
+            "GET metrics HTTP/1.1\r\n\r\n",
+            "GET /metrics SPDY/3\r\n\r\n",
+            "GET  /metrics HTTP/1.1\r\n\r\n",
+            "\u{0}\u{ff}",
+        ] {
+            let (text, _) = get(bad, &healthy);
+            assert!(text.starts_with("HTTP/1.1 400 "), "{bad:?}: {text}");
+        }
+    }
+
+    #[test]
+    fn no_answer_holds_what_the_request_said() {
+        let healthy = pages(true);
+        for request in [
+            "GET /<script>secret HTTP/1.1\r\n\r\n",
+            "DELETE /secret HTTP/1.1\r\n\r\n",
+            "GET secret HTTP/1.1\r\n\r\n",
+        ] {
+            let (text, _) = get(request, &healthy);
+            assert!(!text.contains("secret"), "{text}");
+        }
+    }
+
+    /// Bytes that arrive in the pieces given, then nothing (a read times out).
+    struct Pieces(Vec<Vec<u8>>);
+
+    impl Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(std::io::ErrorKind::WouldBlock.into());
+            }
+            let piece = &mut self.0[0];
+            let n = piece.len().min(buf.len());
+            buf[..n].copy_from_slice(&piece[..n]);
+            piece.drain(..n);
+            if piece.is_empty() {
+                self.0.remove(0);
+            }
+            Ok(n)
+        }
+    }
+
+    impl ReadTimeout for Pieces {
+        fn timeout(&mut self, _: Duration) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn read(pieces: &[&[u8]]) -> Result<usize, Unread> {
+        let mut buf = [0u8; MAX_HEAD];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        read_head(
+            &mut Pieces(pieces.iter().map(|p| p.to_vec()).collect()),
+            &mut buf,
+            deadline,
+        )
+    }
+
+    #[test]
+    fn a_head_is_read_to_its_blank_line_and_no_further_than_the_cap() {
+        assert_eq!(read(&[b"GET / HTTP/1.1\r\n\r\n"]), Ok(18));
+        // The blank line split across reads.
+        assert_eq!(read(&[b"GET / HTTP/1.1\r\n\r", b"\n"]), Ok(18));
+        assert_eq!(read(&[b"GET / HTTP/1.1\r", b"\n", b"\r", b"\n"]), Ok(18));
+        assert_eq!(read(&[b"GET / HTTP/1.1\r\n"]), Err(Unread::TimedOut));
+        assert_eq!(read(&[]), Err(Unread::TimedOut));
+        let huge = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD));
+        assert_eq!(read(&[huge.as_bytes()]), Err(Unread::TooLarge));
+        // Exactly at the cap is still a head.
+        let full = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(MAX_HEAD - 23));
+        assert_eq!(full.len(), MAX_HEAD);
+        assert_eq!(read(&[full.as_bytes()]), Ok(MAX_HEAD));
+    }
+
+    #[test]
+    fn a_past_deadline_times_out_before_reading() {
+        let mut buf = [0u8; 64];
+        let past = Instant::now() - Duration::from_millis(1);
+        let mut pieces = Pieces(vec![b"GET / HTTP/1.1\r\n\r\n".to_vec()]);
+        assert_eq!(
+            read_head(&mut pieces, &mut buf, past),
+            Err(Unread::TimedOut)
+        );
+    }
+
+    #[test]
+    fn a_server_answers_over_tcp_and_closes_its_port_when_dropped() {
+        let metrics = Arc::new(Metrics::default());
+        metrics.published(Decision::Pass, false);
+        let server = Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            Arc::clone(&metrics),
+            Box::new(|| Health::unhealthy("x")),
+        )
+        .unwrap();
+        let addr = server.addr();
+        assert_ne!(addr.port(), 0);
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        assert!(
+            text.contains("validator_verdicts_total{decision=\"PASS\"} 1\n"),
+            "{text}"
+        );
+
+        let taken = Server::start(
+            addr,
+            Arc::clone(&metrics),
+            Box::new(|| Health::unhealthy("x")),
+        );
+        let err = taken.err().expect("the port is taken").to_string();
+        assert!(
+            err.contains(&addr.to_string()) && err.contains("help:"),
+            "{err}"
+        );
+
+        drop(server);
+        assert!(TcpStream::connect(addr).is_err(), "the port is still open");
+    }
+}
