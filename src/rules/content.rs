@@ -113,29 +113,7 @@ impl RuleDef for Content {
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
         let listing = taskdir::list(ctx.task);
-        // What the listing could not or would not read, where a matching file could hide: a
-        // link out of the task, a link to a directory inside it (its files are listed under
-        // their own path), a directory that cannot be read. Each fails the gate: unread is not
-        // clean.
-        let hidden = |paths: &[String], why: &str| -> Vec<Finding> {
-            paths
-                .iter()
-                .filter(|path| self.could_hold_matches(path))
-                .map(|path| Finding::in_file(path, why))
-                .collect::<Vec<_>>()
-        };
-        let mut findings = hidden(
-            &listing.escaping_links,
-            "is a link that points outside the task directory; it was not read",
-        );
-        findings.extend(hidden(
-            &listing.linked_dirs,
-            "is a link to a directory; its files were not read under this name, so `files:` may miss them",
-        ));
-        findings.extend(hidden(
-            &listing.unreadable,
-            "cannot be read, so the files in it were not checked; make it readable",
-        ));
+        let mut findings = Vec::new();
         let changed = if self.changed_only {
             let deadline = Instant::now() + ctx.timeout;
             match scope::changed(ctx, &self.base, deadline) {
@@ -151,6 +129,39 @@ impl RuleDef for Content {
         } else {
             None
         };
+        // What the listing could not or would not read, where a matching file could hide: a
+        // link out of the task, a link to a directory inside it (its files are listed under
+        // their own path), a directory that cannot be read. Each fails the gate: unread is not
+        // clean. With `changed_only`, a link counts only if it is a change (a virtualenv's
+        // links to its interpreter are not the worker's).
+        let hidden = |paths: &[String], why: &str| -> Vec<Finding> {
+            paths
+                .iter()
+                .filter(|path| self.could_hold_matches(path))
+                .filter(|path| changed.as_ref().is_none_or(|c| c.contains(*path)))
+                .map(|path| Finding::in_file(path, why))
+                .collect::<Vec<_>>()
+        };
+        findings.extend(hidden(
+            &listing.escaping_links,
+            "is a link that points outside the task directory; it was not read",
+        ));
+        findings.extend(hidden(
+            &listing.linked_dirs,
+            "is a link to a directory; its files were not read under this name, so `files:` may miss them",
+        ));
+        findings.extend(
+            listing
+                .unreadable
+                .iter()
+                .filter(|path| self.could_hold_matches(path))
+                .map(|path| {
+                    Finding::in_file(
+                        path,
+                        "cannot be read, so the files in it were not checked; make it readable",
+                    )
+                }),
+        );
         let reader = taskdir::Reader::new(ctx.task);
         let mut read = 0usize;
         for entry in listing.files.iter().filter(|e| {

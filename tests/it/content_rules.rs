@@ -153,6 +153,38 @@ fn changed_only_reads_only_what_the_worker_changed() {
 }
 
 #[test]
+fn changed_only_reports_a_link_out_only_when_the_worker_made_it() {
+    // A virtualenv the project ignores links its interpreter outside the task: not the
+    // worker's change, so not a finding. A link the worker adds is.
+    let project = Project::new();
+    project
+        .rules(&rules(&format!(
+            "{NO_DEBUGGER}        changed_only: true\n"
+        )))
+        .file(".gitignore", ".venv/\n")
+        .file("app.py", "x = 1\n");
+    project.root_file("outside/python.py", "breakpoint()\n");
+    std::fs::create_dir_all(project.task_dir().join(".venv/bin")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        project.path().join("outside/python.py"),
+        project.task_dir().join(".venv/bin/python.py"),
+    )
+    .expect("symlink");
+    commit_all(&project.task_dir());
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+
+    std::os::unix::fs::symlink(
+        project.path().join("outside/python.py"),
+        project.task_dir().join("new.py"),
+    )
+    .expect("symlink");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(findings(&verdict, "content")[0]["file"], "new.py");
+}
+
+#[test]
 fn a_pattern_that_does_not_compile_is_refused_where_it_is_written() {
     let project = Project::new();
     project.rules(&rules(
