@@ -50,7 +50,8 @@ impl Decision {
 
 impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        // `pad`, so a width (`{:<9}`) lines the watcher's verdict lines up.
+        f.pad(self.as_str())
     }
 }
 

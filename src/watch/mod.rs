@@ -529,7 +529,11 @@ fn on_fs_event(
     let rules = shared.rules();
     for path in &event.paths {
         if same_file(path, &options.config) {
-            if !matches!(event.kind, EventKind::Access(_) | EventKind::Remove(_)) {
+            // A save is several events (create, write, close, rename): one reload for what
+            // they leave, not one each.
+            if !matches!(event.kind, EventKind::Access(_) | EventKind::Remove(_))
+                && watches.rules_changed(&options.config)
+            {
                 reload(options, shared, watches, scheduler);
             }
         } else if path.parent() == Some(rules.staging.as_path()) {
@@ -727,7 +731,7 @@ impl Watches {
         }
     }
 
-    /// Polling mode: whether the rules file changed since the last look.
+    /// Whether the rules file changed since the last look (or the last reload).
     fn rules_changed(&mut self, config: &Path) -> bool {
         let now = Fingerprint::of(config);
         now.is_some() && std::mem::replace(&mut self.rules_seen, now) != now
