@@ -76,10 +76,71 @@ fn tap(lines: &[&str], report: &mut Report) {
                     3,
                 );
             }
-            Some(value.trim().trim_matches(['\'', '"']).to_owned())
+            Some(yaml_scalar(value.trim()))
         });
-        report.add(Failed::named(&titles.join(" > ")).because(message.filter(|m| !m.is_empty())));
+        let mut test =
+            Failed::named(&titles.join(" > ")).because(message.filter(|m| !m.is_empty()));
+        if let Some((file, line)) = tap_place(&yaml) {
+            test.file = Some(file);
+            test.line = Some(line);
+        }
+        report.add(test);
     }
+}
+
+/// A one-line YAML scalar as node's TAP writes it: `'single'` (a quote doubled inside),
+/// `"double"` (backslash escapes), or plain.
+fn yaml_scalar(value: &str) -> String {
+    if let Some(inner) = value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+        return inner.replace("''", "'");
+    }
+    if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+        let mut out = String::with_capacity(inner.len());
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            match (c, c == '\\') {
+                (_, true) => match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some(other) => out.push(other),
+                    None => {}
+                },
+                (c, false) => out.push(c),
+            }
+        }
+        return out;
+    }
+    value.to_owned()
+}
+
+/// Where a node --test failure happened: the first frame of its `stack:` in the test's own
+/// files (not node's internals, not node_modules), else the test's `location:`.
+fn tap_place(yaml: &[&str]) -> Option<(String, u32)> {
+    let stack_frames = yaml
+        .iter()
+        .skip_while(|l| !l.trim_start().starts_with("stack:"))
+        .skip(1)
+        .map(|l| l.trim());
+    let frame = stack_frames
+        .filter_map(frame_place)
+        .find(|(file, _)| !file.starts_with("node:") && !file.contains("/node_modules/"));
+    frame.or_else(|| {
+        yaml.iter()
+            .find_map(|l| l.trim_start().strip_prefix("location: "))
+            .and_then(|at| frame_place(&yaml_scalar(at.trim())))
+    })
+}
+
+/// `file:line:column` at the end of a stack frame (`fn (file:1:2)` or `file:1:2`).
+fn frame_place(frame: &str) -> Option<(String, u32)> {
+    let place = frame
+        .rsplit_once('(')
+        .map_or(frame, |(_, p)| p)
+        .trim_end_matches(')');
+    let mut parts = place.rsplitn(3, ':');
+    let (_column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let line = line.parse::<u32>().ok()?;
+    (!file.is_empty()).then(|| (file.trim_start_matches("file://").to_owned(), line))
 }
 
 /// tape's TAP (and TAP without `# Subtest:` nesting): a `# title` comment opens a test, its
@@ -118,23 +179,14 @@ fn tape(lines: &[&str], report: &mut Report) {
             .iter()
             .take_while(|l| l.starts_with("  ") || l.trim().is_empty());
         let mut test = Failed::named(name).because(Some(assertion.to_owned()));
-        if let Some(at) = yaml
+        // `at: Test.<anonymous> (/path/test/x.js:24:4)`
+        if let Some((file, line)) = yaml
             .filter_map(|l| l.trim_start().strip_prefix("at: "))
             .next()
+            .and_then(frame_place)
         {
-            // `Test.<anonymous> (/path/test/x.js:24:4)`
-            let place = at
-                .rsplit_once('(')
-                .map_or(at, |(_, p)| p)
-                .trim_end_matches(')');
-            let mut parts = place.rsplitn(3, ':');
-            if let (Some(_), Some(number), Some(file)) = (parts.next(), parts.next(), parts.next())
-            {
-                if let Ok(number) = number.parse::<u32>() {
-                    test.file = Some(file.to_owned());
-                    test.line = Some(number);
-                }
-            }
+            test.file = Some(file);
+            test.line = Some(line);
         }
         report.add(test);
         failed_here = true;
@@ -356,6 +408,33 @@ fn mocha(lines: &[&str], report: &mut Report) {
 #[cfg(test)]
 mod tests {
     use super::super::{from_output, names};
+    use super::yaml_scalar;
+
+    #[test]
+    fn node_tap_keeps_the_assertions_quotes_and_places_it_at_the_failing_line() {
+        // node 22's TAP for a failed `assert.equal` (fastify-error's own test, a bug put in).
+        let out = "TAP version 13\n# Subtest: FastifyError.toString returns code\nnot ok 7 - FastifyError.toString returns code\n  ---\n  duration_ms: 0.5\n  location: '/p/test/index.test.js:171:1'\n  failureType: 'testCodeFailure'\n  error: \"'FastifyError [CODE] - foo' == 'FastifyError [CODE]: foo'\"\n  code: 'ERR_ASSERTION'\n  stack: |-\n    assert.<computed> [as equal] (node:internal/test_runner/test:242:18)\n    TestContext.<anonymous> (/p/test/index.test.js:175:5)\n    Test.runInAsyncScope (node:async_hooks:206:9)\n  ...\n1..1\n";
+        let report = from_output(out);
+        let failed = &report.failed[0];
+        assert_eq!(
+            failed.message.as_deref(),
+            Some("'FastifyError [CODE] - foo' == 'FastifyError [CODE]: foo'")
+        );
+        assert_eq!(
+            (failed.file.as_deref(), failed.line),
+            (Some("/p/test/index.test.js"), Some(175))
+        );
+        // Without a stack, the test's own location.
+        let no_stack = out.replace("  stack: |-\n    assert.<computed> [as equal] (node:internal/test_runner/test:242:18)\n    TestContext.<anonymous> (/p/test/index.test.js:175:5)\n    Test.runInAsyncScope (node:async_hooks:206:9)\n", "");
+        assert_eq!(from_output(&no_stack).failed[0].line, Some(171));
+    }
+
+    #[test]
+    fn a_yaml_scalar_loses_only_its_own_quotes() {
+        assert_eq!(yaml_scalar("'it''s'"), "it's");
+        assert_eq!(yaml_scalar("\"say \\\"hi\\\"\""), "say \"hi\"");
+        assert_eq!(yaml_scalar("plain"), "plain");
+    }
 
     #[test]
     fn node_tap_names_leaves_under_their_suites() {
