@@ -15,7 +15,7 @@ pub(crate) fn render(err: &ConfigError) -> Option<String> {
         validator::files::Links::Follow,
     )
     .ok()?;
-    let line = source.lines().nth(line_number.checked_sub(1)?)?;
+    let line = yaml_lines(&source).nth(line_number.checked_sub(1)?)?;
     // Only what a terminal shows as written: a control character could move the cursor.
     if line.chars().any(|c| c.is_control() && c != '\t') || line.len() > 500 {
         return None;
@@ -36,6 +36,33 @@ pub(crate) fn render(err: &ConfigError) -> Option<String> {
         report.push(Group::with_title(Level::HELP.secondary_title(help)));
     }
     Some(Renderer::styled().render(&report).to_string())
+}
+
+/// The lines of `source` as YAML counts them (the line and column of an error are YAML's):
+/// broken at LF, CRLF, a lone CR, NEL, LS and PS alike.
+fn yaml_lines(source: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(source);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match text
+            .char_indices()
+            .find(|&(_, c)| matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'))
+        {
+            Some((at, c)) => {
+                let after = at + c.len_utf8();
+                let after = match (c, text[after..].starts_with('\n')) {
+                    ('\r', true) => after + 1,
+                    _ => after,
+                };
+                rest = Some(&text[after..]);
+                Some(&text[..at])
+            }
+            None => {
+                rest = None;
+                (!text.is_empty()).then_some(text)
+            }
+        }
+    })
 }
 
 /// The bytes of `line` the caret goes under: from `column` (1-based, in characters) to the end
@@ -111,6 +138,16 @@ mod tests {
         let (_dir, mut err) = error("a: 1\n", 1, 1);
         err.line = None;
         assert_eq!(render(&err), None);
+    }
+
+    #[test]
+    fn lines_are_counted_as_yaml_counts_them() {
+        let source = "a # c\rb\r\nc\u{2028}d\u{85}e\nf";
+        let lines: Vec<&str> = yaml_lines(source).collect();
+        assert_eq!(lines, ["a # c", "b", "c", "d", "e", "f"]);
+        let (_dir, err) = error("version: 1 # c\rstate: st\n  - on_fial: x\n", 3, 5);
+        let text = plain(&render(&err).expect("rendered"));
+        assert!(text.contains("3 |   - on_fial: x"), "{text}");
     }
 
     #[test]

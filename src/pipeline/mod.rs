@@ -303,13 +303,13 @@ fn context(task: &Task) -> Option<String> {
     task.contract.as_deref().and_then(|c| c.context.clone())
 }
 
-/// Where a gate that did not run sends the run: on, as if it had passed; a route that would
-/// end the run ends it there, decided by the gates that ran.
+/// Where a gate that did not run sends the run: its `on_pass` jump, else the next gate. A
+/// route that would end the run (PASS, BLOCK, STOP) is not taken: a gate that did not run
+/// must not decide the run, least of all more leniently than it would have.
 fn follow(on_pass: Route, index: usize) -> Option<usize> {
     match on_pass {
         Route::Goto(target) => Some(target),
-        Route::Continue => Some(index + 1),
-        Route::Pass | Route::Block | Route::Stop => None,
+        Route::Continue | Route::Pass | Route::Block | Route::Stop => Some(index + 1),
     }
 }
 

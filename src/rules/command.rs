@@ -421,8 +421,15 @@ impl Command {
                     }
                 }
                 let mut found = relative_findings(&ctx.task.dir, cwd, found);
-                let failed = failed || (self.fail_on_findings && !found.is_empty());
+                // With `fail_on_findings` the tool's silence is the pass: output that names no
+                // finding validator can read (a file name with a space, a line of another
+                // shape) fails too, rather than passing unread.
+                let printed = self.fail_on_findings && !failed && !text.trim().is_empty();
+                let failed = failed || printed;
                 let summary = match (found.len(), failed) {
+                    (0, true) if printed => format!(
+                        "`{program}` printed output, and `fail_on_findings` wants none; no finding could be read from it"
+                    ),
                     (0, true) if text.trim().is_empty() => {
                         format!("`{program}` exited with {code}")
                     }

@@ -222,12 +222,29 @@ impl<'a> Repo<'a> {
         cap: usize,
         input: Option<&[u8]>,
     ) -> Result<process::Finished, String> {
+        self.run_in(args, cap, input, None)
+    }
+
+    /// As [`Self::run_fed`]; with `elsewhere`, git works on that work tree (from its top, in
+    /// a sandbox that may read it) instead of the task's, with the task's repository.
+    fn run_in(
+        &self,
+        args: &[&str],
+        cap: usize,
+        input: Option<&[u8]>,
+        elsewhere: Option<(&Path, Option<&Sandbox>)>,
+    ) -> Result<process::Finished, String> {
         let mut argv: Vec<OsString> = vec![self.git.clone().into()];
         argv.extend(HARDENING.iter().map(OsString::from));
         argv.extend(args.iter().map(OsString::from));
         let mut env: Vec<(OsString, OsString)> = vec![
             ("GIT_DIR".into(), self.layout.git_dir.clone().into()),
-            ("GIT_WORK_TREE".into(), self.layout.work_tree.clone().into()),
+            (
+                "GIT_WORK_TREE".into(),
+                elsewhere
+                    .map_or(self.layout.work_tree.as_path(), |(tree, _)| tree)
+                    .into(),
+            ),
             // No config but the repository's own (whose programs are switched off above):
             // what git sees does not depend on whoever runs validator.
             ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
@@ -252,7 +269,10 @@ impl<'a> Repo<'a> {
             env.push((format!("GIT_CONFIG_KEY_{n}").into(), name.clone()));
             env.push((format!("GIT_CONFIG_VALUE_{n}").into(), OsString::new()));
         }
-        let cwd = self.ctx.task.dir.join(&self.layout.under);
+        let cwd = match elsewhere {
+            Some((tree, _)) => tree.to_path_buf(),
+            None => self.ctx.task.dir.join(&self.layout.under),
+        };
         let spec = process::Spec {
             argv: &argv,
             cwd: &cwd,
@@ -262,7 +282,10 @@ impl<'a> Repo<'a> {
             output_cap: cap,
             cancel: self.ctx.cancel,
             separate_stderr: true,
-            sandbox: self.sandbox.as_ref(),
+            sandbox: match elsewhere {
+                Some((_, sandbox)) => sandbox,
+                None => self.sandbox.as_ref(),
+            },
         };
         let ran = match input {
             Some(input) => process::run_with_input(&spec, input),
@@ -509,101 +532,180 @@ impl<'a> Repo<'a> {
     }
 
     /// The untracked files when git ignores some: only committed, unchanged `.gitignore` files
-    /// may hide one (not `.git/info/exclude` nor the global excludes, which status obeys). A
-    /// `.gitignore` the worker wrote or edited (`edited`, task paths, for the tracked ones) is
-    /// trusted with nothing: every untracked file in its directory counts. Unless git never
-    /// reads it: one inside a directory a rule from outside that directory ignores (a tool's
-    /// `.venv/.gitignore` when the project ignores `.venv/`) hides nothing, and the files there
-    /// stay hidden by that rule.
+    /// may hide one (not `.git/info/exclude` nor the global excludes, which status obeys).
+    /// `edited` (task paths) are the tracked ignore files the worker changed.
+    ///
+    /// With no ignore file written or edited, git's own listing is the answer. Otherwise the
+    /// files only the listing hides, under a directory holding such an ignore file, are asked
+    /// about again: placed, empty, in a scratch tree beside the committed ignore files alone,
+    /// where git's own walk says which of them those rules hide. So a tool's `.gitignore` inside
+    /// a directory the project ignores (`.venv/`) changes nothing, and a worker's hides nothing.
     fn untracked_behind_ignores(&self, edited: &[&String]) -> Result<Vec<String>, String> {
         // Paths from the work tree's top, as git gives them with `--full-name`.
         let listed = |args: &[&str]| -> Result<Vec<String>, String> {
             Ok(split_z(&self.run(args)?).collect())
         };
         let every = listed(&["ls-files", "-z", "--full-name", "--others"])?;
-        let visible = listed(&[
+        let visible: BTreeSet<String> = listed(&[
             "ls-files",
             "-z",
             "--full-name",
             "--others",
             "--exclude-per-directory=.gitignore",
-        ])?;
+        ])?
+        .into_iter()
+        .collect();
         let from_top = |task_path: &String| {
-            format!(
-                "{}{}",
-                self.layout.prefix,
-                task_path
-                    .strip_prefix(self.layout.under.as_str())
-                    .unwrap_or(task_path)
-            )
+            let rel = task_path
+                .strip_prefix(self.layout.under.as_str())
+                .unwrap_or(task_path);
+            format!("{}{rel}", self.layout.prefix)
         };
-        let written: Vec<String> = every
+        let untrusted: Vec<String> = every
             .iter()
             .filter(|f| is_gitignore(f))
             .cloned()
             .chain(edited.iter().map(|f| from_top(f)))
+            .map(|ignore_file| {
+                ignore_file
+                    .strip_suffix(".gitignore")
+                    .unwrap_or_default()
+                    .to_owned()
+            })
             .collect();
-        let mut untrusted: Vec<String> = Vec::new();
-        for ignore_file in &written {
-            let dir = ignore_file
-                .strip_suffix(".gitignore")
-                .unwrap_or_default()
-                .to_owned();
-            if !untrusted.contains(&dir) && !self.never_read(&dir, &written)? {
-                untrusted.push(dir);
-            }
+        let under_untrusted = |f: &str| untrusted.iter().any(|dir| f.starts_with(dir.as_str()));
+        let suspects: Vec<&String> = every
+            .iter()
+            .filter(|f| !visible.contains(*f) && under_untrusted(f))
+            .collect();
+        let mut counted: BTreeSet<String> = visible.iter().cloned().collect();
+        if !suspects.is_empty() {
+            counted.extend(self.hidden_by_committed_rules_not(&suspects, edited)?);
         }
-        let visible: BTreeSet<String> = visible.into_iter().collect();
         Ok(every
             .into_iter()
-            .filter(|f| {
-                visible.contains(f) || untrusted.iter().any(|dir| f.starts_with(dir.as_str()))
-            })
+            .filter(|f| counted.contains(f))
             .filter_map(|f| self.in_task(&f))
             .collect())
     }
 
-    /// Whether git never reads the ignore file of `dir` (from the top, `/`-terminated; empty
-    /// for the top): a directory at or above it, inside the task, is ignored by a
-    /// `.gitignore` outside that directory, so git does not look inside. Only a committed
-    /// `.gitignore` counts (not one in `written`, not `.git/info/exclude` or a configured
-    /// excludes file); an ignore file above the task directory counts as read.
-    fn never_read(&self, dir: &str, written: &[String]) -> Result<bool, String> {
-        let Some(inside) = dir.strip_prefix(self.layout.prefix.as_str()) else {
-            return Ok(false);
+    /// Of `suspects` (paths from the top: files, or `dir/` for a nested repository), those the
+    /// committed `.gitignore` files do not hide, as git's own walk says: in a scratch work tree
+    /// holding each committed ignore file (from the index, unless the worker edited it:
+    /// `edited`, task paths) and an empty stand-in for each suspect. Past
+    /// [`MAX_SUSPECTS`], or if the tree cannot be made, every suspect counts.
+    fn hidden_by_committed_rules_not(
+        &self,
+        suspects: &[&String],
+        edited: &[&String],
+    ) -> Result<Vec<String>, String> {
+        let all = || suspects.iter().map(|s| (*s).clone()).collect();
+        if suspects.len() > MAX_SUSPECTS {
+            return Ok(all());
+        }
+        let Ok(scratch) = tempfile::Builder::new()
+            .prefix("validator-ignore-")
+            .tempdir()
+        else {
+            return Ok(all());
         };
-        // `a/b/` → `a/`, `a/b/`: each directory at or above `dir`, inside the task.
-        let ancestors: Vec<&str> = inside
-            .match_indices('/')
-            .map(|(at, _)| &inside[..=at])
+        let tree = scratch.path();
+        let edited: BTreeSet<String> = edited
+            .iter()
+            .map(|f| {
+                let rel = f.strip_prefix(self.layout.under.as_str()).unwrap_or(f);
+                format!("{}{rel}", self.layout.prefix)
+            })
             .collect();
-        if ancestors.is_empty() {
-            return Ok(false);
-        }
-        let mut input = Vec::new();
-        for ancestor in &ancestors {
-            input.extend_from_slice(ancestor.as_bytes());
-            input.push(0);
-        }
-        let args = ["check-ignore", "-z", "-v", "--no-index", "--stdin"];
-        // check-ignore exits 1 when nothing matched: that is an answer, not a failure.
-        let matched = match self.run_fed(&args, OUTPUT_CAP, Some(&input)) {
-            Ok(done) => done.output,
-            Err(_) => return Ok(false),
-        };
-        let fields: Vec<String> = split_z_keep_empty(&matched);
-        Ok(fields.chunks_exact(4).any(|record| {
-            let (source, path) = (&record[0], &record[3]);
-            let committed = is_gitignore(source) && !written.contains(source);
-            // The source's directory, from the task's top (empty for one above the task).
-            let top = source.strip_suffix(".gitignore").unwrap_or_default();
-            let source_dir = match top.strip_prefix(self.layout.prefix.as_str()) {
-                Some(inside) => Some(inside),
-                None => self.layout.prefix.starts_with(top).then_some(""),
+        // The committed ignore files: their blobs, by path, from the index.
+        let staged = self.run(&[
+            "ls-files",
+            "-z",
+            "-s",
+            "--full-name",
+            "--",
+            ":(top,glob)**/.gitignore",
+        ])?;
+        let mut blobs: Vec<(String, String)> = Vec::new();
+        for entry in split_z(&staged) {
+            // `<mode> <oid> <stage>\t<path>`
+            let Some((meta, path)) = entry.split_once('\t') else {
+                continue;
             };
-            committed
-                && source_dir.is_some_and(|dir| path.starts_with(dir) && path.len() > dir.len())
-        }))
+            let mut fields = meta.split(' ');
+            let (Some("100644" | "100755"), Some(oid)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            if is_gitignore(path) && !edited.contains(path) {
+                blobs.push((path.to_owned(), oid.to_owned()));
+            }
+        }
+        let made = (|| -> std::io::Result<bool> {
+            if !blobs.is_empty() {
+                let input: String = blobs.iter().map(|(_, oid)| format!("{oid}\n")).collect();
+                let Ok(done) =
+                    self.run_fed(&["cat-file", "--batch"], OUTPUT_CAP, Some(input.as_bytes()))
+                else {
+                    return Ok(false);
+                };
+                let Some(contents) = batch_contents(&done.output, blobs.len()) else {
+                    return Ok(false);
+                };
+                for ((path, _), content) in blobs.iter().zip(contents) {
+                    let Some(at) = scratch_path(tree, path) else {
+                        return Ok(false);
+                    };
+                    if let Some(dir) = at.parent() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    std::fs::write(at, content)?;
+                }
+            }
+            for suspect in suspects {
+                let (path, stand_in) = match suspect.strip_suffix('/') {
+                    Some(dir) => (format!("{dir}/{STAND_IN}"), true),
+                    None => ((*suspect).clone(), false),
+                };
+                let Some(at) = scratch_path(tree, &path) else {
+                    return Ok(false);
+                };
+                if let Some(dir) = at.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                if !(stand_in && at.exists()) {
+                    std::fs::File::create(at)?;
+                }
+            }
+            Ok(true)
+        })();
+        if !matches!(made, Ok(true)) {
+            return Ok(all());
+        }
+        let mut readable = vec![self.ctx.task.dir.clone(), tree.to_path_buf()];
+        readable.extend(self.layout.outside.iter().cloned());
+        let Ok(sandbox) = Sandbox::reading(&self.git, &readable) else {
+            return Ok(all());
+        };
+        let args = [
+            "ls-files",
+            "-z",
+            "--full-name",
+            "--others",
+            "--exclude-per-directory=.gitignore",
+        ];
+        let shown = match self.run_in(&args, OUTPUT_CAP, None, Some((tree, sandbox.as_ref()))) {
+            Ok(done) => done.output,
+            Err(_) => return Ok(all()),
+        };
+        let shown: BTreeSet<String> = split_z(&shown).collect();
+        Ok(suspects
+            .iter()
+            .filter(|suspect| match suspect.strip_suffix('/') {
+                Some(dir) => shown.contains(&format!("{dir}/{STAND_IN}")),
+                None => shown.contains(suspect.as_str()),
+            })
+            .map(|s| (*s).clone())
+            .collect())
     }
 
     /// The patch of the tracked files against `base`, its head kept up to `cap` bytes;
@@ -1029,17 +1131,40 @@ fn is_escaping_link(task: &crate::task::Task, rel: &str) -> bool {
             .is_ok_and(|target| target.starts_with(&task.dir))
 }
 
-/// NUL-separated fields, empty ones kept (check-ignore's `-z -v` records have four each).
-fn split_z_keep_empty(bytes: &[u8]) -> Vec<String> {
-    let mut fields: Vec<String> = bytes
-        .split(|&b| b == 0)
-        .map(|field| String::from_utf8_lossy(field).into_owned())
-        .collect();
-    // The output ends with a NUL: the last split is empty and no field.
-    if fields.last().is_some_and(String::is_empty) {
-        fields.pop();
+/// Most files only the listing hides that are asked about again; past it, they all count.
+const MAX_SUSPECTS: usize = 200_000;
+
+/// The empty file standing in for a nested repository's directory in the scratch tree.
+const STAND_IN: &str = ".validator-stand-in";
+
+/// `path` (from a git listing, `/`-separated) under `tree`, or `None` for one that is not a
+/// plain relative path.
+fn scratch_path(tree: &Path, path: &str) -> Option<PathBuf> {
+    let mut at = tree.to_path_buf();
+    for part in path.split('/') {
+        if matches!(part, "" | "." | "..") {
+            return None;
+        }
+        at.push(part);
     }
-    fields
+    Some(at)
+}
+
+/// The contents `git cat-file --batch` printed for `count` objects, in order (`<oid> <type>
+/// <size>\n<content>\n` each), or `None` if any is missing or the output is not that shape.
+fn batch_contents(output: &[u8], count: usize) -> Option<Vec<&[u8]>> {
+    let mut rest = output;
+    let mut contents = Vec::with_capacity(count);
+    for _ in 0..count {
+        let header_end = rest.iter().position(|&b| b == b'\n')?;
+        let header = std::str::from_utf8(&rest[..header_end]).ok()?;
+        let size: usize = header.rsplit(' ').next()?.parse().ok()?;
+        let start = header_end + 1;
+        let content = rest.get(start..start.checked_add(size)?)?;
+        contents.push(content);
+        rest = rest.get(start + size + 1..)?;
+    }
+    Some(contents)
 }
 
 fn split_z(bytes: &[u8]) -> impl Iterator<Item = String> + '_ {

@@ -29,9 +29,14 @@ pub struct PresenceSpec {
     /// A glob of files in the task directory, such as `ruff.toml` or `.eslintrc*`.
     pub file: Pattern,
     /// A regular expression one of those files must contain (`^` and `$` match at each
-    /// line), such as `^\[tool\.ruff` for pyproject.toml. A file past 1 MiB is not read, and
-    /// counts as containing it.
+    /// line), such as `^\[flake8\]` for setup.cfg. A file past 1 MiB is not read, and counts
+    /// as containing it.
     pub contains: Option<String>,
+    /// A key one of those files must have, read as JSON (`.json`) or TOML (`.toml`), its
+    /// tables joined with `.`: `scripts.test` in package.json, `tool.ruff` in pyproject.toml
+    /// (however the TOML writes it: `[tool.ruff.lint]`, dotted keys, quotes). A file that is
+    /// neither, past 1 MiB, or that does not parse counts as having it.
+    pub key: Option<String>,
 }
 
 /// `only_if:` checked: the gate runs if any of these is present.
@@ -46,6 +51,7 @@ struct Presence {
     /// How deep the walk goes to find `file` (`None`: the glob says `**`).
     depth: Option<usize>,
     contains: Option<Regex>,
+    key: Option<Vec<String>>,
     written: PresenceSpec,
 }
 
@@ -66,11 +72,33 @@ impl OnlyIf {
                     .as_deref()
                     .map(|pattern| super::content::compile_pattern("only_if", pattern))
                     .transpose()?;
+                if contains.is_some() && spec.key.is_some() {
+                    return Err(KeyError::new(
+                        "only_if",
+                        format!(
+                            "`{}` has both `contains:` and `key:`",
+                            one_line(spec.file.as_str())
+                        ),
+                        "give each entry one of them; list the file twice to accept either",
+                    ));
+                }
+                let key = match spec.key.as_deref() {
+                    None => None,
+                    Some(key) if key.split('.').any(str::is_empty) => {
+                        return Err(KeyError::new(
+                            "only_if",
+                            format!("`key: {}` has an empty part", one_line(key)),
+                            "write the tables' names joined with `.`, e.g. `key: tool.ruff`",
+                        ));
+                    }
+                    Some(key) => Some(key.split('.').map(str::to_owned).collect()),
+                };
                 let glob = spec.file.as_str();
                 Ok(Presence {
                     file: PatternSet::new(std::slice::from_ref(&spec.file)),
                     depth: (!glob.contains("**")).then(|| glob.split('/').count()),
                     contains,
+                    key,
                     written: spec.clone(),
                 })
             })
@@ -103,21 +131,58 @@ impl Presence {
             .files
             .iter()
             .filter(|entry| self.file.is_match(&entry.rel))
-            .any(|entry| match &self.contains {
-                None => true,
-                Some(regex) => read(task, &entry.path).is_none_or(|bytes| regex.is_match(&bytes)),
+            .any(|entry| match (&self.contains, &self.key) {
+                (Some(regex), _) => {
+                    read(task, &entry.path).is_none_or(|bytes| regex.is_match(&bytes))
+                }
+                (None, Some(key)) => {
+                    read(task, &entry.path).is_none_or(|bytes| has_key(&entry.rel, &bytes, key))
+                }
+                (None, None) => true,
             })
     }
 
     fn describe(&self) -> String {
-        match &self.written.contains {
-            None => format!("`{}`", one_line(self.written.file.as_str())),
-            Some(pattern) => format!(
-                "`{}` containing /{}/",
-                one_line(self.written.file.as_str()),
-                one_line(pattern)
-            ),
+        let file = one_line(self.written.file.as_str());
+        match (&self.written.contains, &self.written.key) {
+            (Some(pattern), _) => format!("`{file}` containing /{}/", one_line(pattern)),
+            (None, Some(key)) => format!("`{file}` with `{}`", one_line(key)),
+            (None, None) => format!("`{file}`"),
         }
+    }
+}
+
+/// Whether the JSON or TOML document `bytes` (its kind by `name`'s extension) has `key`; a
+/// document of another kind, or one that does not parse, counts as having it.
+fn has_key(name: &str, bytes: &[u8], key: &[String]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return true;
+    };
+    if name.ends_with(".json") {
+        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text) else {
+            return true;
+        };
+        for part in key {
+            match value.get_mut(part.as_str()) {
+                Some(inner) => value = inner.take(),
+                None => return false,
+            }
+        }
+        true
+    } else if name.ends_with(".toml") {
+        let Ok(table) = toml::from_str::<toml::Table>(text) else {
+            return true;
+        };
+        let mut value = toml::Value::Table(table);
+        for part in key {
+            match value.get_mut(part.as_str()) {
+                Some(inner) => value = std::mem::replace(inner, toml::Value::Boolean(false)),
+                None => return false,
+            }
+        }
+        true
+    } else {
+        true
     }
 }
 
@@ -194,6 +259,34 @@ mod tests {
         let padded = "#".repeat(MAX_BYTES as usize + 1);
         let (_dir, task) = task(&[("pyproject.toml", &padded)]);
         assert_eq!(rule.unmet(&task), None);
+    }
+
+    #[test]
+    fn a_key_is_found_however_the_file_writes_it() {
+        let ruff = only_if("[{file: pyproject.toml, key: tool.ruff}]");
+        for written in [
+            "[tool.ruff]\n",
+            "  [tool.ruff.lint]\nselect = [\"F\"]\n",
+            "[ tool . \"ruff\" ]\n",
+            "[tool]\nruff.line-length = 100\n",
+        ] {
+            let (_dir, project) = task(&[("pyproject.toml", written)]);
+            assert_eq!(ruff.unmet(&project), None, "{written:?}");
+        }
+        let (_dir, project) = task(&[("pyproject.toml", "[tool.black]\n# [tool.ruff]\n")]);
+        assert!(ruff.unmet(&project).is_some());
+
+        let test = only_if("[{file: package.json, key: scripts.test}]");
+        for written in [
+            r#"{"scripts": {"build": "node -e \"if (x) {}\"", "test": "node --test"}}"#,
+            r#"{"scripts": {"t\u0065st": "node --test"}}"#,
+            "{not json",
+        ] {
+            let (_dir, project) = task(&[("package.json", written)]);
+            assert_eq!(test.unmet(&project), None, "{written:?}");
+        }
+        let (_dir, project) = task(&[("package.json", r#"{"keywords": ["test"], "test": 1}"#)]);
+        assert!(test.unmet(&project).is_some());
     }
 
     #[test]

@@ -84,8 +84,9 @@ pub struct GateSpec {
     /// dash, rustc, stylish, compact, shellcheck, biome, github, formatter, cargo-json, sarif,
     /// checkstyle, rdjson.
     pub format: Option<String>,
-    /// lint: fail when findings are read from the output even though the command exited 0, for
-    /// tools that report without failing (`gofmt -l`, linters that only warn) (default: false).
+    /// lint: fail when the command prints anything (findings, or output no finding can be read
+    /// from) even though it exited 0, for tools that report without failing (`gofmt -l`,
+    /// linters that only warn) (default: false).
     pub fail_on_findings: Option<bool>,
     // schema
     /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local

@@ -1312,6 +1312,53 @@ fn only_skip_and_keep_going_choose_what_check_runs() {
 }
 
 #[test]
+fn a_gate_that_does_not_run_never_ends_the_run_whatever_its_on_pass_says() {
+    // A gate skipped by `only_if` (or --skip) goes on to the next gate: its PASS, BLOCK or STOP
+    // route is not taken, so a failing gate after it still fails the run.
+    for route in ["PASS", "BLOCK", "STOP"] {
+        let project = Project::new();
+        project.rules(&common::pipeline(&format!(
+            "      - {{name: absent, rule: lint, run: [\"true\"], only_if: [{{file: no-such-file}}], on_pass: {route}}}\n      - {{name: test, rule: lint, run: [\"false\"]}}\n"
+        )));
+        let (code, verdict) = json_verdict(&mut project.check());
+        assert_eq!(code, 1, "on_pass: {route}: {verdict:#}");
+        assert_eq!(common::gate(&verdict, "absent")["outcome"], "skipped");
+        assert_eq!(common::gate(&verdict, "test")["outcome"], "fail");
+    }
+}
+
+#[test]
+fn fail_on_findings_fails_on_any_output_even_one_it_cannot_read() {
+    // gofmt -l exits 0 and names the files it would change; a name with a space is no path
+    // validator reads, and must not pass for that.
+    let gate = |output: &str| {
+        format!(
+            "      - {{name: format, rule: lint, run: [printf, '{output}'], fail_on_findings: true}}\n"
+        )
+    };
+    let project = Project::new();
+    project.rules(&common::pipeline(&gate("zz z.go\\n")));
+    let (code, verdict) = json_verdict(&mut project.check());
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        common::gate(&verdict, "format")["summary"]
+            .to_string()
+            .contains("fail_on_findings"),
+        "{verdict:#}"
+    );
+    project.rules(&common::pipeline(&gate("main.go\\n")));
+    let (code, verdict) = json_verdict(&mut project.check());
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(
+        common::gate(&verdict, "format")["findings"][0]["file"],
+        "main.go"
+    );
+    project.rules(&common::pipeline(&gate("")));
+    let (code, verdict) = json_verdict(&mut project.check());
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
+#[test]
 fn rules_check_fails_on_what_check_would_end_in_error() {
     let project = project(&[lint("lint", r#"["no-such-linter-anywhere"]"#, "")]);
     let output = validator()

@@ -152,6 +152,40 @@ fn an_ignore_rule_the_worker_wrote_above_a_directory_hides_nothing_in_it() {
     assert_caught(&project, "src/tools/evil.sh");
 }
 
+/// Ignore files a worker writes where a committed rule seems to reach, each of which git
+/// itself reads: found by an adversarial review of the first way this was judged (asking
+/// check-ignore about each directory), which all three got past.
+#[test]
+fn a_workers_gitignore_that_git_reads_hides_nothing_however_the_committed_rules_are_written() {
+    // A directory whose name git would read as pathspec magic (`:node_modules`).
+    let project = repo("        deny: [\"**/*.pem\"]\n", Some("node_modules/\n"));
+    project
+        .file(":node_modules/.gitignore", "*\n")
+        .file(":node_modules/id.pem", "key\n");
+    assert_caught(&project, ":node_modules/id.pem");
+
+    // `dir/*` with exceptions (GitHub's Node template's `.yarn/*`): the directory itself is
+    // not ignored, so git reads the ignore file inside a kept subdirectory.
+    let project = repo(
+        "        deny: [\"**/*.cjs\"]\n",
+        Some(".yarn/*\n!.yarn/plugins\n"),
+    );
+    project
+        .file(".yarn/plugins/.gitignore", "*\n")
+        .file(".yarn/plugins/plugin-evil.cjs", "evil\n");
+    assert_caught(&project, ".yarn/plugins/plugin-evil.cjs");
+
+    // A whitelist (`*`, then `!*/`): directories are kept, so their ignore files are read.
+    let project = repo(
+        "        allow: [\"src/**\"]\n",
+        Some("*\n!*/\n!*.rs\n!.gitignore\n"),
+    );
+    project
+        .file("tests/.gitignore", "x.rs\n.gitignore\n")
+        .file("tests/x.rs", "fn x() {}\n");
+    assert_caught(&project, "tests/x.rs");
+}
+
 #[test]
 fn staged_edited_deleted_and_new_files_all_count() {
     let project = repo("        allow: [\"docs/**\"]\n", None);
