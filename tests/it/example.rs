@@ -56,8 +56,9 @@ fn ci_and_pre_commit_files_run_a_real_command() {
         ),
         (
             "examples/ci/github-actions.yml",
-            "run: validator check -c validator.yaml --task-dir . --format github",
+            "args: check -c validator.yaml --task-dir . --format github",
         ),
+        ("action.yml", "default: check --format github"),
     ] {
         let text = std::fs::read_to_string(root.join(file)).expect("read");
         let _: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_else(|err| {
@@ -67,7 +68,12 @@ fn ci_and_pre_commit_files_run_a_real_command() {
             .lines()
             .find(|l| l.trim_start().starts_with(needle))
             .unwrap_or_else(|| panic!("{file} does not run `{needle}`"));
-        let command = line.split_once("validator ").expect("command").1;
+        // `entry: validator ARGS`, or an action's `args:` (what follows `validator`).
+        let command = line
+            .split_once("validator ")
+            .or_else(|| line.split_once(": "))
+            .expect("command")
+            .1;
         let args = shell_words::split(command).expect("words");
         common::validator()
             .args(&args)

@@ -18,6 +18,7 @@ mod gates_corpus;
 mod gates_json;
 mod hooks;
 mod hostile;
+mod install;
 mod layers;
 mod metrics;
 mod progress;

@@ -690,7 +690,9 @@ fn the_pod_shares_staging_and_gives_the_agent_read_only_verdicts_and_no_state() 
 
     // Metrics and health over HTTP: the watcher listens on every interface of the pod (the
     // kubelet and Prometheus come to the pod's IP), on the port the container declares, which
-    // every probe asks for /healthz and the scrape annotations name.
+    // the readiness probe asks for /healthz and the scrape annotations name. Startup and
+    // liveness ask `status --health` instead: the agent shares the pod's network, and a
+    // client holding the port's connections busy must not get the judge restarted.
     let args: Vec<&str> = validator["args"]
         .as_array()
         .unwrap()
@@ -714,14 +716,22 @@ fn the_pod_shares_staging_and_gives_the_agent_read_only_verdicts_and_no_state() 
         .unwrap_or_else(|| panic!("no containerPort {}: {ports:?}", listen.port()));
     assert_eq!(port["protocol"], "TCP");
     let port_name = port["name"].as_str().expect("a named port");
-    for probe in ["startupProbe", "livenessProbe", "readinessProbe"] {
-        let get = &validator[probe]["httpGet"];
-        assert_eq!(get["path"], "/healthz", "{probe}");
-        assert!(
-            get["port"] == port_name || get["port"] == listen.port(),
-            "{probe}: {get}"
+    let get = &validator["readinessProbe"]["httpGet"];
+    assert_eq!(get["path"], "/healthz");
+    assert!(
+        get["port"] == port_name || get["port"] == listen.port(),
+        "{get}"
+    );
+    for probe in ["startupProbe", "livenessProbe"] {
+        assert_eq!(
+            validator[probe]["exec"]["command"],
+            serde_json::json!(["validator", "status", "--health"]),
+            "{probe}"
         );
-        assert!(validator[probe]["exec"].is_null(), "{probe}: one handler");
+        assert!(
+            validator[probe]["httpGet"].is_null(),
+            "{probe}: one handler"
+        );
     }
     let annotations = &pod["metadata"]["annotations"];
     assert_eq!(annotations["prometheus.io/scrape"], "true");
