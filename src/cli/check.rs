@@ -58,6 +58,11 @@ pub(crate) struct CheckArgs {
     /// same)
     #[arg(long)]
     pub(crate) keep_going: bool,
+    /// Gates with `changed_only` look at every file of the project, not only the changed ones:
+    /// in git, the files it tracks plus the new ones it does not ignore (a whole-tree run in CI,
+    /// as pre-commit's --all-files)
+    #[arg(long)]
+    pub(crate) all_files: bool,
     /// Print the verdict only: no line for each gate as it finishes (on stderr for formats
     /// other than text), and no progress
     #[arg(short, long)]
@@ -119,6 +124,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
             only: &only,
             skip: &skip,
             keep_going: args.keep_going,
+            all_files: args.all_files,
         },
     };
     let judged = |task: Task| {

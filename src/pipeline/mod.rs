@@ -48,6 +48,9 @@ pub struct Selection<'a> {
     /// A failing gate routed to BLOCK, or an ERROR, does not end the run: the next gate runs,
     /// and the verdict is decided once every gate has had its turn.
     pub keep_going: bool,
+    /// Gates with `changed_only` look at every file, not only the changed ones (a CI run over
+    /// the whole tree, as pre-commit's `--all-files`).
+    pub all_files: bool,
 }
 
 impl Selection<'_> {
@@ -163,6 +166,7 @@ pub fn run_with(
                 .min(remaining),
             state_dir: &rules.state,
             cancel,
+            all_files: selection.all_files,
         };
         tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
         if let Some(observer) = supervision.observer {

@@ -38,6 +38,8 @@ pub struct Command {
     report: Option<String>,
     /// Findings fail the gate even when the command exits 0 (`fail_on_findings:`; lint only).
     fail_on_findings: bool,
+    /// `files:` are only the ones the worker changed, counted from `base` (`changed_only:`).
+    changed_only: Option<String>,
 }
 
 /// The variables a command is started with, on top of validator's own environment.
@@ -101,6 +103,8 @@ command_rule!(
             "report",
             "fix",
             "fail_on_findings",
+            "changed_only",
+            "base",
         ],
         required: Required::All(&["run"]),
         cacheable: true,
@@ -112,7 +116,16 @@ command_rule!(
     Test,
     Parse::TestNames,
     About {
-        keys: &["run", "files", "env", "cwd", "junit", "fix"],
+        keys: &[
+            "run",
+            "files",
+            "env",
+            "cwd",
+            "junit",
+            "fix",
+            "changed_only",
+            "base",
+        ],
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
@@ -159,7 +172,30 @@ impl Command {
                 )
             })?,
         };
+        let changed_only = spec.changed_only.unwrap_or(false);
+        if changed_only && spec.files.is_none() {
+            return Err(KeyError::new(
+                "changed_only",
+                "`changed_only` picks among the files of `files:`, and this gate has none",
+                "add the files the command takes, e.g. `files: [\"**/*.py\"]`, or remove `changed_only`",
+            ));
+        }
+        if changed_only && spec.inputs.is_some() {
+            return Err(KeyError::new(
+                "inputs",
+                "a gate that looks at the changed files only judges the change, which `inputs:` cannot key a cache by",
+                "remove `inputs:` (the tool's own cache keeps it fast) or `changed_only`",
+            ));
+        }
+        if spec.base.is_some() && !changed_only {
+            return Err(KeyError::new(
+                "base",
+                "`base:` says what changes count from, and this gate has no `changed_only: true`",
+                "add `changed_only: true`, or remove `base:`",
+            ));
+        }
         Ok(Command {
+            changed_only: changed_only.then(|| spec.base.clone().unwrap_or_else(|| "HEAD".into())),
             argv: run.0.clone(),
             files: spec.files.as_deref().map(PatternSet::new),
             env,
@@ -296,13 +332,35 @@ impl Command {
         let batches = match &self.files {
             None => vec![Vec::new()],
             Some(globs) => {
-                let (files, escaping) = matching_files(task, globs, &cwd);
-                refused = escaping
-                    .into_iter()
-                    .map(|link| Finding::in_file(link, "is a link that points outside the task directory; it was not passed to the command"))
-                    .collect();
+                let mut note = String::new();
+                let changed = match self.changed_only.as_deref() {
+                    Some(base) => {
+                        let deadline = Instant::now() + ctx.timeout;
+                        match super::scope::considered(ctx, base, deadline) {
+                            Ok(changes) => {
+                                // Changes git was told to hide: what could not be seen is not clean.
+                                refused.extend(changes.findings);
+                                note = format!(" ({})", changes.source);
+                                Some(changes.files)
+                            }
+                            Err(super::scope::Problem::Judge(why)) => return Outcome::error(why),
+                            Err(super::scope::Problem::Worker(why)) => return Outcome::fail(why),
+                        }
+                    }
+                    _ => None,
+                };
+                let (files, escaping) = matching_files(task, globs, &cwd, changed.as_ref());
+                refused.extend(
+                    escaping
+                        .into_iter()
+                        .map(|link| Finding::in_file(link, "is a link that points outside the task directory; it was not passed to the command")),
+                );
                 if files.is_empty() {
                     return match refused.is_empty() {
+                        true if changed.is_some() => Outcome::new(
+                            crate::verdict::GateOutcome::Skipped,
+                            format!("not run: no changed file matches `files:`{note}"),
+                        ),
                         true => Outcome::pass("no file matches `files:`; nothing to check"),
                         false => Outcome::from_findings(refused, "", |n| {
                             format!("{n} links point outside the task directory")
@@ -672,21 +730,24 @@ fn normalize(path: &Path) -> std::path::PathBuf {
 /// The files matching `globs`, as arguments for a command running in `cwd`, and the matching
 /// links that point outside the task (never passed on). A name that starts with `-` gets a
 /// `./` so no tool mistakes it for an option.
+/// With `changed`, only the files in it (and only the links out that are in it).
 fn matching_files(
     task: &crate::task::Task,
     globs: &PatternSet,
     cwd: &Path,
+    changed: Option<&std::collections::BTreeSet<String>>,
 ) -> (Vec<OsString>, Vec<String>) {
     let listing = taskdir::list(task);
+    let wanted = |rel: &str| globs.is_match(rel) && changed.is_none_or(|c| c.contains(rel));
     let escaping = listing
         .escaping_links
         .into_iter()
-        .filter(|link| globs.is_match(link))
+        .filter(|link| wanted(link))
         .collect();
     let files = listing
         .files
         .into_iter()
-        .filter(|entry| globs.is_match(&entry.rel))
+        .filter(|entry| wanted(&entry.rel))
         .map(|entry| {
             if cwd == task.dir {
                 let rel = task_relative(&task.dir, &entry.path);

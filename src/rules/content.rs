@@ -116,7 +116,7 @@ impl RuleDef for Content {
         let mut findings = Vec::new();
         let changed = if self.changed_only {
             let deadline = Instant::now() + ctx.timeout;
-            match scope::changed(ctx, &self.base, deadline) {
+            match scope::considered(ctx, &self.base, deadline) {
                 Ok(changes) => {
                     // Changes git was told to hide (skip-worktree, assume-unchanged) and the
                     // like: what could not be seen is not clean either.

@@ -708,6 +708,13 @@ impl<'a> Repo<'a> {
             .collect())
     }
 
+    /// The files git tracks in the task (task paths), as the index has them.
+    pub fn tracked(&self) -> Result<Vec<String>, String> {
+        Ok(split_z(&self.run(&["ls-files", "-z", "--full-name"])?)
+            .filter_map(|path| self.in_task(&path))
+            .collect())
+    }
+
     /// The patch of the tracked files against `base`, its head kept up to `cap` bytes;
     /// `Ok(None)` when `base` is not a commit. No external diff, no textconv, no filter
     /// program of the repository's runs, and submodules are a line each, never their patch.

@@ -49,6 +49,8 @@ pub struct Context<'a> {
     pub state_dir: &'a Path,
     /// Set by a supervisor (the watcher) that may stop the run.
     pub cancel: Option<&'a crate::process::Cancel>,
+    /// A person asked for every file (`check --all-files`): `changed_only` reads all of them.
+    pub all_files: bool,
 }
 
 /// The result of running a rule once.

@@ -840,6 +840,7 @@ mod tests {
 
     fn build(fixture: &Fixture) -> String {
         let ctx = Context {
+            all_files: false,
             task: &fixture.task,
             gate: "review",
             timeout: Duration::from_secs(30),

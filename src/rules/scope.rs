@@ -235,6 +235,35 @@ pub(crate) fn changed(
     Ok(changes)
 }
 
+/// The files a `changed_only` gate looks at: what the worker changed, or with `check
+/// --all-files` the whole project as git sees it: the files it tracks that are there, plus the
+/// changes (new files the committed ignore rules do not hide). Without git, every file.
+pub(crate) fn considered(
+    ctx: &Context<'_>,
+    base: &str,
+    deadline: Instant,
+) -> Result<Changes, Problem> {
+    let mut changes = changed(ctx, base, deadline)?;
+    if ctx.all_files {
+        if let Source::Git(_) = changes.source {
+            if let Some(repo) = Repo::open(ctx, deadline)? {
+                changes
+                    .files
+                    .extend(repo.tracked().map_err(Problem::Worker)?);
+                changes.files.retain(|rel| !ctx.task.is_ignored(rel));
+            }
+        } else if let Source::Baseline = changes.source {
+            changes.files = taskdir::list(ctx.task)
+                .files
+                .into_iter()
+                .map(|e| e.rel)
+                .filter(|rel| !ctx.task.is_ignored(rel))
+                .collect();
+        }
+    }
+    Ok(changes)
+}
+
 /// The patch of the tracked files against `base`, its head kept up to `cap` bytes; `Ok(None)`
 /// outside a git work tree or when `base` is not a commit.
 pub(crate) fn diff(

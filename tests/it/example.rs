@@ -56,9 +56,9 @@ fn ci_and_pre_commit_files_run_a_real_command() {
         ),
         (
             "examples/ci/github-actions.yml",
-            "args: check -c validator.yaml --task-dir . --format github",
+            "args: check -c validator.yaml --task-dir . --all-files --format github",
         ),
-        ("action.yml", "default: check --format github"),
+        ("action.yml", "default: check --all-files --format github"),
     ] {
         let text = std::fs::read_to_string(root.join(file)).expect("read");
         let _: serde_json::Value = yaml_serde::from_str(&text).unwrap_or_else(|err| {

@@ -289,9 +289,10 @@ baseline() {
 # ---------------------------------------------------------------------------------------------
 
 # case KIND NAME EXPECT [FILE SED]: from the baseline commit, optionally a one-line change to
-# FILE (a sed script that must change exactly one line), then `validator check`, judged by
-# verdict.py against EXPECT (pass, fail:test, fail:format, fail:lint). The check must not change
-# the project's tracked files either: a gate judges, it does not rewrite the worker's work.
+# FILE (a sed script that must change exactly one line), then `validator check $CHECK_ARGS`,
+# judged by verdict.py against EXPECT (pass, fail:test, fail:format, fail:lint). The check must
+# not change the project's tracked files either: a gate judges, it does not rewrite the
+# worker's work.
 case_() {
     local kind=$1 name=$2 expect=$3 file=${4:-} script=${5:-}
     local json=$work/$kind-$name.json text=$work/$kind-$name.txt stat before after rc t0 out ok=0
@@ -308,8 +309,9 @@ case_() {
     fi
     before=$(git_ -C "$dir" diff HEAD --binary | sha256sum)
     t0=$(now)
+    # shellcheck disable=SC2086 # CHECK_ARGS is words
     (cd "$dir" && env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE -u VALIDATOR_CONFIG \
-        "${envs[@]}" "$validator" check --format json >"$json" 2>"$text")
+        "${envs[@]}" "$validator" check --format json ${CHECK_ARGS:-} >"$json" 2>"$text")
     rc=$?
     local took
     took=$(since "$t0")
@@ -341,6 +343,9 @@ run_rust() {
     mkdir -p "$dir" && setup_rust && baseline rust || return
     line rust setup ok "$(since "$t_setup")" "sha256 ok, unpacked, committed, validator init"
     case_ rust healthy pass
+    # The linters and formatters of the changed files only (none here) over every file: the
+    # published tree passes them too (a CI run over a whole tree).
+    CHECK_ARGS=--all-files case_ rust all-files pass
     # percent_decode reads "%2F" as 0xF2: the nibbles of every escape swapped.
     case_ rust bug fail:test src/lib.rs \
         's/Some(h as u8 \* 0x10 + l as u8)/Some(l as u8 * 0x10 + h as u8)/'
@@ -361,6 +366,9 @@ run_python() {
     mkdir -p "$dir" && setup_python && baseline python || return
     line python setup ok "$(since "$t_setup")" "sha256 ok, unpacked, venv with ${python_tools[*]}, committed, validator init"
     case_ python healthy pass
+    # The linters and formatters of the changed files only (none here) over every file: the
+    # published tree passes them too (a CI run over a whole tree).
+    CHECK_ARGS=--all-files case_ python all-files pass
     # tail() of a sequence drops its first wanted item: an off-by-one.
     case_ python bug fail:test more_itertools/recipes.py \
         's/return islice(iterable, max(0, size - n), None)/return islice(iterable, max(0, size - n + 1), None)/'
@@ -409,6 +417,9 @@ run_node() {
     mkdir -p "$dir" && setup_node && baseline node || return
     line node setup ok "$(since "$t_setup")" "sha256 ok, unpacked, npm install (devDependencies as of $node_before), committed, validator init"
     case_ node healthy pass
+    # The linters and formatters of the changed files only (none here) over every file: the
+    # published tree passes them too (a CI run over a whole tree).
+    CHECK_ARGS=--all-files case_ node all-files pass
     # toString() loses the colon after the code: "FastifyError [CODE] - message".
     # shellcheck disable=SC2016 # the ${...} is JavaScript's, for sed to match
     case_ node bug fail:test index.js 's/\[${this.code}\]: /[${this.code}] - /'
@@ -429,6 +440,9 @@ run_go() {
     mkdir -p "$dir" && setup_go && baseline go || return
     line go setup ok "$(since "$t_setup")" "sha256 ok, unpacked from Debian's $go_deb_package $go_deb_version, committed, validator init"
     case_ go healthy pass
+    # The linters and formatters of the changed files only (none here) over every file: the
+    # published tree passes them too (a CI run over a whole tree).
+    CHECK_ARGS=--all-files case_ go all-files pass
     # GreaterThan says a version is greater than itself.
     case_ go bug fail:test version.go 's/^\treturn v.Compare(o) > 0$/\treturn v.Compare(o) >= 0/'
     # Spaces where gofmt indents with a tab.
