@@ -217,6 +217,7 @@ impl Contract {
             about,
             inputs: None,
             only_if: None,
+            group: None,
             definition: String::new(),
         };
         let mut first = Vec::new();

@@ -886,6 +886,7 @@ impl<'a> Reader<'a> {
                     about: gate.about.clone(),
                     inputs: None,
                     only_if: None,
+                    group: None,
                     definition: gate.definition.clone(),
                 });
             }
@@ -895,6 +896,8 @@ impl<'a> Reader<'a> {
             tasks: Vec::new(),
             task_matcher: GlobSet::empty(),
             gates,
+            jobs: 1,
+            fail_fast: false,
         })
     }
 }

@@ -86,6 +86,10 @@ pub struct Pipeline {
     pub tasks: Vec<String>,
     task_matcher: GlobSet,
     pub gates: Vec<Gate>,
+    /// Most gates of a group running at once.
+    pub jobs: usize,
+    /// A failure in a group keeps its gates that have not started from starting.
+    pub fail_fast: bool,
 }
 
 impl Pipeline {
@@ -120,6 +124,8 @@ pub struct Gate {
     pub inputs: Option<PatternSet>,
     /// `only_if:`: what must be in the task directory for the gate to run.
     pub only_if: Option<crate::rules::only_if::OnlyIf>,
+    /// `group:`: the gates next to it with the same group start together.
+    pub group: Option<String>,
     /// The gate as written, in a canonical form: part of its cache key.
     pub definition: String,
 }
@@ -362,11 +368,24 @@ impl Loader<'_> {
                 ));
             }
             let gates = self.check_gates(&pipeline.gates, &dir, &at)?;
+            self.check_groups(&gates, &at)?;
+            if pipeline.jobs == Some(0) {
+                return Err(self.error(
+                    &at(&[Step::Key("jobs")]),
+                    "`jobs: 0` would run no gate of a group",
+                    "give at least 1, or remove it (default: the number of cores)",
+                ));
+            }
             pipelines.push(Pipeline {
                 name: pipeline.name,
                 tasks: pipeline.tasks.into_iter().flatten().map(|g| g.0).collect(),
                 task_matcher,
                 gates,
+                jobs: pipeline.jobs.map_or_else(
+                    || std::thread::available_parallelism().map_or(2, |n| n.get()),
+                    |jobs| jobs as usize,
+                ),
+                fail_fast: pipeline.fail_fast.unwrap_or(false),
             });
         }
         let resolve = |p: Option<PathBuf>, default: &str| {
@@ -490,11 +509,92 @@ impl Loader<'_> {
                 about: None,
                 inputs: spec.inputs.as_deref().map(PatternSet::new),
                 only_if,
+                group: spec.group.clone(),
                 definition: serde_json::to_string(spec).unwrap_or_default(),
                 rule,
             });
         }
         Ok(gates)
+    }
+}
+
+impl Loader<'_> {
+    /// A group is gates written next to each other that run together and are settled in order,
+    /// so within it the run can only go on: every gate but the last goes on when it passes, a
+    /// failure blocks, goes on or stops, and nothing jumps into its middle.
+    fn check_groups(
+        &self,
+        gates: &[Gate],
+        at: &dyn Fn(&[Step]) -> Vec<Step>,
+    ) -> Result<(), ConfigError> {
+        let gate_at =
+            |g: usize, key: &'static str| at(&[Step::Key("gates"), Step::Index(g), Step::Key(key)]);
+        for (g, gate) in gates.iter().enumerate() {
+            let Some(group) = gate.group.as_deref() else {
+                continue;
+            };
+            if let Some(why) = bad_gate_name(group) {
+                return Err(self.error(
+                    &gate_at(g, "group"),
+                    format!("`{group}` cannot name a group: {why}"),
+                    "use letters, digits, `-`, `_` and `.`",
+                ));
+            }
+            let continues = gates.get(g + 1).and_then(|n| n.group.as_deref()) == Some(group);
+            let started_before = gates[..g]
+                .iter()
+                .rposition(|earlier| earlier.group.as_deref() == Some(group))
+                .is_some_and(|last| last + 1 != g);
+            if started_before {
+                return Err(self.error(
+                    &gate_at(g, "group"),
+                    format!(
+                        "group `{group}` is split: its gates must be written next to each other"
+                    ),
+                    "move this gate up to the others of its group, or give it another group",
+                ));
+            }
+            if continues && gate.on_pass != Route::Continue {
+                return Err(self.error(
+                    &gate_at(g, "on_pass"),
+                    format!(
+                        "`{}` is in group `{group}` with gates after it, which run with it whatever it routes to",
+                        gate.name
+                    ),
+                    "remove `on_pass` (CONTINUE), or end the group at this gate",
+                ));
+            }
+            if matches!(gate.on_fail, Route::Goto(_) | Route::Pass) {
+                return Err(self.error(
+                    &gate_at(g, "on_fail"),
+                    format!(
+                        "`{}` is in group `{group}`, whose gates run together: a failure can block (BLOCK), go on (CONTINUE) or stop (STOP), not jump",
+                        gate.name
+                    ),
+                    "use BLOCK, CONTINUE or STOP, or take the gate out of the group",
+                ));
+            }
+        }
+        for (g, gate) in gates.iter().enumerate() {
+            for (key, route) in [("on_pass", gate.on_pass), ("on_fail", gate.on_fail)] {
+                let Route::Goto(target) = route else { continue };
+                let into_middle = target > 0
+                    && gates[target].group.is_some()
+                    && gates[target].group == gates[target - 1].group;
+                if into_middle {
+                    return Err(self.error(
+                        &gate_at(g, key),
+                        format!(
+                            "`{}` jumps into the middle of group `{}`",
+                            gates[target].name,
+                            gates[target].group.as_deref().unwrap_or_default()
+                        ),
+                        "jump to the group's first gate, which starts them all",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -93,6 +93,12 @@ pub struct RawPipeline {
     /// The gates, run from the first; each routes to the next by `on_pass` and `on_fail`.
     #[schemars(length(min = 1))]
     pub gates: Vec<GateSpec>,
+    /// Most gates of a `group:` running at once (default: the number of cores).
+    #[schemars(range(min = 1))]
+    pub jobs: Option<u32>,
+    /// A gate of a group that fails keeps the gates of its group that have not started from
+    /// starting (they are reported not run); the ones running finish (default: false).
+    pub fail_fast: Option<bool>,
 }
 
 /// A task-name glob such as `svc-*`, matched against the task's name.

@@ -80,34 +80,41 @@ pub fn run_with(
     let cancel = supervision.cancel;
     let started_at = SystemTime::now();
     let started = Instant::now();
-    let deadline = started + rules.defaults.budget;
-    let mut gates: Vec<GateReport> = Vec::new();
+    let runner = Runner {
+        rules,
+        pipeline,
+        task,
+        supervision,
+        deadline: started + rules.defaults.budget,
+    };
+    let mut run = Run {
+        gates: Vec::new(),
+        reasons: Vec::new(),
+        warnings: Vec::new(),
+        errored: false,
+    };
     let mut ran = vec![false; pipeline.gates.len()];
     let mut repeats = 0;
-    let mut reasons = Vec::new();
-    let mut warnings = Vec::new();
     let mut next = Some(0);
-    let selection = supervision.selection;
-    let mut errored = false;
     // A done signal that cannot be read is the worker's failure whatever the gates are
     // (docs/signal.md): no gate runs on it.
     if let Err(why) = &task.signal.report {
-        reasons.push(format!("done signal: {why}"));
+        run.reasons.push(format!("done signal: {why}"));
         next = None;
     }
 
-    let decision = loop {
+    let decision = 'run: loop {
         let Some(index) = next.filter(|&i| i < pipeline.gates.len()) else {
-            break if errored {
+            break if run.errored {
                 Decision::Error
-            } else if reasons.is_empty() {
+            } else if run.reasons.is_empty() {
                 Decision::Pass
             } else {
                 Decision::Fail
             };
         };
         if ran[index] && repeats == MAX_REPEATS {
-            reasons.push(format!(
+            run.reasons.push(format!(
                 "loop guard: gates ran {MAX_REPEATS} times again without the run ending (next: `{}`); check the on_pass/on_fail jumps for a cycle (`validator rules check` shows it)",
                 pipeline.gates[index].name
             ));
@@ -117,56 +124,196 @@ pub fn run_with(
             repeats += 1;
         }
         if cancel.is_some_and(Cancel::is_cancelled) {
-            reasons.push("cancelled: validator is shutting down".into());
+            run.reasons
+                .push("cancelled: validator is shutting down".into());
             break Decision::Error;
         }
-        let gate = &pipeline.gates[index];
-        if let Some(flag) = selection.leaves_out(&gate.name) {
-            warnings.push(format!("{}: not run ({flag})", gate.name));
-            ran[index] = true;
-            let mut report = skipped(gate);
-            report.summary = format!("not run ({flag})");
-            gates.push(report);
-            if let (Some(observer), Some(finished)) = (supervision.observer, gates.last()) {
-                observer.gate_finished(task, finished);
+        // A gate alone, or the group it starts: its gates run at once, and are settled in the
+        // order they are written, as if they had run one after another.
+        let members = group_at(pipeline, index);
+        let steps = runner.steps(members.clone());
+        let mut ended = None;
+        for (at, step) in members.zip(steps) {
+            ran[at] = true;
+            match ended {
+                // The run ended at an earlier gate of the group; this one ran all the same, and
+                // what it found is kept (a failure after the first is a reason too).
+                Some(_) => run.after_the_end(&pipeline.gates[at], step),
+                None => match run.settle(&runner, at, step) {
+                    Flow::Next(after) => next = after,
+                    Flow::End(decision) => ended = Some(decision),
+                },
             }
-            next = follow(gate.on_pass, index);
-            continue;
+        }
+        if let Some(decision) = ended {
+            break 'run decision;
+        }
+    };
+
+    for (gate, _) in pipeline.gates.iter().zip(&ran).filter(|(_, ran)| !**ran) {
+        let mut report = skipped(gate);
+        report.summary = "not reached".into();
+        run.gates.push(report);
+    }
+
+    Verdict {
+        schema: SCHEMA.into(),
+        task: task.name.clone(),
+        verdict: decision,
+        attempt: task.attempt,
+        max_attempts: rules.defaults.max_attempts,
+        pipeline: pipeline.name.clone(),
+        signal: SignalInfo::of(&task.signal),
+        started_at: crate::timestamp::seconds(started_at),
+        duration_ms: millis(started),
+        gates: run.gates,
+        reasons: run.reasons,
+        warnings: run.warnings,
+        unchecked: unchecked(task),
+        context: context(task),
+        signature: None,
+    }
+}
+
+/// The gates `index` starts: the gates next to it in its `group:`, or itself alone.
+fn group_at(pipeline: &Pipeline, index: usize) -> std::ops::Range<usize> {
+    let Some(group) = pipeline.gates[index].group.as_deref() else {
+        return index..index + 1;
+    };
+    let len = pipeline.gates[index..]
+        .iter()
+        .take_while(|gate| gate.group.as_deref() == Some(group))
+        .count();
+    index..index + len
+}
+
+/// What running one gate came to, before the run routes on it.
+enum Step {
+    /// Left out (`--only`/`--skip`, `only_if`, a group's `fail_fast`): its report, and the
+    /// warning it is worth, if any.
+    NotRun(GateReport, Option<String>),
+    /// The run's budget was spent before the gate could start.
+    OutOfBudget,
+    Ran {
+        report: GateReport,
+        blocked: Option<String>,
+        /// `name: summary`, as reasons and warnings quote it.
+        line: String,
+        /// A pass to remember (the cache key it was taken under), once the run settles it.
+        remember: Option<String>,
+    },
+}
+
+/// Where the run goes after a settled gate.
+enum Flow {
+    Next(Option<usize>),
+    End(Decision),
+}
+
+/// What is shared by every gate of one run.
+struct Runner<'a> {
+    rules: &'a Rules,
+    pipeline: &'a Pipeline,
+    task: &'a Task,
+    supervision: Supervision<'a>,
+    deadline: Instant,
+}
+
+/// What the run has found so far.
+struct Run {
+    gates: Vec<GateReport>,
+    reasons: Vec<String>,
+    warnings: Vec<String>,
+    errored: bool,
+}
+
+impl Runner<'_> {
+    /// The gates of `members` run: one on this thread, a group on up to its pipeline's `jobs`
+    /// threads at once. Results in the order of `members`.
+    fn steps(&self, members: std::ops::Range<usize>) -> Vec<Step> {
+        if members.len() == 1 {
+            return vec![self.step(members.start, None)];
+        }
+        let jobs = self.pipeline.jobs.clamp(1, members.len());
+        let next = std::sync::atomic::AtomicUsize::new(members.start);
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let stop = self.pipeline.fail_fast.then_some(&failed);
+        let done: std::sync::Mutex<Vec<(usize, Step)>> = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| {
+                    loop {
+                        let at = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if at >= members.end {
+                            break;
+                        }
+                        let step = self.step(at, stop);
+                        if let Step::Ran { report, .. } = &step {
+                            if matches!(report.outcome, GateOutcome::Fail | GateOutcome::Error) {
+                                failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                            }
+                        }
+                        done.lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((at, step));
+                    }
+                });
+            }
+        });
+        let mut done = done
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        done.sort_by_key(|(at, _)| *at);
+        done.into_iter().map(|(_, step)| step).collect()
+    }
+
+    /// Runs the gate at `index`, unless it is left out; `stop` set means a gate of its group
+    /// failed and `fail_fast` keeps this one from starting.
+    fn step(&self, index: usize, stop: Option<&std::sync::atomic::AtomicBool>) -> Step {
+        let gate = &self.pipeline.gates[index];
+        let supervision = self.supervision;
+        let not_run = |summary: String, warning: Option<String>| {
+            let mut report = skipped(gate);
+            report.summary = summary;
+            if let Some(observer) = supervision.observer {
+                observer.gate_finished(self.task, &report);
+            }
+            Step::NotRun(report, warning)
+        };
+        if let Some(flag) = supervision.selection.leaves_out(&gate.name) {
+            return not_run(
+                format!("not run ({flag})"),
+                Some(format!("{}: not run ({flag})", gate.name)),
+            );
         }
         if let Some(why) = gate
             .only_if
             .as_ref()
-            .and_then(|only_if| only_if.unmet(task))
+            .and_then(|only_if| only_if.unmet(self.task))
         {
-            ran[index] = true;
-            let mut report = skipped(gate);
-            report.summary = why;
-            gates.push(report);
-            if let (Some(observer), Some(finished)) = (supervision.observer, gates.last()) {
-                observer.gate_finished(task, finished);
-            }
-            next = follow(gate.on_pass, index);
-            continue;
+            return not_run(why, None);
         }
-        let remaining = deadline.saturating_duration_since(Instant::now());
+        if stop.is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
+            return not_run(
+                "not run: another gate of its group failed first (fail_fast)".into(),
+                None,
+            );
+        }
+        let remaining = self.deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
-            reasons.push(format!(
-                "the run's budget of {} ran out before gate `{}`",
-                duration::format(rules.defaults.budget),
-                gate.name
-            ));
-            break Decision::Fail;
+            return Step::OutOfBudget;
         }
+        let task = self.task;
         let ctx = Context {
             task,
             gate: &gate.name,
             timeout: gate
                 .timeout
-                .unwrap_or(rules.defaults.timeout)
+                .unwrap_or(self.rules.defaults.timeout)
                 .min(remaining),
-            state_dir: &rules.state,
-            cancel,
-            all_files: selection.all_files,
+            state_dir: &self.rules.state,
+            cancel: supervision.cancel,
+            all_files: supervision.selection.all_files,
         };
         tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
         if let Some(observer) = supervision.observer {
@@ -175,7 +322,7 @@ pub fn run_with(
         let gate_started = Instant::now();
         let cache_key = supervision
             .cache
-            .and_then(|_| cache::key(task, &pipeline.name, gate));
+            .and_then(|_| cache::key(task, &self.pipeline.name, gate));
         let cached = match (supervision.cache, &cache_key) {
             (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, &key.content),
             _ => false,
@@ -191,108 +338,140 @@ pub fn run_with(
         // The key was taken before the run; a pass is remembered only if the inputs are still
         // what they were, or a worker could pass on files it swapped in during the run and
         // have the pass recorded for the ones it swaps back.
-        if let (Some(cache), Some(key), GateOutcome::Pass) =
-            (supervision.cache, &cache_key, outcome.outcome)
-        {
-            if cache::key(task, &pipeline.name, gate).is_some_and(|after| key.unchanged_by(&after))
-            {
-                cache.store(&task.name, &gate.name, &key.content);
-            }
-        }
+        let remember = match (&cache_key, outcome.outcome) {
+            (Some(key), GateOutcome::Pass) => cache::key(task, &self.pipeline.name, gate)
+                .filter(|after| key.unchanged_by(after))
+                .map(|_| key.content.clone()),
+            _ => None,
+        };
         if let Some(about) = &gate.about {
             outcome.summary = format!("{about} — {}", outcome.summary);
         }
         tracing::debug!(task = %task.name, gate = %gate.name, outcome = outcome.outcome.as_str(), "gate finished");
-        ran[index] = true;
         let line = format!("{}: {}", gate.name, outcome.summary);
         let blocked = outcome.blocked.clone();
-        let result = outcome.outcome;
-        let mut gate_report = report(&gate.name, gate.kind().as_str(), gate_started, outcome);
-        if result == GateOutcome::Fail {
-            gate_report.fix = gate.rule.fix().map(shell_words::join);
+        let failed = outcome.outcome == GateOutcome::Fail;
+        let mut report = report(&gate.name, gate.kind().as_str(), gate_started, outcome);
+        if failed {
+            report.fix = gate.rule.fix().map(shell_words::join);
         }
-        gates.push(gate_report);
-        if let (Some(observer), Some(finished)) = (supervision.observer, gates.last()) {
-            observer.gate_finished(task, finished);
+        if let Some(observer) = supervision.observer {
+            observer.gate_finished(task, &report);
         }
+        Step::Ran {
+            report,
+            blocked,
+            line,
+            remember,
+        }
+    }
+}
 
-        if result != GateOutcome::Pass && Instant::now() >= deadline {
-            reasons.push(format!(
+impl Run {
+    /// Takes the gate at `index`'s step into the run, and says where the run goes next.
+    fn settle(&mut self, runner: &Runner<'_>, index: usize, step: Step) -> Flow {
+        let gate = &runner.pipeline.gates[index];
+        let rules = runner.rules;
+        let selection = runner.supervision.selection;
+        let (report, blocked, line, remember) = match step {
+            Step::NotRun(report, warning) => {
+                self.gates.push(report);
+                self.warnings.extend(warning);
+                return Flow::Next(follow(gate.on_pass, index));
+            }
+            Step::OutOfBudget => {
+                self.reasons.push(format!(
+                    "the run's budget of {} ran out before gate `{}`",
+                    duration::format(rules.defaults.budget),
+                    gate.name
+                ));
+                return Flow::End(Decision::Fail);
+            }
+            Step::Ran {
+                report,
+                blocked,
+                line,
+                remember,
+            } => (report, blocked, line, remember),
+        };
+        if let (Some(cache), Some(key)) = (runner.supervision.cache, remember) {
+            cache.store(&runner.task.name, &gate.name, &key);
+        }
+        let result = report.outcome;
+        self.gates.push(report);
+
+        if result != GateOutcome::Pass && Instant::now() >= runner.deadline {
+            self.reasons.push(format!(
                 "the run's budget of {} ran out during gate `{}` ({})",
                 duration::format(rules.defaults.budget),
                 gate.name,
                 line
             ));
-            break Decision::Fail;
+            return Flow::End(Decision::Fail);
         }
         if let Some(reason) = blocked {
-            reasons.push(format!("{}: {reason}", gate.name));
-            break Decision::Blocked;
+            self.reasons.push(format!("{}: {reason}", gate.name));
+            return Flow::End(Decision::Blocked);
         }
         let route = match result {
             GateOutcome::Error if selection.keep_going => {
-                reasons.push(line);
-                errored = true;
-                next = Some(index + 1);
-                continue;
+                self.reasons.push(line);
+                self.errored = true;
+                return Flow::Next(Some(index + 1));
             }
             GateOutcome::Error => {
-                reasons.push(line);
-                break Decision::Error;
+                self.reasons.push(line);
+                return Flow::End(Decision::Error);
             }
             GateOutcome::Fail => {
                 if matches!(gate.on_fail, Route::Continue | Route::Goto(_) | Route::Pass) {
-                    warnings.push(line.clone());
+                    self.warnings.push(line.clone());
                 }
                 gate.on_fail
             }
             _ => gate.on_pass,
         };
         match route {
-            Route::Continue => next = Some(index + 1),
-            Route::Goto(target) => next = Some(target),
-            Route::Pass => break Decision::Pass,
+            Route::Continue => Flow::Next(Some(index + 1)),
+            Route::Goto(target) => Flow::Next(Some(target)),
+            Route::Pass => Flow::End(Decision::Pass),
             Route::Block => {
-                reasons.push(if result == GateOutcome::Fail {
+                self.reasons.push(if result == GateOutcome::Fail {
                     line
                 } else {
                     format!("{}: routed to BLOCK after passing", gate.name)
                 });
                 if selection.keep_going {
-                    next = Some(index + 1);
-                    continue;
+                    return Flow::Next(Some(index + 1));
                 }
-                break Decision::Fail;
+                Flow::End(Decision::Fail)
             }
             Route::Stop => {
-                reasons.push(format!("{line} (routed to STOP; a person decides)"));
-                break Decision::Blocked;
+                self.reasons
+                    .push(format!("{line} (routed to STOP; a person decides)"));
+                Flow::End(Decision::Blocked)
             }
         }
-    };
-
-    for (gate, _) in pipeline.gates.iter().zip(&ran).filter(|(_, ran)| !**ran) {
-        let mut report = skipped(gate);
-        report.summary = "not reached".into();
-        gates.push(report);
     }
 
-    Verdict {
-        schema: SCHEMA.into(),
-        task: task.name.clone(),
-        verdict: decision,
-        attempt: task.attempt,
-        max_attempts: rules.defaults.max_attempts,
-        pipeline: pipeline.name.clone(),
-        signal: SignalInfo::of(&task.signal),
-        started_at: crate::timestamp::seconds(started_at),
-        duration_ms: millis(started),
-        gates,
-        reasons,
-        warnings,
-        unchecked: unchecked(task),
-        context: context(task),
-        signature: None,
+    /// A gate of a group that ran although the run ended at an earlier one: reported as it
+    /// ran, its failure a reason after the first (or a warning, if routed on).
+    fn after_the_end(&mut self, gate: &crate::config::Gate, step: Step) {
+        if let Step::Ran { report, line, .. } = step {
+            match report.outcome {
+                GateOutcome::Fail
+                    if matches!(gate.on_fail, Route::Continue | Route::Goto(_) | Route::Pass) =>
+                {
+                    self.warnings.push(line)
+                }
+                GateOutcome::Fail | GateOutcome::Error => self.reasons.push(line),
+                _ => {}
+            }
+            self.gates.push(report);
+        } else if let Step::NotRun(report, warning) = step {
+            self.gates.push(report);
+            self.warnings.extend(warning);
+        }
     }
 }
 

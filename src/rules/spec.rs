@@ -48,6 +48,13 @@ pub struct GateSpec {
     /// gate off.
     #[schemars(length(min = 1))]
     pub only_if: Option<Vec<crate::rules::only_if::PresenceSpec>>,
+    /// Gates next to each other with the same `group` start together (at most the pipeline's
+    /// `jobs` at once) and are settled in the order they are written, as if they had run one
+    /// after another: the first failure is the one reported first, and the routes are taken
+    /// in order. In a group, every gate but the last goes on when it passes (`on_pass:
+    /// CONTINUE`), and `on_fail` is BLOCK, CONTINUE or STOP.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]+$"))]
+    pub group: Option<String>,
     // exists
     /// exists: globs that must each match at least `min_count` files.
     pub paths: Option<Vec<Pattern>>,
@@ -161,6 +168,7 @@ impl GateSpec {
             timeout: None,
             inputs: None,
             only_if: None,
+            group: None,
             paths: None,
             forbid: None,
             non_empty: None,

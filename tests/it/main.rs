@@ -16,6 +16,7 @@ mod formats;
 mod fuzz_seeds;
 mod gates_corpus;
 mod gates_json;
+mod groups;
 mod hooks;
 mod hostile;
 mod install;
