@@ -1430,6 +1430,36 @@ fn changed_only_passes_a_linter_the_changed_files_and_all_files_passes_it_every_
 }
 
 #[test]
+fn changed_only_outside_git_counts_from_the_snapshot_baseline() {
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - {name: lint, rule: lint, run: [sh, -c, 'for f; do echo \"$f:1: seen\"; done', sh], files: [\"**/*.py\"], changed_only: true}\n",
+        ))
+        .file("old.py", "o = 1\n")
+        .file("same.py", "s = 1\n");
+    // The task is named `task` (its directory's name); the baseline is taken before the work.
+    validator()
+        .args(["snapshot", "task", "-c"])
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir())
+        .assert()
+        .success();
+    project.file("old.py", "o = 2\n").file("new.py", "n = 1\n");
+    let (code, verdict) = json_verdict(&mut project.check());
+    assert_eq!(code, 0, "{verdict:#}");
+    let lint = common::gate(&verdict, "lint");
+    let seen: Vec<&str> = lint["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(|f| f["file"].as_str())
+        .collect();
+    assert_eq!(seen, ["new.py", "old.py"], "{verdict:#}");
+}
+
+#[test]
 fn rules_check_fails_on_what_check_would_end_in_error() {
     let project = project(&[lint("lint", r#"["no-such-linter-anywhere"]"#, "")]);
     let output = validator()
