@@ -105,12 +105,10 @@ fn relative(root: &Path, path: &Path) -> Option<String> {
     if rel.as_os_str().is_empty() {
         return None;
     }
-    Some(
-        rel.components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/"),
-    )
+    // The walk joins each name to its directory, so the path is already `/`-separated with
+    // no `.` or doubled separators: its text is the relative name, without re-splitting it
+    // into components (a fifth of a 500k-file walk).
+    Some(rel.to_string_lossy().into_owned())
 }
 
 /// Resolves a relative path written in the rules file or by the worker (`junit:`, `cwd:`,
