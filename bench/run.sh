@@ -4,7 +4,7 @@
 # runs each comparison side by side on the same generated inputs, then the watcher benchmark
 # (bench/watch.sh's), and writes bench/RESULTS.md; then bench/real_projects.sh (the packs' gates
 # on published projects, by validator, pre-commit and lefthook) adds its section to it.
-#   bench/run.sh            the full run (about 25 minutes on 2 cores)
+#   bench/run.sh            the full run (about 30 minutes on 2 cores)
 #   QUICK=1 bench/run.sh    small inputs and few rounds: checks that the suite works (the real
 #                           projects: the crate only, one round)
 #   IDLE_SECS=10 bench/run.sh   a shorter idle window for the watcher
