@@ -10,6 +10,8 @@
 #                                                   twice as many for node's, 5 times for the crate)
 #   PROJECTS="rust node" bash bench/real_projects.sh   only these (the section then lists only them)
 #   NO_RESULTS=1 bash bench/real_projects.sh        print the table, leave RESULTS.md alone
+#   REPORT_ONLY=1 bash bench/real_projects.sh       write the section again from the last run's
+#                                                   figures (target/bench-work/real), timing nothing
 #
 # The projects are the ones tests/packs/run.sh proves the packs on, from the same registries at
 # the same pinned versions and sha256, from the same download cache (target/ci-data/packs):
@@ -84,20 +86,26 @@ done
 log() { printf '%s\n' "$*" >&2; }
 die() { log "bench/real_projects.sh: $*"; exit 2; }
 
-# The release binary, built only when it is missing or older than what it is built from.
-if [ ! -x "$validator" ] || [ -n "$(find src rules schema Cargo.toml Cargo.lock build.rs \
-    -newer "$validator" -print -quit 2>/dev/null)" ]; then
-    log "building the release binary"
-    cargo build --release --locked || die "cargo build --release failed"
-fi
-
-started=$EPOCHREALTIME
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 mkdir -p "$cache" "$tools" "$work"
 rows=$work/rows.tsv         # kind mode label seconds-median all-seconds
 verdicts=$work/verdicts.tsv # kind case tool rc expected ok note
-: >"$rows"
-: >"$verdicts"
+meta=$work/meta.env         # when, how long, the load, which build: for REPORT_ONLY=1
+if [ -z "${REPORT_ONLY:-}" ]; then
+    # The release binary, built only when it is missing or older than what it is built from.
+    if [ ! -x "$validator" ] || [ -n "$(find src rules schema Cargo.toml Cargo.lock build.rs \
+        -newer "$validator" -print -quit 2>/dev/null)" ]; then
+        log "building the release binary"
+        cargo build --release --locked || die "cargo build --release failed"
+    fi
+    started=$EPOCHREALTIME
+    load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+    dirty=$(git -C "$repo" status --porcelain -- src rules Cargo.toml Cargo.lock build.rs 2>/dev/null |
+        awk '{ print $2 }' | tr '\n' ' ')
+    build="release build of the sources at $(git -C "$repo" log -1 --format=%h -- src rules schema \
+        Cargo.toml Cargo.lock build.rs) (the last commit to them)${dirty:+, with uncommitted changes to ${dirty% }}"
+    : >"$rows"
+    : >"$verdicts"
+fi
 
 git_() {
     GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null \
@@ -462,18 +470,25 @@ run_project() {
 }
 
 status=0
-for kind in "${projects[@]}"; do
-    (run_project "$kind") || { log "$kind: the run stopped early"; status=1; }
-done
+if [ -z "${REPORT_ONLY:-}" ]; then
+    for kind in "${projects[@]}"; do
+        (run_project "$kind") || { log "$kind: the run stopped early"; status=1; }
+    done
+    elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+    load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+    made=$(date -u '+%Y-%m-%d %H:%M UTC')
+    declare -p RUNS elapsed load_start load_end made build >"$meta"
+else
+    # REPORT_ONLY=1: the section again from the last run's figures (after changing its text).
+    # shellcheck disable=SC1090
+    source "$meta" || die "no figures from an earlier run in $work"
+fi
 grep -q $'\tno\t' "$verdicts" && status=1
 
 # --- the report -------------------------------------------------------------------------------
 
-elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-export RUNS elapsed load_start load_end rows verdicts results repo
-dirty=$(git -C "$repo" status --porcelain -- src rules Cargo.toml Cargo.lock build.rs 2>/dev/null | awk '{ print $2 }' | tr '\n' ' ')
-export V_VALIDATOR="$("$validator" --version), release build of $(git -C "$repo" rev-parse --short HEAD)${dirty:+ with uncommitted changes to ${dirty% }}" V_PRE_COMMIT="$("$pre_commit" --version)"
+export RUNS elapsed load_start load_end made rows verdicts results repo
+export V_VALIDATOR="$("$validator" --version), $build" V_PRE_COMMIT="$("$pre_commit" --version)"
 export V_LEFTHOOK="$("$lefthook" version)" V_GIT="$(git --version)"
 export V_RUFF="$("$cache/venv-python/bin/ruff" --version 2>/dev/null)" V_PYTEST="$("$cache/venv-python/bin/python" -m pytest --version 2>&1 | head -1)"
 export V_PYTHON="$(python3 --version 2>&1)" V_CARGO="$(cargo --version 2>/dev/null)" V_CLIPPY="$(cargo clippy --version 2>/dev/null)"
@@ -481,7 +496,7 @@ export V_NODE="$(node --version)" V_NPM="$(npm --version)"
 export V_ESLINT="$(node -p 'require(process.argv[1]).version' "$work/node/node_modules/eslint/package.json" 2>/dev/null)"
 export MACHINE="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r)"
 python3 - <<'PY'
-import os, re, time
+import os, re
 env = os.environ
 runs = int(env["RUNS"])
 rows = {}
@@ -544,7 +559,7 @@ def ratio(kind, mode, peer, target=None):
 
 out = ["<!-- real-projects:start (written by bench/real_projects.sh; edits here are replaced) -->",
        "## Real projects (`bash bench/real_projects.sh`)", "",
-       f"Made on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, in {env['elapsed']} s, with "
+       f"Made on {env['made']}, in {env['elapsed']} s, with "
        f"RUNS={runs}: timed rounds per command " + ", ".join(f"{k} {len(rows[(k, 'first', 'validator')][1].split())}" for k in kinds if (k, 'first', 'validator') in rows) + f" (the median is shown). Machine: {env['MACHINE']}. "
        f"Load average (1, 5, 15 min) at the start {env['load_start']}, at the end {env['load_end']}.",
        "",
@@ -673,7 +688,9 @@ out += ["", "### Versions", "",
         "for fewer projects). It writes the projects to target/bench-work/real/<kind>/ with their "
         "`.pre-commit-config.yaml` and `lefthook.yml` (also in the script), and each floor to "
         "target/bench-work/real/<kind>-floor-{first,retry}.sh. Run in the project's directory:", "",
-        "- validator: `validator check --all-files` (first), `validator check` (retry)",
+        "- validator: `validator check --all-files` (first), `validator check` (retry); the group: "
+        "`validator check --all-files -c validator-group.yaml`, the pack with `group: checks` on "
+        "each of its command gates (linters, formatters, tests)",
         "- pre-commit: `pre-commit run --all-files` (first), `pre-commit run` (retry)",
         "- lefthook: `lefthook run pre-commit --all-files --no-auto-install --no-tty --colors off` (first), the same without `--all-files` (retry)",
         "- sh floor (first run, python: the files are every `*.py` git tracks):"]
