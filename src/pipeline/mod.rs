@@ -157,18 +157,30 @@ pub fn run_with(
     }
 
     Verdict {
-        schema: SCHEMA.into(),
-        task: task.name.clone(),
-        verdict: decision,
-        attempt: task.attempt,
-        max_attempts: rules.defaults.max_attempts,
-        pipeline: pipeline.name.clone(),
-        signal: SignalInfo::of(&task.signal),
         started_at: crate::timestamp::seconds(started_at),
         duration_ms: millis(started),
         gates: run.gates,
         reasons: run.reasons,
         warnings: run.warnings,
+        ..verdict(rules, &pipeline.name, task, decision)
+    }
+}
+
+/// A verdict on `task` by `pipeline`, with no gate, reason or time yet.
+fn verdict(rules: &Rules, pipeline: &str, task: &Task, decision: Decision) -> Verdict {
+    Verdict {
+        schema: SCHEMA.into(),
+        task: task.name.clone(),
+        verdict: decision,
+        attempt: task.attempt,
+        max_attempts: rules.defaults.max_attempts,
+        pipeline: pipeline.to_owned(),
+        signal: SignalInfo::of(&task.signal),
+        started_at: crate::timestamp::seconds(SystemTime::now()),
+        duration_ms: 0,
+        gates: Vec::new(),
+        reasons: Vec::new(),
+        warnings: Vec::new(),
         unchecked: unchecked(task),
         context: context(task),
         signature: None,
@@ -520,23 +532,16 @@ pub fn decide_without_running(
     reason: String,
 ) -> Verdict {
     Verdict {
-        schema: SCHEMA.into(),
-        task: task.name.clone(),
-        verdict: decision,
-        attempt: task.attempt,
-        max_attempts: rules.defaults.max_attempts,
-        pipeline: pipeline.map(|p| p.name.clone()).unwrap_or_default(),
-        signal: SignalInfo::of(&task.signal),
-        started_at: crate::timestamp::seconds(SystemTime::now()),
-        duration_ms: 0,
         gates: pipeline
             .map(|p| p.gates.iter().map(skipped).collect())
             .unwrap_or_default(),
         reasons: vec![reason],
-        warnings: Vec::new(),
-        unchecked: unchecked(task),
-        context: context(task),
-        signature: None,
+        ..verdict(
+            rules,
+            pipeline.map_or("", |p| p.name.as_str()),
+            task,
+            decision,
+        )
     }
 }
 
