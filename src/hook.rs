@@ -550,6 +550,7 @@ pub fn judge(
         cancel,
         observer: None,
         selection: crate::pipeline::Selection::default(),
+        slots: None,
     };
     let case = Case {
         task,

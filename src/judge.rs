@@ -15,7 +15,7 @@ use crate::cache::Cache;
 use crate::config::{Pipeline, Rules};
 use crate::contract::Contract;
 use crate::events::{Breaker, Event, EventLog};
-use crate::pipeline::{self, Observer, Selection, Supervision};
+use crate::pipeline::{self, Observer, Selection, Slots, Supervision};
 use crate::process::Cancel;
 use crate::state::{self, TaskState};
 use crate::task::Task;
@@ -38,6 +38,8 @@ pub struct Judge<'a> {
     pub observer: Option<&'a dyn Observer>,
     /// A person's choice of gates (`check` only); `watch` and `hook` run every gate.
     pub selection: Selection<'a>,
+    /// Gates running at once across runs (the watcher's `--jobs`); `None`: each run alone.
+    pub slots: Option<&'a Slots>,
 }
 
 /// One task to judge.
@@ -274,6 +276,7 @@ impl Judge<'_> {
             observer,
             cache: self.cache,
             selection: self.selection,
+            slots: self.slots,
         };
         pipeline::run_with(rules, pipeline, task, supervision)
     }

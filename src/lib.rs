@@ -29,6 +29,7 @@
 //!     cancel: None,
 //!     observer: None,
 //!     selection: Default::default(),
+//!     slots: None,
 //! };
 //! let case = Case { task, pipeline: Ok(pipeline), refused: None };
 //! let verdict = judge.judge(case, None).verdict;

@@ -52,7 +52,6 @@ pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
     let walker = WalkDir::new(&task.dir)
         .max_depth(max_depth.unwrap_or(usize::MAX))
         .follow_links(false)
-        .sort_by_file_name()
         .into_iter()
         .filter_entry(|entry| {
             let git_dir =
@@ -96,6 +95,17 @@ pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
                 path: entry.path().to_path_buf(),
             });
         }
+    }
+    // One sort of the names found, rather than walkdir's per-directory sort, which takes each
+    // entry's name out of its path again on every comparison (a tenth of a 100k-file gate).
+    // Names are unique, and byte order is git's order too.
+    listing.files.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    for names in [
+        &mut listing.escaping_links,
+        &mut listing.unreadable,
+        &mut listing.linked_dirs,
+    ] {
+        names.sort_unstable();
     }
     listing
 }

@@ -126,6 +126,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
             keep_going: args.keep_going,
             all_files: args.all_files,
         },
+        slots: None,
     };
     let judged = |task: Task| {
         let case = validator::judge::Case {

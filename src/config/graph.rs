@@ -147,9 +147,15 @@ pub fn render(pipeline: &Pipeline, default_timeout: std::time::Duration) -> Stri
             ),
             false => String::new(),
         };
+        // Gates of a group start together; the routes still read in written order.
+        let group = gate
+            .group
+            .as_deref()
+            .map(|group| format!("  group {group}"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {:>2}. {:<name_width$}  {:<10}  pass -> {}, fail -> {}{timeout}",
+            "  {:>2}. {:<name_width$}  {:<10}  pass -> {}, fail -> {}{timeout}{group}",
             i + 1,
             gate.name,
             gate.kind().as_str(),

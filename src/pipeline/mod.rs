@@ -2,13 +2,15 @@
 //! gates.json, under a loop guard (64 runs of gates that already ran) and the run's time budget. The result is a
 //! [`Verdict`] value; nothing here prints or writes.
 
-use std::time::{Instant, SystemTime};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::cache::{self, Cache};
 use crate::config::{Pipeline, Route, Rules};
 use crate::duration;
 use crate::process::Cancel;
-use crate::rules::{Context, Outcome};
+use crate::rules::{Context, Outcome, scope::Listed};
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
 
@@ -34,6 +36,86 @@ pub struct Supervision<'a> {
     pub cache: Option<&'a Cache>,
     /// Which gates a person asked for (`check --only/--skip`, `--keep-going`).
     pub selection: Selection<'a>,
+    /// Gates running at once across every run that shares them (the watcher's `--jobs`);
+    /// without them a group is bounded by its pipeline's `jobs:` alone.
+    pub slots: Option<&'a Slots>,
+}
+
+/// A bound on the gates running at once across runs. A run takes one slot for its own thread
+/// before its first gate, waiting for one if need be, and keeps it to its end; a group's other
+/// threads borrow a slot per gate, only while one is free, and stop when none is, leaving the
+/// rest to the run's own thread. So the bound holds across every run at every moment, a run
+/// waits at most for a borrowed gate to end, and a group never waits at all.
+#[derive(Debug)]
+pub struct Slots {
+    limit: usize,
+    taken: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// Slots taken from [`Slots`], given back when dropped.
+struct Taken<'a> {
+    slots: &'a Slots,
+    count: usize,
+}
+
+impl Slots {
+    pub fn new(limit: usize) -> Self {
+        Slots {
+            limit: limit.max(1),
+            taken: Mutex::new(0),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn taken(&self) -> MutexGuard<'_, usize> {
+        self.taken.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A run's own slot, once one is free. A cancelled run takes none: it starts no gate.
+    fn hold(&self, cancel: Option<&Cancel>) -> Taken<'_> {
+        let mut taken = self.taken();
+        while *taken >= self.limit {
+            if cancel.is_some_and(Cancel::is_cancelled) {
+                return Taken {
+                    slots: self,
+                    count: 0,
+                };
+            }
+            // Woken when a slot is given back; the timeout only looks at the cancel again.
+            taken = self
+                .freed
+                .wait_timeout(taken, Duration::from_millis(100))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *taken += 1;
+        Taken {
+            slots: self,
+            count: 1,
+        }
+    }
+
+    /// A slot if one is free now.
+    fn borrow(&self) -> Option<Taken<'_>> {
+        let mut taken = self.taken();
+        (*taken < self.limit).then(|| {
+            *taken += 1;
+            Taken {
+                slots: self,
+                count: 1,
+            }
+        })
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if self.count > 0 {
+            *self.slots.taken() -= self.count;
+            self.slots.freed.notify_all();
+        }
+    }
 }
 
 /// A person's choice of gates for one `check` (never a worker's: `watch` and `hook` run every
@@ -78,6 +160,7 @@ pub fn run_with(
     supervision: Supervision<'_>,
 ) -> Verdict {
     let cancel = supervision.cancel;
+    let _own_slot = supervision.slots.map(|slots| slots.hold(cancel));
     let started_at = SystemTime::now();
     let started = Instant::now();
     let runner = Runner {
@@ -86,6 +169,7 @@ pub fn run_with(
         task,
         supervision,
         deadline: started + rules.defaults.budget,
+        listed: Listed::default(),
     };
     let mut run = Run {
         gates: Vec::new(),
@@ -229,6 +313,8 @@ struct Runner<'a> {
     task: &'a Task,
     supervision: Supervision<'a>,
     deadline: Instant,
+    /// What the worker changed, listed once for every gate that asks.
+    listed: Listed,
 }
 
 /// What the run has found so far.
@@ -241,47 +327,57 @@ struct Run {
 
 impl Runner<'_> {
     /// The gates of `members` run: one on this thread, a group on up to its pipeline's `jobs`
-    /// threads at once. Results in the order of `members`.
+    /// threads at once: this one, and others for as long as shared slots are free (see
+    /// [`Slots`]). Results in the order of `members`.
     fn steps(&self, members: std::ops::Range<usize>) -> Vec<Step> {
         if members.len() == 1 {
             return vec![self.step(members.start, None)];
         }
         let jobs = self.pipeline.jobs.clamp(1, members.len());
-        let next = std::sync::atomic::AtomicUsize::new(members.start);
-        let failed = std::sync::atomic::AtomicBool::new(false);
+        let next = AtomicUsize::new(members.start);
+        let failed = AtomicBool::new(false);
         let stop = self.pipeline.fail_fast.then_some(&failed);
-        let done: std::sync::Mutex<Vec<(usize, Step)>> = std::sync::Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..jobs {
-                scope.spawn(|| {
-                    loop {
-                        let at = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if at >= members.end {
-                            break;
-                        }
-                        let step = self.step(at, stop);
-                        if let Step::Ran { report, .. } = &step {
-                            if matches!(report.outcome, GateOutcome::Fail | GateOutcome::Error) {
-                                failed.store(true, std::sync::atomic::Ordering::SeqCst);
-                            }
-                        }
-                        done.lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .push((at, step));
+        let done: Mutex<Vec<(usize, Step)>> = Mutex::new(Vec::new());
+        let work = |borrowing: bool| {
+            loop {
+                let slot = match self.supervision.slots {
+                    Some(slots) if borrowing => match slots.borrow() {
+                        Some(slot) => Some(slot),
+                        None => break,
+                    },
+                    _ => None,
+                };
+                let at = next.fetch_add(1, Ordering::SeqCst);
+                if at >= members.end {
+                    break;
+                }
+                let step = self.step(at, stop);
+                drop(slot);
+                if let Step::Ran { report, .. } = &step {
+                    if matches!(report.outcome, GateOutcome::Fail | GateOutcome::Error) {
+                        failed.store(true, Ordering::SeqCst);
                     }
-                });
+                }
+                done.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((at, step));
             }
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..jobs {
+                scope.spawn(|| work(true));
+            }
+            // The run's own thread, on its own slot: it works until every gate has started.
+            work(false);
         });
-        let mut done = done
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut done = done.into_inner().unwrap_or_else(PoisonError::into_inner);
         done.sort_by_key(|(at, _)| *at);
         done.into_iter().map(|(_, step)| step).collect()
     }
 
     /// Runs the gate at `index`, unless it is left out; `stop` set means a gate of its group
     /// failed and `fail_fast` keeps this one from starting.
-    fn step(&self, index: usize, stop: Option<&std::sync::atomic::AtomicBool>) -> Step {
+    fn step(&self, index: usize, stop: Option<&AtomicBool>) -> Step {
         let gate = &self.pipeline.gates[index];
         let supervision = self.supervision;
         let not_run = |summary: String, warning: Option<String>| {
@@ -305,7 +401,7 @@ impl Runner<'_> {
         {
             return not_run(why, None);
         }
-        if stop.is_some_and(|stop| stop.load(std::sync::atomic::Ordering::SeqCst)) {
+        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
             return not_run(
                 "not run: another gate of its group failed first (fail_fast)".into(),
                 None,
@@ -326,6 +422,7 @@ impl Runner<'_> {
             state_dir: &self.rules.state,
             cancel: supervision.cancel,
             all_files: supervision.selection.all_files,
+            listed: &self.listed,
         };
         tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
         if let Some(observer) = supervision.observer {
@@ -561,4 +658,41 @@ fn report(name: &str, rule: &str, started: Instant, outcome: Outcome) -> GateRep
 
 fn millis(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slots;
+    use crate::process::Cancel;
+
+    #[test]
+    fn slots_are_lent_only_while_free_and_come_back_when_dropped() {
+        let slots = Slots::new(3);
+        let own = slots.hold(None);
+        let borrowed = slots.borrow();
+        assert!(borrowed.is_some());
+        let other = slots.hold(None);
+        // Three taken: nothing more to borrow until one comes back.
+        assert!(slots.borrow().is_none());
+        drop(borrowed);
+        assert!(slots.borrow().is_some());
+        drop((own, other));
+        assert_eq!(*slots.taken(), 0);
+    }
+
+    #[test]
+    fn a_run_waits_for_a_slot_and_a_cancelled_one_stops_waiting() {
+        let slots = Slots::new(1);
+        let borrowed = slots.borrow();
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| slots.hold(None).count);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(borrowed);
+            assert_eq!(waiting.join().ok(), Some(1));
+        });
+        let _held = slots.hold(None);
+        let cancel = Cancel::default();
+        cancel.cancel();
+        assert_eq!(slots.hold(Some(&cancel)).count, 0);
+    }
 }

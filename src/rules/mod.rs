@@ -51,6 +51,8 @@ pub struct Context<'a> {
     pub cancel: Option<&'a crate::process::Cancel>,
     /// A person asked for every file (`check --all-files`): `changed_only` reads all of them.
     pub all_files: bool,
+    /// The change sets this run has listed, shared by its gates.
+    pub listed: &'a scope::Listed,
 }
 
 /// The result of running a rule once.

@@ -846,6 +846,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             state_dir: &fixture.state,
             cancel: None,
+            listed: &crate::rules::scope::Listed::default(),
         };
         context(&ctx, Instant::now() + ctx.timeout).unwrap()
     }

@@ -9,9 +9,10 @@
 //! The same listing, and the patch git shows for it, serve the `review` rule through
 //! [`changed`] and [`diff`]; it is found one way only, here.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::git::Repo;
@@ -31,6 +32,7 @@ pub struct FileScope {
 }
 
 /// Where the list of changed files came from, said in the summary so a reader can trust it.
+#[derive(Clone)]
 pub(crate) enum Source {
     Git(String),
     Baseline,
@@ -72,6 +74,7 @@ pub(crate) enum Problem {
 }
 
 /// The changed files, and findings about how they were found (hidden changes, refused links).
+#[derive(Clone)]
 pub(crate) struct Changes {
     pub source: Source,
     pub files: BTreeSet<String>,
@@ -185,15 +188,69 @@ impl FileScope {
     }
 }
 
+/// The change sets one run has listed. Every gate of a run that asks what the worker changed
+/// gets the same answer, and git is asked once per base however many gates ask (a pack's scope,
+/// content and changed-only linters each did, nine git processes apiece). Only an answer is
+/// kept: a gate whose listing failed (its deadline passed, say) leaves the next gate to list
+/// anew under its own. A gate asking while another lists the same base waits for that
+/// answer; the listing ends by the other gate's deadline, and a cancel kills its git.
+#[derive(Default)]
+pub struct Listed {
+    by_question: Mutex<HashMap<(String, Question), Arc<Answer>>>,
+}
+
+/// One question's answer, once a gate has listed it.
+type Answer = Mutex<Option<Changes>>;
+
+/// What a gate asked of the change set.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Question {
+    /// What the worker changed.
+    Changed,
+    /// What a `changed_only` gate considers under `check --all-files`: every file git sees.
+    EveryFile,
+}
+
+impl Listed {
+    fn answer(
+        &self,
+        base: &str,
+        question: Question,
+        list: impl FnOnce() -> Result<Changes, Problem>,
+    ) -> Result<Changes, Problem> {
+        let slot = {
+            let mut by_question = self
+                .by_question
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(by_question.entry((base.to_owned(), question)).or_default())
+        };
+        let mut answer = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(changes) = answer.as_ref() {
+            return Ok(changes.clone());
+        }
+        let changes = list()?;
+        *answer = Some(changes.clone());
+        Ok(changes)
+    }
+}
+
 /// What the worker changed in the task directory: from the snapshot baseline, else git against
 /// `base` (untracked files included), else every file; the validator's own files left out.
-/// Any git it runs is hardened and ends by `deadline`.
+/// Any git it runs is hardened and ends by `deadline`. Listed once per run (see [`Listed`]).
 pub(crate) fn changed(
     ctx: &Context<'_>,
     base: &str,
     deadline: Instant,
 ) -> Result<Changes, Problem> {
+    ctx.listed.answer(base, Question::Changed, || {
+        list_changes(ctx, base, deadline)
+    })
+}
+
+fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Changes, Problem> {
     let task = ctx.task;
+    tracing::debug!(task = %task.name, gate = ctx.gate, base, "listing what the worker changed");
     let mut note = None;
     // A baseline the worker could have written is no baseline.
     let state_inside_task = normalized(ctx.state_dir).starts_with(&task.dir);
@@ -243,23 +300,30 @@ pub(crate) fn considered(
     base: &str,
     deadline: Instant,
 ) -> Result<Changes, Problem> {
+    if !ctx.all_files {
+        return changed(ctx, base, deadline);
+    }
+    ctx.listed.answer(base, Question::EveryFile, || {
+        every_file(ctx, base, deadline)
+    })
+}
+
+fn every_file(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Changes, Problem> {
     let mut changes = changed(ctx, base, deadline)?;
-    if ctx.all_files {
-        if let Source::Git(_) = changes.source {
-            if let Some(repo) = Repo::open(ctx, deadline)? {
-                changes
-                    .files
-                    .extend(repo.tracked().map_err(Problem::Worker)?);
-                changes.files.retain(|rel| !ctx.task.is_ignored(rel));
-            }
-        } else if let Source::Baseline = changes.source {
-            changes.files = taskdir::list(ctx.task)
+    if let Source::Git(_) = changes.source {
+        if let Some(repo) = Repo::open(ctx, deadline)? {
+            changes
                 .files
-                .into_iter()
-                .map(|e| e.rel)
-                .filter(|rel| !ctx.task.is_ignored(rel))
-                .collect();
+                .extend(repo.tracked().map_err(Problem::Worker)?);
+            changes.files.retain(|rel| !ctx.task.is_ignored(rel));
         }
+    } else if let Source::Baseline = changes.source {
+        changes.files = taskdir::list(ctx.task)
+            .files
+            .into_iter()
+            .map(|e| e.rel)
+            .filter(|rel| !ctx.task.is_ignored(rel))
+            .collect();
     }
     Ok(changes)
 }

@@ -102,7 +102,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     let mut heartbeat = health::Registration::register(&rules, options.heartbeat)?;
     let mark = orphans::Mark::for_state(&rules.state);
     let shared = Arc::new(
-        Shared::new(rules, key, !options.no_cache, mark.as_str())?
+        Shared::new(rules, key, !options.no_cache, mark.as_str(), options.jobs)?
             .observed_by(options.observer.clone()),
     );
     // After the claim (a second watcher is refused for that, not for the port), before any

@@ -13,7 +13,7 @@ use crate::config::Rules;
 use crate::error::Error;
 use crate::events::{Event, EventLog, Problem};
 use crate::judge::{Case, History, Judge, Keeper};
-use crate::pipeline::{self, Observer};
+use crate::pipeline::{self, Observer, Slots};
 use crate::process::Cancel;
 use crate::signal::Signal;
 use crate::staging;
@@ -39,6 +39,8 @@ pub struct Shared {
     unpublished: Mutex<BTreeMap<String, Unpublished>>,
     /// What the watcher counts as it judges (`watch --metrics-addr` serves it).
     pub metrics: Arc<Metrics>,
+    /// `--jobs` bounds every gate the watcher runs at once, a group's across tasks included.
+    pub slots: Slots,
 }
 
 /// A judged run whose state or verdict could not be written.
@@ -73,7 +75,14 @@ pub enum Judged {
 
 impl Shared {
     /// `mark` marks every process the runs start (see `orphans`).
-    pub fn new(rules: Rules, key: Option<Key>, use_cache: bool, mark: &str) -> Result<Self, Error> {
+    /// `jobs` bounds the gates running at once, across tasks.
+    pub fn new(
+        rules: Rules,
+        key: Option<Key>,
+        use_cache: bool,
+        mark: &str,
+        jobs: usize,
+    ) -> Result<Self, Error> {
         let events = EventLog::open(&rules.state, rules.events)?;
         Ok(Shared {
             config: RwLock::new((Arc::new(rules), key.map(Arc::new))),
@@ -83,6 +92,7 @@ impl Shared {
             observer: None,
             unpublished: Mutex::new(BTreeMap::new()),
             metrics: Arc::new(Metrics::default()),
+            slots: Slots::new(jobs),
         })
     }
 
@@ -220,6 +230,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         cancel: Some(&shared.cancel),
         observer: Some(&observers),
         selection: crate::pipeline::Selection::default(),
+        slots: Some(&shared.slots),
     };
     let case = Case {
         task,

@@ -1430,6 +1430,68 @@ fn changed_only_passes_a_linter_the_changed_files_and_all_files_passes_it_every_
 }
 
 #[test]
+fn a_run_lists_what_the_worker_changed_once_for_every_gate_that_asks() {
+    // file-scope, a changed-only content gate and two changed-only linters running together
+    // in a group all need the change set: git is asked for it once, and each sees the same.
+    let echo = r#"[sh, -c, 'for f; do echo "$f:1: seen"; done', sh]"#;
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(&format!(
+            "      - {{name: scope, rule: file-scope, deny: [\"secret/**\"]}}
+      - {{name: bans, rule: content, files: [\"**/*.py\"], ban: [{{pattern: breakpoint}}], changed_only: true}}
+      - {{name: lint-a, rule: lint, run: {echo}, files: [\"**/*.py\"], changed_only: true, group: lint}}
+      - {{name: lint-b, rule: lint, run: {echo}, files: [\"**/*.py\"], changed_only: true, group: lint}}
+"
+        )))
+        .file("a.py", "a = 1\n")
+        .file("old.py", "o = 1\n");
+    let dir = project.task_dir();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "base"],
+    ] {
+        common::git(&dir, args);
+    }
+    project.file("a.py", "a = 2\n").file("new.py", "n = 1\n");
+    for (extra, linted) in [
+        (&[][..], &["a.py", "new.py"][..]),
+        (&["--all-files"][..], &["a.py", "new.py", "old.py"][..]),
+    ] {
+        let mut cmd = project.check();
+        common::isolate_git(&mut cmd);
+        cmd.args(["--format", "json"])
+            .args(extra)
+            .env("VALIDATOR_LOG", "validator=debug");
+        let output = cmd.output().expect("run validator");
+        let verdict: serde_json::Value =
+            serde_json::from_slice(&output.stdout).expect("a JSON verdict");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{verdict:#}\n{stderr}");
+        assert_eq!(
+            stderr.matches("listing what the worker changed").count(),
+            1,
+            "{extra:?}: {stderr}"
+        );
+        for name in ["lint-a", "lint-b"] {
+            let seen: Vec<&str> = common::gate(&verdict, name)["findings"]
+                .as_array()
+                .expect("findings")
+                .iter()
+                .filter_map(|f| f["file"].as_str())
+                .collect();
+            assert_eq!(seen, linted, "{extra:?} {name}: {verdict:#}");
+        }
+        assert!(
+            common::gate(&verdict, "scope")["summary"]
+                .to_string()
+                .contains("2 changed files"),
+            "{verdict:#}"
+        );
+    }
+}
+
+#[test]
 fn changed_only_outside_git_counts_from_the_snapshot_baseline() {
     let project = Project::new();
     project

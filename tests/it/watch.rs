@@ -1644,3 +1644,64 @@ fn a_repository_over_the_whole_staging_directory_is_an_error() {
         "{verdict:#}"
     );
 }
+
+#[test]
+fn watch_jobs_bounds_every_gate_running_at_once_a_groups_across_tasks_included() {
+    // Each gate marks itself running in a directory the tasks share, counts the marks, and
+    // fails when more than `--jobs 2` run at once. Four tasks with a group of three gates that
+    // may each take three threads: only the watcher's bound keeps it to two.
+    let w = Watcher::new(Mode::Notify, "");
+    let running = w.path().join("running");
+    fs::create_dir_all(&running).expect("running dir");
+    let gate = |name: &str| {
+        format!(
+            "      - {{name: {name}, rule: lint, group: checks, run: [sh, -c, 'm={}/$$; touch $m; n=$(ls {} | wc -l); sleep 0.3; rm $m; echo \"$n at once\"; [ $n -le 2 ]']}}\n",
+            running.display(),
+            running.display()
+        )
+    };
+    w.write_rules(&format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    jobs: 3\n    gates:\n{}{}{}",
+        gate("a"),
+        gate("b"),
+        gate("c")
+    ));
+    let tasks = names("t", 4);
+    for task in &tasks {
+        w.task(task, &[]);
+        w.signal(task, "STATUS: OK\n");
+    }
+    let mut w = w;
+    w.start(&["--jobs", "2"]);
+    for task in &tasks {
+        let (code, verdict) = w.wait_verdict(task);
+        assert_eq!(code, 0, "{task}: {verdict:#}\n{}", w.logs());
+    }
+}
+
+#[test]
+fn a_group_under_watch_runs_its_gates_together_while_slots_are_free() {
+    // Two gates that can only pass if each sees the other running: one task alone under
+    // `--jobs 2` has a free slot for its group.
+    let meet = |name: &str, mine: &str, theirs: &str| {
+        format!(
+            "      - {{name: {name}, rule: lint, group: checks, run: [sh, -c, 'touch {mine}; i=0; while [ ! -e {theirs} ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; [ -e {theirs} ]']}}\n"
+        )
+    };
+    let w = Watcher::started(
+        Mode::Notify,
+        &rules(
+            "",
+            &format!(
+                "{}{}",
+                meet("a", "a.mark", "b.mark"),
+                meet("b", "b.mark", "a.mark")
+            ),
+        ),
+        &["--jobs", "2"],
+    );
+    w.task("t", &[]);
+    w.signal("t", "STATUS: OK\n");
+    let (code, verdict) = w.wait_verdict("t");
+    assert_eq!(code, 0, "{verdict:#}\n{}", w.logs());
+}
