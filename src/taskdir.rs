@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use walkdir::WalkDir;
@@ -96,10 +97,17 @@ pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
             });
         }
     }
-    // One sort of the names found, rather than walkdir's per-directory sort, which takes each
+    // One sort of the paths found, rather than walkdir's per-directory sort, which takes each
     // entry's name out of its path again on every comparison (a tenth of a 100k-file gate).
-    // Names are unique, and byte order is git's order too.
-    listing.files.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    // By the paths' own bytes, not `rel`: two names that are not UTF-8 can read the same once
+    // made text, and their order must still not depend on the order the worker made them in
+    // (a cache key hashes the files in this order).
+    listing.files.sort_unstable_by(|a, b| {
+        a.path
+            .as_os_str()
+            .as_bytes()
+            .cmp(b.path.as_os_str().as_bytes())
+    });
     for names in [
         &mut listing.escaping_links,
         &mut listing.unreadable,

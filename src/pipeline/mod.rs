@@ -43,14 +43,21 @@ pub struct Supervision<'a> {
 
 /// A bound on the gates running at once across runs. A run takes one slot for its own thread
 /// before its first gate, waiting for one if need be, and keeps it to its end; a group's other
-/// threads borrow a slot per gate, only while one is free, and stop when none is, leaving the
-/// rest to the run's own thread. So the bound holds across every run at every moment, a run
-/// waits at most for a borrowed gate to end, and a group never waits at all.
+/// threads borrow a slot per gate, only while one is free and no run is waiting for one, and
+/// stop when none is, leaving the rest to the run's own thread. So the bound holds across every
+/// run at every moment, a waiting run has the next slot given back, and a group never waits.
 #[derive(Debug)]
 pub struct Slots {
     limit: usize,
-    taken: Mutex<usize>,
+    count: Mutex<Count>,
     freed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Count {
+    taken: usize,
+    /// Runs waiting for their own slot: a borrower leaves the slots they wait for alone.
+    waiting: usize,
 }
 
 /// Slots taken from [`Slots`], given back when dropped.
@@ -63,44 +70,47 @@ impl Slots {
     pub fn new(limit: usize) -> Self {
         Slots {
             limit: limit.max(1),
-            taken: Mutex::new(0),
+            count: Mutex::new(Count::default()),
             freed: Condvar::new(),
         }
     }
 
-    fn taken(&self) -> MutexGuard<'_, usize> {
-        self.taken.lock().unwrap_or_else(PoisonError::into_inner)
+    fn count(&self) -> MutexGuard<'_, Count> {
+        self.count.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A run's own slot, once one is free. A cancelled run takes none: it starts no gate.
     fn hold(&self, cancel: Option<&Cancel>) -> Taken<'_> {
-        let mut taken = self.taken();
-        while *taken >= self.limit {
+        let mut count = self.count();
+        count.waiting += 1;
+        while count.taken >= self.limit {
             if cancel.is_some_and(Cancel::is_cancelled) {
+                count.waiting -= 1;
                 return Taken {
                     slots: self,
                     count: 0,
                 };
             }
             // Woken when a slot is given back; the timeout only looks at the cancel again.
-            taken = self
+            count = self
                 .freed
-                .wait_timeout(taken, Duration::from_millis(100))
+                .wait_timeout(count, Duration::from_millis(100))
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        *taken += 1;
+        count.waiting -= 1;
+        count.taken += 1;
         Taken {
             slots: self,
             count: 1,
         }
     }
 
-    /// A slot if one is free now.
+    /// A slot if one is free now and no run waits for it.
     fn borrow(&self) -> Option<Taken<'_>> {
-        let mut taken = self.taken();
-        (*taken < self.limit).then(|| {
-            *taken += 1;
+        let mut count = self.count();
+        (count.taken + count.waiting < self.limit).then(|| {
+            count.taken += 1;
             Taken {
                 slots: self,
                 count: 1,
@@ -112,7 +122,7 @@ impl Slots {
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
         if self.count > 0 {
-            *self.slots.taken() -= self.count;
+            self.slots.count().taken -= self.count;
             self.slots.freed.notify_all();
         }
     }
@@ -442,7 +452,11 @@ impl Runner<'_> {
                 ..Outcome::pass("passed before; its inputs, definition and tools are unchanged")
             }
         } else {
-            gate.rule.run(&ctx)
+            let outcome = gate.rule.run(&ctx);
+            if crate::rules::Rule::about(gate.kind()).starts_programs {
+                self.listed.forget();
+            }
+            outcome
         };
         // The key was taken before the run; a pass is remembered only if the inputs are still
         // what they were, or a worker could pass on files it swapped in during the run and
@@ -677,11 +691,11 @@ mod tests {
         drop(borrowed);
         assert!(slots.borrow().is_some());
         drop((own, other));
-        assert_eq!(*slots.taken(), 0);
+        assert_eq!(slots.count().taken, 0);
     }
 
     #[test]
-    fn a_run_waits_for_a_slot_and_a_cancelled_one_stops_waiting() {
+    fn a_run_waits_for_a_borrowed_slot_to_come_back() {
         let slots = Slots::new(1);
         let borrowed = slots.borrow();
         std::thread::scope(|scope| {
@@ -690,6 +704,28 @@ mod tests {
             drop(borrowed);
             assert_eq!(waiting.join().ok(), Some(1));
         });
+    }
+
+    #[test]
+    fn a_slot_given_back_goes_to_a_waiting_run_not_to_a_borrower() {
+        let slots = Slots::new(2);
+        let _own = slots.hold(None);
+        let borrowed = slots.borrow();
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| slots.hold(None).count);
+            while slots.count().waiting == 0 {
+                std::thread::yield_now();
+            }
+            drop(borrowed);
+            // Whether or not the waiting run has woken yet, the slot is not lent again.
+            assert!(slots.borrow().is_none());
+            assert_eq!(waiting.join().ok(), Some(1));
+        });
+    }
+
+    #[test]
+    fn cancelled_runs_stop_waiting() {
+        let slots = Slots::new(1);
         let _held = slots.hold(None);
         let cancel = Cancel::default();
         cancel.cancel();

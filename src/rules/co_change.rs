@@ -35,6 +35,7 @@ impl RuleDef for CoChange {
         required: Required::All(&["when", "then"]),
         cacheable: false,
         shows_timeout: false,
+        starts_programs: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

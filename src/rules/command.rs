@@ -109,6 +109,7 @@ command_rule!(
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
+        starts_programs: true,
     }
 );
 
@@ -129,6 +130,7 @@ command_rule!(
         required: Required::All(&["run"]),
         cacheable: true,
         shows_timeout: true,
+        starts_programs: true,
     }
 );
 

@@ -78,6 +78,7 @@ impl RuleDef for Content {
         required: Required::All(&["files"]),
         cacheable: false,
         shows_timeout: false,
+        starts_programs: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

@@ -34,6 +34,7 @@ impl RuleDef for Dependencies {
         required: Required::None,
         cacheable: false,
         shows_timeout: false,
+        starts_programs: false,
     };
 
     fn from_spec(_spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

@@ -23,6 +23,7 @@ impl RuleDef for Exists {
         required: Required::AnyOf(&["paths", "forbid"]),
         cacheable: true,
         shows_timeout: false,
+        starts_programs: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

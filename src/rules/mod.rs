@@ -153,6 +153,9 @@ pub struct About {
     pub cacheable: bool,
     /// Whether the gate graph shows its timeout (the lint and test commands).
     pub shows_timeout: bool,
+    /// Whether it starts a program (a command, a reviewer), which may change the task's files:
+    /// what the worker changed is listed anew for the gates after it.
+    pub starts_programs: bool,
 }
 
 /// The keys a rule cannot go without, as its `from_spec` checks them.

@@ -79,6 +79,7 @@ impl RuleDef for Review {
         required: Required::All(&["run"]),
         cacheable: false,
         shows_timeout: false,
+        starts_programs: true,
     };
 
     /// `rules_dir` anchors a relative reviewer path (`./review.sh`).

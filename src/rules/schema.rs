@@ -174,6 +174,7 @@ impl RuleDef for Schema {
         required: Required::All(&["schema", "files"]),
         cacheable: true,
         shows_timeout: false,
+        starts_programs: false,
     };
 
     fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Self, KeyError> {

@@ -12,7 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Instant;
 
 use super::git::Repo;
@@ -98,6 +98,7 @@ impl RuleDef for FileScope {
         required: Required::None,
         cacheable: false,
         shows_timeout: false,
+        starts_programs: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
@@ -190,10 +191,12 @@ impl FileScope {
 
 /// The change sets one run has listed. Every gate of a run that asks what the worker changed
 /// gets the same answer, and git is asked once per base however many gates ask (a pack's scope,
-/// content and changed-only linters each did, nine git processes apiece). Only an answer is
-/// kept: a gate whose listing failed (its deadline passed, say) leaves the next gate to list
-/// anew under its own. A gate asking while another lists the same base waits for that
-/// answer; the listing ends by the other gate's deadline, and a cancel kills its git.
+/// content and changed-only linters each did, nine git processes apiece), until a gate that
+/// starts a program (a test runs the worker's code, which may write files) has run: then
+/// the gates after it list anew ([`Listed::forget`]), as each did on its own before. Only an
+/// answer is kept: a gate whose listing failed (its deadline passed, say) leaves the next gate
+/// to list anew under its own. A gate asking while another lists the same question lists for
+/// itself, so no gate waits past its own deadline on another's git.
 #[derive(Default)]
 pub struct Listed {
     by_question: Mutex<HashMap<(String, Question), Arc<Answer>>>,
@@ -225,13 +228,25 @@ impl Listed {
                 .unwrap_or_else(PoisonError::into_inner);
             Arc::clone(by_question.entry((base.to_owned(), question)).or_default())
         };
-        let mut answer = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut answer = match slot.try_lock() {
+            Ok(answer) => answer,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return list(),
+        };
         if let Some(changes) = answer.as_ref() {
             return Ok(changes.clone());
         }
         let changes = list()?;
         *answer = Some(changes.clone());
         Ok(changes)
+    }
+
+    /// Forgets every answer: the task's files may have changed since they were listed.
+    pub fn forget(&self) {
+        self.by_question
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 

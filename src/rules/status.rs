@@ -22,6 +22,7 @@ impl RuleDef for Status {
         required: Required::None,
         cacheable: false,
         shows_timeout: false,
+        starts_programs: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

@@ -1431,18 +1431,16 @@ fn changed_only_passes_a_linter_the_changed_files_and_all_files_passes_it_every_
 
 #[test]
 fn a_run_lists_what_the_worker_changed_once_for_every_gate_that_asks() {
-    // file-scope, a changed-only content gate and two changed-only linters running together
-    // in a group all need the change set: git is asked for it once, and each sees the same.
-    let echo = r#"[sh, -c, 'for f; do echo "$f:1: seen"; done', sh]"#;
+    // file-scope, a changed-only content gate and a changed-only linter all need the change
+    // set: git is asked for it once, and each sees the same.
     let project = Project::new();
     project
-        .rules(&common::pipeline(&format!(
-            "      - {{name: scope, rule: file-scope, deny: [\"secret/**\"]}}
-      - {{name: bans, rule: content, files: [\"**/*.py\"], ban: [{{pattern: breakpoint}}], changed_only: true}}
-      - {{name: lint-a, rule: lint, run: {echo}, files: [\"**/*.py\"], changed_only: true, group: lint}}
-      - {{name: lint-b, rule: lint, run: {echo}, files: [\"**/*.py\"], changed_only: true, group: lint}}
-"
-        )))
+        .rules(&common::pipeline(
+            r#"      - {name: scope, rule: file-scope, deny: ["secret/**"]}
+      - {name: bans, rule: content, files: ["**/*.py"], ban: [{pattern: breakpoint}], changed_only: true}
+      - {name: lint, rule: lint, run: [sh, -c, 'for f; do echo "$f:1: seen"; done', sh], files: ["**/*.py"], changed_only: true}
+"#,
+        ))
         .file("a.py", "a = 1\n")
         .file("old.py", "o = 1\n");
     let dir = project.task_dir();
@@ -1458,30 +1456,20 @@ fn a_run_lists_what_the_worker_changed_once_for_every_gate_that_asks() {
         (&[][..], &["a.py", "new.py"][..]),
         (&["--all-files"][..], &["a.py", "new.py", "old.py"][..]),
     ] {
-        let mut cmd = project.check();
-        common::isolate_git(&mut cmd);
-        cmd.args(["--format", "json"])
-            .args(extra)
-            .env("VALIDATOR_LOG", "validator=debug");
-        let output = cmd.output().expect("run validator");
-        let verdict: serde_json::Value =
-            serde_json::from_slice(&output.stdout).expect("a JSON verdict");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(0), "{verdict:#}\n{stderr}");
+        let (code, verdict, stderr) = judged_with_log(&project, extra);
+        assert_eq!(code, Some(0), "{verdict:#}\n{stderr}");
         assert_eq!(
             stderr.matches("listing what the worker changed").count(),
             1,
             "{extra:?}: {stderr}"
         );
-        for name in ["lint-a", "lint-b"] {
-            let seen: Vec<&str> = common::gate(&verdict, name)["findings"]
-                .as_array()
-                .expect("findings")
-                .iter()
-                .filter_map(|f| f["file"].as_str())
-                .collect();
-            assert_eq!(seen, linted, "{extra:?} {name}: {verdict:#}");
-        }
+        let seen: Vec<&str> = common::gate(&verdict, "lint")["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter_map(|f| f["file"].as_str())
+            .collect();
+        assert_eq!(seen, linted, "{extra:?}: {verdict:#}");
         assert!(
             common::gate(&verdict, "scope")["summary"]
                 .to_string()
@@ -1489,6 +1477,57 @@ fn a_run_lists_what_the_worker_changed_once_for_every_gate_that_asks() {
             "{verdict:#}"
         );
     }
+}
+
+#[test]
+fn gates_after_a_command_see_what_it_changed() {
+    // A test runs the worker's code, which may write files: a file-scope gate after it (a
+    // contract's scope, say) lists anew and sees the file the tests wrote.
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            r#"      - {name: scope, rule: file-scope, readonly: ["config/**"]}
+      - {name: test, rule: test, run: [sh, -c, 'echo "safe: false" > config/prod.yaml']}
+      - {name: scope-after, rule: file-scope, readonly: ["config/**"]}
+"#,
+        ))
+        .file("config/prod.yaml", "safe: true\n");
+    let dir = project.task_dir();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "base"],
+    ] {
+        common::git(&dir, args);
+    }
+    let (code, verdict, stderr) = judged_with_log(&project, &[]);
+    assert_eq!(code, Some(1), "{verdict:#}\n{stderr}");
+    assert_eq!(common::gate(&verdict, "scope")["outcome"], "pass");
+    let after = common::gate(&verdict, "scope-after");
+    assert_eq!(after["outcome"], "fail", "{verdict:#}");
+    assert_eq!(
+        after["findings"][0]["file"], "config/prod.yaml",
+        "{verdict:#}"
+    );
+    assert_eq!(
+        stderr.matches("listing what the worker changed").count(),
+        2,
+        "{stderr}"
+    );
+}
+
+/// `check --format json EXTRA` with validator's debug log: (exit code, verdict, stderr).
+fn judged_with_log(project: &Project, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let mut cmd = project.check();
+    common::isolate_git(&mut cmd);
+    cmd.args(["--format", "json"])
+        .args(extra)
+        .env("VALIDATOR_LOG", "validator=debug");
+    let output = cmd.output().expect("run validator");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let verdict = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|err| panic!("no JSON verdict ({err}): {stderr}"));
+    (output.status.code(), verdict, stderr)
 }
 
 #[test]
