@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{Project, gate};
+use crate::common::{Project, commit_all, gate};
 
 fn git(dir: &Path, args: &[&str]) {
     let status = Command::new("git")
@@ -394,13 +394,6 @@ fn verdict(project: &Project) -> (i32, serde_json::Value) {
     common::isolate_git(&mut cmd);
     cmd.args(["--format", "json"]);
     common::json_verdict(cmd)
-}
-
-/// Makes `dir` a repository of its own with everything in it committed.
-fn commit_all(dir: &Path) {
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "base"]);
 }
 
 /// A repository with a submodule `sub` (a nested repository staged and committed as a gitlink)

@@ -1369,13 +1369,7 @@ fn changed_only_passes_a_linter_the_changed_files_and_all_files_passes_it_every_
         .file("a.py", "a = 1\n")
         .file("bad_old.py", "b = 1\n");
     let dir = project.task_dir();
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &["commit", "-q", "-m", "base"],
-    ] {
-        common::git(&dir, args);
-    }
+    common::commit_all(&dir);
     let judged = |extra: &[&str]| {
         let mut cmd = project.check();
         common::isolate_git(&mut cmd);
@@ -1444,13 +1438,7 @@ fn a_run_lists_what_the_worker_changed_once_for_every_gate_that_asks() {
         .file("a.py", "a = 1\n")
         .file("old.py", "o = 1\n");
     let dir = project.task_dir();
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &["commit", "-q", "-m", "base"],
-    ] {
-        common::git(&dir, args);
-    }
+    common::commit_all(&dir);
     project.file("a.py", "a = 2\n").file("new.py", "n = 1\n");
     for (extra, linted) in [
         (&[][..], &["a.py", "new.py"][..]),
@@ -1493,13 +1481,7 @@ fn gates_after_a_command_see_what_it_changed() {
         ))
         .file("config/prod.yaml", "safe: true\n");
     let dir = project.task_dir();
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &["commit", "-q", "-m", "base"],
-    ] {
-        common::git(&dir, args);
-    }
+    common::commit_all(&dir);
     let (code, verdict, stderr) = judged_with_log(&project, &[]);
     assert_eq!(code, Some(1), "{verdict:#}\n{stderr}");
     assert_eq!(common::gate(&verdict, "scope")["outcome"], "pass");

@@ -2,7 +2,7 @@
 //! must change together, and hostile input (patterns that backtrack elsewhere, huge and binary
 //! files, links out of the task).
 
-use crate::common::{self, Project, gate, git, isolate_git};
+use crate::common::{self, Project, commit_all, gate, git, isolate_git};
 
 fn rules(gates: &str) -> String {
     format!("version: 1\nstate: state\npipelines:\n  - name: main\n    gates:\n{gates}")
@@ -23,12 +23,6 @@ fn findings(verdict: &serde_json::Value, name: &str) -> Vec<serde_json::Value> {
 }
 
 /// `validator rules check` on `path`: its exit code and what it wrote to stderr.
-fn commit_all(dir: &std::path::Path) {
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "base"]);
-}
-
 const NO_DEBUGGER: &str = "      - name: content\n        rule: content\n        files: [\"**/*.py\"]\n        ban:\n          - {pattern: 'breakpoint\\(\\)', message: remove the debugger call}\n          - {pattern: '^<<<<<<< ', message: an unresolved merge conflict}\n";
 
 #[test]

@@ -2,7 +2,7 @@
 //! and the ignore files that must not hide a new file from it.
 
 use crate::common;
-use crate::common::{Project, gate, git, isolate_git};
+use crate::common::{Project, commit_all, gate, git, isolate_git};
 
 /// A committed repository as the task directory (its `.gitignore`, if any, committed too) with
 /// one scope gate.
@@ -18,12 +18,6 @@ fn repo(scope: &str, gitignore: Option<&str>) -> Project {
     }
     commit_all(&project.task_dir());
     project
-}
-
-fn commit_all(dir: &std::path::Path) {
-    git(dir, &["init", "-q"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "base"]);
 }
 
 fn verdict(project: &Project) -> (i32, serde_json::Value) {

@@ -1630,13 +1630,7 @@ fn a_repository_over_the_whole_staging_directory_is_an_error() {
         &[],
     );
     w.task("t", &[("a.txt", "a")]);
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &["commit", "-q", "-m", "base"],
-    ] {
-        common::git(&w.staging(), args);
-    }
+    common::commit_all(&w.staging());
     let (code, verdict) = w.judge("t", "STATUS: OK\n");
     assert_eq!(code, 2, "{verdict:#}");
     assert!(

@@ -151,6 +151,13 @@ pub fn isolate_git(cmd: &mut Command) {
     }
 }
 
+/// Makes `dir` a repository of its own with everything in it committed.
+pub fn commit_all(dir: &Path) {
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+}
+
 /// Runs git in `dir` with a fixed identity and no system or user configuration.
 pub fn git(dir: &Path, args: &[&str]) {
     let status = std::process::Command::new("git")
