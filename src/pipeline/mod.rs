@@ -60,11 +60,8 @@ struct Count {
     waiting: usize,
 }
 
-/// Slots taken from [`Slots`], given back when dropped.
-struct Taken<'a> {
-    slots: &'a Slots,
-    count: usize,
-}
+/// A slot taken from [`Slots`], given back when dropped.
+struct Taken<'a>(&'a Slots);
 
 impl Slots {
     pub fn new(limit: usize) -> Self {
@@ -80,16 +77,13 @@ impl Slots {
     }
 
     /// A run's own slot, once one is free. A cancelled run takes none: it starts no gate.
-    fn hold(&self, cancel: Option<&Cancel>) -> Taken<'_> {
+    fn hold(&self, cancel: Option<&Cancel>) -> Option<Taken<'_>> {
         let mut count = self.count();
         count.waiting += 1;
         while count.taken >= self.limit {
             if cancel.is_some_and(Cancel::is_cancelled) {
                 count.waiting -= 1;
-                return Taken {
-                    slots: self,
-                    count: 0,
-                };
+                return None;
             }
             // Woken when a slot is given back; the timeout only looks at the cancel again.
             count = self
@@ -100,10 +94,7 @@ impl Slots {
         }
         count.waiting -= 1;
         count.taken += 1;
-        Taken {
-            slots: self,
-            count: 1,
-        }
+        Some(Taken(self))
     }
 
     /// A slot if one is free now and no run waits for it.
@@ -111,20 +102,15 @@ impl Slots {
         let mut count = self.count();
         (count.taken + count.waiting < self.limit).then(|| {
             count.taken += 1;
-            Taken {
-                slots: self,
-                count: 1,
-            }
+            Taken(self)
         })
     }
 }
 
 impl Drop for Taken<'_> {
     fn drop(&mut self) {
-        if self.count > 0 {
-            self.slots.count().taken -= self.count;
-            self.slots.freed.notify_all();
-        }
+        self.0.count().taken -= 1;
+        self.0.freed.notify_all();
     }
 }
 
@@ -170,7 +156,7 @@ pub fn run_with(
     supervision: Supervision<'_>,
 ) -> Verdict {
     let cancel = supervision.cancel;
-    let _own_slot = supervision.slots.map(|slots| slots.hold(cancel));
+    let _own_slot = supervision.slots.and_then(|slots| slots.hold(cancel));
     let started_at = SystemTime::now();
     let started = Instant::now();
     let runner = Runner {
@@ -699,10 +685,10 @@ mod tests {
         let slots = Slots::new(1);
         let borrowed = slots.borrow();
         std::thread::scope(|scope| {
-            let waiting = scope.spawn(|| slots.hold(None).count);
+            let waiting = scope.spawn(|| slots.hold(None).is_some());
             std::thread::sleep(std::time::Duration::from_millis(50));
             drop(borrowed);
-            assert_eq!(waiting.join().ok(), Some(1));
+            assert_eq!(waiting.join().ok(), Some(true));
         });
     }
 
@@ -712,14 +698,14 @@ mod tests {
         let _own = slots.hold(None);
         let borrowed = slots.borrow();
         std::thread::scope(|scope| {
-            let waiting = scope.spawn(|| slots.hold(None).count);
+            let waiting = scope.spawn(|| slots.hold(None).is_some());
             while slots.count().waiting == 0 {
                 std::thread::yield_now();
             }
             drop(borrowed);
             // Whether or not the waiting run has woken yet, the slot is not lent again.
             assert!(slots.borrow().is_none());
-            assert_eq!(waiting.join().ok(), Some(1));
+            assert_eq!(waiting.join().ok(), Some(true));
         });
     }
 
@@ -729,6 +715,6 @@ mod tests {
         let _held = slots.hold(None);
         let cancel = Cancel::default();
         cancel.cancel();
-        assert_eq!(slots.hold(Some(&cancel)).count, 0);
+        assert!(slots.hold(Some(&cancel)).is_none());
     }
 }

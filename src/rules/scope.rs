@@ -12,7 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use super::git::Repo;
@@ -194,16 +194,20 @@ impl FileScope {
 /// content and changed-only linters each did, nine git processes apiece), until a gate that
 /// starts a program (a test runs the worker's code, which may write files) has run: then
 /// the gates after it list anew ([`Listed::forget`]), as each did on its own before. Only an
-/// answer is kept: a gate whose listing failed (its deadline passed, say) leaves the next gate
-/// to list anew under its own. A gate asking while another lists the same question lists for
-/// itself, so no gate waits past its own deadline on another's git.
+/// answer is kept, so a gate whose listing failed (its deadline passed, say) leaves the next
+/// one to list under its own; and no gate waits on another's listing: two that ask at once
+/// both list.
 #[derive(Default)]
 pub struct Listed {
-    by_question: Mutex<HashMap<(String, Question), Arc<Answer>>>,
+    known: Mutex<Known>,
 }
 
-/// One question's answer, once a gate has listed it.
-type Answer = Mutex<Option<Changes>>;
+#[derive(Default)]
+struct Known {
+    answers: HashMap<(String, Question), Changes>,
+    /// Counts the forgettings: a listing begun before one is not kept after it.
+    generation: u64,
+}
 
 /// What a gate asked of the change set.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -215,38 +219,37 @@ enum Question {
 }
 
 impl Listed {
+    fn known(&self) -> MutexGuard<'_, Known> {
+        self.known.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn answer(
         &self,
         base: &str,
         question: Question,
         list: impl FnOnce() -> Result<Changes, Problem>,
     ) -> Result<Changes, Problem> {
-        let slot = {
-            let mut by_question = self
-                .by_question
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            Arc::clone(by_question.entry((base.to_owned(), question)).or_default())
+        let key = (base.to_owned(), question);
+        let generation = {
+            let known = self.known();
+            if let Some(changes) = known.answers.get(&key) {
+                return Ok(changes.clone());
+            }
+            known.generation
         };
-        let mut answer = match slot.try_lock() {
-            Ok(answer) => answer,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => return list(),
-        };
-        if let Some(changes) = answer.as_ref() {
-            return Ok(changes.clone());
-        }
         let changes = list()?;
-        *answer = Some(changes.clone());
+        let mut known = self.known();
+        if known.generation == generation {
+            known.answers.insert(key, changes.clone());
+        }
         Ok(changes)
     }
 
     /// Forgets every answer: the task's files may have changed since they were listed.
     pub fn forget(&self) {
-        self.by_question
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        let mut known = self.known();
+        known.answers.clear();
+        known.generation += 1;
     }
 }
 
@@ -375,4 +378,65 @@ fn listing_problems(listing: &taskdir::Listing) -> Vec<Finding> {
         .iter()
         .map(|link| Finding::in_file(link, "is a link that points outside the task directory"));
     unreadable.chain(links).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Changes, Listed, Problem, Question, Source};
+
+    fn listing(file: &str) -> Result<Changes, Problem> {
+        Ok(Changes {
+            source: Source::Baseline,
+            files: [file.to_owned()].into(),
+            findings: Vec::new(),
+            note: None,
+        })
+    }
+
+    fn files(answer: Result<Changes, Problem>) -> Vec<String> {
+        answer.map_or_else(|_| Vec::new(), |c| c.files.into_iter().collect())
+    }
+
+    #[test]
+    fn an_answer_is_kept_until_forgotten_and_a_failure_is_not_kept() {
+        let listed = Listed::default();
+        let failed = listed.answer("HEAD", Question::Changed, || {
+            Err(Problem::Judge("timed out".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(
+            files(listed.answer("HEAD", Question::Changed, || listing("a"))),
+            ["a"]
+        );
+        assert_eq!(
+            files(listed.answer("HEAD", Question::Changed, || listing("b"))),
+            ["a"]
+        );
+        // Another base is another question.
+        assert_eq!(
+            files(listed.answer("main", Question::Changed, || listing("c"))),
+            ["c"]
+        );
+        listed.forget();
+        assert_eq!(
+            files(listed.answer("HEAD", Question::Changed, || listing("d"))),
+            ["d"]
+        );
+    }
+
+    #[test]
+    fn a_listing_begun_before_a_forgetting_is_not_kept_after_it() {
+        // A gate lists while a sibling's command ends and the run forgets: what the first
+        // found may predate the command's writes, so the next gate lists anew.
+        let listed = Listed::default();
+        let during = listed.answer("HEAD", Question::Changed, || {
+            listed.forget();
+            listing("before")
+        });
+        assert_eq!(files(during), ["before"]);
+        assert_eq!(
+            files(listed.answer("HEAD", Question::Changed, || listing("after"))),
+            ["after"]
+        );
+    }
 }

@@ -1391,13 +1391,11 @@ fn changed_only_passes_a_linter_the_changed_files_and_all_files_passes_it_every_
     project.file("a.py", "a = 2\n").file("new.py", "n = 1\n");
     let (code, verdict) = judged(&[]);
     assert_eq!(code, 0, "{verdict:#}");
-    let seen: Vec<String> = common::gate(&verdict, "lint")["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .map(|f| f["file"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    assert_eq!(seen, ["a.py", "new.py"], "{verdict:#}");
+    assert_eq!(
+        files_found(&verdict, "lint"),
+        ["a.py", "new.py"],
+        "{verdict:#}"
+    );
     // --all-files: the whole project as git sees it, the old bad one included; not what the
     // committed rules ignore.
     project
@@ -1451,13 +1449,11 @@ fn a_run_lists_what_the_worker_changed_once_for_every_gate_that_asks() {
             1,
             "{extra:?}: {stderr}"
         );
-        let seen: Vec<&str> = common::gate(&verdict, "lint")["findings"]
-            .as_array()
-            .expect("findings")
-            .iter()
-            .filter_map(|f| f["file"].as_str())
-            .collect();
-        assert_eq!(seen, linted, "{extra:?}: {verdict:#}");
+        assert_eq!(
+            files_found(&verdict, "lint"),
+            linted,
+            "{extra:?}: {verdict:#}"
+        );
         assert!(
             common::gate(&verdict, "scope")["summary"]
                 .to_string()
@@ -1532,14 +1528,21 @@ fn changed_only_outside_git_counts_from_the_snapshot_baseline() {
     project.file("old.py", "o = 2\n").file("new.py", "n = 1\n");
     let (code, verdict) = json_verdict(&mut project.check());
     assert_eq!(code, 0, "{verdict:#}");
-    let lint = common::gate(&verdict, "lint");
-    let seen: Vec<&str> = lint["findings"]
+    assert_eq!(
+        files_found(&verdict, "lint"),
+        ["new.py", "old.py"],
+        "{verdict:#}"
+    );
+}
+
+/// The files of `gate`'s findings, in order.
+fn files_found<'v>(verdict: &'v serde_json::Value, gate: &str) -> Vec<&'v str> {
+    common::gate(verdict, gate)["findings"]
         .as_array()
         .expect("findings")
         .iter()
         .filter_map(|f| f["file"].as_str())
-        .collect();
-    assert_eq!(seen, ["new.py", "old.py"], "{verdict:#}");
+        .collect()
 }
 
 #[test]
