@@ -23,16 +23,6 @@ pub fn task_of_signal(file_name: &OsStr) -> Option<Result<String, Error>> {
     Some(task::validate_name(task).map(|()| task.to_owned()))
 }
 
-/// Files the protocol and the validator put in a staging directory: signals, verdicts, feedback
-/// and the temporary files of atomic writes.
-pub fn is_protocol_file(file_name: &OsStr) -> bool {
-    let name = file_name.to_string_lossy();
-    [DONE_SUFFIX, VERDICT_SUFFIX, FEEDBACK_SUFFIX]
-        .iter()
-        .any(|suffix| name.ends_with(suffix))
-        || name.starts_with(crate::atomic::TEMP_PREFIX)
-}
-
 pub fn done_path(staging: &Path, task: &str) -> PathBuf {
     staging.join(format!("{task}{DONE_SUFFIX}"))
 }

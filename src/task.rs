@@ -27,11 +27,10 @@ pub struct Task {
     pub attempt: u32,
     pub signal: Signal,
     /// Paths inside `dir` that belong to the validator or the protocol (the done file, the state
-    /// and verdict directories); rules treat them as if they were not there.
+    /// and verdict directories, the task's own verdict and feedback files), each exactly: rules
+    /// treat them as if they were not there. Never a pattern, which a worker's own file could
+    /// be named to match.
     pub ignore: Vec<PathBuf>,
-    /// The task directory is a staging directory (single-task mode): the signal, verdict and
-    /// feedback files at its top level are the protocol's, not the worker's output.
-    pub protocol_root: bool,
     /// What the coordinator's handoff contract for this task says to those who read the
     /// verdict or review the work, if there is a contract.
     pub contract: Option<std::sync::Arc<Handoff>>,
@@ -60,7 +59,6 @@ impl Task {
             attempt: 1,
             signal: Signal::none(),
             ignore: Vec::new(),
-            protocol_root: false,
             contract: None,
         })
     }
@@ -90,27 +88,22 @@ impl Task {
         self
     }
 
-    /// Marks the task directory as a staging directory (see `protocol_root`).
-    pub fn in_staging_root(mut self) -> Self {
-        self.protocol_root = true;
-        self
-    }
-
     /// Whether rules must not see `rel` (a `/`-separated path inside the task directory).
     pub fn is_ignored(&self, rel: &str) -> bool {
-        if self.protocol_root
-            && !rel.contains('/')
-            && crate::staging::is_protocol_file(std::ffi::OsStr::new(rel))
-        {
-            return true;
-        }
         let path = self.dir.join(rel);
         self.ignore.iter().any(|ignored| path.starts_with(ignored))
     }
 
-    /// Hides `path` from the rules if it lies inside the task directory.
+    /// Hides `path` (a file or directory, which need not exist yet) from the rules if it lies
+    /// inside the task directory.
     pub fn ignoring(mut self, path: &Path) -> Self {
-        let absolute = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let absolute = path.canonicalize().unwrap_or_else(|_| {
+            // Not there yet (a verdict before its first write): its directory's real path.
+            match (path.parent().map(Path::canonicalize), path.file_name()) {
+                (Some(Ok(dir)), Some(name)) => dir.join(name),
+                _ => path.to_path_buf(),
+            }
+        });
         if absolute.starts_with(&self.dir) && absolute != self.dir {
             self.ignore.push(absolute);
         }

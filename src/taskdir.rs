@@ -37,6 +37,8 @@ pub struct Listing {
     /// Links to directories inside the task: not entered (no loops), so what they lead to is
     /// listed under its real path only.
     pub linked_dirs: Vec<String>,
+    /// FIFOs, sockets and devices: never opened, but there, so a change all the same.
+    pub special: Vec<String>,
 }
 
 /// Lists the task's files. A symlink whose target is inside the directory counts as the file it
@@ -49,6 +51,16 @@ pub fn list(task: &Task) -> Listing {
 /// As [`list`], going no deeper than `max_depth` levels below the task directory (1: its own
 /// files), for a look at a known place that need not walk the whole tree.
 pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
+    walk(task, max_depth, &|_| false)
+}
+
+/// As [`list`], not entering the directories `pass_over` names (task paths, without a
+/// trailing `/`): those another listing already accounts for.
+pub fn list_passing_over(task: &Task, pass_over: &dyn Fn(&str) -> bool) -> Listing {
+    walk(task, None, pass_over)
+}
+
+fn walk(task: &Task, max_depth: Option<usize>, pass_over: &dyn Fn(&str) -> bool) -> Listing {
     let mut listing = Listing::default();
     let walker = WalkDir::new(&task.dir)
         .max_depth(max_depth.unwrap_or(usize::MAX))
@@ -57,11 +69,10 @@ pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
         .filter_entry(|entry| {
             let git_dir =
                 entry.depth() == 1 && entry.file_type().is_dir() && entry.file_name() == ".git";
-            let protocol = task.protocol_root
-                && entry.depth() == 1
-                && crate::staging::is_protocol_file(entry.file_name());
             let ignored = task.ignore.iter().any(|ignored| entry.path() == ignored);
-            !git_dir && !protocol && !ignored
+            let passed_over = entry.file_type().is_dir()
+                && relative(&task.dir, entry.path()).is_some_and(|rel| pass_over(&rel));
+            !git_dir && !ignored && !passed_over
         });
     for entry in walker {
         let entry = match entry {
@@ -95,6 +106,8 @@ pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
                 rel,
                 path: entry.path().to_path_buf(),
             });
+        } else if !file_type.is_dir() {
+            listing.special.push(rel);
         }
     }
     // One sort of the paths found, rather than walkdir's per-directory sort, which takes each
@@ -112,6 +125,7 @@ pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
         &mut listing.escaping_links,
         &mut listing.unreadable,
         &mut listing.linked_dirs,
+        &mut listing.special,
     ] {
         names.sort_unstable();
     }

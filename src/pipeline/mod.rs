@@ -181,6 +181,8 @@ pub fn run_with(
     if let Err(why) = &task.signal.report {
         run.reasons.push(format!("done signal: {why}"));
         next = None;
+    } else {
+        runner.pin_bases();
     }
 
     let decision = 'run: loop {
@@ -281,9 +283,12 @@ fn group_at(pipeline: &Pipeline, index: usize) -> std::ops::Range<usize> {
 
 /// What running one gate came to, before the run routes on it.
 enum Step {
-    /// Left out (`--only`/`--skip`, `only_if`, a group's `fail_fast`): its report, and the
-    /// warning it is worth, if any.
+    /// Left out (`--only`/`--skip`, `only_if`): its report, and the warning it is worth, if any.
     NotRun(GateReport, Option<String>),
+    /// Kept from starting by a group's `fail_fast`, because a sibling's failure ends the run.
+    /// Settled while the run goes on, it is a failure: a gate that never ran never counts
+    /// toward a PASS.
+    Stopped(GateReport),
     /// The run's budget was spent before the gate could start.
     OutOfBudget,
     Ran {
@@ -313,6 +318,50 @@ struct Runner<'a> {
     listed: Listed,
 }
 
+/// Which gates of a group have ended, for the gates that wait on them.
+struct Ended {
+    start: usize,
+    ended: Mutex<Vec<bool>>,
+    changed: Condvar,
+}
+
+impl Ended {
+    fn new(members: std::ops::Range<usize>) -> Self {
+        Ended {
+            start: members.start,
+            ended: Mutex::new(vec![false; members.len()]),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn mark(&self, at: usize) {
+        let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        ended[at - self.start] = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits until every gate of `before` that `must` names has ended.
+    fn wait_for(&self, before: std::ops::Range<usize>, must: impl Fn(usize) -> bool) {
+        let waited: Vec<usize> = before.filter(|&at| must(at)).collect();
+        let mut ended = self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        while waited.iter().any(|&at| !ended[at - self.start]) {
+            ended = self
+                .changed
+                .wait(ended)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Marks its gate ended when dropped.
+struct Ending<'a>(&'a Ended, usize);
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        self.0.mark(self.1);
+    }
+}
+
 /// What the run has found so far.
 struct Run {
     gates: Vec<GateReport>,
@@ -322,6 +371,34 @@ struct Run {
 }
 
 impl Runner<'_> {
+    /// Pins every revision the gates count the worker's changes from, before any gate runs:
+    /// one that starts a program (a test) may commit, and what it committed must still count.
+    fn pin_bases(&self) {
+        let bases: std::collections::BTreeSet<&str> = self
+            .pipeline
+            .gates
+            .iter()
+            .filter_map(|gate| gate.rule.base())
+            .collect();
+        if bases.is_empty() {
+            return;
+        }
+        let ctx = Context {
+            task: self.task,
+            gate: "(pinning the base)",
+            timeout: self
+                .rules
+                .defaults
+                .timeout
+                .min(self.deadline.saturating_duration_since(Instant::now())),
+            state_dir: &self.rules.state,
+            cancel: self.supervision.cancel,
+            all_files: self.supervision.selection.all_files,
+            listed: &self.listed,
+        };
+        self.listed.pin(&ctx, bases);
+    }
+
     /// The gates of `members` run: one on this thread, a group on up to its pipeline's `jobs`
     /// threads at once: this one, and others for as long as shared slots are free (see
     /// [`Slots`]). Results in the order of `members`.
@@ -334,6 +411,7 @@ impl Runner<'_> {
         let failed = AtomicBool::new(false);
         let stop = self.pipeline.fail_fast.then_some(&failed);
         let done: Mutex<Vec<(usize, Step)>> = Mutex::new(Vec::new());
+        let ended = Ended::new(members.clone());
         let work = |borrowing: bool| {
             loop {
                 let slot = match self.supervision.slots {
@@ -347,12 +425,15 @@ impl Runner<'_> {
                 if at >= members.end {
                     break;
                 }
+                // As the serial run would, it reads what the gates it follows wrote: those
+                // started before it (gates are taken in order), so the wait always ends.
+                ended.wait_for(members.start..at, |writer| self.writes_for(writer, at));
+                // Marked ended however the step ends, a panic included, so no sibling waits on.
+                let _ending = Ending(&ended, at);
                 let step = self.step(at, stop);
                 drop(slot);
-                if let Step::Ran { report, .. } = &step {
-                    if matches!(report.outcome, GateOutcome::Fail | GateOutcome::Error) {
-                        failed.store(true, Ordering::SeqCst);
-                    }
+                if self.ends_the_run(at, &step) {
+                    failed.store(true, Ordering::SeqCst);
                 }
                 done.lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -371,8 +452,38 @@ impl Runner<'_> {
         done.into_iter().map(|(_, step)| step).collect()
     }
 
+    /// Whether the gate at `writer` may write what the later-written gate at `reader` reads,
+    /// so that in a group `reader` waits for it to end (see [`crate::rules::About`]).
+    fn writes_for(&self, writer: usize, reader: usize) -> bool {
+        let about = |at: usize| crate::rules::Rule::about(self.pipeline.gates[at].kind());
+        let (writer, reader) = (about(writer), about(reader));
+        writer.runs_workers_code || (writer.starts_programs && !reader.starts_programs)
+    }
+
+    /// Whether the gate at `index`, having come to `step`, ends the run whatever its siblings
+    /// find: only such a failure may keep them from starting (`fail_fast`). A failure routed
+    /// on (an advisory gate) does not, nor one `--keep-going` runs past.
+    fn ends_the_run(&self, index: usize, step: &Step) -> bool {
+        let Step::Ran {
+            report, blocked, ..
+        } = step
+        else {
+            return false;
+        };
+        let keep_going = self.supervision.selection.keep_going;
+        blocked.is_some()
+            || match report.outcome {
+                GateOutcome::Error => !keep_going,
+                GateOutcome::Fail => match self.pipeline.gates[index].on_fail {
+                    Route::Block => !keep_going,
+                    route => !routes_on(route),
+                },
+                _ => false,
+            }
+    }
+
     /// Runs the gate at `index`, unless it is left out; `stop` set means a gate of its group
-    /// failed and `fail_fast` keeps this one from starting.
+    /// failed in a way that ends the run, and `fail_fast` keeps this one from starting.
     fn step(&self, index: usize, stop: Option<&AtomicBool>) -> Step {
         let gate = &self.pipeline.gates[index];
         let supervision = self.supervision;
@@ -398,10 +509,12 @@ impl Runner<'_> {
             return not_run(why, None);
         }
         if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
-            return not_run(
-                "not run: another gate of its group failed first (fail_fast)".into(),
-                None,
-            );
+            let mut report = skipped(gate);
+            report.summary = "not run: another gate of its group failed first (fail_fast)".into();
+            if let Some(observer) = supervision.observer {
+                observer.gate_finished(self.task, &report);
+            }
+            return Step::Stopped(report);
         }
         let remaining = self.deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
@@ -488,6 +601,14 @@ impl Run {
                 self.warnings.extend(warning);
                 return Flow::Next(follow(gate.on_pass, index));
             }
+            Step::Stopped(report) => {
+                self.gates.push(report);
+                self.reasons.push(format!(
+                    "{}: did not run (fail_fast), and the run did not end before it",
+                    gate.name
+                ));
+                return Flow::End(Decision::Fail);
+            }
             Step::OutOfBudget => {
                 self.reasons.push(format!(
                     "the run's budget of {} ran out before gate `{}`",
@@ -533,7 +654,7 @@ impl Run {
                 return Flow::End(Decision::Error);
             }
             GateOutcome::Fail => {
-                if matches!(gate.on_fail, Route::Continue | Route::Goto(_) | Route::Pass) {
+                if routes_on(gate.on_fail) {
                     self.warnings.push(line.clone());
                 }
                 gate.on_fail
@@ -566,22 +687,32 @@ impl Run {
     /// A gate of a group that ran although the run ended at an earlier one: reported as it
     /// ran, its failure a reason after the first (or a warning, if routed on).
     fn after_the_end(&mut self, gate: &crate::config::Gate, step: Step) {
-        if let Step::Ran { report, line, .. } = step {
-            match report.outcome {
-                GateOutcome::Fail
-                    if matches!(gate.on_fail, Route::Continue | Route::Goto(_) | Route::Pass) =>
-                {
-                    self.warnings.push(line)
+        match step {
+            Step::Ran { report, line, .. } => {
+                match report.outcome {
+                    GateOutcome::Fail if routes_on(gate.on_fail) => self.warnings.push(line),
+                    GateOutcome::Fail | GateOutcome::Error => self.reasons.push(line),
+                    _ => {}
                 }
-                GateOutcome::Fail | GateOutcome::Error => self.reasons.push(line),
-                _ => {}
+                self.gates.push(report);
             }
-            self.gates.push(report);
-        } else if let Step::NotRun(report, warning) = step {
-            self.gates.push(report);
-            self.warnings.extend(warning);
+            Step::NotRun(report, warning) => {
+                self.gates.push(report);
+                self.warnings.extend(warning);
+            }
+            Step::Stopped(report) => self.gates.push(report),
+            Step::OutOfBudget => {
+                let mut report = skipped(gate);
+                report.summary = "not run: the run's budget ran out".into();
+                self.gates.push(report);
+            }
         }
     }
+}
+
+/// Whether a failure routed this way lets the run go on (a warning, an advisory gate).
+fn routes_on(on_fail: Route) -> bool {
+    matches!(on_fail, Route::Continue | Route::Goto(_) | Route::Pass)
 }
 
 fn unchecked(task: &Task) -> Vec<String> {

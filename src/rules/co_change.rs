@@ -36,6 +36,7 @@ impl RuleDef for CoChange {
         cacheable: false,
         shows_timeout: false,
         starts_programs: false,
+        runs_workers_code: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
@@ -61,6 +62,10 @@ impl RuleDef for CoChange {
             skip_marker: spec.skip_marker.as_ref().map(|m| m.trim().to_owned()),
             min_reason_words: spec.min_reason_words.unwrap_or(DEFAULT_REASON_WORDS),
         })
+    }
+
+    fn base(&self) -> Option<&str> {
+        Some(&self.base)
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {

@@ -86,6 +86,10 @@ macro_rules! command_rule {
             fn fix(&self) -> Option<&[String]> {
                 self.0.fix.as_deref()
             }
+
+            fn base(&self) -> Option<&str> {
+                self.0.changed_only.as_deref()
+            }
         }
     };
 }
@@ -110,6 +114,7 @@ command_rule!(
         cacheable: true,
         shows_timeout: true,
         starts_programs: true,
+        runs_workers_code: false,
     }
 );
 
@@ -131,6 +136,7 @@ command_rule!(
         cacheable: true,
         shows_timeout: true,
         starts_programs: true,
+        runs_workers_code: true,
     }
 );
 

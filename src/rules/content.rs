@@ -79,6 +79,7 @@ impl RuleDef for Content {
         cacheable: false,
         shows_timeout: false,
         starts_programs: false,
+        runs_workers_code: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
@@ -110,6 +111,10 @@ impl RuleDef for Content {
             base: scope::checked_base(spec)?,
             max_bytes: spec.max_bytes.unwrap_or(DEFAULT_MAX_BYTES),
         })
+    }
+
+    fn base(&self) -> Option<&str> {
+        self.changed_only.then_some(self.base.as_str())
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {

@@ -35,6 +35,7 @@ impl RuleDef for Dependencies {
         cacheable: false,
         shows_timeout: false,
         starts_programs: false,
+        runs_workers_code: false,
     };
 
     fn from_spec(_spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

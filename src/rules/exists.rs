@@ -24,6 +24,7 @@ impl RuleDef for Exists {
         cacheable: true,
         shows_timeout: false,
         starts_programs: false,
+        runs_workers_code: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

@@ -128,6 +128,40 @@ struct Layout {
     /// Where git must read outside the task directory: an operator's repository above it,
     /// the main repository of a linked worktree.
     outside: Vec<PathBuf>,
+    /// Whose refs these are: what the worker may have removed is its failure, what only the
+    /// operator can fix is validator's error.
+    owner: Owner,
+}
+
+/// Who holds a repository's refs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// Its `.git` is in the task: the worker's to change.
+    Worker,
+    /// Above the task, out of the worker's reach.
+    Operator,
+}
+
+/// What a `base:` named when the run started. Pinned once per run, so a commit or a moved ref
+/// during the run (a test may commit) changes nothing the gates compare against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Pinned {
+    Commit(String),
+    /// `HEAD` of a repository with no commit yet: everything it holds is new.
+    Unborn,
+    /// No such revision.
+    Missing,
+}
+
+/// What git's listings account for besides the changes: files it lists (tracked, untracked,
+/// ignored) and directories it holds whole (each repository's `.git`). A file validator's own
+/// walk finds outside both is one git could not see.
+#[derive(Debug, Default)]
+pub(crate) struct Accounted {
+    pub files: BTreeSet<String>,
+    pub dirs: BTreeSet<String>,
+    /// Directories git reported ignored (task paths ending in `/`).
+    pub ignored_dirs: Vec<String>,
 }
 
 /// A `.git` resolved: the git directory and the common directory (where objects, refs and
@@ -311,21 +345,55 @@ impl<'a> Repo<'a> {
     }
 
     pub fn has_commit(&self, base: &str) -> bool {
-        self.run(&[
+        matches!(self.pin(base), Ok(Pinned::Commit(_)))
+    }
+
+    /// The commit `base` names now; an error only when git could not answer.
+    pub fn pin(&self, base: &str) -> Result<Pinned, String> {
+        let revision = format!("{base}^{{commit}}");
+        match self.run(&[
             "rev-parse",
             "--verify",
             "--quiet",
-            &format!("{base}^{{commit}}"),
-        ])
-        .is_ok()
+            "--end-of-options",
+            &revision,
+        ]) {
+            Ok(oid) => Ok(Pinned::Commit(
+                String::from_utf8_lossy(&oid).trim().to_owned(),
+            )),
+            // `--quiet` says nothing of a revision that is not there; anything said is trouble.
+            Err(said) if !said.is_empty() => Err(said),
+            Err(_) if base == "HEAD" && self.run(&["symbolic-ref", "--quiet", "HEAD"]).is_ok() => {
+                Ok(Pinned::Unborn)
+            }
+            Err(_) => Ok(Pinned::Missing),
+        }
     }
 
-    /// What changed in this repository's part of the task against `base`: one `git status`
-    /// walk (tracked changes against HEAD, untracked and ignored files), with the index
-    /// (flags that hide changes, gitlinks) and the index against `base` read beside it; more
-    /// git only when something is ignored or `base` is not HEAD, and one repository of its own
-    /// for each nested repository.
-    pub fn changes(&self, base: &str, note: Option<&'static str>) -> Result<Changes, Problem> {
+    /// Why `base` cannot be compared with, as the repository's owner must hear it.
+    pub fn missing_base(&self, base: &str) -> Problem {
+        match self.layout.owner {
+            Owner::Worker => Problem::Worker(format!(
+                "the base `{base}` is not in the task's repository (it was removed, or never made): changes cannot be counted without it; restore it"
+            )),
+            Owner::Operator => Problem::Judge(format!(
+                "git has no revision `{base}` here; fix `base:` in the rules file or fetch it"
+            )),
+        }
+    }
+
+    /// What changed in this repository's part of the task against `base` (named `shown`), and
+    /// what else git accounts for: one `git status` walk (tracked changes against HEAD,
+    /// untracked and ignored files), with the index (every tracked file, flags that hide
+    /// changes, gitlinks) and the index against `base` read beside it; more git only when
+    /// something is ignored or `base` is no longer HEAD, and one repository of its own for
+    /// each nested repository.
+    pub fn changes(
+        &self,
+        shown: &str,
+        base: &Pinned,
+        note: Option<&'static str>,
+    ) -> Result<(Changes, Accounted), Problem> {
         let worker = |what: &'static str| {
             move |err: String| {
                 Problem::Worker(format!(
@@ -333,31 +401,34 @@ impl<'a> Repo<'a> {
                 ))
             }
         };
-        let base_exists = base == "HEAD" || self.has_commit(base);
-        if !base_exists {
-            return Err(Problem::Judge(format!(
-                "git has no revision `{base}` here; fix `base:` in the rules file or fetch it"
-            )));
-        }
+        let base_commit = match base {
+            Pinned::Commit(oid) => Some(oid.as_str()),
+            Pinned::Unborn => None,
+            Pinned::Missing => return Err(self.missing_base(shown)),
+        };
         let (status, index, against_base) = std::thread::scope(|scope| {
             let index = scope.spawn(|| self.run(&["ls-files", "-z", "-s", "-v", "--full-name"]));
-            let against_base = scope.spawn(|| {
-                self.run(&[
-                    "diff-index",
-                    "--cached",
-                    "--raw",
-                    "-z",
-                    "--no-renames",
-                    "--ignore-submodules=none",
-                    base,
-                    "--",
-                    ".",
-                ])
+            let against_base = scope.spawn(|| match base_commit {
+                Some(oid) => self
+                    .run(&[
+                        "diff-index",
+                        "--cached",
+                        "--raw",
+                        "-z",
+                        "--no-renames",
+                        "--ignore-submodules=none",
+                        oid,
+                        "--",
+                        ".",
+                    ])
+                    .map(Some),
+                None => Ok(None),
             });
             let status = self.run(&[
                 "status",
                 "--porcelain=v2",
                 "-z",
+                "--branch",
                 "--untracked-files=all",
                 "--ignored=matching",
                 "--no-renames",
@@ -365,43 +436,59 @@ impl<'a> Repo<'a> {
                 "--",
                 ".",
             ]);
-            let stopped = || Err("the listing stopped".to_owned());
+            let stopped = || "the listing stopped".to_owned();
             (
                 status,
-                index.join().unwrap_or_else(|_| stopped()),
-                against_base.join().unwrap_or_else(|_| stopped()),
+                index.join().unwrap_or_else(|_| Err(stopped())),
+                against_base.join().unwrap_or_else(|_| Err(stopped())),
             )
         });
         let status = Status::parse(&status.map_err(worker("status"))?, self);
         let index = Index::parse(&index.map_err(worker("ls-files"))?, self);
-        // A base git cannot compare the index with (an empty repository's HEAD) leaves
-        // status's view alone.
-        let against_base = match against_base {
-            Ok(raw) => Raw::parse(&raw, self),
-            Err(_) if base == "HEAD" => Vec::new(),
-            Err(err) => return Err(worker("diff-index")(err)),
+        let against_base = match against_base.map_err(worker("diff-index"))? {
+            Some(raw) => Raw::parse(&raw, self),
+            None => Vec::new(),
         };
 
+        let mut accounted = Accounted::default();
+        accounted.files.extend(index.tracked.iter().cloned());
+        accounted.files.extend(status.untracked.iter().cloned());
+        accounted.files.extend(status.ignored.iter().cloned());
+        accounted
+            .ignored_dirs
+            .extend(status.ignored.iter().filter(|p| p.ends_with('/')).cloned());
+        let own_git = format!("{}.git", self.layout.under);
+        accounted.files.insert(own_git.clone());
+        accounted.dirs.insert(own_git);
+
         let mut files = BTreeSet::new();
-        if base == "HEAD" {
-            // In a repository without commits, everything it tracks is new: status says so.
-            files.extend(status.tracked.iter().cloned());
-        } else {
-            let diff = self
-                .run(&[
-                    "diff",
-                    "--name-only",
-                    "-z",
-                    "--no-renames",
-                    "--no-ext-diff",
-                    "--no-textconv",
-                    "--ignore-submodules=all",
-                    base,
-                    "--",
-                    ".",
-                ])
-                .map_err(worker("diff"))?;
-            files.extend(split_z(&diff).filter_map(|path| self.in_task(&path)));
+        match (base_commit, status.head.as_deref()) {
+            // Still the HEAD status compared with: what it lists is the answer. (In a
+            // repository without commits, everything it tracks is new: status says so.)
+            (Some(oid), Some(head)) if oid == head => files.extend(status.tracked.iter().cloned()),
+            (None, None) => files.extend(status.tracked.iter().cloned()),
+            // No commit when the run started, one now: everything tracked is new since.
+            (None, Some(_)) => {
+                files.extend(status.tracked.iter().cloned());
+                files.extend(index.tracked.iter().cloned());
+            }
+            (Some(oid), _) => {
+                let diff = self
+                    .run(&[
+                        "diff",
+                        "--name-only",
+                        "-z",
+                        "--no-renames",
+                        "--no-ext-diff",
+                        "--no-textconv",
+                        "--ignore-submodules=all",
+                        oid,
+                        "--",
+                        ".",
+                    ])
+                    .map_err(worker("diff"))?;
+                files.extend(split_z(&diff).filter_map(|path| self.in_task(&path)));
+            }
         }
         let mut findings: Vec<Finding> = index
             .hidden
@@ -418,8 +505,11 @@ impl<'a> Repo<'a> {
                 .chain(&status.tracked)
                 .filter(|f| is_gitignore(f))
                 .collect();
-            self.untracked_behind_ignores(&edited)
-                .map_err(worker("ls-files"))?
+            let (counted, every) = self
+                .untracked_behind_ignores(&edited)
+                .map_err(worker("ls-files"))?;
+            accounted.files.extend(every);
+            counted
         };
         let mut every_file_under = Vec::new();
         for path in untracked {
@@ -452,9 +542,12 @@ impl<'a> Repo<'a> {
                 continue;
             }
             match self.nested(&path, base_commit.as_deref()) {
-                Nested::Changed(inner) => {
+                Nested::Changed(inner, inner_accounted) => {
                     files.extend(inner.files);
                     findings.extend(inner.findings);
+                    accounted.files.extend(inner_accounted.files);
+                    accounted.dirs.extend(inner_accounted.dirs);
+                    accounted.ignored_dirs.extend(inner_accounted.ignored_dirs);
                 }
                 Nested::Unknown(why) => {
                     if let Some(why) = why {
@@ -474,20 +567,13 @@ impl<'a> Repo<'a> {
                 }
             }
         }
-        for file in &files {
-            if is_escaping_link(self.ctx.task, file) {
-                findings.push(Finding::in_file(
-                    file,
-                    "is a link that points outside the task directory",
-                ));
-            }
-        }
-        Ok(Changes {
-            source: Source::Git(base.to_owned()),
+        let changes = Changes {
+            source: Source::Git(shown.to_owned()),
             files,
             findings,
             note,
-        })
+        };
+        Ok((changes, accounted))
     }
 
     /// What changed inside the nested repository at `path` (task-relative) since `base_commit`
@@ -515,6 +601,7 @@ impl<'a> Repo<'a> {
                 prefix: String::new(),
                 under: format!("{path}/"),
                 outside: self.layout.outside.clone(),
+                owner: Owner::Worker,
             },
             Err(why) => return Nested::Unknown(Some(why)),
         };
@@ -525,8 +612,8 @@ impl<'a> Repo<'a> {
         if !repo.has_commit(base_commit) {
             return Nested::Unknown(None);
         }
-        match repo.changes(base_commit, None) {
-            Ok(changes) => Nested::Changed(changes),
+        match repo.changes(base_commit, &Pinned::Commit(base_commit.to_owned()), None) {
+            Ok((changes, accounted)) => Nested::Changed(changes, accounted),
             Err(Problem::Judge(why) | Problem::Worker(why)) => Nested::Unknown(Some(why)),
         }
     }
@@ -540,7 +627,11 @@ impl<'a> Repo<'a> {
     /// about again: placed, empty, in a scratch tree beside the committed ignore files alone,
     /// where git's own walk says which of them those rules hide. So a tool's `.gitignore` inside
     /// a directory the project ignores (`.venv/`) changes nothing, and a worker's hides nothing.
-    fn untracked_behind_ignores(&self, edited: &[&String]) -> Result<Vec<String>, String> {
+    /// Also returns every untracked file git sees, ignored or not (task paths).
+    fn untracked_behind_ignores(
+        &self,
+        edited: &[&String],
+    ) -> Result<(Vec<String>, Vec<String>), String> {
         // Paths from the work tree's top, as git gives them with `--full-name`.
         let listed = |args: &[&str]| -> Result<Vec<String>, String> {
             Ok(split_z(&self.run(args)?).collect())
@@ -582,11 +673,40 @@ impl<'a> Repo<'a> {
         if !suspects.is_empty() {
             counted.extend(self.hidden_by_committed_rules_not(&suspects, edited)?);
         }
-        Ok(every
-            .into_iter()
-            .filter(|f| counted.contains(f))
-            .filter_map(|f| self.in_task(&f))
-            .collect())
+        let counted = every
+            .iter()
+            .filter(|f| counted.contains(*f))
+            .filter_map(|f| self.in_task(f))
+            .collect();
+        let every = every.iter().filter_map(|f| self.in_task(f)).collect();
+        Ok((counted, every))
+    }
+
+    /// Of `dirs` (task paths ending in `/`), those the committed `.gitignore` files hide, as
+    /// [`Self::hidden_by_committed_rules_not`] tells; `changed` says which ignore files the
+    /// worker edited. When that cannot be told, none.
+    pub fn hidden_by_committed_rules(
+        &self,
+        dirs: &[&String],
+        changed: &BTreeSet<String>,
+    ) -> Vec<String> {
+        let from_top: Vec<String> = dirs
+            .iter()
+            .map(|dir| {
+                let rel = dir.strip_prefix(self.layout.under.as_str()).unwrap_or(dir);
+                format!("{}{rel}", self.layout.prefix)
+            })
+            .collect();
+        let edited: Vec<&String> = changed.iter().filter(|f| is_gitignore(f)).collect();
+        let suspects: Vec<&String> = from_top.iter().collect();
+        let Ok(shown) = self.hidden_by_committed_rules_not(&suspects, &edited) else {
+            return Vec::new();
+        };
+        dirs.iter()
+            .zip(&from_top)
+            .filter(|(_, top)| !shown.contains(top))
+            .map(|(dir, _)| (*dir).clone())
+            .collect()
     }
 
     /// Of `suspects` (paths from the top: files, or `dir/` for a nested repository), those the
@@ -718,10 +838,10 @@ impl<'a> Repo<'a> {
     /// The patch of the tracked files against `base`, its head kept up to `cap` bytes;
     /// `Ok(None)` when `base` is not a commit. No external diff, no textconv, no filter
     /// program of the repository's runs, and submodules are a line each, never their patch.
-    pub fn patch(&self, base: &str, cap: usize) -> Result<Option<Patch>, String> {
-        if !self.has_commit(base) {
+    pub fn patch(&self, base: &Pinned, cap: usize) -> Result<Option<Patch>, String> {
+        let Pinned::Commit(base) = base else {
             return Ok(None);
-        }
+        };
         // Read past the cap so a cut is known and the head can be kept; the runner keeps a tail.
         let read_cap = cap.saturating_mul(4).max(PATCH_READ_MIN);
         let done = self.run_capped(
@@ -759,7 +879,7 @@ impl<'a> Repo<'a> {
 
 /// What a nested repository's changes are.
 enum Nested {
-    Changed(Changes),
+    Changed(Changes, Accounted),
     /// Not known: everything in it counts as changed; the reason, if it is worth a finding.
     Unknown(Option<String>),
 }
@@ -790,16 +910,14 @@ fn locate(task: &crate::task::Task) -> Result<Option<Layout>, Problem> {
             if dir == task.dir {
                 return worker_repository(task, &dotgit).map(Some);
             }
-            if dir.starts_with(&task.worker_area) {
-                return Err(Problem::Judge(format!(
-                    "the repository {} covers {}, where every worker writes: git cannot tell this task's changes from what another worker put there. Give each task a repository of its own (in its own directory) or none",
-                    name(&dotgit.to_string_lossy()),
-                    name(&task.worker_area.to_string_lossy())
-                )));
-            }
-            // Above the worker's reach: the operator's repository, taken as git takes it
-            // (one git would not read is passed over, as git passes it over).
-            if let Ok(dirs) = resolve_git_dir(&dotgit) {
+            // Between the task and the top of the worker's area (staging, which every worker
+            // writes), a `.git` is any worker's, so no task's: passed over, as a worker may
+            // break its own judging, never another task's (what it hides from a repository
+            // above, the walk of the task finds). Above the worker's reach, the operator's
+            // repository is taken as git takes it (one git would not read is passed over, as
+            // git passes it over).
+            let operators = !dir.starts_with(&task.worker_area);
+            if let Some(dirs) = operators.then(|| resolve_git_dir(&dotgit).ok()).flatten() {
                 let prefix = task
                     .dir
                     .strip_prefix(&dir)
@@ -811,6 +929,7 @@ fn locate(task: &crate::task::Task) -> Result<Option<Layout>, Problem> {
                     prefix,
                     under: String::new(),
                     outside: vec![dir, dirs.git_dir, dirs.common],
+                    owner: Owner::Operator,
                 }));
             }
         }
@@ -824,6 +943,17 @@ fn locate(task: &crate::task::Task) -> Result<Option<Layout>, Problem> {
         }
         dir = parent;
     }
+}
+
+/// Whether a `.git` between the task directory and the top of the worker's area was passed
+/// over (see [`locate`]): said in the summary, so an operator who made staging a repository
+/// learns why it is not used.
+pub(crate) fn passed_over_in_worker_area(task: &crate::task::Task) -> bool {
+    task.dir
+        .ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(&task.worker_area))
+        .any(|dir| dir.join(".git").symlink_metadata().is_ok())
 }
 
 /// `GIT_CEILING_DIRECTORIES` (the operator's): directories discovery does not go up into.
@@ -861,6 +991,7 @@ fn worker_repository(task: &crate::task::Task, dotgit: &Path) -> Result<Layout, 
         prefix: String::new(),
         under: String::new(),
         outside,
+        owner: Owner::Worker,
     })
 }
 
@@ -988,6 +1119,8 @@ struct Status {
     untracked: Vec<String>,
     /// Ignored files, and ignored directories (ending in `/`) whose contents git did not list.
     ignored: Vec<String>,
+    /// The commit HEAD names as status compared with it (`None` before the first commit).
+    head: Option<String>,
 }
 
 impl Status {
@@ -1000,6 +1133,10 @@ impl Status {
         let mut records = bytes.split(|&b| b == 0).filter(|r| !r.is_empty());
         while let Some(record) = records.next() {
             let record = String::from_utf8_lossy(record);
+            if let Some(oid) = record.strip_prefix("# branch.oid ") {
+                status.head = (oid != "(initial)").then(|| oid.to_owned());
+                continue;
+            }
             // The number of space-separated fields before the path, by record kind.
             let (list, fields) = match record.as_bytes()[0] {
                 b'1' => (&mut status.tracked, 8),
@@ -1028,6 +1165,8 @@ impl Status {
 /// changes, and gitlinks (nested repositories) with the commit each records.
 #[derive(Debug, Default, PartialEq)]
 struct Index {
+    /// Every path the index holds.
+    tracked: Vec<String>,
     hidden: Vec<String>,
     gitlinks: BTreeMap<String, String>,
 }
@@ -1045,6 +1184,9 @@ impl Index {
                 continue;
             };
             let Some(path) = in_task(path) else { continue };
+            if index.tracked.last() != Some(&path) {
+                index.tracked.push(path.clone());
+            }
             let mut fields = fields.split(' ');
             let (Some(tag), Some(mode), Some(object)) =
                 (fields.next(), fields.next(), fields.next())
@@ -1127,15 +1269,6 @@ pub fn read_listings(bytes: &[u8]) -> Vec<String> {
 
 fn is_gitignore(path: &str) -> bool {
     path == ".gitignore" || path.ends_with("/.gitignore")
-}
-
-fn is_escaping_link(task: &crate::task::Task, rel: &str) -> bool {
-    let path = task.dir.join(rel);
-    path.symlink_metadata()
-        .is_ok_and(|m| m.file_type().is_symlink())
-        && !path
-            .canonicalize()
-            .is_ok_and(|target| target.starts_with(&task.dir))
 }
 
 /// Most files only the listing hides that are asked about again; past it, they all count.

@@ -154,8 +154,13 @@ pub struct About {
     /// Whether the gate graph shows its timeout (the lint and test commands).
     pub shows_timeout: bool,
     /// Whether it starts a program (a command, a reviewer), which may change the task's files:
-    /// what the worker changed is listed anew for the gates after it.
+    /// what the worker changed is listed anew for the gates after it, and a gate of its group
+    /// written after it that reads the task itself waits for it to end.
     pub starts_programs: bool,
+    /// Whether what it starts is the worker's own code (tests) or an agent (a reviewer), which
+    /// may write anything at any time: every gate of its group written after it waits for it
+    /// to end. (A linter is the rules author's tool, trusted to leave the files alone.)
+    pub runs_workers_code: bool,
 }
 
 /// The keys a rule cannot go without, as its `from_spec` checks them.
@@ -199,6 +204,12 @@ pub trait RuleDef: Sized {
 
     /// The command that fixes what the rule finds (`fix:`), as written.
     fn fix(&self) -> Option<&[String]> {
+        None
+    }
+
+    /// The git revision the rule counts the worker's changes from (`base:`), if it asks what
+    /// changed: the run pins it before its first gate.
+    fn base(&self) -> Option<&str> {
         None
     }
 }
@@ -283,6 +294,13 @@ macro_rules! registry {
             pub fn fix(&self) -> Option<&[String]> {
                 match self {
                     $(Rule::$kind(rule) => rule.fix(),)*
+                }
+            }
+
+            /// The revision the gate counts changes from, if it asks what changed.
+            pub fn base(&self) -> Option<&str> {
+                match self {
+                    $(Rule::$kind(rule) => rule.base(),)*
                 }
             }
         }

@@ -80,6 +80,7 @@ impl RuleDef for Review {
         cacheable: false,
         shows_timeout: false,
         starts_programs: true,
+        runs_workers_code: true,
     };
 
     /// `rules_dir` anchors a relative reviewer path (`./review.sh`).
@@ -104,6 +105,10 @@ impl RuleDef for Review {
             written.to_path_buf()
         };
         Ok(Review { argv, program, env })
+    }
+
+    fn base(&self) -> Option<&str> {
+        Some(BASE)
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {

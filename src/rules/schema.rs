@@ -175,6 +175,7 @@ impl RuleDef for Schema {
         cacheable: true,
         shows_timeout: false,
         starts_programs: false,
+        runs_workers_code: false,
     };
 
     fn from_spec(spec: &GateSpec, rules_dir: &Path) -> Result<Self, KeyError> {

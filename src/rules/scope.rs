@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use super::git::Repo;
+use super::git::{Accounted, Pinned, Repo};
 use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::globs::{Pattern, PatternSet};
 use crate::rules::spec::GateSpec;
@@ -99,6 +99,7 @@ impl RuleDef for FileScope {
         cacheable: false,
         shows_timeout: false,
         starts_programs: false,
+        runs_workers_code: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
@@ -110,6 +111,10 @@ impl RuleDef for FileScope {
             deny: list(&spec.deny),
             base,
         })
+    }
+
+    fn base(&self) -> Option<&str> {
+        Some(&self.base)
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
@@ -207,6 +212,10 @@ struct Known {
     answers: HashMap<(String, Question), Changes>,
     /// Counts the forgettings: a listing begun before one is not kept after it.
     generation: u64,
+    /// Each base as the repository had it when the run started (or, if it could not be told
+    /// then, when a gate first asked): never forgotten, so a commit made during the run (a
+    /// test may make one) hides nothing from the gates after it.
+    pinned: HashMap<String, Pinned>,
 }
 
 /// What a gate asked of the change set.
@@ -245,6 +254,38 @@ impl Listed {
         Ok(changes)
     }
 
+    /// Pins each of `bases` before the run's first gate (see [`Known::pinned`]). Nothing to pin
+    /// outside a repository or under a baseline; what cannot be told now is told when asked.
+    pub fn pin<'b>(&self, ctx: &Context<'_>, bases: impl IntoIterator<Item = &'b str>) {
+        if snapshot_in_use(ctx) {
+            return;
+        }
+        let Ok(Some(repo)) = Repo::open(ctx, Instant::now() + ctx.timeout) else {
+            return;
+        };
+        for base in bases {
+            let _ = self.pinned(&repo, base);
+        }
+    }
+
+    /// `base` as pinned for this run, pinned now if it was not yet.
+    fn pinned(&self, repo: &Repo<'_>, base: &str) -> Result<Pinned, Problem> {
+        if let Some(pinned) = self.known().pinned.get(base) {
+            return Ok(pinned.clone());
+        }
+        let pinned = repo.pin(base).map_err(|why| {
+            Problem::Worker(format!(
+                "git cannot read the task's repository (rev-parse): {why}"
+            ))
+        })?;
+        Ok(self
+            .known()
+            .pinned
+            .entry(base.to_owned())
+            .or_insert(pinned)
+            .clone())
+    }
+
     /// Forgets every answer: the task's files may have changed since they were listed.
     pub fn forget(&self) {
         let mut known = self.known();
@@ -266,13 +307,23 @@ pub(crate) fn changed(
     })
 }
 
+/// Whether the run counts changes from a snapshot baseline rather than git: one taken outside
+/// the task, where the worker could not have written it.
+fn snapshot_in_use(ctx: &Context<'_>) -> bool {
+    !state_inside_task(ctx) && snapshot::path(ctx.state_dir, &ctx.task.name).exists()
+}
+
+fn state_inside_task(ctx: &Context<'_>) -> bool {
+    normalized(ctx.state_dir).starts_with(&ctx.task.dir)
+}
+
 fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Changes, Problem> {
     let task = ctx.task;
     tracing::debug!(task = %task.name, gate = ctx.gate, base, "listing what the worker changed");
-    let mut note = None;
+    let mut note = super::git::passed_over_in_worker_area(task)
+        .then_some("a `.git` in the staging directory, which every worker writes, was passed over");
     // A baseline the worker could have written is no baseline.
-    let state_inside_task = normalized(ctx.state_dir).starts_with(&task.dir);
-    let baseline = if state_inside_task {
+    let baseline = if state_inside_task(ctx) {
         if snapshot::path(ctx.state_dir, &task.name).exists() {
             note =
                 Some("a baseline inside the task directory was ignored: move `state:` out of it");
@@ -293,11 +344,19 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
             note,
         }
     } else if let Some(repo) = Repo::open(ctx, deadline)? {
-        repo.changes(base, note)?
+        let pinned = ctx.listed.pinned(&repo, base)?;
+        let (mut changes, accounted) = repo.changes(base, &pinned, note)?;
+        add_unseen(ctx, &repo, &mut changes, &accounted);
+        changes
     } else {
         let listing = taskdir::list(task);
         let findings = listing_problems(&listing);
-        let files = listing.files.into_iter().map(|e| e.rel).collect();
+        let files = listing
+            .files
+            .into_iter()
+            .map(|e| e.rel)
+            .chain(listing.special)
+            .collect();
         Changes {
             source: Source::Everything,
             files,
@@ -308,6 +367,72 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
     // The validator's own files (state, verdicts, the done file) are never the worker's change.
     changes.files.retain(|rel| !task.is_ignored(rel));
     Ok(changes)
+}
+
+/// Adds to `changes` what validator's own walk of the task finds and git's listings do not
+/// account for: files under a directory named `.git` (git never looks inside one), FIFOs,
+/// sockets and devices, anything behind a directory git could not open. The walk is the
+/// ground truth of what exists, so nothing the worker makes is invisible by where it puts it.
+/// A directory the walk cannot read either is a finding, unless the committed ignore rules
+/// hide it (a tool's data directory another user owns).
+fn add_unseen(ctx: &Context<'_>, repo: &Repo<'_>, changes: &mut Changes, accounted: &Accounted) {
+    let listing = taskdir::list_passing_over(ctx.task, &|dir| accounted.dirs.contains(dir));
+    let unseen: Vec<String> = listing
+        .files
+        .iter()
+        .map(|entry| &entry.rel)
+        .chain(&listing.escaping_links)
+        .chain(&listing.linked_dirs)
+        .chain(&listing.special)
+        .filter(|rel| !changes.files.contains(*rel) && !accounted.files.contains(*rel))
+        .cloned()
+        .collect();
+    changes.files.extend(unseen);
+
+    let (maybe_ignored, unreadable): (Vec<&String>, Vec<&String>) =
+        listing.unreadable.iter().partition(|dir| {
+            let dir = format!("{dir}/");
+            accounted
+                .ignored_dirs
+                .iter()
+                .any(|ignored| dir.starts_with(ignored.as_str()))
+        });
+    let hidden = if maybe_ignored.is_empty() {
+        Vec::new()
+    } else {
+        repo.hidden_by_committed_rules(&maybe_ignored, &changes.files)
+    };
+    for dir in unreadable.into_iter().chain(
+        maybe_ignored
+            .into_iter()
+            .filter(|dir| !hidden.contains(*dir)),
+    ) {
+        changes.findings.push(unreadable_finding(dir));
+    }
+    for file in &changes.files {
+        if is_escaping_link(ctx.task, file) {
+            changes.findings.push(Finding::in_file(
+                file,
+                "is a link that points outside the task directory",
+            ));
+        }
+    }
+}
+
+fn is_escaping_link(task: &crate::task::Task, rel: &str) -> bool {
+    let path = task.dir.join(rel);
+    path.symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+        && !path
+            .canonicalize()
+            .is_ok_and(|target| target.starts_with(&task.dir))
+}
+
+fn unreadable_finding(dir: &str) -> Finding {
+    Finding::in_file(
+        dir,
+        "cannot be read, so its changes cannot be seen; make it readable",
+    )
 }
 
 /// The files a `changed_only` gate looks at: what the worker changed, or with `check
@@ -354,10 +479,10 @@ pub(crate) fn diff(
     deadline: Instant,
     cap: usize,
 ) -> Result<Option<Patch>, String> {
-    match Repo::open(ctx, deadline) {
-        Ok(Some(repo)) => repo.patch(base, cap),
-        Ok(None) => Ok(None),
-        Err(Problem::Judge(why) | Problem::Worker(why)) => Err(why),
+    let problem = |(Problem::Judge(why) | Problem::Worker(why))| why;
+    match Repo::open(ctx, deadline).map_err(problem)? {
+        Some(repo) => repo.patch(&ctx.listed.pinned(&repo, base).map_err(problem)?, cap),
+        None => Ok(None),
     }
 }
 
@@ -367,12 +492,7 @@ fn normalized(path: &Path) -> std::path::PathBuf {
 
 /// What a listing could not see or refused to follow: each is a finding, never silence.
 fn listing_problems(listing: &taskdir::Listing) -> Vec<Finding> {
-    let unreadable = listing.unreadable.iter().map(|dir| {
-        Finding::in_file(
-            dir,
-            "cannot be read, so its changes cannot be seen; make it readable",
-        )
-    });
+    let unreadable = listing.unreadable.iter().map(|dir| unreadable_finding(dir));
     let links = listing
         .escaping_links
         .iter()

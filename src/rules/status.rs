@@ -23,6 +23,7 @@ impl RuleDef for Status {
         cacheable: false,
         shows_timeout: false,
         starts_programs: false,
+        runs_workers_code: false,
     };
 
     fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {

@@ -349,20 +349,14 @@ impl Observer for Observers<'_> {
     }
 }
 
-/// Hides the protocol's own files from the rules: the state and verdict directories and, when
-/// the task's directory is the staging directory itself, every signal, verdict and feedback file.
+/// Hides the protocol's own files from the rules, each by its exact path: the state and
+/// verdict directories, the task's done file and, when verdicts are written into the task's
+/// directory (single-task mode), its verdict and feedback files. Nothing by a name's shape: a
+/// worker's `key.verdict.json` is the worker's file.
 fn protocol_ignored(task: Task, rules: &Rules, name: &str) -> Task {
-    let task = task
-        .ignoring(&rules.state)
+    task.ignoring(&rules.state)
         .ignoring(&rules.verdicts)
-        .ignoring(&staging::done_path(&rules.staging, name));
-    let single_task_mode = rules
-        .staging
-        .canonicalize()
-        .is_ok_and(|staging| staging == task.dir);
-    if single_task_mode {
-        task.in_staging_root()
-    } else {
-        task
-    }
+        .ignoring(&staging::done_path(&rules.staging, name))
+        .ignoring(&staging::verdict_path(&rules.verdicts, name))
+        .ignoring(&staging::feedback_path(&rules.verdicts, name))
 }

@@ -201,3 +201,58 @@ fn a_group_that_could_not_be_settled_in_order_is_refused_where_it_is_written() {
         "jumps into the middle of group `g`",
     );
 }
+
+#[test]
+fn an_advisory_failure_does_not_keep_a_blocking_sibling_from_running() {
+    // `advice` fails but is routed on; `blocking` fails and ends the run. One at a time, so
+    // `blocking` starts after `advice` failed: serially the run FAILs, and so must the group.
+    let project = Project::new();
+    project.rules(
+        "version: 1\nstate: state\npipelines:\n  - name: main\n    jobs: 1\n    fail_fast: true\n    gates:\n      - {name: advice, rule: lint, run: [\"false\"], group: checks, on_fail: CONTINUE}\n      - {name: blocking, rule: lint, run: [\"false\"], group: checks}\n",
+    );
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(outcomes(&verdict)[1], ("blocking".into(), "fail".into()));
+}
+
+#[test]
+fn a_gate_reading_what_an_earlier_sibling_writes_judges_as_the_serial_run() {
+    // The test writes a file that the gates written after it in the group would catch: run
+    // one after another they see it, so they must in the group too.
+    let writer = "      - {name: test, rule: test, group: checks, run: [sh, -c, 'sleep 1; echo \"os.system(1)\" > bad.py']}\n";
+    let content = "      - {name: banned, rule: content, group: checks, files: [\"**/*.py\"], ban: [{pattern: 'os\\.system', message: no shelling out}], on_fail: CONTINUE}\n";
+    let lint = "      - {name: lint, rule: lint, group: checks, run: [sh, -c, '! grep -rl os.system .']}\n";
+    let project = Project::new();
+    project.rules(&format!(
+        "version: 1\nstate: state\npipelines:\n  - name: main\n    jobs: 3\n    gates:\n{writer}{content}{lint}"
+    ));
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(
+        outcomes(&verdict),
+        [
+            ("test".into(), "pass".into()),
+            ("banned".into(), "fail".into()),
+            ("lint".into(), "fail".into())
+        ]
+    );
+}
+
+#[test]
+fn linters_of_one_group_still_run_at_once() {
+    // Two lint gates wait for nothing of each other: each passes only if it sees the other
+    // running.
+    let meet = |name: &str, mine: &str, theirs: &str| {
+        format!(
+            "      - {{name: {name}, rule: lint, group: checks, run: [sh, -c, 'touch {mine}; i=0; while [ ! -e {theirs} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; [ -e {theirs} ]']}}\n"
+        )
+    };
+    let project = Project::new();
+    project.rules(&format!(
+        "version: 1\nstate: state\npipelines:\n  - name: main\n    jobs: 2\n    gates:\n{}{}",
+        meet("a", "a.mark", "b.mark"),
+        meet("b", "b.mark", "a.mark")
+    ));
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+}

@@ -7,6 +7,7 @@ mod reliability;
 
 mod bypasses;
 mod cache;
+mod change_set;
 mod cli;
 mod content_rules;
 mod contracts;
