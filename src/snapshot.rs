@@ -80,7 +80,11 @@ pub fn load(state_dir: &Path, task: &str) -> Result<Option<Baseline>, String> {
 pub fn changes(task: &Task, baseline: &Baseline) -> Result<BTreeSet<String>, String> {
     let mut changed = BTreeSet::new();
     let mut present = BTreeSet::new();
-    for entry in taskdir::list(task).files {
+    let listing = taskdir::list(task);
+    // A FIFO, socket or device has no content to compare, and a baseline holds none: it is
+    // there, so it counts.
+    changed.extend(listing.special);
+    for entry in listing.files {
         present.insert(entry.rel.clone());
         let same = match baseline.files.get(&entry.rel) {
             Some(before) if before.size == entry.size() => {

@@ -301,3 +301,38 @@ fn one_task_s_git_entry_in_staging_breaks_no_other_task_s_judging() {
     let verdicts = watched(root.path(), &["good"]);
     assert_eq!(verdicts[0]["verdict"], "PASS", "{:#}", verdicts[0]);
 }
+
+#[test]
+fn a_fifo_counts_as_changed_against_a_baseline_and_without_git_too() {
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - {name: scope, rule: file-scope, allow: [\"src/**\"]}\n",
+        ))
+        .file("src/lib.rs", "fn a() {}\n");
+    let fifo = project.task_dir().join("pipe");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let (code, verdict) = judged(&project, &[]);
+    assert_eq!(code, 1, "no git, no baseline: {verdict:#}");
+    assert!(
+        findings(&verdict, "scope").contains("\"pipe\""),
+        "{verdict:#}"
+    );
+
+    std::fs::remove_file(&fifo).expect("rm");
+    common::validator()
+        .current_dir(project.path())
+        .args(["snapshot", "task", "-c"])
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir())
+        .assert()
+        .success();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let (code, verdict) = judged(&project, &[]);
+    assert_eq!(code, 1, "against the baseline: {verdict:#}");
+    assert!(
+        findings(&verdict, "scope").contains("\"pipe\""),
+        "{verdict:#}"
+    );
+}
