@@ -73,6 +73,8 @@ pub mod reaper;
 pub mod rules;
 #[doc(hidden)]
 pub mod sandbox;
+#[doc(hidden)]
+pub mod shell;
 pub mod signal;
 #[doc(hidden)]
 pub mod snapshot;
@@ -86,6 +88,8 @@ pub mod taskdir;
 pub mod text;
 #[doc(hidden)]
 pub mod timestamp;
+#[doc(hidden)]
+pub mod tooltime;
 pub mod verdict;
 #[doc(hidden)]
 pub mod watch;

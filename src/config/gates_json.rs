@@ -179,6 +179,7 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
         signing_key_file: None,
         dir,
         defaults: Defaults::default(),
+        tools: Default::default(),
         events: Default::default(),
         pipelines,
         hooks,

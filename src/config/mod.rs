@@ -6,6 +6,7 @@ mod gates_json;
 pub mod graph;
 pub mod raw;
 pub mod schema;
+pub mod tools;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +40,8 @@ pub struct Rules {
     pub defaults: Defaults,
     /// How much of the event log is kept.
     pub events: crate::events::Retention,
+    /// What agents' tool calls may do (`tools:`).
+    pub tools: tools::Tools,
     pub pipelines: Vec<Pipeline>,
     /// Agent hook events bound to pipelines (a gates.json's `hooks`). Empty when the rules file
     /// binds none: then every stop runs the pipeline [`Rules::pipeline_for`] picks.
@@ -59,12 +62,25 @@ pub struct HookBinding {
     pub agents: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Defaults {
     pub timeout: Duration,
     pub max_attempts: u32,
     pub strikes: u32,
     pub budget: Duration,
+    pub max_tokens: Option<u64>,
+    pub max_time: Option<Duration>,
+    pub drift: Drift,
+    pub tool_strikes: u32,
+}
+
+/// The drift breaker's thresholds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drift {
+    /// Failed stops in a row alike enough to be the same before the agent is told so (0: off).
+    pub stops: u32,
+    /// How alike (0 to 1) two stops must be.
+    pub similarity: f64,
 }
 
 impl Default for Defaults {
@@ -74,6 +90,13 @@ impl Default for Defaults {
             max_attempts: 3,
             strikes: 3,
             budget: Duration::from_secs(1800),
+            max_tokens: None,
+            max_time: None,
+            drift: Drift {
+                stops: 3,
+                similarity: 0.9,
+            },
+            tool_strikes: 3,
         }
     }
 }
@@ -306,15 +329,47 @@ impl Loader<'_> {
             ));
         }
         let fallback = Defaults::default();
+        let drift = raw.defaults.drift.as_ref();
         let defaults = Defaults {
             timeout: raw.defaults.timeout.unwrap_or(fallback.timeout),
             max_attempts: raw.defaults.max_attempts.unwrap_or(fallback.max_attempts),
             strikes: raw.defaults.strikes.unwrap_or(fallback.strikes),
             budget: raw.defaults.budget.unwrap_or(fallback.budget),
+            max_tokens: raw.defaults.max_tokens,
+            max_time: raw.defaults.max_time,
+            drift: Drift {
+                stops: drift.and_then(|d| d.stops).unwrap_or(fallback.drift.stops),
+                similarity: drift
+                    .and_then(|d| d.similarity)
+                    .unwrap_or(fallback.drift.similarity),
+            },
+            tool_strikes: raw.defaults.tool_strikes.unwrap_or(fallback.tool_strikes),
         };
+        if !(0.0..=1.0).contains(&defaults.drift.similarity) {
+            return Err(self.error(
+                &[
+                    Step::Key("defaults"),
+                    Step::Key("drift"),
+                    Step::Key("similarity"),
+                ],
+                format!(
+                    "`similarity: {}` is not between 0 and 1",
+                    defaults.drift.similarity
+                ),
+                "write a fraction such as 0.9 (1 means identical)",
+            ));
+        }
+        if defaults.max_tokens == Some(0) {
+            return Err(self.error(
+                &[Step::Key("defaults"), Step::Key("max_tokens")],
+                "`max_tokens: 0` would stop every session at once",
+                "give a positive number of tokens, or remove it",
+            ));
+        }
         for (key, zero) in [
             ("timeout", defaults.timeout.is_zero()),
             ("budget", defaults.budget.is_zero()),
+            ("max_time", defaults.max_time.is_some_and(|t| t.is_zero())),
         ] {
             if zero {
                 return Err(self.error(
@@ -325,6 +380,7 @@ impl Loader<'_> {
             }
         }
         let events = self.retention(&raw.events)?;
+        let tools = self.tools(raw.tools.unwrap_or_default())?;
         if raw.pipelines.is_empty() {
             return Err(self.error(
                 &[Step::Key("pipelines")],
@@ -401,9 +457,39 @@ impl Loader<'_> {
             dir,
             defaults,
             events,
+            tools,
             pipelines,
             hooks: Vec::new(),
             notes: Vec::new(),
+        })
+    }
+
+    fn tools(&self, raw: tools::RawTools) -> Result<tools::Tools, ConfigError> {
+        let commands = raw
+            .commands
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(n, rule)| {
+                tools::CommandRule::new(rule).map_err(|why| {
+                    self.error(
+                        &[
+                            Step::Key("tools"),
+                            Step::Key("commands"),
+                            Step::Index(n),
+                            Step::Key("match"),
+                        ],
+                        why,
+                        "write the command's words, such as `git push` or `rm -*r*`",
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let fallback = tools::Tools::default();
+        Ok(tools::Tools {
+            commands,
+            unknown: raw.unknown.unwrap_or(fallback.unknown),
+            stop_after: raw.stop_after.unwrap_or(fallback.stop_after),
         })
     }
 

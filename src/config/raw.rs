@@ -41,6 +41,10 @@ pub struct RawRules {
     /// How much of the event log (`<state>/events.jsonl`) is kept.
     #[serde(default)]
     pub events: RawEvents,
+    /// What agents' tool calls may do, judged before each runs (`validator hook` on the
+    /// agents' pre-tool events). File writes are held to the same `file-scope` gates and
+    /// contract as the stop; this section adds commands.
+    pub tools: Option<super::tools::RawTools>,
     /// The pipelines; a task runs the first one whose `tasks` globs match its name.
     #[schemars(length(min = 1))]
     pub pipelines: Vec<RawPipeline>,
@@ -64,6 +68,33 @@ pub struct RawDefaults {
     #[serde(default, deserialize_with = "crate::duration::deserialize")]
     #[schemars(schema_with = "crate::duration::schema")]
     pub budget: Option<Duration>,
+    /// Budget breaker (`hook`): past this many tokens in an agent session, as the agent's own
+    /// usage records count them (its subagents' included), it is ESCALATED (default: none).
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u64>,
+    /// Budget breaker (`hook`): past this long since the session's first hook call, it is
+    /// ESCALATED (default: none).
+    #[serde(default, deserialize_with = "crate::duration::deserialize")]
+    #[schemars(schema_with = "crate::duration::schema")]
+    pub max_time: Option<Duration>,
+    /// Drift breaker (`hook`): the same answer and the same patch, stop after stop.
+    pub drift: Option<RawDrift>,
+    /// Tool-error breaker (`hook`): the same tool, arguments and error this many times in a
+    /// row tells the agent to change approach (default: 3; 0: never).
+    pub tool_strikes: Option<u32>,
+}
+
+/// When stops count as the same: their last message and patch, compared by shingles after
+/// case, whitespace and numbers are taken out.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawDrift {
+    /// This many failed stops in a row that are the same get "you are repeating yourself" in
+    /// their feedback; one more is ESCALATED (default: 3; 0: never).
+    pub stops: Option<u32>,
+    /// How alike two stops must be to count as the same, from 0 to 1 (default: 0.9).
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub similarity: Option<f64>,
 }
 
 /// How much of the event log is kept: once `events.jsonl` reaches `max_bytes` it becomes

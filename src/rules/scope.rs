@@ -129,22 +129,9 @@ impl RuleDef for FileScope {
             Err(Problem::Worker(why)) => return Outcome::fail(why),
         };
         for file in &changed {
-            let broke = if self.deny.is_match(file) {
-                Some((Breach::Scope, "changed, but it is in `deny`".to_string()))
-            } else if self.readonly.is_match(file) {
-                Some((
-                    Breach::Readonly,
-                    "changed, but it is `readonly`".to_string(),
-                ))
-            } else if !self.allow.is_empty() && !self.allow.is_match(file) {
-                let allow: Vec<&str> = self.allow.patterns().iter().map(|p| p.as_str()).collect();
-                let message = format!("changed, but it is outside `allow` ({})", allow.join(", "));
-                Some((Breach::Scope, message))
-            } else {
-                None
-            };
-            if let Some((breach, message)) = broke {
-                findings.push(Finding::in_file(file, message).breaching(breach));
+            if let Some((breach, why)) = self.breach(file) {
+                findings
+                    .push(Finding::in_file(file, format!("changed, but {why}")).breaching(breach));
             }
         }
         if let Ok(report) = &ctx.task.signal.report {
@@ -183,6 +170,26 @@ impl RuleDef for FileScope {
 }
 
 impl FileScope {
+    /// Whether changing `rel` (a task path) breaks this scope: the breach, and why in words
+    /// that follow "changed, but" (the stop's finding) or "refused:" (a tool call's).
+    pub fn breach(&self, rel: &str) -> Option<(Breach, String)> {
+        if self.deny.is_match(rel) {
+            Some((
+                Breach::Scope,
+                format!("it is in `deny` ({})", globs(&self.deny)),
+            ))
+        } else if self.readonly.is_match(rel) {
+            Some((Breach::Readonly, "it is `readonly`".to_string()))
+        } else if !self.allow.is_empty() && !self.allow.is_match(rel) {
+            Some((
+                Breach::Scope,
+                format!("it is outside `allow` ({})", globs(&self.allow)),
+            ))
+        } else {
+            None
+        }
+    }
+
     /// A gate that holds a contract's file lists when the pipeline has no `file-scope` gate.
     pub fn from_contract(owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
         FileScope {
@@ -484,6 +491,14 @@ pub(crate) fn diff(
         Some(repo) => repo.patch(&ctx.listed.pinned(&repo, base).map_err(problem)?, cap),
         None => Ok(None),
     }
+}
+
+fn globs(set: &PatternSet) -> String {
+    set.patterns()
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn normalized(path: &Path) -> std::path::PathBuf {

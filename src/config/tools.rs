@@ -1,0 +1,186 @@
+//! The rules file's `tools:` section, checked: the commands an agent's shell tool may not run
+//! (or only with a person's say), what becomes of a command whose writes cannot be seen, and
+//! when repeated refusals stop the agent. Writes are not configured here: they are held to the
+//! same `file-scope` gates and contract the stop is judged by.
+
+use globset::{GlobBuilder, GlobMatcher};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::shell::Word;
+
+/// What the rules file says of agents' tool calls (`validator hook`'s pre-tool events).
+#[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawTools {
+    /// Commands a shell tool would run, each matched against every command in the line (inside
+    /// `&&`, pipes, substitutions and `sh -c` too); the first entry that matches decides.
+    pub commands: Option<Vec<RawCommandRule>>,
+    /// A shell command whose writes cannot be told before it runs (a program validator does not
+    /// know, a path held in a variable): `allow` (default: it runs, and what it changed is
+    /// checked as soon as it ends) or `deny`.
+    pub unknown: Option<Unknown>,
+    /// The same refusal this many times in a row stops the agent where it can be stopped
+    /// (default: 3; 0: never).
+    pub stop_after: Option<u32>,
+}
+
+/// One command rule.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCommandRule {
+    /// The command's words, split as a shell would (`git push`, `rm -r*`, `./deploy*`), each a
+    /// glob: the first matches the program (by its name or as written), the others arguments
+    /// that must all appear after it, in this order.
+    #[serde(rename = "match")]
+    pub pattern: String,
+    /// `deny` (refused, the reason said to the agent), `ask` (a person confirms, where the
+    /// agent can ask one; elsewhere refused, saying a person must run it) or `allow` (known to
+    /// write nothing the gates judge: never counted as unknown).
+    pub decision: CommandDecision,
+    /// Said to the agent with a refusal.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CommandDecision {
+    Deny,
+    Ask,
+    Allow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Unknown {
+    #[default]
+    Allow,
+    Deny,
+}
+
+/// The checked `tools:` section.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub commands: Vec<CommandRule>,
+    pub unknown: Unknown,
+    pub stop_after: u32,
+}
+
+impl Default for Tools {
+    fn default() -> Self {
+        Tools {
+            commands: Vec::new(),
+            unknown: Unknown::Allow,
+            stop_after: 3,
+        }
+    }
+}
+
+/// A command rule with its words compiled.
+#[derive(Debug, Clone)]
+pub struct CommandRule {
+    /// The `match:` text as written, for messages.
+    pub pattern: String,
+    words: Vec<GlobMatcher>,
+    pub decision: CommandDecision,
+    pub reason: Option<String>,
+}
+
+impl CommandRule {
+    /// Compiles `raw`; the error says what is wrong with its `match:`.
+    pub fn new(raw: &RawCommandRule) -> Result<CommandRule, String> {
+        let words = shell_words::split(&raw.pattern)
+            .map_err(|err| format!("`{}` cannot be split into words: {err}", raw.pattern))?;
+        if words.is_empty() {
+            return Err("`match:` is empty".into());
+        }
+        let words = words
+            .iter()
+            .map(|word| {
+                GlobBuilder::new(word)
+                    .literal_separator(false)
+                    .backslash_escape(true)
+                    .build()
+                    .map(|glob| glob.compile_matcher())
+                    .map_err(|err| format!("`{word}` is not a glob: {}", err.kind()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(CommandRule {
+            pattern: raw.pattern.clone(),
+            words,
+            decision: raw.decision,
+            reason: raw.reason.clone(),
+        })
+    }
+
+    /// Whether the command `words` (program first) matches. A word whose value is not known
+    /// before it runs (`$flags`) may be anything: it matches any argument of a rule that
+    /// refuses or asks, and none of one that allows, so neither can be slipped past by
+    /// hiding a word. The program itself must be known to match.
+    pub fn matches(&self, words: &[Word]) -> bool {
+        let Some((program, arguments)) = words.split_first() else {
+            return false;
+        };
+        let Some(program) = program.literal.as_deref() else {
+            return false;
+        };
+        let name = program.rsplit('/').next().unwrap_or(program);
+        let Some((first, rest)) = self.words.split_first() else {
+            return false;
+        };
+        if !first.is_match(program) && !first.is_match(name) {
+            return false;
+        }
+        let unknown_matches = self.decision != CommandDecision::Allow;
+        let mut arguments = arguments.iter();
+        rest.iter().all(|wanted| {
+            arguments.any(|argument| match argument.literal.as_deref() {
+                Some(value) => wanted.is_match(value),
+                None => unknown_matches,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(pattern: &str, decision: CommandDecision) -> CommandRule {
+        CommandRule::new(&RawCommandRule {
+            pattern: pattern.into(),
+            decision,
+            reason: None,
+        })
+        .expect("compiles")
+    }
+
+    fn words(line: &str) -> Vec<Word> {
+        crate::shell::read(line).commands.remove(0).words
+    }
+
+    #[test]
+    fn a_rule_matches_its_program_and_its_arguments_in_order() {
+        let push = rule("git push", CommandDecision::Deny);
+        assert!(push.matches(&words("git push origin main")));
+        assert!(push.matches(&words("/usr/bin/git -C dir push")));
+        assert!(!push.matches(&words("git status")));
+        assert!(!push.matches(&words("echo git push")));
+        let rm = rule("rm -*r*", CommandDecision::Deny);
+        assert!(rm.matches(&words("rm -fr build")));
+        assert!(rm.matches(&words("rm -f -r build")));
+        assert!(!rm.matches(&words("rm -f build")));
+        let deploy = rule("./deploy*", CommandDecision::Ask);
+        assert!(deploy.matches(&words("./deploy.sh prod")));
+    }
+
+    #[test]
+    fn a_word_not_known_before_it_runs_cannot_slip_past_a_refusal() {
+        let rm = rule("rm -*r*", CommandDecision::Deny);
+        assert!(rm.matches(&words("rm $FLAGS build")));
+        let allowed = rule("rm -*r*", CommandDecision::Allow);
+        assert!(!allowed.matches(&words("rm $FLAGS build")));
+        // The program must be known.
+        assert!(!rule("git push", CommandDecision::Deny).matches(&words("$g push")));
+    }
+}

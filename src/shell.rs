@@ -1,0 +1,829 @@
+//! Reading a shell command line for what can be seen without running it: the simple commands
+//! it would run (their words, each literal or not), the files its redirections name, and its
+//! here-documents. An agent's shell tool hands validator such a line before it runs; what it
+//! may write, and whether it runs a command the rules forbid, is judged from this reading.
+//!
+//! The reading is conservative, never a guess: a word whose value depends on the shell (a
+//! variable, a substitution, a glob, `~`) is not literal; the commands inside a substitution
+//! (`$(…)`, backquotes, `<(…)`) are read as commands of their own; a construct this reader does
+//! not follow makes the script `opaque`, with the reason. Nothing here runs anything.
+
+/// Most bytes of a command line read; past it the script is opaque.
+pub const MAX_SCRIPT_BYTES: usize = 256 * 1024;
+/// How deep substitutions and `sh -c` scripts nest before the script is opaque.
+const MAX_NESTING: usize = 8;
+
+/// A word as written, and its value when it has one without running anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The word's text as written (quotes included).
+    pub raw: String,
+    /// Its value after quote removal, if nothing in it expands.
+    pub literal: Option<String>,
+}
+
+impl Word {
+    pub fn is(&self, text: &str) -> bool {
+        self.literal.as_deref() == Some(text)
+    }
+}
+
+/// Where a redirection sends or takes data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The operator (`>`, `>>`, `<`, `&>`, `>&`, `<>`, `>|`, …) without its descriptor number.
+    pub op: String,
+    pub target: Word,
+}
+
+impl Redirect {
+    /// Whether the redirection writes its target (a file, not a descriptor).
+    pub fn writes(&self) -> bool {
+        matches!(self.op.as_str(), ">" | ">>" | ">|" | "&>" | "&>>" | "<>")
+            || (self.op == ">&" && !self.target.literal.as_deref().is_some_and(is_descriptor))
+    }
+}
+
+fn is_descriptor(target: &str) -> bool {
+    target == "-" || target.chars().all(|c| c.is_ascii_digit())
+}
+
+/// One simple command: a program and its arguments, with what it redirects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Command {
+    /// The words after assignments and reserved words: the program first.
+    pub words: Vec<Word>,
+    pub redirects: Vec<Redirect>,
+    /// The bodies of its here-documents (`<<EOF`) and here-strings (`<<<`), as written.
+    pub inputs: Vec<String>,
+}
+
+/// What a command line would run, as far as it can be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Script {
+    pub commands: Vec<Command>,
+    /// Why some of it could not be read (empty when all of it was).
+    pub opaque: Vec<String>,
+    /// Whether it changes directory (`cd`, `pushd`, `popd`): relative paths after it may be
+    /// relative to another directory.
+    pub changes_directory: bool,
+}
+
+/// Reads `text` as a shell would parse it.
+pub fn read(text: &str) -> Script {
+    let mut script = Script::default();
+    if text.len() > MAX_SCRIPT_BYTES {
+        script.opaque.push(format!(
+            "the command is longer than {} KiB",
+            MAX_SCRIPT_BYTES / 1024
+        ));
+        return script;
+    }
+    read_into(text, 0, &mut script);
+    script.changes_directory = script.commands.iter().any(|command| {
+        command
+            .words
+            .first()
+            .is_some_and(|w| w.is("cd") || w.is("pushd") || w.is("popd"))
+    });
+    script
+}
+
+/// Reads `text` (a script, or the inside of a substitution) into `script`.
+fn read_into(text: &str, depth: usize, script: &mut Script) {
+    if depth > MAX_NESTING {
+        script
+            .opaque
+            .push("substitutions nest too deep to read".into());
+        return;
+    }
+    let mut lexer = Lexer {
+        chars: text.char_indices().peekable(),
+        depth,
+        script,
+        current: Command::default(),
+        pending_heredocs: Vec::new(),
+        expect_target: None,
+        at_start: true,
+    };
+    lexer.run();
+}
+
+struct Lexer<'t, 's> {
+    chars: std::iter::Peekable<std::str::CharIndices<'t>>,
+    depth: usize,
+    script: &'s mut Script,
+    current: Command,
+    /// Here-documents whose bodies start after the next newline: delimiter, strip tabs, the
+    /// command they feed (`None` while it is still `current`) and its input slot to fill.
+    pending_heredocs: Vec<(String, bool, Option<usize>, usize)>,
+    /// The redirection operator whose target the next word is.
+    expect_target: Option<String>,
+    /// Whether the next word starts a command (reserved words and assignments are read there).
+    at_start: bool,
+}
+
+/// Words that begin or continue a compound command where a command would start: skipped, as
+/// the commands they hold are read on their own.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time",
+    "coproc", "esac",
+];
+
+impl Lexer<'_, '_> {
+    fn run(&mut self) {
+        while let Some(&(_, c)) = self.chars.peek() {
+            match c {
+                ' ' | '\t' => {
+                    self.chars.next();
+                }
+                '\n' => {
+                    self.chars.next();
+                    self.end_command();
+                    self.read_heredoc_bodies();
+                }
+                '#' => self.skip_comment(),
+                ';' | '&' | '|' | '(' | ')' => self.operator(c),
+                '<' | '>' => self.redirection(),
+                _ => self.word(),
+            }
+        }
+        self.end_command();
+        if !self.pending_heredocs.is_empty() {
+            self.script.opaque.push("a here-document has no end".into());
+        }
+    }
+
+    fn skip_comment(&mut self) {
+        while let Some(&(_, c)) = self.chars.peek() {
+            if c == '\n' {
+                break;
+            }
+            self.chars.next();
+        }
+    }
+
+    fn operator(&mut self, c: char) {
+        self.chars.next();
+        let next = self.chars.peek().map(|&(_, n)| n);
+        match (c, next) {
+            ('&', Some('>')) => {
+                // `&>file`, `&>>file`: both streams to a file.
+                self.chars.next();
+                let op = if self.eat('>') { "&>>" } else { "&>" };
+                self.expect(op);
+                return;
+            }
+            ('&', Some('&')) | ('|', Some('|')) | (';', Some(';')) | ('|', Some('&')) => {
+                self.chars.next();
+            }
+            (';', Some('&')) => {
+                self.chars.next();
+                self.eat('&');
+            }
+            _ => {}
+        }
+        if self.expect_target.is_some() {
+            self.script
+                .opaque
+                .push("a redirection has no target".into());
+            self.expect_target = None;
+        }
+        self.end_command();
+    }
+
+    fn eat(&mut self, expected: char) -> bool {
+        if self.chars.peek().map(|&(_, c)| c) == Some(expected) {
+            self.chars.next();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A redirection operator (its descriptor number, if any, already read as `fd`).
+    fn redirection(&mut self) {
+        let Some((_, first)) = self.chars.next() else {
+            return;
+        };
+        // Process substitution: `<(cmd)`, `>(cmd)` is a word, not a redirection.
+        if self.chars.peek().map(|&(_, c)| c) == Some('(') {
+            self.chars.next();
+            let inner = self.balanced(')');
+            self.nested(&inner);
+            self.push_word(Word {
+                raw: format!("{first}({inner})"),
+                literal: None,
+            });
+            return;
+        }
+        let op = match first {
+            '<' => {
+                if self.eat('<') {
+                    if self.eat('<') {
+                        "<<<"
+                    } else if self.eat('-') {
+                        "<<-"
+                    } else {
+                        "<<"
+                    }
+                } else if self.eat('&') {
+                    "<&"
+                } else if self.eat('>') {
+                    "<>"
+                } else {
+                    "<"
+                }
+            }
+            _ => {
+                if self.eat('>') {
+                    ">>"
+                } else if self.eat('&') {
+                    ">&"
+                } else if self.eat('|') {
+                    ">|"
+                } else {
+                    ">"
+                }
+            }
+        };
+        self.expect(op);
+    }
+
+    fn expect(&mut self, op: &str) {
+        if self.expect_target.is_some() {
+            self.script
+                .opaque
+                .push("a redirection has no target".into());
+        }
+        self.expect_target = Some(op.to_owned());
+    }
+
+    /// Reads one word, with its quotes, escapes and substitutions.
+    fn word(&mut self) {
+        let mut raw = String::new();
+        let mut value = String::new();
+        let mut literal = true;
+        let mut quoted = false;
+        let mut brace_open = false;
+        while let Some(&(_, c)) = self.chars.peek() {
+            match c {
+                ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' => break,
+                '<' | '>' => {
+                    // `2>file`: a descriptor number, not a word.
+                    if !raw.is_empty() && !quoted && raw.chars().all(|d| d.is_ascii_digit()) {
+                        self.redirection();
+                        return;
+                    }
+                    break;
+                }
+                '\'' => {
+                    self.chars.next();
+                    quoted = true;
+                    raw.push('\'');
+                    let inner = self.until('\'');
+                    raw.push_str(&inner);
+                    raw.push('\'');
+                    value.push_str(&inner);
+                }
+                '"' => {
+                    self.chars.next();
+                    quoted = true;
+                    raw.push('"');
+                    let (inner, plain) = self.double_quoted();
+                    raw.push_str(&inner.0);
+                    raw.push('"');
+                    value.push_str(&inner.1);
+                    literal &= plain;
+                }
+                '\\' => {
+                    self.chars.next();
+                    raw.push('\\');
+                    match self.chars.next() {
+                        // A line continuation joins the lines.
+                        Some((_, '\n')) => {
+                            raw.pop();
+                        }
+                        Some((_, escaped)) => {
+                            raw.push(escaped);
+                            value.push(escaped);
+                        }
+                        None => {}
+                    }
+                }
+                '$' => {
+                    self.chars.next();
+                    raw.push('$');
+                    let expansion = self.dollar();
+                    if let Some(text) = expansion {
+                        raw.push_str(&text);
+                        literal = false;
+                    } else {
+                        value.push('$');
+                    }
+                }
+                '`' => {
+                    self.chars.next();
+                    let inner = self.until('`');
+                    self.nested(&inner.replace("\\`", "`"));
+                    raw.push('`');
+                    raw.push_str(&inner);
+                    raw.push('`');
+                    literal = false;
+                }
+                '*' | '?' | '[' => {
+                    self.chars.next();
+                    raw.push(c);
+                    value.push(c);
+                    literal = false;
+                }
+                '~' if raw.is_empty() => {
+                    self.chars.next();
+                    raw.push('~');
+                    value.push('~');
+                    literal = false;
+                }
+                '{' | '}' => {
+                    // Brace expansion (`a{b,c}`) makes several words; `{` and `}` alone are
+                    // reserved words.
+                    self.chars.next();
+                    brace_open |= c == '{';
+                    literal &= !(c == '}' && brace_open);
+                    raw.push(c);
+                    value.push(c);
+                }
+                _ => {
+                    self.chars.next();
+                    raw.push(c);
+                    value.push(c);
+                }
+            }
+        }
+        if raw.is_empty() {
+            // Not a word after all (a stray character this reader does not take): move on.
+            if let Some((_, c)) = self.chars.next() {
+                self.script.opaque.push(format!("`{c}` could not be read"));
+            }
+            return;
+        }
+        self.push_word(Word {
+            raw,
+            literal: literal.then_some(value),
+        });
+    }
+
+    /// What follows a `$`: the expansion's text (after the `$`), or `None` for a `$` that is
+    /// only a character. Substitutions are read as commands of their own.
+    fn dollar(&mut self) -> Option<String> {
+        let next = self.chars.peek().map(|&(_, c)| c)?;
+        match next {
+            '(' => {
+                self.chars.next();
+                if self.eat('(') {
+                    // Arithmetic: no command, but a substitution inside it would be one.
+                    let inner = self.balanced(')');
+                    self.eat(')');
+                    if inner.contains("$(") || inner.contains('`') {
+                        self.nested(&inner);
+                    }
+                    return Some(format!("(({inner}))"));
+                }
+                let inner = self.balanced(')');
+                self.nested(&inner);
+                Some(format!("({inner})"))
+            }
+            '{' => {
+                self.chars.next();
+                let inner = self.balanced('}');
+                if inner.contains("$(") || inner.contains('`') {
+                    self.nested(&inner);
+                }
+                Some(format!("{{{inner}}}"))
+            }
+            '\'' => {
+                // `$'…'`: ANSI-C quoting, whose escapes this reader does not decode.
+                self.chars.next();
+                let inner = self.until('\'');
+                Some(format!("'{inner}'"))
+            }
+            '"' => {
+                // `$"…"`: a translated string; read as double-quoted, not literal.
+                self.chars.next();
+                let ((inner, _), _) = self.double_quoted();
+                Some(format!("\"{inner}\""))
+            }
+            c if c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c) => {
+                let mut name = String::new();
+                if c.is_ascii_alphabetic() || c == '_' {
+                    while let Some(&(_, c)) = self.chars.peek() {
+                        if c.is_ascii_alphanumeric() || c == '_' {
+                            name.push(c);
+                            self.chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                } else {
+                    name.push(c);
+                    self.chars.next();
+                }
+                Some(name)
+            }
+            _ => None,
+        }
+    }
+
+    /// The inside of a double-quoted string (the opening quote read): its raw text and value,
+    /// and whether nothing in it expands.
+    fn double_quoted(&mut self) -> ((String, String), bool) {
+        let mut raw = String::new();
+        let mut value = String::new();
+        let mut plain = true;
+        while let Some((_, c)) = self.chars.next() {
+            match c {
+                '"' => return ((raw, value), plain),
+                '\\' => {
+                    raw.push('\\');
+                    if let Some((_, escaped)) = self.chars.next() {
+                        raw.push(escaped);
+                        match escaped {
+                            '$' | '`' | '"' | '\\' => value.push(escaped),
+                            '\n' => {}
+                            other => {
+                                value.push('\\');
+                                value.push(other);
+                            }
+                        }
+                    }
+                }
+                '$' => {
+                    raw.push('$');
+                    match self.dollar() {
+                        Some(text) => {
+                            raw.push_str(&text);
+                            plain = false;
+                        }
+                        None => value.push('$'),
+                    }
+                }
+                '`' => {
+                    let inner = self.until('`');
+                    self.nested(&inner.replace("\\`", "`"));
+                    raw.push('`');
+                    raw.push_str(&inner);
+                    raw.push('`');
+                    plain = false;
+                }
+                _ => {
+                    raw.push(c);
+                    value.push(c);
+                }
+            }
+        }
+        self.script
+            .opaque
+            .push("a double quote is not closed".into());
+        ((raw, value), false)
+    }
+
+    /// Everything up to `end` (consumed), with no quoting inside (single quotes, backquotes).
+    fn until(&mut self, end: char) -> String {
+        let mut inner = String::new();
+        while let Some((_, c)) = self.chars.next() {
+            if c == end {
+                return inner;
+            }
+            if end == '`' && c == '\\' {
+                inner.push(c);
+                if let Some((_, escaped)) = self.chars.next() {
+                    inner.push(escaped);
+                }
+                continue;
+            }
+            inner.push(c);
+        }
+        self.script.opaque.push(format!("a `{end}` is not closed"));
+        inner
+    }
+
+    /// Everything up to the `close` that balances an opening one already read (consumed),
+    /// stepping over quotes and nested pairs.
+    fn balanced(&mut self, close: char) -> String {
+        let open = if close == ')' { '(' } else { '{' };
+        let mut inner = String::new();
+        let mut level = 0usize;
+        while let Some((_, c)) = self.chars.next() {
+            match c {
+                '\\' => {
+                    inner.push(c);
+                    if let Some((_, escaped)) = self.chars.next() {
+                        inner.push(escaped);
+                    }
+                }
+                '\'' | '"' | '`' => {
+                    inner.push(c);
+                    let quoted = if c == '"' {
+                        let ((raw, _), _) = self.double_quoted();
+                        raw
+                    } else {
+                        self.until(c)
+                    };
+                    inner.push_str(&quoted);
+                    inner.push(c);
+                }
+                c if c == open => {
+                    level += 1;
+                    inner.push(c);
+                }
+                c if c == close => {
+                    if level == 0 {
+                        return inner;
+                    }
+                    level -= 1;
+                    inner.push(c);
+                }
+                _ => inner.push(c),
+            }
+        }
+        self.script.opaque.push(format!("a `{open}` is not closed"));
+        inner
+    }
+
+    /// Reads `text` (a substitution's inside, a here-document's commands) as a script of its
+    /// own whose commands are this one's too.
+    fn nested(&mut self, text: &str) {
+        read_into(text, self.depth + 1, self.script);
+    }
+
+    fn push_word(&mut self, word: Word) {
+        if let Some(op) = self.expect_target.take() {
+            if op == "<<" || op == "<<-" {
+                let delimiter = word.literal.clone().unwrap_or_else(|| {
+                    // A delimiter with quotes keeps its text, quotes removed.
+                    word.raw.replace(['\'', '"', '\\'], "")
+                });
+                let slot = self.current.inputs.len();
+                self.current.inputs.push(String::new());
+                self.pending_heredocs
+                    .push((delimiter, op == "<<-", None, slot));
+                return;
+            }
+            if op == "<<<" {
+                self.current.inputs.push(word.literal.unwrap_or(word.raw));
+                return;
+            }
+            self.current.redirects.push(Redirect { op, target: word });
+            return;
+        }
+        if self.at_start {
+            if let Some(text) = word.literal.as_deref() {
+                if RESERVED.contains(&text) {
+                    return;
+                }
+                if is_assignment(text) {
+                    return;
+                }
+                if matches!(text, "for" | "select" | "case" | "function") {
+                    // `for NAME in WORDS`, `case WORD in`, `function NAME`: no command here.
+                    self.skip_header(text);
+                    return;
+                }
+            } else if is_assignment(&word.raw) {
+                return;
+            }
+        }
+        self.at_start = false;
+        self.current.words.push(word);
+    }
+
+    /// Skips a compound command's header up to where its commands start, reading any
+    /// substitution in it.
+    fn skip_header(&mut self, keyword: &str) {
+        let stop_at_in = keyword == "case";
+        let mut text = String::new();
+        while let Some(&(_, c)) = self.chars.peek() {
+            if c == '\n' || c == ';' || (keyword == "function" && (c == '{' || c == '(')) {
+                break;
+            }
+            text.push(c);
+            self.chars.next();
+            if stop_at_in && (text.ends_with(" in") || text.ends_with("\tin")) {
+                self.script
+                    .opaque
+                    .push("a `case` statement is not read pattern by pattern".into());
+                break;
+            }
+        }
+        if text.contains("$(") || text.contains('`') {
+            self.nested(&text);
+        }
+    }
+
+    fn end_command(&mut self) {
+        if self.expect_target.take().is_some() {
+            self.script
+                .opaque
+                .push("a redirection has no target".into());
+        }
+        let command = std::mem::take(&mut self.current);
+        self.at_start = true;
+        if command.words.is_empty() && command.redirects.is_empty() && command.inputs.is_empty() {
+            return;
+        }
+        let index = self.script.commands.len();
+        for pending in &mut self.pending_heredocs {
+            pending.2.get_or_insert(index);
+        }
+        self.script.commands.push(command);
+    }
+
+    /// After a newline: the bodies of the here-documents opened on the line before it.
+    fn read_heredoc_bodies(&mut self) {
+        for (delimiter, strip_tabs, command, slot) in std::mem::take(&mut self.pending_heredocs) {
+            let mut body = String::new();
+            let mut closed = false;
+            loop {
+                let mut line = String::new();
+                let mut ended = false;
+                for (_, c) in self.chars.by_ref() {
+                    if c == '\n' {
+                        ended = true;
+                        break;
+                    }
+                    line.push(c);
+                }
+                let compared = if strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    line.as_str()
+                };
+                if compared == delimiter {
+                    closed = true;
+                    break;
+                }
+                body.push_str(compared);
+                body.push('\n');
+                if !ended {
+                    break;
+                }
+            }
+            if !closed {
+                self.script
+                    .opaque
+                    .push(format!("the here-document ending `{delimiter}` has no end"));
+            }
+            if let Some(input) = command
+                .and_then(|command| self.script.commands.get_mut(command))
+                .and_then(|command| command.inputs.get_mut(slot))
+            {
+                *input = body;
+            }
+        }
+    }
+}
+
+/// `NAME=value` or `NAME+=value` at the start of a command: an assignment, not a program.
+fn is_assignment(word: &str) -> bool {
+    let Some((name, _)) = word.split_once('=') else {
+        return false;
+    };
+    let name = name.strip_suffix('+').unwrap_or(name);
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(script: &Script) -> Vec<Vec<String>> {
+        script
+            .commands
+            .iter()
+            .map(|c| {
+                c.words
+                    .iter()
+                    .map(|w| w.literal.clone().unwrap_or_else(|| format!("?{}", w.raw)))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn commands_are_split_at_every_operator_and_read_inside_substitutions() {
+        let script = read("cd src && FOO=1 git push origin main; echo $(rm -rf x) | tee out.txt &");
+        assert_eq!(
+            words(&script),
+            [
+                vec!["cd", "src"],
+                vec!["git", "push", "origin", "main"],
+                vec!["rm", "-rf", "x"],
+                vec!["echo", "?$(rm -rf x)"],
+                vec!["tee", "out.txt"],
+            ]
+        );
+        assert!(script.changes_directory);
+        assert!(script.opaque.is_empty(), "{:?}", script.opaque);
+    }
+
+    #[test]
+    fn quotes_are_removed_and_expansions_are_not_literal() {
+        let script = read(r#"echo 'a b' "c $HOME" "d\"e" f\ g ~/x *.rs ${X} `date`"#);
+        assert_eq!(
+            words(&script),
+            [
+                vec!["date"],
+                vec![
+                    "echo",
+                    "a b",
+                    "?\"c $HOME\"",
+                    "d\"e",
+                    "f g",
+                    "?~/x",
+                    "?*.rs",
+                    "?${X}",
+                    "?`date`"
+                ]
+            ]
+        );
+    }
+
+    #[test]
+    fn redirections_name_their_targets_and_descriptors_are_not_files() {
+        let script = read("make >build.log 2>&1; cat < in > out 2>> err &> both; echo x >&2");
+        let targets: Vec<(String, String, bool)> = script
+            .commands
+            .iter()
+            .flat_map(|c| &c.redirects)
+            .map(|r| {
+                (
+                    r.op.clone(),
+                    r.target.literal.clone().unwrap_or_default(),
+                    r.writes(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                (">".into(), "build.log".into(), true),
+                (">&".into(), "1".into(), false),
+                ("<".into(), "in".into(), false),
+                (">".into(), "out".into(), true),
+                (">>".into(), "err".into(), true),
+                ("&>".into(), "both".into(), true),
+                (">&".into(), "2".into(), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn here_documents_are_read_whole() {
+        let script = read(
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\nEOF\necho done\ncat <<-X > f\n\tbody\n\tX\n",
+        );
+        assert_eq!(
+            words(&script),
+            [vec!["apply_patch"], vec!["echo", "done"], vec!["cat"]]
+        );
+        assert_eq!(
+            script.commands[0].inputs,
+            ["*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n"]
+        );
+        assert_eq!(script.commands[2].inputs, ["body\n"]);
+        // A substitution on the line is a command of its own; the body still feeds `cat`.
+        let script = read("cat <<EOF $(echo x) > f\nbody\nEOF\n");
+        assert_eq!(
+            words(&script),
+            [vec!["echo", "x"], vec!["cat", "?$(echo x)"]]
+        );
+        assert_eq!(script.commands[1].inputs, ["body\n"]);
+        assert!(script.opaque.is_empty(), "{:?}", script.opaque);
+    }
+
+    #[test]
+    fn compound_commands_show_the_commands_they_hold() {
+        let script = read(
+            "for f in $(ls); do rm \"$f\"; done; if true; then git push; fi; f() { touch x; }",
+        );
+        let all = words(&script);
+        assert!(all.contains(&vec!["ls".to_owned()]), "{all:?}");
+        assert!(all.contains(&vec!["git".to_owned(), "push".to_owned()]));
+        assert!(all.contains(&vec!["touch".to_owned(), "x".to_owned()]));
+        assert!(all.contains(&vec!["rm".to_owned(), "?\"$f\"".to_owned()]));
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_opaque_never_dropped() {
+        for text in ["echo 'open", "cat <<EOF\nno end", "echo $(unclosed", "x >"] {
+            assert!(!read(text).opaque.is_empty(), "{text}");
+        }
+        assert!(!read(&"a".repeat(MAX_SCRIPT_BYTES + 1)).opaque.is_empty());
+        // Deep nesting ends, opaque.
+        let deep = "$(".repeat(50) + &")".repeat(50);
+        assert!(!read(&deep).opaque.is_empty());
+    }
+}

@@ -1,0 +1,466 @@
+//! Tool-time enforcement: an agent's tool call judged before it runs, from the same rules and
+//! contract that judge its stop. A write (a file tool, a patch, or a shell command whose writes
+//! can be seen) is allowed only where the stop would allow the change; a shell command is held
+//! to the rules file's `tools:` section. Nothing here runs a program or git: a decision reads
+//! the rules, the contract and the paths it names, so it is ready before the agent waits.
+
+mod commands;
+mod patch;
+mod place;
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Pipeline;
+use crate::config::tools::{CommandDecision, Tools, Unknown};
+use crate::contract::Contract;
+use crate::rules::Rule;
+use crate::rules::scope::FileScope;
+use crate::task::Task;
+use crate::text::name;
+
+pub use commands::{Copy, Seen};
+use place::Place;
+
+/// Most files below a directory a command writes whole (`rm -r`, `cp -r`) that are judged one
+/// by one; past it the command is refused, as what it would change cannot all be told.
+const MAX_FILES_UNDER: usize = 10_000;
+
+/// What a tool call does, as far as the rules need to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A file tool or a patch writes these paths (as the tool names them).
+    Write(Vec<String>),
+    /// A shell tool runs this command line.
+    Shell(String),
+    /// Anything else (reading, searching, fetching): the rules say nothing of it.
+    Other,
+}
+
+/// The answer before a tool runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Refused, with the reason the agent reads (one line).
+    Deny(String),
+    /// A person must confirm it, where the agent can ask one; the reason says why.
+    Ask(String),
+}
+
+/// A decision, and why some of what a shell command writes could not be told (it runs, and
+/// what it changed is looked at when it ends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    pub decision: Decision,
+    pub unknown: Vec<String>,
+}
+
+/// What the rules say of one task's tool calls: where it may write (the pipeline's blocking
+/// `file-scope` gates and the contract's file lists, as at the stop) and which commands it may
+/// run (`tools:`).
+pub struct Policy<'a> {
+    task: &'a Task,
+    scopes: Vec<(String, FileScope)>,
+    tools: &'a Tools,
+}
+
+impl<'a> Policy<'a> {
+    /// The policy for `task` under `pipeline` (if one applies) and its `contract`.
+    pub fn new(
+        task: &'a Task,
+        pipeline: Option<&Pipeline>,
+        contract: Option<&Contract>,
+        tools: &'a Tools,
+    ) -> Self {
+        let mut scopes = Vec::new();
+        for gate in pipeline.map(|p| p.gates.as_slice()).unwrap_or_default() {
+            let Rule::FileScope(scope) = &gate.rule else {
+                continue;
+            };
+            // A gate whose failure lets the run go on, or that would not run, refuses nothing
+            // at the stop either.
+            let blocking = matches!(
+                gate.on_fail,
+                crate::config::Route::Block | crate::config::Route::Stop
+            );
+            let runs = gate
+                .only_if
+                .as_ref()
+                .is_none_or(|only_if| only_if.unmet(task).is_none());
+            if blocking && runs {
+                scopes.push((gate.name.clone(), scope.clone()));
+            }
+        }
+        if let Some(contract) = contract
+            && (!contract.files_owned.is_empty() || !contract.files_readonly.is_empty())
+        {
+            scopes.push((
+                "contract.scope".into(),
+                FileScope::from_contract(&contract.files_owned, &contract.files_readonly),
+            ));
+        }
+        Policy {
+            task,
+            scopes,
+            tools,
+        }
+    }
+
+    /// Judges `action`, made from `cwd` (the directory the agent's tool runs in).
+    pub fn decide(&self, action: &Action, cwd: &Path) -> Judged {
+        let allowed = |unknown| Judged {
+            decision: Decision::Allow,
+            unknown,
+        };
+        match action {
+            Action::Other => allowed(Vec::new()),
+            Action::Write(paths) => match paths.iter().find_map(|p| self.refuse_write(cwd, p)) {
+                Some(why) => Judged {
+                    decision: Decision::Deny(why),
+                    unknown: Vec::new(),
+                },
+                None => allowed(Vec::new()),
+            },
+            Action::Shell(line) => self.decide_shell(line, cwd),
+        }
+    }
+
+    fn decide_shell(&self, line: &str, cwd: &Path) -> Judged {
+        let script = crate::shell::read(line);
+        let seen = commands::seen(&script);
+        let mut asked = None;
+        let mut unknown = Vec::new();
+        // Where relative paths land: the agent's directory, and any the line moves to.
+        let mut cwds = vec![cwd.to_path_buf()];
+        if script.changes_directory {
+            for command in &seen {
+                if let [program, dir] = command.words.as_slice()
+                    && program.is("cd")
+                {
+                    match &dir.literal {
+                        Some(dir) => cwds.push(cwd.join(dir)),
+                        None => unknown.push(format!(
+                            "it changes to a directory not known before it runs ({})",
+                            name(&dir.raw)
+                        )),
+                    }
+                }
+            }
+        }
+        for command in &seen {
+            let rule = self
+                .tools
+                .commands
+                .iter()
+                .find(|rule| rule.matches(&command.words));
+            if let Some(rule) = rule {
+                let said = rule_reason(rule, command);
+                match rule.decision {
+                    CommandDecision::Deny => {
+                        return Judged {
+                            decision: Decision::Deny(said),
+                            unknown,
+                        };
+                    }
+                    CommandDecision::Ask => {
+                        asked.get_or_insert(said);
+                    }
+                    CommandDecision::Allow => continue,
+                }
+            }
+            let refused = command
+                .writes
+                .iter()
+                .flat_map(|path| cwds.iter().map(move |cwd| (cwd, path)))
+                .find_map(|(cwd, path)| self.refuse_write(cwd, path))
+                .or_else(|| {
+                    command
+                        .copies
+                        .iter()
+                        .find_map(|copy| cwds.iter().find_map(|cwd| self.refuse_copy(cwd, copy)))
+                });
+            if let Some(why) = refused {
+                return Judged {
+                    decision: Decision::Deny(why),
+                    unknown,
+                };
+            }
+            if let Some(why) = &command.unknown {
+                unknown.push(why.clone());
+            }
+        }
+        if !unknown.is_empty() && self.tools.unknown == Unknown::Deny {
+            return Judged {
+                decision: Decision::Deny(format!(
+                    "validator cannot tell before it runs what this command writes ({}), and the rules refuse such commands (`tools.unknown: deny`); write the files with your file tools, or ask a person to allow the command in the rules",
+                    unknown[0]
+                )),
+                unknown,
+            };
+        }
+        Judged {
+            decision: asked.map_or(Decision::Allow, Decision::Ask),
+            unknown,
+        }
+    }
+
+    /// Why writing `path` (from `cwd`) is refused, if it is: it leaves the task, it is
+    /// validator's own, or a scope of the stop's refuses the change (for a directory, the change
+    /// of any file in it).
+    fn refuse_write(&self, cwd: &Path, path: &str) -> Option<String> {
+        let rel = match place::place(&self.task.dir, cwd, path) {
+            Place::Inside(rel) => rel,
+            Place::Outside(real) => {
+                return Some(format!(
+                    "writing {} is refused: it lands outside the task directory ({}), which the stop would fail; write only inside {}",
+                    name(path),
+                    name(&real.to_string_lossy()),
+                    name(&self.task.dir.to_string_lossy())
+                ));
+            }
+        };
+        let real = self.task.dir.join(&rel);
+        let is_dir = rel.is_empty()
+            || real
+                .symlink_metadata()
+                .is_ok_and(|meta| meta.file_type().is_dir());
+        if !is_dir {
+            return self.refuse_file(path, &rel);
+        }
+        match files_under(&real, &rel) {
+            Some(files) => files.iter().find_map(|file| self.refuse_file(path, file)),
+            None => Some(format!(
+                "writing {} is refused: it holds more than {MAX_FILES_UNDER} files, too many to tell that none is one the rules protect",
+                name(path)
+            )),
+        }
+    }
+
+    /// Why changing the task file `rel` (named `path` by the tool) is refused, if it is.
+    fn refuse_file(&self, path: &str, rel: &str) -> Option<String> {
+        let shown = if path == rel {
+            name(rel).into_owned()
+        } else {
+            format!("{} ({})", name(path), name(rel))
+        };
+        if self.task.is_ignored(rel) {
+            return Some(format!(
+                "writing {shown} is refused: it is validator's own file, which no worker changes"
+            ));
+        }
+        self.scopes.iter().find_map(|(gate, scope)| {
+            scope.breach(rel).map(|(_, why)| {
+                format!(
+                    "writing {shown} is refused: {why} in gate `{gate}`, which the stop would fail"
+                )
+            })
+        })
+    }
+
+    /// Why a copy is refused: what lands where it lands, each file under a copied directory
+    /// included.
+    fn refuse_copy(&self, cwd: &Path, copy: &Copy) -> Option<String> {
+        let dest = cwd.join(&copy.dest);
+        let into_dir = copy.dest.ends_with('/') || dest.is_dir() || copy.sources.len() > 1;
+        copy.sources.iter().find_map(|source| {
+            let base = if into_dir {
+                let file_name = Path::new(source)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                format!("{}/{file_name}", copy.dest.trim_end_matches('/'))
+            } else {
+                copy.dest.clone()
+            };
+            let source = cwd.join(source);
+            if source.is_dir() {
+                match files_under(&source, "") {
+                    Some(files) => files
+                        .iter()
+                        .find_map(|file| self.refuse_write(cwd, &format!("{base}/{file}"))),
+                    None => Some(format!(
+                        "copying {} is refused: it holds more than {MAX_FILES_UNDER} files, too many to judge",
+                        name(&source.to_string_lossy())
+                    )),
+                }
+            } else {
+                self.refuse_write(cwd, &base)
+            }
+        })
+    }
+}
+
+/// What a matching command rule says to the agent.
+fn rule_reason(rule: &crate::config::tools::CommandRule, command: &Seen) -> String {
+    let words: Vec<&str> = command.words.iter().map(|w| w.raw.as_str()).collect();
+    let command_text = name(&words.join(" ")).into_owned();
+    let because = rule
+        .reason
+        .as_deref()
+        .map(|r| format!(": {}", crate::text::one_line(r)))
+        .unwrap_or_default();
+    match rule.decision {
+        CommandDecision::Deny => format!(
+            "running {command_text} is refused by the rules (`tools.commands`: `{}`){because}",
+            rule.pattern
+        ),
+        _ => format!(
+            "running {command_text} needs a person's approval (`tools.commands`: `{}`){because}; if none can be asked, a person must run it",
+            rule.pattern
+        ),
+    }
+}
+
+/// The files below `dir` (relative to it, prefixed with `rel/` when `rel` is not empty), or
+/// `None` past [`MAX_FILES_UNDER`]. Links are not followed.
+fn files_under(dir: &Path, rel: &str) -> Option<Vec<String>> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).follow_links(false).min_depth(1) {
+        let Ok(entry) = entry else { continue };
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        if files.len() == MAX_FILES_UNDER {
+            return None;
+        }
+        let under = entry
+            .path()
+            .strip_prefix(dir)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        files.push(if rel.is_empty() {
+            under
+        } else {
+            format!("{rel}/{under}")
+        });
+    }
+    if files.is_empty() {
+        // An empty directory: judged as itself.
+        files.push(if rel.is_empty() {
+            ".".into()
+        } else {
+            rel.to_owned()
+        });
+    }
+    Some(files)
+}
+
+/// The directory `path` names, as an agent's tool input may give it relative to `cwd`.
+pub fn resolve_cwd(cwd: &Path) -> PathBuf {
+    cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Rules;
+
+    const RULES: &str = r#"version: 1
+tools:
+  commands:
+    - {match: "git push", decision: deny, reason: pushing is for people}
+    - {match: "./deploy*", decision: ask}
+    - {match: "make test", decision: allow}
+pipelines:
+  - name: main
+    gates:
+      - {name: scope, rule: file-scope, allow: ["src/**", "tests/**"], readonly: ["src/lock.rs"], deny: ["**/*.pem"]}
+      - {name: advice, rule: file-scope, allow: ["src/x/**"], on_fail: CONTINUE}
+"#;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        task: Task,
+        rules: Rules,
+    }
+
+    fn fixture(rules: &str) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src/sub")).unwrap();
+        std::fs::write(dir.path().join("src/sub/a.rs"), "a").unwrap();
+        std::fs::write(dir.path().join("src/lock.rs"), "l").unwrap();
+        let rules = Rules::parse(&dir.path().join("validator.yaml"), rules).unwrap();
+        let task = Task::new("t", dir.path()).unwrap();
+        Fixture {
+            _dir: dir,
+            task,
+            rules,
+        }
+    }
+
+    fn decide(fixture: &Fixture, action: Action) -> Judged {
+        let policy = Policy::new(
+            &fixture.task,
+            fixture.rules.pipelines.first(),
+            None,
+            &fixture.rules.tools,
+        );
+        policy.decide(&action, &fixture.task.dir)
+    }
+
+    fn refused(judged: &Judged) -> bool {
+        matches!(judged.decision, Decision::Deny(_))
+    }
+
+    #[test]
+    fn writes_are_judged_by_the_stops_blocking_scopes() {
+        let f = fixture(RULES);
+        let write = |p: &str| decide(&f, Action::Write(vec![p.to_owned()]));
+        assert!(!refused(&write("src/new.rs")));
+        assert!(!refused(&write("tests/t.rs")));
+        for path in [
+            "notes.txt",
+            "src/lock.rs",
+            "src/key.pem",
+            "../x",
+            "/etc/hosts",
+        ] {
+            let judged = write(path);
+            assert!(refused(&judged), "{path}");
+        }
+        let Decision::Deny(why) = write("notes.txt").decision else {
+            unreachable!()
+        };
+        assert!(
+            why.contains("notes.txt")
+                && why.contains("src/**, tests/**")
+                && why.contains("`scope`"),
+            "{why}"
+        );
+        assert!(!why.contains('\n'));
+    }
+
+    #[test]
+    fn shell_commands_are_held_to_the_rules_and_to_the_scope_of_their_writes() {
+        let f = fixture(RULES);
+        let shell = |line: &str| decide(&f, Action::Shell(line.to_owned()));
+        assert!(refused(&shell("cd src && git push origin main")));
+        assert!(refused(&shell("echo x > notes.txt")));
+        assert!(refused(&shell("cd src && echo x > ../notes.txt")));
+        assert!(refused(&shell("sed -i s/a/b/ src/lock.rs")));
+        assert!(refused(&shell("rm -rf src")), "src holds a readonly file");
+        assert!(refused(&shell("cp src/sub/a.rs /tmp/")));
+        assert!(refused(&shell("cp -r src/sub notes")));
+        assert!(!refused(&shell("cp -r src/sub src/copy")));
+        assert!(!refused(&shell("echo x > src/out.txt && cat src/out.txt")));
+        assert!(matches!(
+            shell("./deploy.sh prod").decision,
+            Decision::Ask(_)
+        ));
+        let unknown = shell("python gen.py");
+        assert_eq!(unknown.decision, Decision::Allow);
+        assert_eq!(unknown.unknown.len(), 1);
+        assert!(
+            shell("make test").unknown.is_empty(),
+            "an allowed command is known"
+        );
+    }
+
+    #[test]
+    fn unknown_commands_are_refused_only_when_the_rules_say_so() {
+        let f = fixture(&RULES.replace("tools:\n", "tools:\n  unknown: deny\n"));
+        let shell = |line: &str| decide(&f, Action::Shell(line.to_owned()));
+        assert!(refused(&shell("python gen.py")));
+        assert!(refused(&shell("echo x > $OUT")));
+        assert!(!refused(&shell("ls src && make test")));
+    }
+}
