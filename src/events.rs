@@ -151,6 +151,10 @@ impl<'a> Event<'a> {
 pub enum Breaker {
     MaxAttempts,
     Strikes,
+    /// The same answer and patch, stop after stop.
+    Drift,
+    /// Past `max_tokens` or `max_time`.
+    Budget,
 }
 
 /// What an `error` event's details say, by where it came from.

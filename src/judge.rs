@@ -219,6 +219,9 @@ impl Judge<'_> {
         }
         if !cancelled {
             if let Some(history) = history.as_deref_mut() {
+                if verdict.verdict == Decision::Fail && history.state.judged != history.identity {
+                    drift(history, &mut verdict, rules, &task);
+                }
                 count(history, &mut verdict, rules.defaults.strikes);
             }
             if task.contract.is_some() {
@@ -303,6 +306,41 @@ fn breakers(history: &mut History<'_>, max_attempts: u32) -> Option<(Decision, S
     Some((Decision::Escalated, why))
 }
 
+/// The drift breaker, on a failed run: the worker's answer and its patch compared with the
+/// last failed run's. `drift.stops` alike in a row is ESCALATED; the one before it is told
+/// "you are repeating yourself" in the reasons it reads.
+fn drift(history: &mut History<'_>, verdict: &mut Verdict, rules: &Rules, task: &Task) {
+    let limit = rules.defaults.drift;
+    if limit.stops == 0 {
+        return;
+    }
+    let mut text = String::from_utf8_lossy(task.signal.body()).into_owned();
+    text.push('\n');
+    text.push_str(&crate::rules::scope::patch_text(task, &rules.state));
+    let sketch = crate::shingles::Sketch::of(&text);
+    let alike = match &history.state.drift {
+        Some(last) if last.last.similarity(&sketch) >= limit.similarity => last.alike + 1,
+        _ => 1,
+    };
+    history.state.drift = Some(crate::state::Drifting {
+        last: sketch,
+        alike,
+    });
+    if alike >= limit.stops {
+        let why = format!(
+            "the same answer and the same changes {alike} times in a row: {}",
+            history.after_deciding()
+        );
+        history.escalate(Breaker::Drift, &why);
+        verdict.verdict = Decision::Escalated;
+        verdict.reasons.push(why);
+    } else if alike + 1 == limit.stops {
+        verdict.reasons.push(format!(
+            "you are repeating yourself ({alike} answers and changes alike in a row): try a different approach"
+        ));
+    }
+}
+
 /// Counts the verdict in the history, once per signal: the strikes breaker (the same failure
 /// `strikes` runs in a row escalates), a PASS clearing the strikes, a session's BLOCKED held.
 fn count(history: &mut History<'_>, verdict: &mut Verdict, strikes: u32) {
@@ -325,6 +363,7 @@ fn count(history: &mut History<'_>, verdict: &mut Verdict, strikes: u32) {
         Decision::Pass => {
             history.state.strikes = 0;
             history.state.signature = None;
+            history.state.drift = None;
         }
         Decision::Blocked
             if history.keeper == Keeper::Session && history.state.blocked.is_none() =>

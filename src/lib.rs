@@ -75,6 +75,8 @@ pub mod rules;
 pub mod sandbox;
 #[doc(hidden)]
 pub mod shell;
+#[doc(hidden)]
+pub mod shingles;
 pub mod signal;
 #[doc(hidden)]
 pub mod snapshot;

@@ -36,6 +36,18 @@ pub struct TaskState {
     /// instead, so it leaves this unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked: Option<String>,
+    /// The drift breaker's memory: the last failed run's answer and patch, sketched, and how
+    /// many failed runs in a row were alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drifting>,
+}
+
+/// See [`TaskState::drift`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Drifting {
+    pub last: crate::shingles::Sketch,
+    pub alike: u32,
 }
 
 pub fn path(state_dir: &Path, task: &str) -> PathBuf {

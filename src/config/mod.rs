@@ -359,6 +359,17 @@ impl Loader<'_> {
                 "write a fraction such as 0.9 (1 means identical)",
             ));
         }
+        if defaults.drift.stops == 1 {
+            return Err(self.error(
+                &[
+                    Step::Key("defaults"),
+                    Step::Key("drift"),
+                    Step::Key("stops"),
+                ],
+                "`stops: 1` would escalate every failure: a stop is alike to the one before it",
+                "give at least 2 (the default is 3), or 0 to turn the drift breaker off",
+            ));
+        }
         if defaults.max_tokens == Some(0) {
             return Err(self.error(
                 &[Step::Key("defaults"), Step::Key("max_tokens")],

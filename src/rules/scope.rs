@@ -478,6 +478,34 @@ fn every_file(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Change
     Ok(changes)
 }
 
+/// What the worker changed, as text to compare one stop with the next (the drift breaker):
+/// the changed files' names and the patch of the tracked ones against HEAD, cut at 256 KiB.
+/// Empty when it cannot be listed in a few seconds.
+pub fn patch_text(task: &crate::task::Task, state_dir: &Path) -> String {
+    let listed = Listed::default();
+    let ctx = Context {
+        task,
+        gate: "(drift)",
+        timeout: std::time::Duration::from_secs(10),
+        state_dir,
+        cancel: None,
+        all_files: false,
+        listed: &listed,
+    };
+    let deadline = Instant::now() + ctx.timeout;
+    let mut text = String::new();
+    if let Ok(changes) = changed(&ctx, "HEAD", deadline) {
+        for file in &changes.files {
+            text.push_str(file);
+            text.push('\n');
+        }
+    }
+    if let Ok(Some(patch)) = diff(&ctx, "HEAD", deadline, 256 * 1024) {
+        text.push_str(&patch.text);
+    }
+    text
+}
+
 /// The patch of the tracked files against `base`, its head kept up to `cap` bytes; `Ok(None)`
 /// outside a git work tree or when `base` is not a commit.
 pub(crate) fn diff(

@@ -780,3 +780,51 @@ fn a_project_directory_named_in_invalid_utf8_is_judged() {
         "{ran}"
     );
 }
+
+#[test]
+fn the_same_answer_and_changes_stop_after_stop_is_told_then_escalated() {
+    // Strikes out of reach, so only the drift breaker can end it.
+    let project = project_with(&lint("lint", FAILING, ""), 20, 20);
+    project.file("src/a.rs", "fn a() {}\n");
+    common::commit_all(&project.task_dir());
+    project.file("src/a.rs", "fn a() { 1 }\n");
+    let say = |n: u32| format!("Fixed it in {n} places, tests pass now.\nSTATUS: OK");
+    let first = hook(&project, "claude", &stop(&project, "s", &say(1))).blocked("block");
+    assert!(!first.contains("repeating yourself"), "{first}");
+    // Numbers and case do not make the second different.
+    let second = hook(
+        &project,
+        "claude",
+        &stop(&project, "s", &say(2).to_uppercase()),
+    )
+    .blocked("block");
+    assert!(second.contains("you are repeating yourself"), "{second}");
+    let third = hook(&project, "claude", &stop(&project, "s", &say(3))).stopped();
+    assert!(
+        third.contains("ESCALATED") && third.contains("the same answer"),
+        "{third}"
+    );
+    assert!(
+        events(&project)
+            .iter()
+            .any(|e| e["event"] == "escalated" && e["details"]["breaker"] == "drift"),
+        "{:#?}",
+        events(&project)
+    );
+
+    // A different approach starts over.
+    let project = project_with(&lint("lint", FAILING, ""), 20, 20);
+    hook(&project, "claude", &stop(&project, "t", &say(1))).blocked("block");
+    hook(&project, "claude", &stop(&project, "t", &say(1))).blocked("block");
+    let other = hook(
+        &project,
+        "claude",
+        &stop(
+            &project,
+            "t",
+            "I rewrote the parser from scratch with a table.\nSTATUS: OK",
+        ),
+    )
+    .blocked("block");
+    assert!(!other.contains("repeating yourself"), "{other}");
+}
