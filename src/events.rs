@@ -116,6 +116,21 @@ pub enum Event<'a> {
         reasons: &'a [String],
         verdict: Decision,
     },
+    /// A tool call refused before it ran (not an attempt: no breaker of the stop counts it).
+    ToolDenied {
+        tool: &'a str,
+        reason: &'a str,
+        /// The same refusal, this many times in a row.
+        times: u32,
+        /// The agent was stopped too.
+        stopped: bool,
+    },
+    /// What a tool did, told to the agent at once: a change the stop would fail, or the same
+    /// tool error again.
+    ToolTold {
+        tool: &'a str,
+        message: &'a str,
+    },
     /// A stop the rules do not judge: the agent stopped unjudged.
     HookSkipped {
         event: Option<&'a str>,

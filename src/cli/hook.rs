@@ -11,6 +11,7 @@ use super::check::cancel_on_stop_signals;
 use clap::ValueEnum;
 
 use super::{EXIT_HOOK_ERROR, config_path, load};
+use validator::hook::Phase;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum HookAgent {
@@ -93,7 +94,18 @@ pub(crate) fn hook_answer(
     let cwd = std::env::current_dir().context("cannot tell the hook's working directory")?;
     let project =
         validator::hook::Project::locate(agent, task_dir, task, |var| std::env::var_os(var), &cwd);
-    let cancel = cancel_on_stop_signals()?;
-    let judgement = validator::hook::judge(&rules, agent, &input, &project, Some(&cancel))?;
-    Ok(judgement.answer.to_json(agent))
+    let event = input.hook_event_name.as_deref().unwrap_or_default();
+    match agent.phase(input.hook_event_name.as_deref()) {
+        Phase::BeforeTool => Ok(
+            validator::hook::tool::before(&rules, agent, &input, &project).to_json(agent, event),
+        ),
+        Phase::AfterTool => {
+            Ok(validator::hook::tool::after(&rules, agent, &input, &project).to_json(agent, event))
+        }
+        Phase::Stop => {
+            let cancel = cancel_on_stop_signals()?;
+            let judgement = validator::hook::judge(&rules, agent, &input, &project, Some(&cancel))?;
+            Ok(judgement.answer.to_json(agent))
+        }
+    }
 }

@@ -244,6 +244,8 @@ pub(crate) fn reset(config: &Path, task: &str) -> Result<ExitCode> {
     let rules = load(config)?;
     task::validate_name(task)?;
     let cleared = validator::state::TaskState::reset(&rules.state, task)?;
+    // A hook session's budgets and tool-time memory start over with it.
+    validator::hook::session::Held::remove(&rules.state, task);
     if let Ok(log) = validator::events::EventLog::open(&rules.state, rules.events) {
         log.record(Some(task), None, validator::events::Event::Reset);
     }

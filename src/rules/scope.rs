@@ -478,32 +478,62 @@ fn every_file(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Change
     Ok(changes)
 }
 
-/// What the worker changed, as text to compare one stop with the next (the drift breaker):
-/// the changed files' names and the patch of the tracked ones against HEAD, cut at 256 KiB.
-/// Empty when it cannot be listed in a few seconds.
-pub fn patch_text(task: &crate::task::Task, state_dir: &Path) -> String {
+/// Runs `look` with a context of its own for `task`, outside any run (a hook between the
+/// agent's steps): its own change set, no cancel, `timeout` for its git.
+fn outside_a_run<T>(
+    task: &crate::task::Task,
+    state_dir: &Path,
+    timeout: std::time::Duration,
+    look: impl FnOnce(&Context<'_>, Instant) -> T,
+) -> T {
     let listed = Listed::default();
     let ctx = Context {
         task,
-        gate: "(drift)",
-        timeout: std::time::Duration::from_secs(10),
+        gate: "(between the agent's steps)",
+        timeout,
         state_dir,
         cancel: None,
         all_files: false,
         listed: &listed,
     };
-    let deadline = Instant::now() + ctx.timeout;
-    let mut text = String::new();
-    if let Ok(changes) = changed(&ctx, "HEAD", deadline) {
-        for file in &changes.files {
-            text.push_str(file);
-            text.push('\n');
-        }
-    }
-    if let Ok(Some(patch)) = diff(&ctx, "HEAD", deadline, 256 * 1024) {
-        text.push_str(&patch.text);
-    }
-    text
+    look(&ctx, Instant::now() + timeout)
+}
+
+/// What the worker changed against HEAD, outside any run (after an agent's tool ran).
+pub fn changed_now(
+    task: &crate::task::Task,
+    state_dir: &Path,
+    timeout: std::time::Duration,
+) -> Result<BTreeSet<String>, String> {
+    outside_a_run(task, state_dir, timeout, |ctx, deadline| {
+        changed(ctx, "HEAD", deadline)
+            .map(|changes| changes.files)
+            .map_err(|(Problem::Judge(why) | Problem::Worker(why))| why)
+    })
+}
+
+/// What the worker changed, as text to compare one stop with the next (the drift breaker):
+/// the changed files' names and the patch of the tracked ones against HEAD, cut at 256 KiB.
+/// Empty when it cannot be listed in a few seconds.
+pub fn patch_text(task: &crate::task::Task, state_dir: &Path) -> String {
+    outside_a_run(
+        task,
+        state_dir,
+        std::time::Duration::from_secs(10),
+        |ctx, deadline| {
+            let mut text = String::new();
+            if let Ok(changes) = changed(ctx, "HEAD", deadline) {
+                for file in &changes.files {
+                    text.push_str(file);
+                    text.push('\n');
+                }
+            }
+            if let Ok(Some(patch)) = diff(ctx, "HEAD", deadline, 256 * 1024) {
+                text.push_str(&patch.text);
+            }
+            text
+        },
+    )
 }
 
 /// The patch of the tracked files against `base`, its head kept up to `cap` bytes; `Ok(None)`

@@ -256,6 +256,24 @@ impl<'a> Policy<'a> {
         })
     }
 
+    /// Of the task files `changed` (what the worker changed, listed after a tool ran), each one
+    /// the stop would fail, with why, in the words of a finding.
+    pub fn breaches<'f>(&self, changed: impl IntoIterator<Item = &'f String>) -> Vec<String> {
+        changed
+            .into_iter()
+            .filter_map(|rel| {
+                if self.task.is_ignored(rel) {
+                    return None;
+                }
+                self.scopes.iter().find_map(|(gate, scope)| {
+                    scope.breach(rel).map(|(_, why)| {
+                        format!("{}: changed, but {why} in gate `{gate}`", name(rel))
+                    })
+                })
+            })
+            .collect()
+    }
+
     /// Why a copy is refused: what lands where it lands, each file under a copied directory
     /// included.
     fn refuse_copy(&self, cwd: &Path, copy: &Copy) -> Option<String> {
@@ -287,6 +305,12 @@ impl<'a> Policy<'a> {
             }
         })
     }
+}
+
+/// The files a patch (Codex's `apply_patch` envelope, or a unified diff with its `a/` `b/`
+/// prefixes kept) names.
+pub fn patch_files(text: &str) -> Vec<String> {
+    patch::files(text, 0)
 }
 
 /// What a matching command rule says to the agent.

@@ -33,4 +33,5 @@ mod sidecar;
 mod signing;
 mod smoke;
 mod starter;
+mod tool_time;
 mod watch;

@@ -33,7 +33,10 @@
 //! and a stop they run nothing for (no hook for the event, a subagent type not in
 //! `enabled_agents`) lets the agent stop unjudged, counting no attempt.
 
+pub mod session;
+pub mod tool;
 mod transcript;
+mod usage;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -44,7 +47,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::cache::Cache;
-use crate::config::Rules;
+use crate::config::{Pipeline, Rules};
 use crate::error::Error;
 use crate::events::{Event, EventLog};
 use crate::judge::{Case, History, Judge, Keeper};
@@ -114,13 +117,31 @@ impl Agent {
         }
     }
 
-    /// The events whose answer format this adapter speaks. Wired to any other event (a tool
-    /// hook), a `block` would mean something else, so such input is refused.
+    /// The events whose answer format this adapter speaks. Wired to any other event, an
+    /// answer would mean something else, so such input is refused.
     pub fn events(self) -> &'static [&'static str] {
         match self {
-            Agent::Claude | Agent::Codex => &["Stop", "SubagentStop"],
-            Agent::Gemini => &["AfterAgent"],
-            Agent::Opencode => &["session.idle"],
+            Agent::Claude => &[
+                "Stop",
+                "SubagentStop",
+                "PreToolUse",
+                "PostToolUse",
+                "PostToolUseFailure",
+            ],
+            Agent::Codex => &["Stop", "SubagentStop", "PreToolUse", "PostToolUse"],
+            Agent::Gemini => &["AfterAgent", "BeforeTool", "AfterTool"],
+            Agent::Opencode => &["session.idle", "tool.execute.before", "tool.execute.after"],
+        }
+    }
+
+    /// When in the agent's work `event` comes (an event the adapter answers).
+    pub fn phase(self, event: Option<&str>) -> Phase {
+        match event {
+            Some("PreToolUse" | "BeforeTool" | "tool.execute.before") => Phase::BeforeTool,
+            Some("PostToolUse" | "PostToolUseFailure" | "AfterTool" | "tool.execute.after") => {
+                Phase::AfterTool
+            }
+            _ => Phase::Stop,
         }
     }
 
@@ -142,6 +163,17 @@ impl Agent {
             Agent::Gemini => "deny",
         }
     }
+}
+
+/// When a hook is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The agent is about to stop: judge the work.
+    Stop,
+    /// A tool is about to run: judge the call.
+    BeforeTool,
+    /// A tool ran: look at what it did.
+    AfterTool,
 }
 
 /// The JSON with every `\uD800`-`\uDFFF` escape that is not half of a pair replaced by
@@ -239,6 +271,19 @@ pub struct Input {
     pub prompt: Option<String>,
     #[serde(default)]
     pub prompt_response: Option<String>,
+    /// A tool event's tool (`Write`, `Bash`, `apply_patch`, `write_file`, …) and its input.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    #[serde(default)]
+    pub tool_input: Option<serde_json::Value>,
+    /// After a tool ran: what it gave back, and its error when it failed.
+    #[serde(default)]
+    pub tool_response: Option<serde_json::Value>,
+    #[serde(default)]
+    pub error: Option<serde_json::Value>,
+    /// OpenCode's plugin: the session's tokens so far, from its message events.
+    #[serde(default)]
+    pub tokens: Option<u64>,
 }
 
 impl Input {
@@ -492,6 +537,13 @@ pub fn judge(
         Ok(bound) => bound,
         Err(why) => return unjudged(rules, input, project, session, &agent_name, why),
     };
+    // The budget breakers: past `max_time` or `max_tokens`, the session is ESCALATED before
+    // anything runs.
+    let mut held = session::Held::open(&rules.state, &session_key(&input.session_id, None));
+    if let Some(over) = usage::over_budget(rules, agent, input, &mut held) {
+        escalate_session(rules, input, &over);
+    }
+    held.save();
     // The agent's answer matters more than the history: a log that cannot be opened (a full or
     // read-only disk) drops events, and a state that cannot be saved is said on stderr.
     let events = EventLog::open_or_discard(&rules.state, rules.events);
@@ -592,6 +644,54 @@ pub fn judge(
         verdict,
         answer,
     })
+}
+
+/// Trips the session's budget breaker: its stop is ESCALATED from now on, until a person
+/// resets it.
+fn escalate_session(rules: &Rules, input: &Input, why: &str) {
+    // The session's own stop and, for a subagent, its own.
+    let mut keys = vec![session_key(&input.session_id, None)];
+    if input.subagent().is_some() {
+        keys.push(input.session_key());
+    }
+    for key in keys {
+        escalate_key(rules, &key, why);
+    }
+}
+
+fn escalate_key(rules: &Rules, key: &str, why: &str) {
+    let mut state = crate::state::TaskState::load(&rules.state, key);
+    if state.escalated.is_none() {
+        state.escalated = Some(why.to_owned());
+        if let Ok(events) = EventLog::open(&rules.state, rules.events) {
+            events.record(
+                Some(key),
+                None,
+                Event::Escalated {
+                    breaker: crate::events::Breaker::Budget,
+                    reason: why,
+                },
+            );
+        }
+        if let Err(err) = state.save(&rules.state, key) {
+            tracing::error!("the session's budget breaker cannot be saved: {err}");
+        }
+    }
+}
+
+/// The pipeline this session's stop would run for `task`, if any: what a tool call is held to.
+fn stop_pipeline<'r>(rules: &'r Rules, input: &Input, task: &str) -> Option<&'r Pipeline> {
+    let event = if input.subagent().is_some() {
+        "SubagentStop"
+    } else {
+        "Stop"
+    };
+    let stop = Input {
+        hook_event_name: Some(event.to_owned()),
+        ..input.clone()
+    };
+    let bound = bound_pipeline(rules, &stop).ok()?;
+    rules.pipeline_for(task, bound).ok()
 }
 
 /// The pipeline bound to this stop's event when the rules bind hook events (a gates.json's

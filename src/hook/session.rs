@@ -1,0 +1,203 @@
+//! What an agent session remembers between its tool calls: when it began (for `max_time`), the
+//! tokens its usage records count and how far each record was read (for `max_tokens`), and
+//! per agent (the session's own, or a subagent) the refusal and the tool error it keeps
+//! repeating and the breaches it has already been told of. One file per session,
+//! `<state>/sessions/<key>.json`, read and written under a lock on `<key>.lock`: an agent may
+//! run several tool hooks at once.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+/// A session's record is small; one larger was not written by validator.
+const MAX_SESSION_BYTES: u64 = 256 * 1024;
+/// Breaches remembered per agent as told; past it the oldest are forgotten (and may be told
+/// again, which is harmless).
+const MAX_TOLD: usize = 256;
+/// Longest a tool hook waits for another of the same session to finish with the record.
+const LOCK_WAIT: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Session {
+    /// Unix seconds of the session's first hook call.
+    pub first_seen: Option<u64>,
+    pub usage: Usage,
+    pub agents: BTreeMap<String, Memory>,
+}
+
+/// The tokens a session's usage records count, and how far each was read.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub total: u64,
+    pub sources: BTreeMap<String, Source>,
+}
+
+/// How far one usage record (a transcript, a rollout file) was read, and what it counted.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Source {
+    /// Bytes read so far (a record that only grows is read from here on).
+    pub offset: u64,
+    /// The tokens counted from it so far.
+    pub counted: u64,
+    /// The message ids counted last (a message's lines repeat its usage).
+    pub recent: Vec<String>,
+}
+
+/// What one agent of the session keeps repeating, and what it was told.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Memory {
+    pub refusal: Option<Repeat>,
+    pub tool_error: Option<Repeat>,
+    pub told: Vec<String>,
+}
+
+/// Something that happened `times` times in a row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repeat {
+    pub signature: String,
+    pub times: u32,
+}
+
+impl Memory {
+    /// Counts `signature` as the latest of `what`: one more if it repeats the last, else 1.
+    pub fn repeat(what: &mut Option<Repeat>, signature: String) -> u32 {
+        let times = match what {
+            Some(last) if last.signature == signature => last.times + 1,
+            _ => 1,
+        };
+        *what = Some(Repeat { signature, times });
+        times
+    }
+
+    /// Whether `breach` is new to this agent (and remembers it).
+    pub fn first_time(&mut self, breach: &str) -> bool {
+        if self.told.iter().any(|told| told == breach) {
+            return false;
+        }
+        if self.told.len() == MAX_TOLD {
+            self.told.remove(0);
+        }
+        self.told.push(breach.to_owned());
+        true
+    }
+}
+
+/// A session's record, held locked from [`Held::open`] to [`Held::save`] (or drop).
+pub struct Held {
+    path: PathBuf,
+    _lock: Option<Flock<std::fs::File>>,
+    pub session: Session,
+}
+
+impl Held {
+    /// The record of `key` under `state`, locked; a fresh one if there is none or it cannot be
+    /// read (the breakers it feeds start over rather than stop the agent by accident). A lock
+    /// held past [`LOCK_WAIT`] is waited for no longer: the record is used unlocked.
+    pub fn open(state: &Path, key: &str) -> Held {
+        let dir = state.join("sessions");
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join(format!("{key}.json"));
+        let lock = lock(&dir.join(format!("{key}.lock")));
+        let session = match crate::files::read(&path, MAX_SESSION_BYTES, crate::files::Links::Refuse)
+        {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
+                tracing::warn!(path = %path.display(), %err, "a session's record is damaged; starting it afresh");
+                Session::default()
+            }),
+            Err(_) => Session::default(),
+        };
+        Held {
+            path,
+            _lock: lock,
+            session,
+        }
+    }
+
+    /// When the session began: its first hook call (this one, if it is the first).
+    pub fn began(&mut self) -> u64 {
+        *self.session.first_seen.get_or_insert_with(now)
+    }
+
+    pub fn memory(&mut self, agent: &str) -> &mut Memory {
+        self.session.agents.entry(agent.to_owned()).or_default()
+    }
+
+    pub fn save(self) {
+        let bytes = serde_json::to_vec(&self.session).unwrap_or_default();
+        if let Err(err) = crate::atomic::replace_unsynced(&self.path, &bytes) {
+            tracing::warn!("a session's record cannot be saved: {err}");
+        }
+    }
+
+    /// Forgets the session (`validator reset`).
+    pub fn remove(state: &Path, key: &str) {
+        let dir = state.join("sessions");
+        for file in [format!("{key}.json"), format!("{key}.lock")] {
+            let _ = std::fs::remove_file(dir.join(file));
+        }
+    }
+}
+
+fn lock(path: &Path) -> Option<Flock<std::fs::File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let waited = Instant::now();
+    let mut file = file;
+    loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => return Some(locked),
+            Err((back, _)) if waited.elapsed() < LOCK_WAIT => {
+                file = back;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => {
+                tracing::warn!(path = %path.display(), "a session's record stayed locked; using it unlocked");
+                return None;
+            }
+        }
+    }
+}
+
+/// Unix seconds now.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_survives_between_calls_and_counts_repeats() {
+        let state = tempfile::tempdir().unwrap();
+        let mut held = Held::open(state.path(), "hook-1");
+        let began = held.began();
+        let memory = held.memory("");
+        assert_eq!(Memory::repeat(&mut memory.refusal, "a".into()), 1);
+        assert_eq!(Memory::repeat(&mut memory.refusal, "a".into()), 2);
+        assert!(memory.first_time("x"));
+        held.save();
+        let mut again = Held::open(state.path(), "hook-1");
+        assert_eq!(again.began(), began);
+        let memory = again.memory("");
+        assert_eq!(Memory::repeat(&mut memory.refusal, "a".into()), 3);
+        assert_eq!(Memory::repeat(&mut memory.refusal, "b".into()), 1);
+        assert!(!memory.first_time("x"));
+    }
+}

@@ -1,0 +1,452 @@
+//! An agent's tool calls, as its hooks hand them to validator: before one runs (Claude Code and
+//! Codex `PreToolUse`, Gemini CLI `BeforeTool`, OpenCode's plugin `tool.execute.before`) the
+//! call is judged by [`crate::tooltime`] from the rules and contract the stop is judged by;
+//! after one ran (`PostToolUse`, `AfterTool`, `tool.execute.after`) what it changed is listed
+//! and a breach the stop would fail is told to the agent at once, and the same tool error
+//! three times in a row tells it to change approach.
+//!
+//! Refusals are not attempts: they count toward no breaker of the stop; each is a
+//! `tool_denied` event, and the same refusal `tools.stop_after` times in a row stops the agent
+//! where its CLI can be stopped from a hook.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::session::{Held, Memory};
+use super::{Agent, Input, Project, session_key};
+use crate::config::Rules;
+use crate::events::{Event, EventLog};
+use crate::rules::scope;
+use crate::task::Task;
+use crate::tooltime::{Action, Decision, Policy};
+
+/// The part of a tool hook's input validator reads, named as each agent names it.
+#[derive(Debug, Clone, Default)]
+pub struct Call {
+    pub tool: String,
+    pub input: Value,
+    /// What the tool gave back, after it ran.
+    pub response: Value,
+    /// Whether it failed (an error event, or an error in its response).
+    pub failed: bool,
+}
+
+impl Call {
+    /// The call an input describes.
+    pub fn of(input: &Input) -> Call {
+        let response = input.tool_response.clone().unwrap_or(Value::Null);
+        let error = input.error.clone().filter(|e| !e.is_null());
+        let failed = error.is_some()
+            || input.hook_event_name.as_deref() == Some("PostToolUseFailure")
+            || response_failed(&response);
+        Call {
+            tool: input.tool_name.clone().unwrap_or_default(),
+            input: input.tool_input.clone().unwrap_or(Value::Null),
+            response: match error {
+                Some(error) => json!({"error": error, "response": response}),
+                None => response,
+            },
+            failed,
+        }
+    }
+
+    /// What the call does, and the directory it runs in (the input's `cwd`, or the tool's own
+    /// working directory when it names one).
+    pub fn action(&self, cwd: &Path) -> (Action, PathBuf) {
+        let field = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|name| self.input.get(name).and_then(Value::as_str))
+        };
+        let dir = field(&["workdir", "dir_path", "directory", "cwd"])
+            .map(|dir| cwd.join(dir))
+            .unwrap_or_else(|| cwd.to_path_buf());
+        let tool = self.tool.to_ascii_lowercase();
+        if let Some(patch) = patch_text(&self.input) {
+            return (Action::Write(crate::tooltime::patch_files(patch)), dir);
+        }
+        if SHELL_TOOLS.contains(&tool.as_str()) {
+            return match shell_line(&self.input) {
+                Some(line) => (Action::Shell(line), dir),
+                None => (Action::Other, dir),
+            };
+        }
+        if WRITE_TOOLS.contains(&tool.as_str()) {
+            let paths: Vec<String> = PATH_FIELDS
+                .iter()
+                .filter_map(|name| self.input.get(name).and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect();
+            if !paths.is_empty() {
+                return (Action::Write(paths), dir);
+            }
+        }
+        (Action::Other, dir)
+    }
+
+    /// The call's identity for the tool-error breaker: the tool, its input and its error, with
+    /// numbers taken out (a duration or a pid does not make two errors differ).
+    pub fn error_signature(&self) -> String {
+        let text = format!("{}\n{}\n{}", self.tool, self.input, self.response);
+        let normalized: String = text
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '0' } else { c })
+            .collect();
+        use sha2::{Digest, Sha256};
+        format!("{:x}", Sha256::digest(normalized.as_bytes()))
+    }
+}
+
+/// Tools that run a shell command line (`command`).
+const SHELL_TOOLS: &[&str] = &[
+    "bash",
+    "shell",
+    "run_shell_command",
+    "exec_command",
+    "local_shell",
+    "container.exec",
+    "unified_exec",
+];
+
+/// Tools that write the file their input names.
+const WRITE_TOOLS: &[&str] = &[
+    "write",
+    "edit",
+    "multiedit",
+    "notebookedit",
+    "write_file",
+    "replace",
+    "create_file",
+    "str_replace_editor",
+    "str_replace_based_edit_tool",
+];
+
+const PATH_FIELDS: &[&str] = &[
+    "file_path",
+    "filePath",
+    "notebook_path",
+    "path",
+    "absolute_path",
+];
+
+/// A patch an input carries (Codex's `apply_patch`, OpenCode's `patch`): the first string
+/// field holding one.
+fn patch_text(input: &Value) -> Option<&str> {
+    let is_patch = |text: &&str| text.contains("*** Begin Patch");
+    match input {
+        Value::String(text) => Some(text.as_str()).filter(is_patch),
+        Value::Object(fields) => fields.values().find_map(patch_text),
+        Value::Array(items) => items.iter().find_map(patch_text),
+        _ => None,
+    }
+}
+
+/// The command line of a shell tool: a string, or an argv (`["bash", "-lc", "…"]` is its
+/// script; any other argv is quoted back into a line).
+fn shell_line(input: &Value) -> Option<String> {
+    match input.get("command")? {
+        Value::String(line) => Some(line.clone()),
+        Value::Array(words) => {
+            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+            match words.as_slice() {
+                [shell, flag, script]
+                    if flag.starts_with('-') && flag.contains('c') && is_shell(shell) =>
+                {
+                    Some((*script).to_owned())
+                }
+                _ => Some(shell_words::join(words)),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn is_shell(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    matches!(name, "sh" | "bash" | "zsh" | "dash")
+}
+
+/// Whether a tool's response says it failed: an error field, or a non-zero exit code.
+fn response_failed(response: &Value) -> bool {
+    let Some(fields) = response.as_object() else {
+        return false;
+    };
+    let exit = ["exit_code", "exitCode", "returncode"]
+        .iter()
+        .find_map(|name| fields.get(*name).and_then(Value::as_i64));
+    exit.is_some_and(|code| code != 0)
+        || fields.get("is_error").and_then(Value::as_bool) == Some(true)
+        || fields
+            .get("error")
+            .is_some_and(|e| !e.is_null() && e != &Value::Bool(false) && e != "")
+}
+
+/// What validator answers a tool hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolAnswer {
+    /// No opinion: the agent's own permission rules decide, as if there were no hook.
+    Nothing,
+    /// Refuse the call; the reason reaches the model.
+    Deny(String),
+    /// Refuse it and stop the agent (where it can be stopped from a hook).
+    DenyAndStop { reason: String, stop: String },
+    /// A person must confirm (where the agent can ask one).
+    Ask(String),
+    /// After a call: put this in front of the model before it goes on.
+    Tell(String),
+    /// Could not judge: say so to the person, leave the call to the agent's own rules.
+    Notice(String),
+}
+
+impl ToolAnswer {
+    /// The answer to a decision.
+    pub fn of(decision: Decision) -> ToolAnswer {
+        match decision {
+            Decision::Allow => ToolAnswer::Nothing,
+            Decision::Deny(why) => ToolAnswer::Deny(why),
+            Decision::Ask(why) => ToolAnswer::Ask(why),
+        }
+    }
+
+    /// The JSON line for `agent`'s `event`, or `None` for no answer.
+    pub fn to_json(&self, agent: Agent, event: &str) -> Option<String> {
+        let prefixed = |why: &str| format!("validator: {why}");
+        let value = match self {
+            ToolAnswer::Nothing => return None,
+            ToolAnswer::Notice(message) => json!({"systemMessage": prefixed(message)}),
+            ToolAnswer::Deny(why) => deny(agent, event, &prefixed(why)),
+            ToolAnswer::DenyAndStop { reason, stop } => {
+                let mut answer = deny(agent, event, &prefixed(reason));
+                if let Some(fields) = answer.as_object_mut() {
+                    fields.insert("continue".into(), json!(false));
+                    fields.insert("stopReason".into(), json!(prefixed(stop)));
+                }
+                answer
+            }
+            ToolAnswer::Ask(why) => match agent {
+                Agent::Claude => json!({"hookSpecificOutput": {
+                    "hookEventName": event,
+                    "permissionDecision": "ask",
+                    "permissionDecisionReason": prefixed(why),
+                }}),
+                _ => deny(agent, event, &prefixed(why)),
+            },
+            ToolAnswer::Tell(message) => match agent {
+                Agent::Claude | Agent::Codex => json!({
+                    "decision": "block",
+                    "reason": prefixed(message),
+                    "hookSpecificOutput": {"hookEventName": event, "additionalContext": prefixed(message)},
+                }),
+                Agent::Gemini => json!({
+                    "decision": "deny",
+                    "reason": prefixed(message),
+                    "hookSpecificOutput": {"hookEventName": event, "additionalContext": prefixed(message)},
+                }),
+                Agent::Opencode => json!({"tell": prefixed(message)}),
+            },
+        };
+        Some(value.to_string())
+    }
+
+    pub fn word(&self) -> &'static str {
+        match self {
+            ToolAnswer::Nothing => "allow",
+            ToolAnswer::Deny(_) => "deny",
+            ToolAnswer::DenyAndStop { .. } => "deny_and_stop",
+            ToolAnswer::Ask(_) => "ask",
+            ToolAnswer::Tell(_) => "tell",
+            ToolAnswer::Notice(_) => "notice",
+        }
+    }
+}
+
+/// A refusal in `agent`'s words: Claude Code and Codex read `permissionDecision` (Codex only
+/// with a reason), Gemini CLI a top-level `decision`, OpenCode's plugin throws the reason.
+fn deny(agent: Agent, event: &str, why: &str) -> Value {
+    match agent {
+        Agent::Claude | Agent::Codex => json!({"hookSpecificOutput": {
+            "hookEventName": event,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": why,
+        }}),
+        Agent::Gemini | Agent::Opencode => json!({"decision": "deny", "reason": why}),
+    }
+}
+
+/// The tool hooks' own deadline for listing what a tool changed: well inside every agent's
+/// hook timeout, so an answer always comes.
+const AFTER_TOOL_LISTING: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The same tool error this many times in a row (`defaults.tool_strikes`) is answered with the
+/// circuit breaker's words.
+fn same_error_message(times: u32) -> String {
+    format!("STOP. Same error {times} times. Use a different tool or approach.")
+}
+
+/// What a tool hook needs besides its input: the task the stop would judge and the session's
+/// record.
+struct Setting<'r> {
+    rules: &'r Rules,
+    task: Task,
+    contract: Option<crate::contract::Contract>,
+    /// The agent whose memory this is in the session record ("" for the session's own).
+    agent_key: String,
+    events: EventLog,
+    session: String,
+}
+
+impl<'r> Setting<'r> {
+    fn new(rules: &'r Rules, input: &Input, project: &Project) -> Result<Setting<'r>, String> {
+        let task = Task::new(project.task_name(), &project.dir)
+            .map_err(|err| format!("the project cannot be judged: {err}"))?
+            .ignoring(&rules.state);
+        let contract = rules
+            .contract_for(&task.name)
+            .map_err(|err| format!("the task's contract cannot be read: {err:#}"))?;
+        Ok(Setting {
+            rules,
+            task,
+            contract,
+            agent_key: input.subagent().unwrap_or_default().to_owned(),
+            events: EventLog::open_or_discard(&rules.state, rules.events),
+            session: input.session_key(),
+        })
+    }
+
+    fn policy<'s>(&'s self, input: &Input) -> Policy<'s> {
+        let pipeline = super::stop_pipeline(self.rules, input, &self.task.name);
+        Policy::new(
+            &self.task,
+            pipeline,
+            self.contract.as_ref(),
+            &self.rules.tools,
+        )
+    }
+
+    fn record(&self, event: Event<'_>) {
+        self.events.record(Some(&self.session), None, event);
+    }
+}
+
+/// Judges a tool call before it runs. What cannot be judged (a project or contract that cannot
+/// be read) lets the agent's own permission rules decide, and says why; the stop still judges.
+pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> ToolAnswer {
+    let setting = match Setting::new(rules, input, project) {
+        Ok(setting) => setting,
+        Err(why) => return ToolAnswer::Notice(format!("this tool call was not judged: {why}")),
+    };
+    let mut held = Held::open(&rules.state, &session_key(&input.session_id, None));
+    held.began();
+    if let Some(over) = super::usage::over_budget(rules, agent, input, &mut held) {
+        held.save();
+        super::escalate_session(rules, input, &over);
+        setting.record(Event::ToolDenied {
+            tool: input.tool_name.as_deref().unwrap_or_default(),
+            reason: &over,
+            times: 1,
+            stopped: true,
+        });
+        return ToolAnswer::DenyAndStop {
+            reason: format!("ESCALATED: {over}; no more tools run in this session"),
+            stop: format!("ESCALATED: {over}. A person decides."),
+        };
+    }
+    let cwd = crate::tooltime::resolve_cwd(&input.cwd);
+    let call = Call::of(input);
+    let (action, dir) = call.action(&cwd);
+    let judged = setting.policy(input).decide(&action, &dir);
+    let memory = held.memory(&setting.agent_key);
+    let answer = match judged.decision {
+        Decision::Allow => {
+            memory.refusal = None;
+            ToolAnswer::Nothing
+        }
+        Decision::Deny(why) | Decision::Ask(why) if agent != Agent::Claude || !is_ask(&why) => {
+            let times = Memory::repeat(&mut memory.refusal, why.clone());
+            let limit = rules.tools.stop_after;
+            let stopped = limit > 0 && times >= limit;
+            setting.record(Event::ToolDenied {
+                tool: &call.tool,
+                reason: &why,
+                times,
+                stopped,
+            });
+            if stopped {
+                ToolAnswer::DenyAndStop {
+                    stop: format!(
+                        "the same tool call was refused {times} times in a row ({why}); the agent was stopped for a person to look"
+                    ),
+                    reason: why,
+                }
+            } else {
+                ToolAnswer::Deny(why)
+            }
+        }
+        Decision::Deny(why) | Decision::Ask(why) => ToolAnswer::Ask(why),
+    };
+    held.save();
+    answer
+}
+
+/// Whether a reason is an `ask` rule's (Claude Code can ask a person; the others refuse).
+fn is_ask(why: &str) -> bool {
+    why.contains("needs a person's approval")
+}
+
+/// Looks at what a tool did: a change the stop would fail, or the same error again, is told to
+/// the agent at once.
+pub fn after(rules: &Rules, _agent: Agent, input: &Input, project: &Project) -> ToolAnswer {
+    let setting = match Setting::new(rules, input, project) {
+        Ok(setting) => setting,
+        Err(why) => return ToolAnswer::Notice(format!("this tool call was not looked at: {why}")),
+    };
+    let mut held = Held::open(&rules.state, &session_key(&input.session_id, None));
+    held.began();
+    let call = Call::of(input);
+    let cwd = crate::tooltime::resolve_cwd(&input.cwd);
+    let (action, _) = call.action(&cwd);
+    let mut told = Vec::new();
+    let strikes = rules.defaults.tool_strikes;
+    let memory = held.memory(&setting.agent_key);
+    if call.failed {
+        let times = Memory::repeat(&mut memory.tool_error, call.error_signature());
+        if strikes > 0 && times >= strikes {
+            told.push(same_error_message(times));
+        }
+    } else {
+        memory.tool_error = None;
+    }
+    // What a command (or a write the agent's CLI let through) changed: listed now, judged as
+    // the stop will judge it.
+    if !matches!(action, Action::Other) {
+        match scope::changed_now(&setting.task, &rules.state, AFTER_TOOL_LISTING) {
+            Ok(changed) => {
+                let policy = setting.policy(input);
+                let memory = held.memory(&setting.agent_key);
+                let new: Vec<String> = policy
+                    .breaches(&changed)
+                    .into_iter()
+                    .filter(|breach| memory.first_time(breach))
+                    .collect();
+                if !new.is_empty() {
+                    told.push(format!(
+                        "what you just ran changed files the stop will fail; undo it now: {}",
+                        new.join("; ")
+                    ));
+                }
+            }
+            Err(why) => tracing::warn!("what the tool changed cannot be listed: {why}"),
+        }
+    }
+    held.save();
+    if told.is_empty() {
+        return ToolAnswer::Nothing;
+    }
+    let message = told.join(" ");
+    setting.record(Event::ToolTold {
+        tool: &call.tool,
+        message: &message,
+    });
+    ToolAnswer::Tell(message)
+}
