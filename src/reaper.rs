@@ -149,7 +149,9 @@ fn parent_of(pid: i32) -> Option<i32> {
     after_comm.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Whether `pid`'s environment carries one of `marks` (`VALIDATOR_WATCHER=<mark>`).
+/// Whether `pid`'s environment carries one of `marks` (`VALIDATOR_WATCHER=<mark>`), or a mark
+/// made under one (`<mark>.…`: what a validator run as that command marks its own commands
+/// with, see `process::one_shot_mark`).
 fn carries_a_mark_of(pid: i32, marks: &[String]) -> bool {
     if marks.is_empty() {
         return false;
@@ -161,8 +163,15 @@ fn carries_a_mark_of(pid: i32, marks: &[String]) -> bool {
     environ.split(|&b| b == 0).any(|entry| {
         entry
             .strip_prefix(prefix.as_bytes())
-            .is_some_and(|value| marks.iter().any(|mark| value == mark.as_bytes()))
+            .is_some_and(|value| marks.iter().any(|mark| is_under(value, mark.as_bytes())))
     })
+}
+
+/// Whether the mark `value` is `mark` or one made under it (`<mark>.…`).
+fn is_under(value: &[u8], mark: &[u8]) -> bool {
+    value
+        .strip_prefix(mark)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"."))
 }
 
 /// Kills the process `pid` if it is still a child of `own`, through a pidfd, and reaps it.
@@ -386,6 +395,15 @@ pub fn kill_left_cgroups(prefix: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mark_covers_itself_and_the_marks_made_under_it_only() {
+        assert!(is_under(b"m.3", b"m.3"));
+        assert!(is_under(b"m.3.123-ab.0", b"m.3"));
+        assert!(!is_under(b"m.30", b"m.3"));
+        assert!(!is_under(b"m", b"m.3"));
+        assert!(!is_under(b"xm.3", b"m.3"));
+    }
 
     #[test]
     fn the_parent_of_this_process_is_read_from_proc() {

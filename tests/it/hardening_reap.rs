@@ -1,0 +1,313 @@
+//! What one gate leaves running is its own: a sibling's end (in a `group:`) must not kill it,
+//! under every front end, and nothing a run cleans up may belong to another run or to whoever
+//! started validator. No test here times anything: each waits on the event it means.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{self, Project};
+
+/// Gate `a` starts a "daemon" the way a test suite does (double fork: the process that started
+/// it has exited, so it is re-parented to validator) and waits for its answer; the daemon
+/// answers only once `finished` (a file) holds a line matching `b_done`, which validator writes
+/// when gate `b` has ended, i.e. after it cleaned up behind `b`. Gate `b` ends as soon as the
+/// daemon has been re-parented. In order, `a` would wait for `b` forever; in the group, `a`
+/// passes only if `b`'s end left `a`'s daemon alone.
+fn daemon_and_sibling(project: &Project, finished: &Path, b_done: &str) -> String {
+    let daemon = format!(
+        "i=0; until grep -q {b_done} {finished} 2>/dev/null || [ $i -ge 600 ]; do sleep 0.05; i=$((i+1)); done; echo ok > daemon.answer",
+        b_done = shell_quoted(b_done),
+        finished = shell_quoted(&finished.display().to_string()),
+    );
+    project.root_file("daemon.sh", &daemon);
+    let daemon_path = project.path().join("daemon.sh");
+    // `sh -c 'sh daemon.sh &'` ends once the daemon is forked: from then on the daemon's
+    // parent is validator, and `adopted` says so.
+    let a = format!(
+        "sh -c 'sh {daemon} &'; touch adopted; i=0; while [ ! -e daemon.answer ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; [ -e daemon.answer ]",
+        daemon = daemon_path.display()
+    );
+    let b = "i=0; while [ ! -e adopted ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; [ -e adopted ]";
+    common::pipeline(&format!("{}{}", grouped("a", &a), grouped("b", b)))
+}
+
+/// `text` as one word for `sh`.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// A `lint` gate in group `checks` running `script` under `sh -c`.
+fn grouped(name: &str, script: &str) -> String {
+    format!(
+        "      - {{name: {name}, rule: lint, run: [sh, -c, {}], group: checks}}\n",
+        quoted(script)
+    )
+}
+
+fn quoted(script: &str) -> String {
+    serde_json::to_string(script).expect("a YAML-safe string")
+}
+
+fn outcomes(verdict: &Value) -> Vec<(String, String)> {
+    verdict["gates"]
+        .as_array()
+        .expect("gates")
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap_or_default().to_owned(),
+                g["outcome"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn under_check_a_siblings_end_leaves_a_running_gates_daemon_alone() {
+    let project = Project::new();
+    // `check` prints each gate's line on stderr as the gate ends (after its clean-up).
+    let progress = project.path().join("progress.txt");
+    project.rules(&daemon_and_sibling(&project, &progress, " b  *pass"));
+    // (assert_cmd would pipe stderr: std's Command writes it to the file.)
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
+        .env_remove("VALIDATOR_CONFIG")
+        .env_remove("VALIDATOR_LOG")
+        .env("NO_COLOR", "1")
+        .arg("check")
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir())
+        .args(["--format", "json", "--no-cache"])
+        .stderr(std::fs::File::create(&progress).expect("progress file"))
+        .output()
+        .expect("run validator check");
+    let verdict: Value = serde_json::from_slice(&output.stdout).expect("a verdict on stdout");
+    let progress = std::fs::read_to_string(&progress).unwrap_or_default();
+    assert_eq!(output.status.code(), Some(0), "{verdict:#}\n{progress}");
+    assert_eq!(
+        outcomes(&verdict),
+        [("a".into(), "pass".into()), ("b".into(), "pass".into())]
+    );
+}
+
+#[test]
+fn under_hook_a_siblings_end_leaves_a_running_gates_daemon_alone() {
+    let project = Project::new();
+    // A hook records each gate's end (after its clean-up) in the task's event log.
+    let events = project.path().join("state/events.jsonl");
+    project.rules(&daemon_and_sibling(
+        &project,
+        &events,
+        r#""gate_finished".*"gate":"b""#,
+    ));
+    let input = serde_json::json!({
+        "session_id": "s1",
+        "transcript_path": "/home/u/.claude/projects/p/transcript.jsonl",
+        "cwd": project.task_dir(),
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+        "last_assistant_message": "All done.",
+    });
+    let output = hook_in(&project.rules_path())
+        .write_stdin(input.to_string())
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("run validator hook");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A PASS answers nothing.
+    assert_eq!(stdout, "", "{stdout}");
+}
+
+/// `validator hook claude` as the agent runs it, in the project's task directory.
+fn hook_in(rules: &Path) -> assert_cmd::Command {
+    let mut command = common::validator();
+    command
+        .arg("-c")
+        .arg(rules)
+        .args(["hook", "claude"])
+        .current_dir(rules.parent().expect("the rules' directory").join("task"));
+    for var in [
+        "CLAUDE_PROJECT_DIR",
+        "GEMINI_PROJECT_DIR",
+        "CODEX_PROJECT_DIR",
+    ] {
+        command.env_remove(var);
+    }
+    command
+}
+
+/// A process the test starts, carrying `VALIDATOR_WATCHER=<mark>` (the gate of an outer
+/// validator, or one of that gate's siblings), killed when the test ends.
+struct Bystander(std::process::Child);
+
+impl Bystander {
+    fn marked(mark: &str) -> Bystander {
+        Bystander(
+            std::process::Command::new("sleep")
+                .arg("600")
+                .env("VALIDATOR_WATCHER", mark)
+                .spawn()
+                .expect("start sleep"),
+        )
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().expect("wait on the bystander").is_none()
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A mark no other test (or run) uses, as validator's own look (`<letters/digits/->`).
+fn outer_mark() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("outer{}-{nanos}", std::process::id())
+}
+
+/// Whether process `pid` is gone (or a zombie no one reaped yet: dead all the same).
+fn gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// The gate's output tail in a verdict.
+fn tail<'v>(verdict: &'v Value, gate: &str) -> &'v str {
+    common::gate(verdict, gate)["output_tail"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_gates_mark_is_its_runs_own_and_its_env_cannot_replace_it() {
+    let project = common::project(&[common::lint(
+        "mark",
+        r#"[sh, -c, 'echo "$VALIDATOR_WATCHER"']"#,
+        r#"env: {VALIDATOR_WATCHER: forged}"#,
+    )]);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "{verdict:#}");
+    let seen = tail(&verdict, "mark").trim();
+    // `<pid>-<random>.<n>`: the run's own mark, then the command's number.
+    let (run, command) = seen.rsplit_once('.').unwrap_or_else(|| panic!("{seen}"));
+    assert_eq!(command, "0", "{seen}");
+    assert!(
+        run.split_once('-')
+            .is_some_and(|(pid, random)| pid.parse::<u32>().is_ok() && random.len() == 16),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_check_run_as_another_validators_gate_kills_only_what_carries_its_own_mark() {
+    // What a `check` run as gate 3 of a watcher inherits, and what that gate and a sibling
+    // carry: none of them is the check's to kill.
+    let outer = outer_mark();
+    let gate = format!("{outer}.3");
+    let mut bystanders = [
+        Bystander::marked(&outer),
+        Bystander::marked(&gate),
+        Bystander::marked(&format!("{outer}.4")),
+    ];
+    // Killed at its deadline (so the check looks for what carries the command's mark), the
+    // gate leaves a process outside its group.
+    let project = common::project(&[common::lint(
+        "slow",
+        r#"[sh, -c, 'echo "$VALIDATOR_WATCHER"; setsid sleep 600 & echo $!; exec sleep 600']"#,
+        "timeout: 1s",
+    )]);
+    let mut cmd = project.check();
+    cmd.args(["--format", "json"])
+        .env("VALIDATOR_WATCHER", &gate)
+        .timeout(Duration::from_secs(120));
+    let (code, verdict) = common::json_verdict(cmd);
+    assert_eq!(code, 1, "{verdict:#}");
+    let tail = tail(&verdict, "slow");
+    let mut lines = tail.lines();
+    let seen = lines.next().unwrap_or_default();
+    // Under the gate's mark (the watcher's look finds it), never the gate's mark itself.
+    let own = seen
+        .strip_prefix(&format!("{gate}."))
+        .unwrap_or_else(|| panic!("not under {gate}: {tail}"));
+    assert!(own.ends_with(".0") && own.len() > 2, "{seen}");
+    let left: u32 = lines
+        .next()
+        .and_then(|line| line.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {tail}"));
+    assert!(
+        gone(left),
+        "the gate's setsid child {left} outlived the check"
+    );
+    for (n, bystander) in bystanders.iter_mut().enumerate() {
+        assert!(bystander.alive(), "bystander {n} was killed");
+    }
+}
+
+#[test]
+fn a_check_never_kills_what_another_check_beside_it_runs() {
+    // The second check's gate has a daemon (re-parented to that check) that answers once the
+    // first check is over; the first check's gate is killed at its deadline, so it looks for
+    // what carries its mark while the daemon runs.
+    let second = Project::new();
+    let go = second.path().join("go");
+    let daemon = format!(
+        "i=0; until [ -e {go} ] || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done; echo ok > daemon.answer",
+        go = shell_quoted(&go.display().to_string())
+    );
+    second.root_file("daemon.sh", &daemon);
+    let waits = format!(
+        "sh -c 'sh {daemon} &'; touch adopted; i=0; while [ ! -e daemon.answer ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; [ -e daemon.answer ]",
+        daemon = second.path().join("daemon.sh").display()
+    );
+    second.rules(&common::pipeline(&grouped("waits", &waits)));
+    let running = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
+        .env_remove("VALIDATOR_CONFIG")
+        .env_remove("VALIDATOR_WATCHER")
+        .arg("check")
+        .arg("-c")
+        .arg(second.rules_path())
+        .arg("--task-dir")
+        .arg(second.task_dir())
+        .args(["--format", "json", "--no-cache", "--quiet"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the second check");
+    assert!(
+        common::poll(Duration::from_secs(60), || second
+            .task_dir()
+            .join("adopted")
+            .exists()),
+        "the second check's daemon never started"
+    );
+
+    let first = common::project(&[common::lint(
+        "slow",
+        "[sh, -c, 'setsid sleep 600 & exec sleep 600']",
+        "timeout: 1s",
+    )]);
+    let (code, verdict) = first.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    std::fs::write(&go, "").expect("write go");
+
+    let output = running.wait_with_output().expect("the second check");
+    let verdict: Value = serde_json::from_slice(&output.stdout).expect("a verdict");
+    assert_eq!(output.status.code(), Some(0), "{verdict:#}");
+}
