@@ -320,7 +320,7 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     })?;
     let group = handle.pids().first().map(|&pid| Pid::from_raw(pid as i32));
     if let Some(group) = group {
-        spawning.started(group.as_raw(), run_mark.as_deref());
+        spawning.started(group.as_raw(), run_mark.as_deref(), cgroup.as_ref());
     } else {
         drop(spawning);
     }

@@ -9,29 +9,82 @@ use serde_json::Value;
 
 use crate::common::{self, Project};
 
-/// Gate `a` starts a "daemon" the way a test suite does (double fork: the process that started
-/// it has exited, so it is re-parented to validator) and waits for its answer; the daemon
-/// answers only once `finished` (a file) holds a line matching `b_done`, which validator writes
-/// when gate `b` has ended, i.e. after it cleaned up behind `b`. Gate `b` ends as soon as the
-/// daemon has been re-parented. In order, `a` would wait for `b` forever; in the group, `a`
-/// passes only if `b`'s end left `a`'s daemon alone.
-fn daemon_and_sibling(project: &Project, finished: &Path, b_done: &str) -> String {
-    let daemon = format!(
+/// How gate `a` starts its daemon: as a test suite does (double fork, so that the process that
+/// started it has exited and it is re-parented to validator), and maybe clearing its
+/// environment (the mark with it) and leaving its process group too.
+#[derive(Clone, Copy)]
+enum Daemon {
+    Forked,
+    EnvCleared,
+    EnvClearedAndSetsid,
+}
+
+impl Daemon {
+    fn launcher(self) -> &'static str {
+        match self {
+            Daemon::Forked => "",
+            Daemon::EnvCleared => "env -i PATH=/usr/bin:/bin ",
+            Daemon::EnvClearedAndSetsid => "env -i PATH=/usr/bin:/bin setsid ",
+        }
+    }
+}
+
+/// A group of two gates. Gate `a` starts a daemon (in `root`) and waits for its answer; the
+/// daemon answers only once `finished` (a file) holds a line matching `b_done`, which validator
+/// writes when gate `b` has ended, i.e. after it cleaned up behind `b`. Gate `b` ends as soon as
+/// the daemon has been re-parented. In order, `a` would wait for `b` forever; in the group, `a`
+/// passes only if `b`'s end left `a`'s daemon alone. Gate `a` prints its cgroup.
+fn daemon_and_sibling(root: &Path, daemon: Daemon, finished: &Path, b_done: &str) -> String {
+    let script = format!(
         "i=0; until grep -q {b_done} {finished} 2>/dev/null || [ $i -ge 600 ]; do sleep 0.05; i=$((i+1)); done; echo ok > daemon.answer",
         b_done = shell_quoted(b_done),
         finished = shell_quoted(&finished.display().to_string()),
     );
-    project.root_file("daemon.sh", &daemon);
-    let daemon_path = project.path().join("daemon.sh");
-    // `sh -c 'sh daemon.sh &'` ends once the daemon is forked: from then on the daemon's
+    let daemon_path = root.join("daemon.sh");
+    std::fs::write(&daemon_path, script).expect("write daemon.sh");
+    // `sh -c '… sh daemon.sh &'` ends once the daemon is forked: from then on the daemon's
     // parent is validator, and `adopted` says so.
     let a = format!(
-        "sh -c 'sh {daemon} &'; touch adopted; i=0; while [ ! -e daemon.answer ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; [ -e daemon.answer ]",
+        "cat /proc/self/cgroup; sh -c '{launcher}sh {daemon} &'; touch adopted; i=0; while [ ! -e daemon.answer ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; [ -e daemon.answer ]",
+        launcher = daemon.launcher(),
         daemon = daemon_path.display()
     );
     let b = "i=0; while [ ! -e adopted ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; [ -e adopted ]";
-    common::pipeline(&format!("{}{}", grouped("a", &a), grouped("b", b)))
+    format!("{}{}", grouped("a", &a), grouped("b", b))
 }
+
+/// `check` over a project whose pipeline is [`daemon_and_sibling`]: the exit code and verdict.
+fn check_daemon_and_sibling(daemon: Daemon) -> (Option<i32>, Value, String) {
+    let project = Project::new();
+    // `check` prints each gate's line on stderr as the gate ends (after its clean-up).
+    let progress = project.path().join("progress.txt");
+    project.rules(&common::pipeline(&daemon_and_sibling(
+        project.path(),
+        daemon,
+        &progress,
+        " b  *pass",
+    )));
+    // (assert_cmd would pipe stderr: std's Command writes it to the file.)
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
+        .env_remove("VALIDATOR_CONFIG")
+        .env_remove("VALIDATOR_LOG")
+        .env("NO_COLOR", "1")
+        .arg("check")
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir())
+        .args(["--format", "json", "--no-cache"])
+        .stderr(std::fs::File::create(&progress).expect("progress file"))
+        .output()
+        .expect("run validator check");
+    let verdict: Value = serde_json::from_slice(&output.stdout).expect("a verdict on stdout");
+    let progress = std::fs::read_to_string(&progress).unwrap_or_default();
+    (output.status.code(), verdict, progress)
+}
+
+/// The event log's line for gate `b`'s end.
+const B_FINISHED: &str = r#""gate_finished".*"gate":"b""#;
 
 /// `text` as one word for `sh`.
 fn shell_quoted(text: &str) -> String {
@@ -66,27 +119,8 @@ fn outcomes(verdict: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn under_check_a_siblings_end_leaves_a_running_gates_daemon_alone() {
-    let project = Project::new();
-    // `check` prints each gate's line on stderr as the gate ends (after its clean-up).
-    let progress = project.path().join("progress.txt");
-    project.rules(&daemon_and_sibling(&project, &progress, " b  *pass"));
-    // (assert_cmd would pipe stderr: std's Command writes it to the file.)
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
-        .env_remove("VALIDATOR_CONFIG")
-        .env_remove("VALIDATOR_LOG")
-        .env("NO_COLOR", "1")
-        .arg("check")
-        .arg("-c")
-        .arg(project.rules_path())
-        .arg("--task-dir")
-        .arg(project.task_dir())
-        .args(["--format", "json", "--no-cache"])
-        .stderr(std::fs::File::create(&progress).expect("progress file"))
-        .output()
-        .expect("run validator check");
-    let verdict: Value = serde_json::from_slice(&output.stdout).expect("a verdict on stdout");
-    let progress = std::fs::read_to_string(&progress).unwrap_or_default();
-    assert_eq!(output.status.code(), Some(0), "{verdict:#}\n{progress}");
+    let (code, verdict, progress) = check_daemon_and_sibling(Daemon::Forked);
+    assert_eq!(code, Some(0), "{verdict:#}\n{progress}");
     assert_eq!(
         outcomes(&verdict),
         [("a".into(), "pass".into()), ("b".into(), "pass".into())]
@@ -94,15 +128,22 @@ fn under_check_a_siblings_end_leaves_a_running_gates_daemon_alone() {
 }
 
 #[test]
+fn under_check_a_daemon_that_cleared_its_environment_is_still_its_gates_by_its_group() {
+    let (code, verdict, progress) = check_daemon_and_sibling(Daemon::EnvCleared);
+    assert_eq!(code, Some(0), "{verdict:#}\n{progress}");
+}
+
+#[test]
 fn under_hook_a_siblings_end_leaves_a_running_gates_daemon_alone() {
     let project = Project::new();
     // A hook records each gate's end (after its clean-up) in the task's event log.
     let events = project.path().join("state/events.jsonl");
-    project.rules(&daemon_and_sibling(
-        &project,
+    project.rules(&common::pipeline(&daemon_and_sibling(
+        project.path(),
+        Daemon::Forked,
         &events,
-        r#""gate_finished".*"gate":"b""#,
-    ));
+        B_FINISHED,
+    )));
     let input = serde_json::json!({
         "session_id": "s1",
         "transcript_path": "/home/u/.claude/projects/p/transcript.jsonl",
@@ -310,4 +351,65 @@ fn a_check_never_kills_what_another_check_beside_it_runs() {
     let output = running.wait_with_output().expect("the second check");
     let verdict: Value = serde_json::from_slice(&output.stdout).expect("a verdict");
     assert_eq!(output.status.code(), Some(0), "{verdict:#}");
+}
+
+#[test]
+fn under_watch_a_daemon_that_left_its_group_and_its_mark_is_still_its_gates_by_its_cgroup() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let root = root.path();
+    let gates = daemon_and_sibling(
+        root,
+        Daemon::EnvClearedAndSetsid,
+        &root.join("state/events.jsonl"),
+        B_FINISHED,
+    );
+    std::fs::write(
+        root.join("validator.yaml"),
+        format!("version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{gates}"),
+    )
+    .expect("write rules");
+    std::fs::create_dir_all(root.join("staging/t")).expect("task dir");
+    let log = root.join("watch.log");
+    let mut watching = common::Watching::default();
+    watching.set(
+        std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
+            .arg("watch")
+            .arg("-c")
+            .arg(root.join("validator.yaml"))
+            .current_dir(root)
+            .env_remove("VALIDATOR_CONFIG")
+            .env_remove("VALIDATOR_WATCHER")
+            .env("VALIDATOR_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("start validator watch"),
+    );
+    let logged = || std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        common::poll(Duration::from_secs(60), || logged().contains("watching")),
+        "the watcher never started\n{}",
+        logged()
+    );
+    std::fs::write(root.join("staging/t.done"), "STATUS: OK\n").expect("signal");
+    let verdict_path = root.join("verdicts/t.verdict.json");
+    assert!(
+        common::poll(Duration::from_secs(90), || verdict_path.exists()),
+        "no verdict\n{}",
+        logged()
+    );
+    watching.sigterm(Duration::from_secs(30));
+    let verdict: Value = serde_json::from_slice(&std::fs::read(&verdict_path).expect("verdict"))
+        .expect("a JSON verdict");
+    // Only a cgroup tells such a daemon's gate; where none can be made it is the known limit.
+    if !tail(&verdict, "a")
+        .lines()
+        .any(|line| line.starts_with("0::") && line.contains("/validator-"))
+    {
+        eprintln!("no cgroup per gate on this machine: nothing to test");
+        return;
+    }
+    assert_eq!(verdict["verdict"], "PASS", "{verdict:#}\n{}", logged());
 }
