@@ -267,31 +267,49 @@ fn a_check_run_as_another_validators_gate_kills_only_what_carries_its_own_mark()
         Bystander::marked(&gate),
         Bystander::marked(&format!("{outer}.4")),
     ];
-    // Killed at its deadline (so the check looks for what carries the command's mark), the
-    // gate leaves a process outside its group.
+    // Cancelled (so the check looks for what carries the command's mark), the gate leaves a
+    // process outside its group.
     let project = common::project(&[common::lint(
         "slow",
-        r#"[sh, -c, 'echo "$VALIDATOR_WATCHER"; setsid sleep 600 & echo $!; exec sleep 600']"#,
-        "timeout: 1s",
+        r#"[sh, -c, 'echo "$VALIDATOR_WATCHER" > mark.txt; setsid sleep 600 & echo $! > left.pid; touch ready; exec sleep 600']"#,
+        "",
     )]);
-    let mut cmd = project.check();
-    cmd.args(["--format", "json"])
+    let mut check = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
+        .env_remove("VALIDATOR_CONFIG")
         .env("VALIDATOR_WATCHER", &gate)
-        .timeout(Duration::from_secs(120));
-    let (code, verdict) = common::json_verdict(cmd);
-    assert_eq!(code, 1, "{verdict:#}");
-    let tail = tail(&verdict, "slow");
-    let mut lines = tail.lines();
-    let seen = lines.next().unwrap_or_default();
+        .arg("check")
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir())
+        .args(["--format", "json", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start validator check");
+    let in_task = |name: &str| project.task_dir().join(name);
+    assert!(
+        common::poll(Duration::from_secs(60), || in_task("ready").exists()),
+        "the gate never started"
+    );
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &check.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(stopped.success());
+    let ended = check.wait().expect("wait for the check");
+    assert!(!ended.success(), "a cancelled check is no PASS");
+    let seen = std::fs::read_to_string(in_task("mark.txt")).expect("the gate's mark");
+    let seen = seen.trim();
     // Under the gate's mark (the watcher's look finds it), never the gate's mark itself.
     let own = seen
         .strip_prefix(&format!("{gate}."))
-        .unwrap_or_else(|| panic!("not under {gate}: {tail}"));
+        .unwrap_or_else(|| panic!("not under {gate}: {seen}"));
     assert!(own.ends_with(".0") && own.len() > 2, "{seen}");
-    let left: u32 = lines
-        .next()
-        .and_then(|line| line.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no pid in {tail}"));
+    let left: u32 = std::fs::read_to_string(in_task("left.pid"))
+        .ok()
+        .and_then(|pid| pid.trim().parse().ok())
+        .expect("the setsid child's pid");
     assert!(
         gone(left),
         "the gate's setsid child {left} outlived the check"
