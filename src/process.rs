@@ -19,34 +19,56 @@ use nix::unistd::Pid;
 /// Default cap on captured output per command.
 pub const OUTPUT_CAP: usize = 1024 * 1024;
 
-/// The environment variable that marks every process started under a marked [`Cancel`] (the
-/// watcher's), as `<mark>.<n>` for its n-th command: inherited by all a command starts, it
-/// lets the next watcher find what this one left running if it was killed without a chance to
-/// kill its gates, and a command killed at its deadline what escaped its group ([`kill_marked`]).
+/// The environment variable that marks every process started under a marked [`Cancel`] (every
+/// front end's), as `<mark>.<n>` for its n-th command: inherited by all a command starts, it
+/// tells which running command a process re-parented to validator belongs to (so one gate's end
+/// never kills another's; see `reaper`), lets the next watcher find what this one left running
+/// if it was killed without a chance to kill its gates, and a command killed at its deadline
+/// what escaped its group ([`kill_marked`]).
 pub const MARK_VAR: &str = "VALIDATOR_WATCHER";
 
 /// Lets a supervisor stop every command started under it: the watcher cancels on shutdown,
-/// which kills each running command's process group and refuses to start new ones.
+/// `check` and `hook` when asked to stop, which kills each running command's process group and
+/// refuses to start new ones.
 #[derive(Debug, Default)]
 pub struct Cancel {
     cancelled: AtomicBool,
     groups: Mutex<HashSet<i32>>,
     mark: Option<String>,
+    /// Whether each command runs in a cgroup of its own where one can be made (the watcher's).
+    cgroups: bool,
     /// Numbers the commands started under the mark.
     runs: AtomicU64,
 }
 
 impl Cancel {
-    /// A supervisor whose commands carry `VALIDATOR_WATCHER=<mark>.<n>` in their environment.
+    /// The watcher's supervisor: its commands carry `VALIDATOR_WATCHER=<mark>.<n>` in their
+    /// environment and each runs in a cgroup of its own where one can be made.
     pub fn marked(mark: String) -> Self {
         Cancel {
             mark: Some(mark),
+            cgroups: true,
+            ..Cancel::default()
+        }
+    }
+
+    /// A one-shot run's supervisor (`check`, `hook`): its commands carry a mark no other run
+    /// shares ([`one_shot_mark`]), and join no cgroup (a command would pay half a millisecond
+    /// for it; the subreaper covers them while the run lives).
+    pub fn one_shot() -> Self {
+        Cancel {
+            mark: Some(one_shot_mark(std::env::var_os(MARK_VAR))),
             ..Cancel::default()
         }
     }
 
     pub fn mark(&self) -> Option<&str> {
         self.mark.as_deref()
+    }
+
+    /// Whether commands started under this one run in cgroups of their own.
+    fn uses_cgroups(&self) -> bool {
+        self.cgroups
     }
 
     /// The mark of the next command started under this one (`<mark>.<n>`), if marked.
@@ -88,6 +110,37 @@ impl Cancel {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// A mark for one run of `check` or `hook`: this process's id and 64 random bits (from the
+/// standard library's per-process random hash keys), so no other run, before or beside this
+/// one, carries it, and a worker cannot name it before its gate starts.
+///
+/// Started by a gate of another validator (a `check` run as a gate under `watch`, an agent
+/// under a watcher calling `hook`), the run inherits that gate's mark in `outer` and extends
+/// it, `<outer>.<own>`: the outer validator's look for its gate's mark (`<outer>` and
+/// `<outer>.…`) still finds what this run's commands leave, while this run's own looks (for
+/// `<outer>.<own>.<n>`) never reach the outer gate, its siblings or this process's ancestors.
+/// An inherited value that is no mark validator makes is ignored.
+fn one_shot_mark(outer: Option<OsString>) -> String {
+    use std::hash::BuildHasher;
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let random = std::collections::hash_map::RandomState::new().hash_one(since_epoch);
+    let own = format!("{}-{random:016x}", std::process::id());
+    match outer.as_deref().and_then(std::ffi::OsStr::to_str) {
+        Some(outer) if is_a_mark(outer) => format!("{outer}.{own}"),
+        _ => own,
+    }
+}
+
+/// Whether `value` looks like a mark validator makes: short, of letters, digits, `-` and `.`.
+fn is_a_mark(value: &str) -> bool {
+    (1..=512).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
 }
 
 /// What to run and under which limits.
@@ -181,21 +234,26 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         return Err(SpawnError::NotFound(program_name));
     };
     let mut expression = duct::cmd(&resolved, &spec.argv[1..]).dir(spec.cwd);
+    // Each command carries its own mark under its supervisor's (`<mark>.<n>`), so what escaped
+    // this command's group can be found by it alone while other gates run on. Set first, as
+    // duct applies the modifier added first last: a gate's `env` cannot replace it.
+    let run_mark = spec.cancel.and_then(Cancel::next_run_mark);
+    if let Some(mark) = &run_mark {
+        expression = expression.env(MARK_VAR, mark);
+    }
     expression = match stdin_reader {
         Some(reader) => expression.stdin_file(reader),
         None => expression.stdin_null(),
     };
     let sandbox = spec.sandbox.map(crate::sandbox::Sandbox::fd);
-    // Each command carries its own mark under the watcher's (`<mark>.<n>`), so what escaped
-    // this command's group can be found by it alone while other gates run on.
-    let run_mark = spec.cancel.and_then(Cancel::next_run_mark);
     // Under a watcher a command gets a cgroup where one can be made: its end kills the cgroup
     // whole, and a watcher killed before that leaves it, named by its mark, to the next. (A
     // command in a sandbox, git, starts nothing. A one-shot run relies on being the subreaper:
     // joining a cgroup costs a fork where a spawn would do, half a millisecond a command.)
     let cgroup_prefix = crate::reaper::cgroup_prefix(run_mark.as_deref());
-    let cgroup = match (spec.sandbox, &run_mark) {
-        (None, Some(_)) => crate::reaper::Cgroup::new(&cgroup_prefix),
+    let in_cgroup = spec.sandbox.is_none() && spec.cancel.is_some_and(Cancel::uses_cgroups);
+    let cgroup = match (in_cgroup, &run_mark) {
+        (true, Some(_)) => crate::reaper::Cgroup::new(&cgroup_prefix),
         _ => None,
     };
     let joins = cgroup.as_ref().map(crate::reaper::Cgroup::procs_fd);
@@ -242,9 +300,6 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     for (key, value) in spec.env {
         expression = expression.env(key, value);
     }
-    if let Some(mark) = &run_mark {
-        expression = expression.env(MARK_VAR, mark);
-    }
     // Registered before anyone may look for what commands left behind (see `reaper`).
     let spawning = crate::reaper::Spawning::begin();
     let started_handle = expression.start();
@@ -265,7 +320,7 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     })?;
     let group = handle.pids().first().map(|&pid| Pid::from_raw(pid as i32));
     if let Some(group) = group {
-        spawning.started(group.as_raw(), run_mark.as_deref());
+        spawning.started(group.as_raw(), run_mark.as_deref(), cgroup.as_ref());
     } else {
         drop(spawning);
     }
@@ -994,6 +1049,58 @@ mod tests {
         assert!(first.starts_with("m-123."), "{first}");
         assert!(second.starts_with("m-123."), "{second}");
         assert_ne!(first, second, "each command has a mark of its own");
+    }
+
+    #[test]
+    fn a_one_shot_mark_is_its_own_and_extends_a_mark_it_inherited() {
+        let mine = one_shot_mark(None);
+        assert!(
+            mine.starts_with(&format!("{}-", std::process::id())),
+            "{mine}"
+        );
+        assert!(is_a_mark(&mine) && !mine.contains('.'), "{mine}");
+        assert_ne!(mine, one_shot_mark(None), "two runs never share a mark");
+        // Run as a gate of another validator: under that gate's mark, never equal to it.
+        let nested = one_shot_mark(Some("0123abcd.4".into()));
+        let own = nested
+            .strip_prefix("0123abcd.4.")
+            .expect("under the outer mark");
+        assert!(!own.is_empty() && !own.contains('.'), "{nested}");
+        // A value validator never makes is not built on.
+        for forged in ["", "a=b", "x\ny", "a b", &"a".repeat(600)] {
+            let mark = one_shot_mark(Some(forged.into()));
+            assert!(
+                !mark.contains('.') && is_a_mark(&mark),
+                "{forged:?}: {mark}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_supervisors_commands_are_marked_and_the_mark_wins_over_a_gates_env() {
+        let cancel = Cancel::one_shot();
+        assert!(!cancel.uses_cgroups(), "a one-shot run joins no cgroup");
+        assert!(Cancel::marked("m".into()).uses_cgroups());
+        let argv: Vec<OsString> = ["sh", "-c", "echo \"$VALIDATOR_WATCHER\""]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let env = [(OsString::from(MARK_VAR), OsString::from("forged"))];
+        let done = run(&Spec {
+            argv: &argv,
+            cwd: Path::new("."),
+            env: &env,
+            env_remove: &[],
+            timeout: Duration::from_secs(20),
+            output_cap: OUTPUT_CAP,
+            cancel: Some(&cancel),
+            separate_stderr: false,
+            sandbox: None,
+        })
+        .unwrap();
+        let seen = String::from_utf8(done.output).unwrap();
+        let mark = cancel.mark().expect("marked");
+        assert_eq!(seen.trim(), format!("{mark}.0"));
     }
 
     #[test]

@@ -6,8 +6,14 @@
 //!   end): whatever a command leaves running is re-parented to validator when its parent dies,
 //!   so every process validator did not start itself, among its children, was left behind by a
 //!   command. After each command ends, those are killed through a pidfd (which names exactly
-//!   that process, so a pid reused meanwhile is never hit) and reaped. One still carrying the
-//!   mark of a command that is running is that command's and is left to it.
+//!   that process, so a pid reused meanwhile is never hit) and reaped. One that still belongs to
+//!   a command that is running is left to it: gates of a `group:` run at once, and one's end must
+//!   not take what another is still using (a test's daemon). It belongs to that command if it
+//!   carries the command's mark (every front end marks its commands, see
+//!   `process::MARK_VAR`), is in the command's process group, or is in the command's cgroup.
+//!   One that cleared its environment and left its group, where commands get no cgroup
+//!   (`check`, `hook`, a watcher that cannot make one), cannot be told from any other leftover:
+//!   it is killed when the next command ends, even one of a sibling gate.
 //! - under a watcher, where a cgroup (v2) can be made beside validator's own, each command runs
 //!   in a cgroup of its own, and its end kills the whole cgroup (`cgroup.kill`); a watcher that
 //!   was killed leaves the cgroups, named by its mark, to the next, which kills them whole.
@@ -26,8 +32,15 @@ use std::time::{Duration, Instant};
 
 use nix::libc;
 
-/// Commands started and not yet waited for: pid, and the mark they carry (under a watcher).
-static RUNNING: Mutex<Option<HashMap<i32, Option<String>>>> = Mutex::new(None);
+/// Commands started and not yet waited for, by pid (each leads a process group of that id).
+static RUNNING: Mutex<Option<HashMap<i32, Running>>> = Mutex::new(None);
+
+/// What tells a running command's processes from others.
+struct Running {
+    mark: Option<String>,
+    /// The cgroup it runs in, as `/proc/<pid>/cgroup` names it (`0::<this>`).
+    cgroup: Option<String>,
+}
 
 /// Held shared while a command is spawned and registered, exclusively while adopted processes
 /// are sought, so a command between its fork and its registration is never taken for one.
@@ -46,7 +59,7 @@ pub fn become_subreaper() -> bool {
     agreed
 }
 
-fn running() -> std::sync::MutexGuard<'static, Option<HashMap<i32, Option<String>>>> {
+fn running() -> std::sync::MutexGuard<'static, Option<HashMap<i32, Running>>> {
     RUNNING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -58,11 +71,15 @@ impl Spawning {
         Spawning(SPAWNING.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Registers the command that was just spawned as `pid`, carrying `mark`.
-    pub fn started(self, pid: i32, mark: Option<&str>) {
-        running()
-            .get_or_insert_with(HashMap::new)
-            .insert(pid, mark.map(str::to_owned));
+    /// Registers the command that was just spawned as `pid`, carrying `mark`, in `cgroup`.
+    pub fn started(self, pid: i32, mark: Option<&str>, cgroup: Option<&Cgroup>) {
+        running().get_or_insert_with(HashMap::new).insert(
+            pid,
+            Running {
+                mark: mark.map(str::to_owned),
+                cgroup: cgroup.map(|cgroup| cgroup.membership.clone()),
+            },
+        );
     }
 }
 
@@ -74,8 +91,9 @@ pub fn finished(pid: i32) {
 }
 
 /// Kills and reaps every child of this process that it did not start itself (so: what a
-/// command left behind, re-parented here), except those carrying the mark of a command still
-/// running. Returns how many there were. Cheap when there are none: one read per thread.
+/// command left behind, re-parented here), except those that belong to a command still
+/// running ([`Owners`]). Returns how many there were. Cheap when there are none: one read per
+/// thread.
 pub fn reap_adopted() -> usize {
     if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst) {
         return 0;
@@ -86,19 +104,11 @@ pub fn reap_adopted() -> usize {
     // Killing one re-parents its own children here: look again until none are left (bounded,
     // for a tree that forks as fast as it is killed).
     for _ in 0..100 {
-        let (started, marks): (Vec<i32>, Vec<String>) = {
-            let guard = running();
-            let map = guard.as_ref();
-            (
-                map.map(|m| m.keys().copied().collect()).unwrap_or_default(),
-                map.map(|m| m.values().flatten().cloned().collect())
-                    .unwrap_or_default(),
-            )
-        };
+        let owners = Owners::now();
         let adopted: Vec<i32> = children(own)
             .into_iter()
-            .filter(|pid| !started.contains(pid))
-            .filter(|pid| !carries_a_mark_of(*pid, &marks))
+            .filter(|pid| !owners.started.contains(pid))
+            .filter(|pid| !owners.own(*pid))
             .collect();
         if adopted.is_empty() {
             break;
@@ -110,6 +120,63 @@ pub fn reap_adopted() -> usize {
         }
     }
     reaped
+}
+
+/// What the commands running now are told by: their pids (which are their process groups'
+/// ids), their marks, their cgroups.
+struct Owners {
+    started: Vec<i32>,
+    marks: Vec<String>,
+    cgroups: Vec<String>,
+}
+
+impl Owners {
+    fn now() -> Owners {
+        let guard = running();
+        let commands = guard.iter().flat_map(HashMap::iter);
+        Owners {
+            started: commands.clone().map(|(pid, _)| *pid).collect(),
+            marks: commands
+                .clone()
+                .filter_map(|(_, command)| command.mark.clone())
+                .collect(),
+            cgroups: commands
+                .filter_map(|(_, command)| command.cgroup.clone())
+                .collect(),
+        }
+    }
+
+    /// Whether process `pid` belongs to a running command: it carries the command's mark (or
+    /// one made under it), is in its process group (a process cannot join a group of another
+    /// session, and commands never leave validator's), or is in its cgroup (or one below).
+    fn own(&self, pid: i32) -> bool {
+        if self.started.is_empty() {
+            return false;
+        }
+        stat_field(pid, 2).is_some_and(|group| self.started.contains(&group))
+            || carries_a_mark_of(pid, &self.marks)
+            || in_a_cgroup_of(pid, &self.cgroups)
+    }
+}
+
+/// Whether process `pid` is in one of `cgroups` or below one (`/proc/<pid>/cgroup`'s `0::` line).
+fn in_a_cgroup_of(pid: i32, cgroups: &[String]) -> bool {
+    if cgroups.is_empty() {
+        return false;
+    }
+    let Ok(membership) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
+        return false;
+    };
+    membership
+        .lines()
+        .filter_map(|line| line.strip_prefix("0::"))
+        .any(|path| cgroups.iter().any(|cgroup| is_in_or_below(path, cgroup)))
+}
+
+/// Whether the cgroup `path` is `cgroup` or one below it.
+fn is_in_or_below(path: &str, cgroup: &str) -> bool {
+    path.strip_prefix(cgroup)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// The children of process `pid`, from each of its threads' `children` list (or, on a kernel
@@ -142,14 +209,22 @@ fn children(pid: i32) -> Vec<i32> {
     found
 }
 
-/// The parent of `pid`, from `/proc/<pid>/stat` ("pid (comm) state ppid ...").
+/// The parent of `pid`.
 fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, after_comm) = stat.rsplit_once(')')?;
-    after_comm.split_whitespace().nth(1)?.parse().ok()
+    stat_field(pid, 1)
 }
 
-/// Whether `pid`'s environment carries one of `marks` (`VALIDATOR_WATCHER=<mark>`).
+/// The `n`-th number after the command's name in `/proc/<pid>/stat` ("pid (comm) state ppid
+/// pgrp ...": 1 is the parent, 2 the process group).
+fn stat_field(pid: i32, n: usize) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after_comm) = stat.rsplit_once(')')?;
+    after_comm.split_whitespace().nth(n)?.parse().ok()
+}
+
+/// Whether `pid`'s environment carries one of `marks` (`VALIDATOR_WATCHER=<mark>`), or a mark
+/// made under one (`<mark>.…`: what a validator run as that command marks its own commands
+/// with, see `process::one_shot_mark`).
 fn carries_a_mark_of(pid: i32, marks: &[String]) -> bool {
     if marks.is_empty() {
         return false;
@@ -161,8 +236,15 @@ fn carries_a_mark_of(pid: i32, marks: &[String]) -> bool {
     environ.split(|&b| b == 0).any(|entry| {
         entry
             .strip_prefix(prefix.as_bytes())
-            .is_some_and(|value| marks.iter().any(|mark| value == mark.as_bytes()))
+            .is_some_and(|value| marks.iter().any(|mark| is_under(value, mark.as_bytes())))
     })
+}
+
+/// Whether the mark `value` is `mark` or one made under it (`<mark>.…`).
+fn is_under(value: &[u8], mark: &[u8]) -> bool {
+    value
+        .strip_prefix(mark)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"."))
 }
 
 /// Kills the process `pid` if it is still a child of `own`, through a pidfd, and reaps it.
@@ -206,9 +288,16 @@ fn kill_and_reap(pid: i32, own: i32) -> bool {
 // A cgroup per command
 // -------------------------------------------------------------------------------------------
 
-/// The cgroup (v2) validator runs in, if it may make cgroups in it; found once.
-fn own_cgroup() -> Option<&'static Path> {
-    static OWN: OnceLock<Option<PathBuf>> = OnceLock::new();
+/// The cgroup (v2) validator runs in, if it may make cgroups in it.
+struct OwnCgroup {
+    dir: PathBuf,
+    /// As `/proc/<pid>/cgroup` names it: the path below the hierarchy's root.
+    path: String,
+}
+
+/// Validator's cgroup, found once.
+fn own_cgroup() -> Option<&'static OwnCgroup> {
+    static OWN: OnceLock<Option<OwnCgroup>> = OnceLock::new();
     OWN.get_or_init(|| {
         #[cfg(debug_assertions)]
         if std::env::var_os("VALIDATOR_DEBUG_NO_CGROUPS").is_some() {
@@ -226,9 +315,12 @@ fn own_cgroup() -> Option<&'static Path> {
         std::fs::create_dir(&probe).ok()?;
         let kill_file = probe.join("cgroup.kill").exists();
         let _ = std::fs::remove_dir(&probe);
-        kill_file.then_some(dir)
+        kill_file.then(|| OwnCgroup {
+            dir,
+            path: path.trim_end_matches('/').to_owned(),
+        })
     })
-    .as_deref()
+    .as_ref()
 }
 
 /// Where the cgroup2 hierarchy is mounted (`/sys/fs/cgroup`, or beside v1 on a hybrid system).
@@ -247,6 +339,8 @@ pub struct Cgroup {
     dir: PathBuf,
     /// `cgroup.procs`, open for the child to write itself into between fork and exec.
     procs: File,
+    /// As `/proc/<pid>/cgroup` names it (`0::<this>`).
+    membership: String,
 }
 
 /// Cgroups whose command ended, emptied, kept for the next command (making and removing one
@@ -270,13 +364,18 @@ impl Cgroup {
         }
         static NUMBER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NUMBER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = own.join(format!("{prefix}-{n}"));
+        let name = format!("{prefix}-{n}");
+        let dir = own.dir.join(&name);
         std::fs::create_dir(&dir).ok()?;
         match std::fs::OpenOptions::new()
             .write(true)
             .open(dir.join("cgroup.procs"))
         {
-            Ok(procs) => Some(Cgroup { dir, procs }),
+            Ok(procs) => Some(Cgroup {
+                dir,
+                procs,
+                membership: format!("{}/{name}", own.path),
+            }),
             Err(_) => {
                 let _ = std::fs::remove_dir(&dir);
                 None
@@ -367,7 +466,7 @@ pub fn kill_left_cgroups(prefix: &str) -> usize {
         return 0;
     };
     let mut killed = 0;
-    for entry in std::fs::read_dir(own).into_iter().flatten().flatten() {
+    for entry in std::fs::read_dir(&own.dir).into_iter().flatten().flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name
@@ -386,6 +485,34 @@ pub fn kill_left_cgroups(prefix: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mark_covers_itself_and_the_marks_made_under_it_only() {
+        assert!(is_under(b"m.3", b"m.3"));
+        assert!(is_under(b"m.3.123-ab.0", b"m.3"));
+        assert!(!is_under(b"m.30", b"m.3"));
+        assert!(!is_under(b"m", b"m.3"));
+        assert!(!is_under(b"xm.3", b"m.3"));
+    }
+
+    #[test]
+    fn a_cgroup_holds_its_own_processes_and_those_of_the_cgroups_below_it() {
+        assert!(is_in_or_below("/a/validator-m-1", "/a/validator-m-1"));
+        assert!(is_in_or_below(
+            "/a/validator-m-1/made-by-it",
+            "/a/validator-m-1"
+        ));
+        assert!(!is_in_or_below("/a/validator-m-10", "/a/validator-m-1"));
+        assert!(!is_in_or_below("/a", "/a/validator-m-1"));
+    }
+
+    #[test]
+    fn the_process_group_of_this_process_is_read_from_proc() {
+        assert_eq!(
+            stat_field(std::process::id() as i32, 2),
+            Some(nix::unistd::getpgrp().as_raw())
+        );
+    }
 
     #[test]
     fn the_parent_of_this_process_is_read_from_proc() {

@@ -302,11 +302,12 @@ fn run_fixes(
 
 /// A way to stop the gates of a one-shot run (`check`, `hook`) when the process is asked to end
 /// (SIGTERM from a CI runner or an agent's hook timeout, SIGINT, SIGHUP from a closed terminal,
-/// SIGQUIT): the running command's group and cgroup are killed and the run ends as ERROR,
-/// instead of validator dying and leaving its gate running.
+/// SIGQUIT): the running command's group and what carries its mark are killed and the run ends
+/// as ERROR, instead of validator dying and leaving its gate running. Its commands carry this
+/// run's own mark, so what one gate leaves running is told from another's (see `reaper`).
 pub(crate) fn cancel_on_stop_signals() -> Result<Arc<validator::process::Cancel>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    let cancel = Arc::new(validator::process::Cancel::default());
+    let cancel = Arc::new(validator::process::Cancel::one_shot());
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
         .context("cannot install the handler of SIGTERM, SIGINT, SIGHUP and SIGQUIT")?;
     let cancelled = Arc::clone(&cancel);

@@ -18,6 +18,7 @@ mod fuzz_seeds;
 mod gates_corpus;
 mod gates_json;
 mod groups;
+mod hardening_reap;
 mod hooks;
 mod hostile;
 mod install;
