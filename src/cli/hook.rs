@@ -87,6 +87,35 @@ pub(crate) fn hook_answer(
         return Ok(validator::hook::Answer::too_long_to_judge().to_json(agent));
     }
     let input = validator::hook::Input::parse(agent, &input)?;
+    let phase = agent.phase(input.hook_event_name.as_deref());
+    let answered = answer_input(config, agent, task_dir, task, &input, phase);
+    match (answered, phase) {
+        (Ok(answer), _) => Ok(answer),
+        // A tool call validator cannot judge (broken rules, say) is left to the agent's own
+        // permission rules, and the person told why: the stop stays the backstop. Answered,
+        // never failed: an agent shows a failed hook's command line, rules path included, to
+        // its model.
+        (Err(err), Phase::BeforeTool | Phase::AfterTool) => {
+            // The details (which name the rules file) go to stderr, for the person's log only.
+            eprintln!("validator hook {}: error: {err:#}", agent.name());
+            let event = input.hook_event_name.as_deref().unwrap_or_default();
+            Ok(validator::hook::tool::ToolAnswer::Notice(
+                "this tool call was not judged: validator cannot read its rules (`validator rules check` says why); the stop will still be judged".into(),
+            )
+            .to_json(agent, event))
+        }
+        (Err(err), Phase::Stop) => Err(err),
+    }
+}
+
+fn answer_input(
+    config: Option<PathBuf>,
+    agent: validator::hook::Agent,
+    task_dir: Option<PathBuf>,
+    task: Option<String>,
+    input: &validator::hook::Input,
+    phase: Phase,
+) -> Result<Option<String>> {
     // The rules file is found as everywhere else: `-c`, `./validator.yaml`, `$VALIDATOR_CONFIG`.
     // Agents start hooks in the project directory, which the agent can write, so the examples
     // pass `-c` with an absolute path outside it; the input's `cwd` is never searched.
@@ -95,17 +124,18 @@ pub(crate) fn hook_answer(
     let project =
         validator::hook::Project::locate(agent, task_dir, task, |var| std::env::var_os(var), &cwd);
     let event = input.hook_event_name.as_deref().unwrap_or_default();
-    match agent.phase(input.hook_event_name.as_deref()) {
-        Phase::BeforeTool => Ok(
-            validator::hook::tool::before(&rules, agent, &input, &project).to_json(agent, event),
-        ),
+    Ok(match phase {
+        Phase::BeforeTool => {
+            validator::hook::tool::before(&rules, agent, input, &project).to_json(agent, event)
+        }
         Phase::AfterTool => {
-            Ok(validator::hook::tool::after(&rules, agent, &input, &project).to_json(agent, event))
+            validator::hook::tool::after(&rules, agent, input, &project).to_json(agent, event)
         }
         Phase::Stop => {
             let cancel = cancel_on_stop_signals()?;
-            let judgement = validator::hook::judge(&rules, agent, &input, &project, Some(&cancel))?;
-            Ok(judgement.answer.to_json(agent))
+            validator::hook::judge(&rules, agent, input, &project, Some(&cancel))?
+                .answer
+                .to_json(agent)
         }
-    }
+    })
 }
