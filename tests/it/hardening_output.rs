@@ -1,5 +1,7 @@
-//! What validator prints, against a worker that controls names and a tool's messages:
-//! invisible and reordering characters never reach any output format raw.
+//! What validator prints and reads back, against a worker that controls names, reports and
+//! a tool's messages: invisible and reordering characters never reach any output format raw;
+//! a JUnit report with a DTD is refused out loud (its entities never expanded) and an unknown
+//! entity is kept as written.
 
 use std::fs;
 use std::path::Path;
@@ -113,4 +115,72 @@ fn no_output_format_prints_a_c1_or_bidi_control_raw() {
         "the job summary holds {:?} raw:\n{step_summary}",
         raw_hazards(&step_summary)
     );
+}
+
+/// A report that declares a DTD whose entities would grow a billion-fold (never expanded), and
+/// names the failed test through one of them.
+const DTD_REPORT: &str = r#"<?xml version="1.0"?>
+<!DOCTYPE testsuite [
+  <!ENTITY lol "lol">
+  <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+  <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+  <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+  <!ENTITY lol9 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+  <!ENTITY x "test_login">
+]>
+<testsuite name="s"><testcase classname="auth" name="&x;"><failure message="&lol9;">boom</failure></testcase></testsuite>
+"#;
+
+/// A test gate whose command writes `report` as report.xml and exits `code`.
+fn junit_project(report: &str, code: i32) -> Project {
+    let project = Project::new();
+    project.root_file("report.src.xml", report);
+    let source = project.path().join("report.src.xml");
+    project.rules(&common::pipeline(&format!(
+        "      - name: tests\n        rule: test\n        run: {}\n        junit: report.xml\n",
+        serde_json::json!([
+            "sh",
+            "-c",
+            format!("cp \"$0\" report.xml; exit {code}"),
+            source.display().to_string()
+        ])
+    )));
+    project
+}
+
+#[test]
+fn a_junit_report_with_a_dtd_is_refused_out_loud_and_the_gate_still_fails() {
+    let project = junit_project(DTD_REPORT, 1);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let tests = gate(&verdict, "tests");
+    assert_eq!(tests["outcome"], "fail", "{verdict:#}");
+    let summary = tests["summary"].as_str().expect("summary");
+    assert!(
+        summary.contains("report.xml") && summary.contains("DOCTYPE"),
+        "the unread report is not said: {verdict:#}"
+    );
+    // Nothing of the entities is expanded anywhere.
+    assert!(!verdict.to_string().contains("lollol"), "{verdict:#}");
+}
+
+#[test]
+fn an_undeclared_entity_in_a_junit_report_is_kept_as_written() {
+    let report = "<testsuite name=\"s\"><testcase classname=\"auth\" name=\"login &x; works\"><failure message=\"got &y; &amp; more\"/></testcase></testsuite>";
+    let project = junit_project(report, 1);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let findings = gate(&verdict, "tests")["findings"].to_string();
+    assert!(
+        findings.contains("login &x; works") && findings.contains("got &y; & more"),
+        "the failed test is lost: {verdict:#}"
+    );
+}
+
+#[test]
+fn a_passing_run_with_a_dtd_report_passes_without_reading_it() {
+    let project = junit_project(DTD_REPORT, 0);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "{verdict:#}");
+    assert_eq!(gate(&verdict, "tests")["outcome"], "pass", "{verdict:#}");
 }
