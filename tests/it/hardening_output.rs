@@ -1,15 +1,21 @@
 //! What validator prints and reads back, against a worker that controls names, reports and
 //! a tool's messages: invisible and reordering characters never reach any output format raw;
 //! a JUnit report with a DTD is refused out loud (its entities never expanded) and an unknown
-//! entity is kept as written.
+//! entity is kept as written; a watcher whose state directory is deleted (and made again)
+//! stops instead of judging beside a second watcher.
 
 use std::fs;
-use std::path::Path;
-use std::process::Output;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{self, Project, commit_all, gate, isolate_git};
+use crate::common::{self, Project, Watching, commit_all, gate, isolate_git, poll};
+
+const BIN: &str = env!("CARGO_BIN_EXE_validator");
+/// How long a condition may take to come true on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Characters that must never reach a reader raw: C1 controls (U+009B is an 8-bit CSI), the
 /// bidirectional controls that reorder what is shown, and the line and paragraph separators.
@@ -183,4 +189,144 @@ fn a_passing_run_with_a_dtd_report_passes_without_reading_it() {
     let (code, verdict) = project.verdict();
     assert_eq!(code, 0, "{verdict:#}");
     assert_eq!(gate(&verdict, "tests")["outcome"], "pass", "{verdict:#}");
+}
+
+const KEY: &str = "5f0c3a6e1d2b4c8a9e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d\n";
+
+/// A project directory for watchers, which a test starts into `Watching` slots (each killed
+/// when its slot is dropped).
+struct Sidecar {
+    root: tempfile::TempDir,
+    starts: usize,
+}
+
+impl Sidecar {
+    fn new(rules: &str) -> Self {
+        let root = tempfile::tempdir().expect("temp dir");
+        fs::write(root.path().join("validator.yaml"), rules).expect("rules");
+        fs::create_dir_all(root.path().join("staging")).expect("staging");
+        fs::create_dir_all(root.path().join("logs")).expect("logs");
+        Sidecar { root, starts: 0 }
+    }
+
+    fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn stderr_path(&self, start: usize) -> PathBuf {
+        self.path().join(format!("logs/watch-{start}.stderr"))
+    }
+
+    fn stderr(&self, start: usize) -> String {
+        fs::read_to_string(self.stderr_path(start)).unwrap_or_default()
+    }
+
+    fn logs(&self) -> String {
+        (1..=self.starts)
+            .map(|s| format!("--- watcher {s} ---\n{}", self.stderr(s)))
+            .collect()
+    }
+
+    /// Starts `validator watch ARGS` into `slot` and waits until it says it is watching.
+    fn start(&mut self, slot: &mut Watching, args: &[&str]) {
+        self.starts += 1;
+        let start = self.starts;
+        let child = Command::new(BIN)
+            .arg("watch")
+            .arg("-c")
+            .arg(self.path().join("validator.yaml"))
+            .args(args)
+            .current_dir(self.path())
+            .env_remove("VALIDATOR_CONFIG")
+            .env_remove("VALIDATOR_KEY_FILE")
+            .env("VALIDATOR_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(self.stderr_path(start)).expect("stderr log"))
+            .spawn()
+            .expect("spawn validator watch");
+        slot.set(child);
+        let ready = poll(PATIENCE, || self.stderr(start).contains("watching"));
+        assert!(ready, "watcher {start} did not start:\n{}", self.logs());
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        common::cli(self.path(), &self.path().join("validator.yaml"), args)
+    }
+
+    fn signal(&self, task: &str) {
+        fs::create_dir_all(self.path().join("staging").join(task)).expect("task dir");
+        let out = self.cli(&["signal", task, "--status", "OK"]);
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    fn verdict_path(&self, task: &str) -> PathBuf {
+        self.path().join(format!("verdicts/{task}.verdict.json"))
+    }
+}
+
+const WATCHED: &str = "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\nsigning_key_file: key\npipelines:\n  - name: main\n    gates:\n      - {name: status, rule: status}\n";
+
+/// Waits for the watcher in `slot` to exit on its own; its exit code.
+fn exited(slot: &mut Watching, sidecar: &Sidecar) -> i32 {
+    let mut status = None;
+    poll(PATIENCE, || {
+        status = slot.try_wait();
+        status.is_some()
+    });
+    let status = status.unwrap_or_else(|| panic!("the watcher went on:\n{}", sidecar.logs()));
+    status.code().unwrap_or(-1)
+}
+
+#[test]
+fn a_watcher_whose_state_directory_is_made_again_stops_and_a_second_one_takes_over() {
+    let mut sidecar = Sidecar::new(WATCHED);
+    fs::write(sidecar.path().join("key"), KEY).expect("key");
+    let (mut first, mut second) = (Watching::default(), Watching::default());
+    sidecar.start(&mut first, &["--heartbeat", "1s"]);
+    let state = sidecar.path().join("state");
+    fs::remove_dir_all(&state).expect("delete the state directory");
+    fs::create_dir(&state).expect("make it again");
+    // The first one's lock is on the deleted directory: nothing refuses a second.
+    sidecar.start(&mut second, &["--heartbeat", "1s"]);
+    let code = exited(&mut first, &sidecar);
+    assert_eq!(code, 2, "{}", sidecar.logs());
+    let said = sidecar.stderr(1);
+    assert!(
+        said.contains(&state.display().to_string()) && said.contains("deleted or replaced"),
+        "the first watcher does not say why it stopped:\n{said}"
+    );
+    // The one that holds the directory judges.
+    sidecar.signal("t");
+    let waited = sidecar.cli(&["wait", "t", "--timeout", "60s", "--format", "json"]);
+    assert_eq!(
+        waited.status.code(),
+        Some(0),
+        "{waited:?}\n{}",
+        sidecar.logs()
+    );
+    assert!(second.running(), "{}", sidecar.logs());
+}
+
+#[test]
+fn a_watcher_whose_state_directory_vanished_judges_nothing_more() {
+    let mut sidecar = Sidecar::new(WATCHED);
+    fs::write(sidecar.path().join("key"), KEY).expect("key");
+    let mut watcher = Watching::default();
+    sidecar.start(&mut watcher, &["--heartbeat", "1s"]);
+    fs::remove_dir_all(sidecar.path().join("state")).expect("delete the state directory");
+    sidecar.signal("t");
+    let code = exited(&mut watcher, &sidecar);
+    assert_eq!(code, 2, "{}", sidecar.logs());
+    assert!(
+        sidecar.stderr(1).contains("deleted or replaced"),
+        "{}",
+        sidecar.logs()
+    );
+    assert!(
+        !sidecar.verdict_path("t").exists(),
+        "judged into a state directory nobody can see:\n{}",
+        sidecar.logs()
+    );
 }
