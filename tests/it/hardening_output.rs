@@ -1,8 +1,8 @@
 //! What validator prints and reads back, against a worker that controls names, reports and
-//! a tool's messages: invisible and reordering characters never reach any output format raw;
-//! a JUnit report with a DTD is refused out loud (its entities never expanded) and an unknown
-//! entity is kept as written; a watcher whose state directory is deleted (and made again)
-//! stops instead of judging beside a second watcher.
+//! verdict files: invisible and reordering characters never reach any output format raw; a
+//! JUnit report with a DTD is refused out loud (its entities never expanded) and an unknown
+//! entity is kept as written; a verdict with a key twice never verifies; a watcher whose state
+//! directory is deleted (and made again) stops instead of judging beside a second watcher.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -328,5 +328,133 @@ fn a_watcher_whose_state_directory_vanished_judges_nothing_more() {
         !sidecar.verdict_path("t").exists(),
         "judged into a state directory nobody can see:\n{}",
         sidecar.logs()
+    );
+}
+
+/// A FAIL verdict signed by `check --format json`, saved in the project; its path.
+fn signed_fail(project: &Project) -> PathBuf {
+    fs::write(project.path().join("key"), KEY).expect("key");
+    let output = project
+        .check()
+        .args(["--format", "json"])
+        .env("VALIDATOR_KEY_FILE", project.path().join("key"))
+        .output()
+        .expect("run check");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let file = project.path().join("signed.verdict.json");
+    fs::write(&file, &output.stdout).expect("save verdict");
+    file
+}
+
+fn verify(project: &Project, file: &Path) -> Output {
+    common::validator()
+        .arg("verify")
+        .arg(file)
+        .arg("--key")
+        .arg(project.path().join("key"))
+        .current_dir(project.task_dir())
+        .env_remove("VALIDATOR_KEY_FILE")
+        .output()
+        .expect("run verify")
+}
+
+#[test]
+fn a_verdict_with_a_key_twice_never_verifies() {
+    let project = common::project(&[common::lint("bad", "[\"false\"]", "")]);
+    let file = signed_fail(&project);
+    let original = fs::read_to_string(&file).expect("verdict");
+    assert_eq!(verify(&project, &file).status.code(), Some(0));
+    let twice = |from: &str, to: &str| {
+        assert!(original.contains(from), "{original}");
+        original.replacen(from, to, 1)
+    };
+    let forgeries = [
+        // A reader keeping the first sees PASS; serde_json, keeping the last, the signed FAIL.
+        (
+            "before",
+            twice("{", "{\n  \"verdict\": \"PASS\","),
+            "verdict",
+        ),
+        (
+            "after",
+            twice(
+                "\"verdict\": \"FAIL\",",
+                "\"verdict\": \"FAIL\", \"verdict\": \"PASS\",",
+            ),
+            "verdict",
+        ),
+        // Deeper down, even with the same value.
+        (
+            "nested",
+            twice("\"agent\": null", "\"agent\": null, \"agent\": null"),
+            "agent",
+        ),
+    ];
+    for (name, forged, key) in forgeries {
+        let path = project.path().join(format!("{name}.verdict.json"));
+        fs::write(&path, &forged).expect("forge");
+        let out = verify(&project, &path);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{name}: {forged}\n{stderr}");
+        assert!(
+            stderr.contains(&format!("`{key}`")) && stderr.contains("twice"),
+            "{name}: the reason is not said:\n{stderr}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("valid"),
+            "{out:?}"
+        );
+    }
+}
+
+/// A current, signed verdict from a watcher, the watcher stopped; the verdict's path.
+fn judged_and_stopped(sidecar: &mut Sidecar) -> PathBuf {
+    let mut watcher = Watching::default();
+    sidecar.start(&mut watcher, &[]);
+    sidecar.signal("t");
+    let waited = sidecar.cli(&["wait", "t", "--timeout", "60s", "--format", "json"]);
+    assert_eq!(
+        waited.status.code(),
+        Some(0),
+        "{waited:?}\n{}",
+        sidecar.logs()
+    );
+    // The readers are under test: a watcher still running could judge the forgery again.
+    watcher.kill9();
+    sidecar.verdict_path("t")
+}
+
+#[test]
+fn wait_and_status_refuse_a_verdict_with_a_key_twice_and_say_why() {
+    let mut sidecar = Sidecar::new(WATCHED);
+    fs::write(sidecar.path().join("key"), KEY).expect("key");
+    let path = judged_and_stopped(&mut sidecar);
+    let original = fs::read_to_string(&path).expect("verdict");
+    let forged = original.replacen('{', "{\n  \"verdict\": \"FAIL\",", 1);
+    fs::write(&path, forged).expect("forge");
+
+    let wait = sidecar.cli(&["wait", "t", "--timeout", "20s", "--anyway"]);
+    let stderr = String::from_utf8_lossy(&wait.stderr);
+    assert_eq!(wait.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`verdict`") && stderr.contains("twice"),
+        "wait does not say why:\n{stderr}"
+    );
+    assert!(wait.stdout.is_empty(), "{wait:?}");
+
+    let status = sidecar.cli(&["status", "--format", "json"]);
+    let tasks: Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    assert_eq!(
+        (
+            &tasks[0]["task"],
+            &tasks[0]["current"],
+            &tasks[0]["signature"]
+        ),
+        (
+            &Value::from("t"),
+            &Value::from(false),
+            &Value::from("invalid")
+        ),
+        "{tasks:#}"
     );
 }
