@@ -6,29 +6,100 @@
 use std::borrow::Cow;
 
 /// `text` as one line of plain text: each run of line breaks becomes ` ⏎ ` (leading and trailing
-/// ones are dropped), ESC is dropped and every other control character becomes a space. Nothing
-/// in the result can start another line or a terminal escape sequence.
+/// ones are dropped), and every other character is [`shown`]. Nothing in the result can start
+/// another line or a terminal escape sequence, reorder what follows, or hide anything.
 pub fn one_line(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut line_break = false;
     for c in text.chars() {
-        if matches!(
-            c,
-            '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-        ) {
+        if is_line_break(c) {
             line_break = true;
             continue;
         }
         if std::mem::take(&mut line_break) && !out.is_empty() {
             out.push_str(" ⏎ ");
         }
+        shown(&mut out, c);
+    }
+    out
+}
+
+/// Text of many lines (an output's tail, a report's body) kept on its lines, each as
+/// [`one_line`] makes a field: every kind of line break (`\r\n`, `\r`, NEL, LS, PS, ...)
+/// becomes `\n`, and every other character is [`shown`].
+pub fn each_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
-            '\u{1b}' => {}
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
+            // `\r\n` is one break: the `\n` makes it.
+            '\r' if chars.peek() == Some(&'\n') => {}
+            c if is_line_break(c) => out.push('\n'),
+            c => shown(&mut out, c),
         }
     }
     out
+}
+
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Pushes `c` as a reader may see it: ESC is dropped; every other control character (C0, DEL,
+/// C1 such as U+009B, an 8-bit CSI) becomes a space; a run of invisible characters
+/// ([`ignorable`]: bidirectional controls such as U+202E, zero-width characters, tags that
+/// smuggle text to a model) becomes one U+FFFD, which shows that something was there without
+/// letting it reorder or hide what is around it.
+fn shown(out: &mut String, c: char) {
+    match c {
+        '\u{1b}' => {}
+        c if c.is_control() => out.push(' '),
+        c if ignorable(c) => {
+            if !out.ends_with('\u{FFFD}') {
+                out.push('\u{FFFD}');
+            }
+        }
+        c => out.push(c),
+    }
+}
+
+/// Whether `c` is out of place in a name a person or a model reads: a control character, an
+/// invisible one ([`ignorable`]) or a line or paragraph separator. [`name`] quotes a name that
+/// holds one, with the character escaped.
+pub fn unusual(c: char) -> bool {
+    c.is_control() || ignorable(c) || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// JSON text (as serde_json writes it) with every [`unusual`] character beyond ASCII, and DEL,
+/// written as a `\u` escape: the same document to every JSON reader, strings exactly as they
+/// were, while its bytes hold nothing a terminal, a log viewer or a diff takes for a control or
+/// a reordering. serde_json escapes C0 controls itself; outside strings JSON is ASCII, so every
+/// character replaced lies inside a string.
+pub fn json_inert(json: &str) -> Cow<'_, str> {
+    let escaped = |c: char| c == '\u{7f}' || (!c.is_ascii() && unusual(c));
+    if !json.chars().any(escaped) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if escaped(c) {
+            push_utf16_escape(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `c` as JSON's `\uXXXX` escape (a surrogate pair beyond the BMP).
+fn push_utf16_escape(out: &mut String, c: char) {
+    let mut units = [0u16; 2];
+    for unit in c.encode_utf16(&mut units) {
+        out.push_str(&format!("\\u{unit:04x}"));
+    }
 }
 
 /// The end of `text` that fits in `max_bytes`, never splitting a character, and how many
@@ -83,7 +154,6 @@ pub fn ignorable(c: char) -> bool {
 /// (a heading, an "APPROVED" of its own) or hide what follows. A name that starts with a
 /// quote is quoted too, so a quoted name always means an unusual one.
 pub fn name(text: &str) -> Cow<'_, str> {
-    let unusual = |c: char| c.is_control() || ignorable(c) || matches!(c, '\u{2028}' | '\u{2029}');
     if !text.is_empty()
         && !text.starts_with(['"', ' '])
         && !text.ends_with(' ')
@@ -100,12 +170,7 @@ pub fn name(text: &str) -> Cow<'_, str> {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if unusual(c) => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
+            c if unusual(c) => push_utf16_escape(&mut out, c),
             c => out.push(c),
         }
     }
@@ -150,6 +215,48 @@ mod tests {
             "[31mred[0m end "
         );
         assert_eq!(one_line("plain text"), "plain text");
+    }
+
+    #[test]
+    fn invisible_and_control_characters_cannot_reorder_or_hide_a_line() {
+        assert_eq!(
+            one_line("a\u{202E}b\u{2066}\u{2069}c\u{9B}31m\u{200E}\u{200F}\u{61C}d"),
+            "a\u{FFFD}b\u{FFFD}c 31m\u{FFFD}d"
+        );
+        assert_eq!(one_line("tag\u{E0001}\u{E0041}\u{E007F}s"), "tag\u{FFFD}s");
+        assert_eq!(
+            each_line("a\r\nb\rc\u{2028}d\u{202E}\u{85}e\u{1b}[0m\tf"),
+            "a\nb\nc\nd\u{FFFD}\ne[0m f"
+        );
+        for text in [
+            "\u{9B}2J",
+            "\u{202E}\u{2066}\u{200E}\u{61C}\u{2028}\u{2029}\u{7f}",
+        ] {
+            for shown in [one_line(text), each_line(text)] {
+                assert!(!shown.chars().any(|c| c != '\n' && unusual(c)), "{shown:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn json_made_inert_reads_back_the_same() {
+        let value = serde_json::json!({"file": "evil\u{9B}31m\u{202E}txt.exe", "tag": "\u{E0041}", "del": "\u{7f}", "ok": "café ✓"});
+        let json = serde_json::to_string_pretty(&value).unwrap();
+        let inert = json_inert(&json);
+        assert!(
+            !inert
+                .chars()
+                .any(|c| !c.is_ascii() && unusual(c) || c == '\u{7f}'),
+            "{inert}"
+        );
+        assert!(inert.contains("evil\\u009b31m\\u202etxt.exe"), "{inert}");
+        assert!(inert.contains("\\udb40\\udc41"), "{inert}");
+        assert!(inert.contains("café ✓"), "{inert}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&inert).unwrap(),
+            value
+        );
+        assert!(matches!(json_inert("{\"a\": \"b\"}"), Cow::Borrowed(_)));
     }
 
     #[test]

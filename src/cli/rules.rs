@@ -209,7 +209,10 @@ pub(crate) fn verify(
             );
             Ok(ExitCode::SUCCESS)
         }
-        Err(why @ (VerifyError::Unsigned | VerifyError::Mismatch)) => {
+        Err(
+            why
+            @ (VerifyError::Unsigned | VerifyError::Mismatch | VerifyError::DuplicateKey { .. }),
+        ) => {
             eprintln!(
                 "{}: {why}\n  help: do not trust this verdict (checked with the key in {}; the watcher must sign with the same key)",
                 file.display(),

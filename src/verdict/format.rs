@@ -4,14 +4,16 @@
 //!
 //! Names, summaries, findings and reasons come from the task, its done signal and the tools the
 //! gates ran, so they are untrusted: every such field is printed as exactly one line (see
-//! [`crate::text::one_line`]) and escaped for where it lands.
+//! [`crate::text::one_line`]), or a body on its own lines ([`crate::text::each_line`]), so no
+//! control, bidirectional or other invisible character reaches a reader raw, and then escaped
+//! for where it lands.
 
 use std::fmt::Write;
 
 use anstyle::{AnsiColor, Style};
 
 use super::{Decision, Finding, GateOutcome, GateReport, Verdict};
-use crate::text::{ignorable, one_line};
+use crate::text::{each_line, one_line};
 
 const FINDINGS_SHOWN: usize = 10;
 const TAIL_SHOWN: usize = 12;
@@ -301,8 +303,11 @@ fn gate_details(gate: &GateReport) -> String {
     body
 }
 
-/// Escapes text for XML, dropping characters XML 1.0 cannot hold at all.
+/// Text for XML: on its lines as [`each_line`] keeps them (XML 1.0 cannot hold most C0
+/// controls; a JUnit viewer would render C1 and bidirectional ones), escaped, without the
+/// noncharacters XML 1.0 forbids.
 fn xml(text: &str) -> String {
+    let text = each_line(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -345,7 +350,7 @@ pub fn github(verdict: &Verdict) -> String {
                 out,
                 "::{level} {}::{}",
                 annotation_properties(finding, &title),
-                data(&finding.text())
+                data(&annotation_message(finding))
             );
         }
     }
@@ -457,12 +462,12 @@ fn md(text: &str) -> String {
 }
 
 /// A plain (non-command) line for the GitHub runner's log that the runner cannot take for a
-/// workflow command: [`one_line`], without invisible (default-ignorable) characters, not
+/// workflow command: [`one_line`] (which leaves no invisible character to split a prefix), not
 /// starting with `::` once the leading whitespace the runner trims is gone, and without the
 /// legacy `##[command]` prefix, which the runner looks for anywhere in a line.
 fn github_plain(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in one_line(text).chars().filter(|&c| !ignorable(c)) {
+    for c in one_line(text).chars() {
         if c == '[' && out.ends_with("##") {
             out.push(' ');
         }
@@ -475,9 +480,14 @@ fn github_plain(text: &str) -> String {
     out
 }
 
+/// A finding's annotation properties. The `file` property must be the path as it is in the
+/// repository for GitHub to place the annotation, and the runner unescapes nothing in it but
+/// `%`, line breaks, `:` and `,`: a name holding a control or invisible character is not given
+/// there (raw, it would reach the log and the pull request's view), and the annotation's message
+/// names it instead ([`annotation_message`]), quoted and escaped.
 fn annotation_properties(finding: &Finding, title: &str) -> String {
     let mut props = Vec::new();
-    if let Some(file) = &finding.file {
+    if let Some(file) = finding.file.as_deref().filter(|&file| placeable(file)) {
         props.push(format!("file={}", property(file)));
         if let Some(line) = finding.line {
             props.push(format!("line={line}"));
@@ -491,14 +501,34 @@ fn annotation_properties(finding: &Finding, title: &str) -> String {
     props.join(",")
 }
 
+/// Whether GitHub can be given `file` as it is: a name [`crate::text::name`] leaves unquoted.
+fn placeable(file: &str) -> bool {
+    matches!(crate::text::name(file), std::borrow::Cow::Borrowed(_))
+}
+
+/// A finding's annotation message: its text, and its place too when the annotation cannot
+/// carry it ([`annotation_properties`]).
+fn annotation_message(finding: &Finding) -> String {
+    match &finding.file {
+        Some(file) if !placeable(file) => finding.to_string(),
+        _ => finding.text(),
+    }
+}
+
+/// A workflow command's message: on its lines ([`each_line`]), escaped as the runner unescapes.
 fn data(text: &str) -> String {
-    text.replace('%', "%25")
+    each_line(text)
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
 
+/// A workflow command's property: one line ([`one_line`]), escaped as the runner unescapes.
 fn property(text: &str) -> String {
-    data(text).replace(':', "%3A").replace(',', "%2C")
+    one_line(text)
+        .replace('%', "%25")
+        .replace(':', "%3A")
+        .replace(',', "%2C")
 }
 
 #[cfg(test)]
@@ -578,6 +608,39 @@ mod tests {
     }
 
     #[test]
+    fn no_format_lets_a_control_or_bidi_character_through() {
+        let hostile = "evil\u{9B}31m\u{202E}txt.exe";
+        let mut failing = gate("lint\u{2066}", GateOutcome::Fail, "bad \u{202E}x\u{2069}");
+        failing.findings = vec![Finding {
+            line: Some(2),
+            ..Finding::in_file(hostile, "msg \u{200F}\u{61C}\u{9B}2J\nnext\u{2028}line")
+        }];
+        failing.output_tail = Some("tail \u{202D}x\u{85}y\n".into());
+        let v = verdict(Decision::Fail, vec![failing], &["r \u{202E}1"]);
+        let raw = |c: char| {
+            c.is_control() && !matches!(c, '\n' | '\u{1b}')
+                || crate::text::unusual(c) && !c.is_ascii()
+        };
+        for (format, out) in [
+            ("text", text(&v)),
+            ("junit", junit(&v)),
+            ("github", github(&v)),
+            ("summary", job_summary(&v)),
+        ] {
+            assert!(!out.chars().any(raw), "{format}: {out:?}");
+        }
+        let annotations = github(&v);
+        let line = annotations.lines().next().unwrap_or_default();
+        assert!(
+            line.starts_with(
+                "::error title=validator lint\u{FFFD}::\"evil\\u009b31m\\u202etxt.exe\":2: msg"
+            ),
+            "{annotations}"
+        );
+        assert!(!line.contains("file="), "{annotations}");
+    }
+
+    #[test]
     fn github_prints_one_line_per_reason_and_no_forged_command() {
         let mut v = verdict(
             Decision::Blocked,
@@ -613,9 +676,9 @@ mod tests {
     #[test]
     fn github_plain_neutralises_command_prefixes() {
         assert_eq!(github_plain("  ::error::x"), "  : :error::x");
-        assert_eq!(github_plain("\u{200B}::x"), ": :x");
+        assert_eq!(github_plain("\u{200B}::x"), "\u{FFFD}::x");
         assert_eq!(github_plain("a ###[b]"), "a ### [b]");
-        assert_eq!(github_plain("#\u{AD}#[x]"), "## [x]");
+        assert_eq!(github_plain("#\u{AD}#[x]"), "#\u{FFFD}#[x]");
         assert_eq!(
             github_plain("validator: PASS (t / p)"),
             "validator: PASS (t / p)"

@@ -290,8 +290,12 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The verdict document, every string exactly as it is, with no control, bidirectional or
+    /// invisible character raw in its bytes ([`crate::text::json_inert`]): a person reads it in
+    /// a terminal or a CI log.
     pub fn to_json(&self) -> String {
         // A struct of strings, numbers and vectors always serialises.
-        serde_json::to_string_pretty(self).unwrap_or_default()
+        let json = serde_json::to_string_pretty(self).unwrap_or_default();
+        crate::text::json_inert(&json).into_owned()
     }
 }

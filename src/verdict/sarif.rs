@@ -1,16 +1,21 @@
 //! The verdict as SARIF 2.1.0 (`check --format sarif`), the log code scanning reads
 //! (`github/codeql-action/upload-sarif`): a result per finding, at its file and line when the
 //! tool said them, and a result per failing gate that found nothing more precise. Everything in
-//! it comes from the worker's files and tools and is only ever data: serde writes every string.
+//! it comes from the worker's files and tools and is only ever data: serde writes every string,
+//! texts a viewer renders are made inert first ([`crate::text::each_line`]), and no control,
+//! bidirectional or invisible character is left raw in the log ([`crate::text::json_inert`]).
 
 use serde_json::{Value, json};
 
 use super::{Finding, GateOutcome, GateReport, Verdict};
+use crate::text::{each_line, json_inert, one_line};
 
 /// The SARIF log of `verdict`. Code scanning refuses a result without a place in the
 /// repository, so what has none (a gate that failed without findings, a finding without a
 /// file, or at a path outside the task) is placed at line 1 of `anchor`, the rules file as the
-/// repository names it, and says its own place in its message.
+/// repository names it, and says its own place in its message. So is a finding whose file name
+/// holds a control or invisible character: a viewer would show the name's characters raw,
+/// where the message shows it quoted and escaped ([`crate::text::name`]).
 pub fn sarif(verdict: &Verdict, anchor: &str) -> String {
     let mut results = Vec::new();
     let mut rules: Vec<String> = Vec::new();
@@ -42,11 +47,11 @@ pub fn sarif(verdict: &Verdict, anchor: &str) -> String {
                 "version": env!("CARGO_PKG_VERSION"),
                 "rules": rules,
             }},
-            "automationDetails": {"id": format!("validator/{}/", verdict.pipeline)},
+            "automationDetails": {"id": format!("validator/{}/", one_line(&verdict.pipeline))},
             "results": results,
         }],
     });
-    let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();
+    let mut text = json_inert(&serde_json::to_string_pretty(&log).unwrap_or_default()).into_owned();
     text.push('\n');
     text
 }
@@ -61,10 +66,10 @@ fn result(
     rules: &mut Vec<String>,
     anchor: &str,
 ) -> Value {
-    let rule = match &finding.rule {
+    let rule = one_line(&match &finding.rule {
         Some(code) => format!("{}/{code}", gate.name),
         None => gate.name.clone(),
-    };
+    });
     let index = match rules.iter().position(|r| *r == rule) {
         Some(index) => index,
         None => {
@@ -79,9 +84,11 @@ fn result(
         None if failed => "error",
         None => "warning",
     };
-    // A place in the repository: a relative path that stays inside it.
+    // A place in the repository: a relative path that stays inside it, shown as it is.
     let inside = finding.file.as_deref().filter(|file| {
-        !file.starts_with('/') && !file.split('/').any(|part| part == "..") && !file.is_empty()
+        !file.starts_with('/')
+            && !file.split('/').any(|part| part == "..")
+            && matches!(crate::text::name(file), std::borrow::Cow::Borrowed(_))
     });
     let message = match (&finding.file, inside) {
         (Some(_), None) => format!("{}: {finding}", gate.name),
@@ -108,7 +115,7 @@ fn result(
         "ruleId": rule,
         "ruleIndex": index,
         "level": level,
-        "message": {"text": message},
+        "message": {"text": each_line(&message)},
         "locations": [location],
     })
 }
@@ -130,6 +137,34 @@ fn uri_reference(file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_name_with_controls_is_told_in_the_message_not_placed() {
+        let finding = Finding {
+            line: Some(3),
+            ..Finding::in_file("a\u{202E}b.rs", "bad \u{9B}2J \u{2066}x")
+        };
+        let gate = GateReport {
+            name: "lint".into(),
+            rule: "lint".into(),
+            outcome: GateOutcome::Fail,
+            duration_ms: 1,
+            exit_code: Some(1),
+            summary: "1 finding".into(),
+            findings: vec![finding.clone()],
+            output_tail: None,
+            fix: None,
+        };
+        let value = result(&gate, &finding, true, &mut Vec::new(), "validator.yaml");
+        assert_eq!(
+            value["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "validator.yaml"
+        );
+        assert_eq!(
+            value["message"]["text"],
+            "lint: \"a\\u202eb.rs\":3: bad  2J \u{FFFD}x"
+        );
+    }
 
     #[test]
     fn file_names_are_uri_references() {

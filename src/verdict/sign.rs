@@ -194,6 +194,13 @@ pub enum VerifyError {
     Unsigned,
     #[error("invalid signature: the verdict was edited after signing or signed with another key")]
     Mismatch,
+    /// A key twice in one object: JSON readers disagree on which one counts (serde_json and
+    /// Python keep the last, others the first), so what was signed is not what every reader
+    /// reads. validator never writes one.
+    #[error(
+        "ambiguous: it holds the key `{key}` twice{place}, and JSON readers disagree on which one counts; validator never writes such a document"
+    )]
+    DuplicateKey { key: String, place: String },
     #[error("cannot be checked: {0}")]
     Malformed(String),
 }
@@ -210,10 +217,10 @@ pub fn sign(verdict: &mut Verdict, key: &Key) {
 }
 
 /// Checks the signature of a verdict document as it is on disk: every member but `signature`
-/// is covered, including any the `Verdict` type does not know.
+/// is covered, including any the `Verdict` type does not know, and a document with a key twice
+/// in any object never verifies ([`parse_strict`]).
 pub fn verify(document: &str, key: &Key) -> Result<(), VerifyError> {
-    let mut value: Value = serde_json::from_str(document)
-        .map_err(|err| VerifyError::Malformed(format!("it is not JSON ({err})")))?;
+    let mut value = parse_strict(document)?;
     let Some(object) = value.as_object_mut() else {
         return Err(VerifyError::Malformed(
             "it is not a JSON object, so not a verdict document".into(),
@@ -238,6 +245,113 @@ pub fn verify(document: &str, key: &Key) -> Result<(), VerifyError> {
     key.digest(&canonical(&value))
         .verify_slice(&digest)
         .map_err(|_| VerifyError::Mismatch)
+}
+
+/// A verdict document as JSON, refused when any object in it holds a key twice: a reader
+/// that keeps the first would read another document than the one signed (serde_json keeps the
+/// last).
+pub fn parse_strict(document: &str) -> Result<Value, VerifyError> {
+    match serde_json::from_str::<Unique>(document) {
+        Ok(Unique(value)) => Ok(value),
+        Err(err) => {
+            let message = err.to_string();
+            match message.strip_prefix(DUPLICATE) {
+                Some(rest) => {
+                    let (key, _) = rest.rsplit_once(DUPLICATE_END).unwrap_or((rest, ""));
+                    let key: String = serde_json::from_str(key).unwrap_or_else(|_| key.into());
+                    Err(VerifyError::DuplicateKey {
+                        key: crate::text::one_line(&key),
+                        place: format!(" (line {}, column {})", err.line(), err.column()),
+                    })
+                }
+                None => Err(VerifyError::Malformed(format!("it is not JSON ({err})"))),
+            }
+        }
+    }
+}
+
+/// How [`Unique`] says a key came twice, so [`parse_strict`] can tell it from other errors:
+/// the key follows as a JSON string.
+const DUPLICATE: &str = "duplicate key ";
+const DUPLICATE_END: &str = " in an object";
+
+/// A JSON value read as `serde_json::Value` is, except that an object holding a key twice is
+/// an error. Its depth is bounded by serde_json's recursion limit, as `Value`'s is.
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "{DUPLICATE}{}{DUPLICATE_END}",
+                    Value::from(key)
+                )));
+            }
+            let Unique(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 /// Reads a verdict file for checking: regular files only, at most [`MAX_DOCUMENT_BYTES`]; a
@@ -387,6 +501,46 @@ mod tests {
             verify(&removed.to_string(), &key),
             Err(VerifyError::Mismatch)
         );
+    }
+
+    #[test]
+    fn a_key_twice_at_any_depth_never_verifies() {
+        let key = key("s3cret");
+        let json = signed(&key);
+        for (forged, twice) in [
+            (json.replacen('{', "{\"verdict\": \"PASS\",", 1), "verdict"),
+            (
+                json.replace(
+                    "\"verdict\": \"FAIL\"",
+                    "\"verdict\": \"FAIL\", \"verdict\": \"PASS\"",
+                ),
+                "verdict",
+            ),
+            (
+                json.replace("\"status\": null", "\"status\": null, \"status\": null"),
+                "status",
+            ),
+            (
+                json.replace(
+                    "\"OAuth2\"",
+                    "[{\"a\": 1, \"b\": {\"a\\u0000\": 1, \"a\\u0000\": 1}}]",
+                ),
+                "a ",
+            ),
+        ] {
+            match verify(&forged, &key) {
+                Err(VerifyError::DuplicateKey { key, place }) => {
+                    assert_eq!(key, twice, "{forged}");
+                    assert!(place.contains("line"), "{place}");
+                }
+                other => panic!("{other:?} for {forged}"),
+            }
+        }
+        // The same text inside a string is not a key.
+        let mut verdict = verdict();
+        verdict.reasons = vec!["duplicate key \"x\" in an object".into()];
+        sign(&mut verdict, &key);
+        assert_eq!(verify(&verdict.to_json(), &key), Ok(()));
     }
 
     #[test]

@@ -126,7 +126,16 @@ fn read_verdict(rules: &Rules, task: &str, key: Option<&Key>) -> Option<Read> {
         crate::files::Links::Refuse,
     )
     .ok()?;
-    let verdict: Verdict = serde_json::from_str(&document).ok()?;
+    // A document holding a key twice reads as one verdict to one reader and another to the
+    // next. Without a key it is no verdict; with one it is read (as serde_json reads it, the
+    // last of each key) only to be refused with the reason its check gives.
+    let verdict: Verdict = match sign::parse_strict(&document) {
+        Ok(value) => serde_json::from_value(value).ok()?,
+        Err(VerifyError::DuplicateKey { .. }) if key.is_some() => {
+            serde_json::from_value(serde_json::from_str(&document).ok()?).ok()?
+        }
+        Err(_) => return None,
+    };
     // A verdict copied from another task, however well signed, answers nothing here: the
     // signature covers the document, not the file name it sits under.
     if verdict.task != task {
@@ -150,7 +159,8 @@ pub enum SignatureCheck {
     Valid,
     /// No signature at all.
     Unsigned,
-    /// Edited after signing, signed with another key, or not a signature.
+    /// Edited after signing, signed with another key, not a signature, or in a document that
+    /// holds a key twice.
     Invalid,
 }
 

@@ -6,7 +6,9 @@
 //! left by `kill -9` reads as a dead watcher, never a live one, even if its pid was reused.
 //! The watcher's claim on its state directory is a second lock, on the directory itself: one
 //! watcher per state, which is what makes killing a predecessor's orphaned gates safe
-//! ([`super::orphans`]).
+//! ([`super::orphans`]). A lock is on the directory the path named when it was taken: deleted
+//! (and made again, where a second watcher can lock it), the path names another, and the
+//! watcher no longer holds its state ([`Registration::lost`]); it stops.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -73,6 +75,10 @@ pub struct Registration {
     /// its watcher (`rm state/*`) and a new one created and locked beside it. `None` on a file
     /// system without locks.
     claim: Option<Flock<File>>,
+    /// The state directory, and the device and inode of the one claimed: what the path must
+    /// still name for the claim to hold.
+    state: PathBuf,
+    claimed: Option<(u64, u64)>,
     file: Held,
     path: PathBuf,
     record: Record,
@@ -170,8 +176,11 @@ impl Registration {
             path: state.to_path_buf(),
             source,
         };
-        let claim = match lock_retrying(|| File::open(state)).map_err(dir_err)? {
-            Attempt::Taken(lock) => Some(lock),
+        let (claim, claimed) = match lock_retrying(|| File::open(state)).map_err(dir_err)? {
+            Attempt::Taken(lock) => {
+                let claimed = identity(&lock);
+                (Some(lock), claimed)
+            }
             Attempt::Busy => {
                 let holder = open_record(&path, false)
                     .ok()
@@ -192,13 +201,15 @@ impl Registration {
                     ),
                 });
             }
-            Attempt::Unsupported(_, errno) => {
+            Attempt::Unsupported(dir, errno) => {
                 tracing::warn!(path = %state.display(), %errno, "cannot lock the state directory (a file system without locks?); a second watcher on it will not be refused, orphaned gates of a killed watcher will not be killed, and health checks fall back to the pid");
-                None
+                (None, identity(&dir))
             }
         };
         let mut registration = Registration {
             claim,
+            state: state.to_path_buf(),
+            claimed,
             file: open_locked_record(&path).map_err(write_err)?,
             path: path.clone(),
             record,
@@ -268,10 +279,44 @@ impl Registration {
         Instant::now() >= self.next_beat
     }
 
+    /// Why this watcher no longer holds its state directory, if it does not: the directory it
+    /// claimed was deleted, or replaced by another (deleted and made again, renamed over),
+    /// which a second watcher can claim beside it. What it judged then would go to a state
+    /// nobody sees, or race the second watcher's, so it must stop. An error that says neither
+    /// (a passing I/O error) is not taken for a loss. One `stat`: cheap enough for every
+    /// message the main loop takes.
+    pub fn lost(&self) -> Option<String> {
+        let claimed = self.claimed?;
+        let now = match std::fs::metadata(&self.state) {
+            Ok(meta) if meta.is_dir() => {
+                use std::os::unix::fs::MetadataExt;
+                (meta.dev(), meta.ino())
+            }
+            Ok(_) => (0, 0),
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                (0, 0)
+            }
+            Err(_) => return None,
+        };
+        (now != claimed).then(|| {
+            "the state directory was deleted or replaced while this watcher ran, so it no longer holds it (another watcher may hold the new one); it stops rather than judge beside it\n  help: start it again (a supervisor restarts it): it claims the state directory that is there now, or is refused while another watcher holds it"
+                .to_owned()
+        })
+    }
+
     /// Touches the heartbeat; a record that was deleted or replaced is written again where
-    /// health checks look (the claim on the directory never lapsed).
+    /// health checks look (the claim on the directory never lapsed). Nothing once the claim is
+    /// [`lost`](Self::lost): the record there is another watcher's to write.
     pub fn beat(&mut self) {
         self.next_beat = Instant::now() + self.interval;
+        if self.lost().is_some() {
+            return;
+        }
         if !is_at(self.file.file(), &self.path) {
             match open_locked_record(&self.path) {
                 Ok(file) => {
@@ -324,6 +369,12 @@ impl Drop for Registration {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// The device and inode of what `file` has open.
+fn identity(file: &File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().ok().map(|meta| (meta.dev(), meta.ino()))
 }
 
 /// Whether `path` names the very file `file` has open.
@@ -641,6 +692,26 @@ mod tests {
         first.beat();
         let health = check(&rules);
         assert!(health.healthy, "{health:?}");
+    }
+
+    #[test]
+    fn a_state_directory_deleted_or_made_again_is_a_lost_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = rules(dir.path());
+        let mut first = Registration::register(&rules, INTERVAL).unwrap();
+        assert_eq!(first.lost(), None);
+        std::fs::remove_dir_all(&rules.state).unwrap();
+        assert!(first.lost().is_some());
+        std::fs::create_dir(&rules.state).unwrap();
+        let lost = first.lost().expect("lost");
+        assert!(lost.contains("deleted or replaced"), "{lost}");
+        // It writes no record into the directory it does not hold.
+        first.beat();
+        assert!(!rules.state.join(FILE_NAME).exists());
+        let second = Registration::register(&rules, INTERVAL).unwrap();
+        assert_eq!(second.lost(), None);
+        drop(first);
+        assert!(check(&rules).healthy, "the second one's record stays");
     }
 
     #[test]

@@ -188,6 +188,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         report_problems(heartbeat);
     };
     let mut retries = Retries::default();
+    let mut lost = None;
     loop {
         let wake = heartbeat.until_due().min(retries.until_due());
         let message = match rx.recv_timeout(wake) {
@@ -195,6 +196,13 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => break,
         };
+        // Before anything is judged for this message: a watcher whose state directory was
+        // deleted (and perhaps made again, and claimed by another) holds nothing any more.
+        if let Some(why) = heartbeat.lost() {
+            tracing::error!(state = %shared.rules().state.display(), "{why}");
+            lost = Some(why);
+            break;
+        }
         // Also between messages: a flood of events must not starve the heartbeat.
         if heartbeat.due() {
             beat(&mut heartbeat);
@@ -245,6 +253,10 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     drop(watches);
     stopping.store(true, std::sync::atomic::Ordering::SeqCst);
     scheduler.close();
+    // Runs under a lost claim publish nothing: cancelled now, not after a grace.
+    if lost.is_some() {
+        shared.cancel.cancel();
+    }
     let deadline = Instant::now() + options.grace;
     while !scheduler.running.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -282,7 +294,13 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     );
     // The port is closed before the record goes: a probe never hears a watcher that is gone.
     drop(server);
-    Ok(())
+    match lost {
+        Some(message) => Err(Error::Watch {
+            path: shared.rules().state.clone(),
+            message,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// How long a worker may be on one task before it counts as stuck: the run's budget (no gate

@@ -19,6 +19,7 @@ mod gates_corpus;
 mod gates_json;
 mod groups;
 mod hardening_reap;
+mod hardening_output;
 mod hooks;
 mod hostile;
 mod install;

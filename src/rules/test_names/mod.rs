@@ -165,6 +165,11 @@ fn joined<'a>(lines: impl IntoIterator<Item = &'a str>, max: usize) -> Option<St
 /// Failed test cases in a JUnit XML report: `<testcase>` elements holding `<failure>` or
 /// `<error>`, each named as its runner names it on the console (see [`junit_name`]). pytest's
 /// stand-in case for a module it could not collect is not a test.
+///
+/// A report that declares a document type is refused, with the reason: no reporter writes one,
+/// and its entities could only rename tests or, expanded, grow without bound (they never are).
+/// An entity no DTD declares is kept as written ([`attribute`]), so a failure is never lost to
+/// a name that does not resolve.
 pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
     let mut reader = Reader::from_str(xml);
     let mut current: Option<(Failed, Case)> = None;
@@ -180,6 +185,12 @@ pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
         })?;
         let opens = matches!(event, Event::Start(_));
         match &event {
+            Event::DocType(_) => {
+                return Err(
+                    "it declares a document type (`<!DOCTYPE`), which JUnit reports do not; it is not read (its entities are never expanded)"
+                        .to_owned(),
+                );
+            }
             Event::Start(element) | Event::Empty(element)
                 if matches!(element.local_name().as_ref(), "testsuites" | "testsuite") =>
             {
@@ -296,16 +307,76 @@ fn junit_name(root: &str, suites: &[String], case: &Case) -> String {
     format!("{class}::{name}")
 }
 
+/// An attribute's value, normalised as XML 1.0 says. A reference to an entity that is not one
+/// of XML's five (which only a DTD could declare, and none is read) is kept as written, `&x;`,
+/// rather than losing the value: an empty test name would lose the failure it names.
 pub(crate) fn attribute(element: &BytesStart<'_>, key: &str) -> Option<String> {
     element
         .attributes()
         .flatten()
         .find(|attr| attr.key.local_name().as_ref() == key)
-        .and_then(|attr| {
-            attr.normalized_value(XmlVersion::Implicit1_0)
-                .ok()
-                .map(|v| v.into_owned())
-        })
+        .map(
+            |attr| match attr.normalized_value(XmlVersion::Implicit1_0) {
+                Ok(value) => value.into_owned(),
+                Err(_) => unknown_entities_kept(&attr.value),
+            },
+        )
+}
+
+/// `raw` (an attribute's value as written) with XML's predefined entities and character
+/// references resolved, any other reference kept as written, and line breaks and tabs made
+/// spaces, as attribute normalisation makes them.
+fn unknown_entities_kept(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find(['&', '\r', '\n', '\t']) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(after) = rest.strip_prefix("\r\n") {
+            out.push(' ');
+            rest = after;
+            continue;
+        }
+        if !rest.starts_with('&') {
+            out.push(' ');
+            rest = &rest[1..];
+            continue;
+        }
+        // A reference is short: looking further would make a value of many `&` quadratic.
+        let resolved = rest
+            .bytes()
+            .take(32)
+            .position(|b| b == b';')
+            .and_then(|end| Some((resolve_reference(&rest[1..end])?, end)));
+        match resolved {
+            Some((c, end)) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The character a reference (`amp`, `#38`, `#x26`) stands for, for XML's own references only.
+fn resolve_reference(name: &str) -> Option<char> {
+    let code = match name {
+        "lt" => return Some('<'),
+        "gt" => return Some('>'),
+        "amp" => return Some('&'),
+        "apos" => return Some('\''),
+        "quot" => return Some('"'),
+        _ => match name.strip_prefix("#x") {
+            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+            None => name.strip_prefix('#')?.parse().ok()?,
+        },
+    };
+    char::from_u32(code).filter(|&c| c != '\0')
 }
 
 /// The names of the failed tests `output` reports, for the runners' tests.
@@ -349,6 +420,17 @@ mod tests {
         assert_eq!(found[0].message.as_deref(), Some("expected 401"));
         assert_eq!(found[1].name, "crashes");
         assert!(from_junit("<testsuite><testcase").is_err());
+    }
+
+    #[test]
+    fn a_report_with_a_dtd_is_refused_and_an_unknown_entity_kept_as_written() {
+        let dtd = r#"<?xml version="1.0"?><!DOCTYPE testsuite [<!ENTITY x "y">]><testsuite><testcase name="&x;"><failure/></testcase></testsuite>"#;
+        assert!(from_junit(dtd).unwrap_err().contains("DOCTYPE"));
+        let xml = r#"<testsuite><testcase classname="c" name="a &x; &amp; &#x41;&#66;	b&#0;&"><failure message="&nbsp;why"/></testcase></testsuite>"#;
+        let found = from_junit(xml).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].name, "c::a &x; & AB b&#0;&");
+        assert_eq!(found[0].message.as_deref(), Some("&nbsp;why"));
     }
 
     #[test]
