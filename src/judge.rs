@@ -219,10 +219,12 @@ impl Judge<'_> {
         }
         if !cancelled {
             if let Some(history) = history.as_deref_mut() {
-                if verdict.verdict == Decision::Fail && history.state.judged != history.identity {
+                let counted_now = history.state.judged != history.identity;
+                count(history, &mut verdict, rules.defaults.strikes);
+                // After the strikes, which win a tie: the same failure is the plainer reason.
+                if verdict.verdict == Decision::Fail && counted_now {
                     drift(history, &mut verdict, rules, &task);
                 }
-                count(history, &mut verdict, rules.defaults.strikes);
             }
             if task.contract.is_some() {
                 log_violations(rules, &verdict, history.as_deref());
@@ -326,7 +328,7 @@ fn drift(history: &mut History<'_>, verdict: &mut Verdict, rules: &Rules, task: 
         last: sketch,
         alike,
     });
-    if alike >= limit.stops {
+    if alike >= limit.stops && history.state.escalated.is_none() {
         let why = format!(
             "the same answer and the same changes {alike} times in a row: {}",
             history.after_deciding()
@@ -334,7 +336,7 @@ fn drift(history: &mut History<'_>, verdict: &mut Verdict, rules: &Rules, task: 
         history.escalate(Breaker::Drift, &why);
         verdict.verdict = Decision::Escalated;
         verdict.reasons.push(why);
-    } else if alike + 1 == limit.stops {
+    } else if alike >= 2 && alike + 1 == limit.stops {
         verdict.reasons.push(format!(
             "you are repeating yourself ({alike} answers and changes alike in a row): try a different approach"
         ));

@@ -338,7 +338,10 @@ impl Loader<'_> {
             max_tokens: raw.defaults.max_tokens,
             max_time: raw.defaults.max_time,
             drift: Drift {
-                stops: drift.and_then(|d| d.stops).unwrap_or(fallback.drift.stops),
+                // As many repeats as the same failure is allowed, unless said.
+                stops: drift
+                    .and_then(|d| d.stops)
+                    .unwrap_or(raw.defaults.strikes.unwrap_or(fallback.strikes)),
                 similarity: drift
                     .and_then(|d| d.similarity)
                     .unwrap_or(fallback.drift.similarity),
@@ -359,7 +362,7 @@ impl Loader<'_> {
                 "write a fraction such as 0.9 (1 means identical)",
             ));
         }
-        if defaults.drift.stops == 1 {
+        if drift.and_then(|d| d.stops) == Some(1) {
             return Err(self.error(
                 &[
                     Step::Key("defaults"),
@@ -367,7 +370,7 @@ impl Loader<'_> {
                     Step::Key("stops"),
                 ],
                 "`stops: 1` would escalate every failure: a stop is alike to the one before it",
-                "give at least 2 (the default is 3), or 0 to turn the drift breaker off",
+                "give at least 2 (the default is `strikes`), or 0 to turn the drift breaker off",
             ));
         }
         if defaults.max_tokens == Some(0) {

@@ -90,7 +90,7 @@ pub struct RawDefaults {
 #[serde(deny_unknown_fields)]
 pub struct RawDrift {
     /// This many failed stops in a row that are the same is ESCALATED; the one before is told
-    /// "you are repeating yourself: try a different approach" (default: 3; 0: never).
+    /// "you are repeating yourself: try a different approach" (default: `strikes`; 0: never).
     pub stops: Option<u32>,
     /// How alike two stops must be to count as the same, from 0 to 1 (default: 0.9).
     #[schemars(range(min = 0.0, max = 1.0))]

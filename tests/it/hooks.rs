@@ -546,13 +546,13 @@ fn unparseable_input_is_refused_without_blocking() {
     // Required fields missing, wrong types.
     run_hook(&rules, "claude", r#"{"cwd": "/"}"#).refused();
     run_hook(&rules, "claude", r#"{"session_id": 7, "cwd": "/"}"#).refused();
-    // Wired to a tool event, a "block" would mean something else.
+    // Wired to an event it does not answer, an answer would mean something else.
     let mut input = stop(&project, "s1", "done");
-    input["hook_event_name"] = json!("PreToolUse");
+    input["hook_event_name"] = json!("Notification");
     assert!(
         hook(&project, "claude", &input)
             .refused()
-            .contains("Stop and SubagentStop")
+            .contains("Stop and SubagentStop and PreToolUse")
     );
     let stderr = hook(&project, "gemini", &stop(&project, "s1", "done"))
         .refused()
@@ -784,7 +784,16 @@ fn a_project_directory_named_in_invalid_utf8_is_judged() {
 #[test]
 fn the_same_answer_and_changes_stop_after_stop_is_told_then_escalated() {
     // Strikes out of reach, so only the drift breaker can end it.
+    let drifting = |project: &Project| {
+        let rules = std::fs::read_to_string(project.rules_path()).expect("rules");
+        project.rules(&rules.replacen(
+            "  strikes: 20\n",
+            "  strikes: 20\n  drift: {stops: 3}\n",
+            1,
+        ));
+    };
     let project = project_with(&lint("lint", FAILING, ""), 20, 20);
+    drifting(&project);
     project.file("src/a.rs", "fn a() {}\n");
     common::commit_all(&project.task_dir());
     project.file("src/a.rs", "fn a() { 1 }\n");
@@ -814,6 +823,7 @@ fn the_same_answer_and_changes_stop_after_stop_is_told_then_escalated() {
 
     // A different approach starts over.
     let project = project_with(&lint("lint", FAILING, ""), 20, 20);
+    drifting(&project);
     hook(&project, "claude", &stop(&project, "t", &say(1))).blocked("block");
     hook(&project, "claude", &stop(&project, "t", &say(1))).blocked("block");
     let other = hook(

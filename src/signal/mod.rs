@@ -12,6 +12,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::Error;
 
+mod stream;
+
 /// Bodies larger than this are refused without being parsed.
 pub const MAX_BODY: usize = 1024 * 1024;
 
@@ -258,6 +260,15 @@ pub fn parse(text: &str) -> Result<Report, String> {
         return Ok(Report::default());
     }
     if trimmed.starts_with('{') {
+        if stream::is_stream(trimmed) {
+            // An agent CLI's JSON output: its final message is the body (read once: a message
+            // that is itself such a stream is not read further).
+            let message = stream::final_message(trimmed)?;
+            return match message.trim_start().starts_with('{') && stream::is_stream(&message) {
+                true => Err("the agent's final message is itself a stream of JSON events".into()),
+                false => parse(&message),
+            };
+        }
         return serde_json::from_str::<Report>(trimmed).map_err(|err| {
             format!("the done signal starts with `{{` but is not a valid JSON report: {err}")
         });
