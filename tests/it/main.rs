@@ -17,6 +17,7 @@ mod fuzz_seeds;
 mod gates_corpus;
 mod gates_json;
 mod groups;
+mod hardening_deadline;
 mod hooks;
 mod hostile;
 mod install;
