@@ -1,7 +1,9 @@
 // Gates that run inside validator stop at their deadline: a worker decides how many files there
 // are and how large, so a gate that reads or walks them past its `timeout` (or the run's
 // `budget`) must end there, as a timeout (FAIL), never a PASS on what it got through, nor an
-// ERROR (which lets a hook's agent stop).
+// ERROR (which lets a hook's agent stop). And `validator hook` answers before the agent's own
+// hook timeout would let the agent stop: by its `--deadline`, refusing the stop if the gates
+// have not finished.
 //
 // The large files are sparse (no disk used) and shared by hard links, so each test costs a few
 // inodes; before the fixes each ran for minutes or passed. No test measures time: each asserts
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Project, gate, pipeline};
+use crate::common::{Project, gate, pipeline, validator};
 
 /// Generous: each run here ends within seconds once its deadline holds.
 const HARNESS_LIMIT: Duration = Duration::from_secs(90);
@@ -216,4 +218,118 @@ fn only_if_past_the_run_budget_lets_the_gate_run_rather_than_skip_it() {
         reasons.contains("budget of 200ms ran out before gate `outputs`"),
         "{verdict:#}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hook's own deadline
+// ---------------------------------------------------------------------------------------------
+
+struct Reply {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Reply {
+    /// The block (FAIL) answer's reason.
+    fn block_reason(&self) -> String {
+        assert_eq!(self.code, Some(0), "{}", self.stderr);
+        let answer: Value = serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
+            panic!(
+                "not one JSON answer ({err}):\n{}\n{}",
+                self.stdout, self.stderr
+            )
+        });
+        assert_eq!(answer["decision"], "block", "{answer:#}");
+        answer["reason"].as_str().expect("reason").to_owned()
+    }
+}
+
+/// One stop of session `session` as Claude Code sends it, answered under `deadline`.
+fn stop(project: &Project, session: &str, deadline: &str) -> Reply {
+    let input = json!({
+        "session_id": session,
+        "cwd": project.task_dir(),
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+        "last_assistant_message": "Done.\nSTATUS: OK",
+    });
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "claude", "--task-dir"])
+        .arg(project.task_dir())
+        // Read by any build: one without the deadline ignores it and runs on.
+        .env("VALIDATOR_HOOK_DEADLINE", deadline)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+        .current_dir(project.task_dir())
+        .write_stdin(input.to_string())
+        .timeout(HARNESS_LIMIT)
+        .output()
+        .expect("run validator");
+    Reply {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+const NOT_IN_TIME: &str = "did not finish within the hook's deadline";
+
+#[test]
+fn a_hook_whose_gates_outlast_its_deadline_refuses_the_stop_and_a_repeat_escalates() {
+    let project = Project::new();
+    // A gate well inside the rules' own timeout and budget, but past the hook's deadline.
+    project.rules(&rules_with(
+        "  timeout: 5m\n  budget: 30m\n  max_attempts: 5\n  strikes: 2\n",
+        "      - {name: tests, rule: test, run: ['sleep', '600']}\n",
+    ));
+    let first = stop(&project, "slow", "3s").block_reason();
+    assert!(first.contains(NOT_IN_TIME), "{first}");
+    // The same failure again: the strikes breaker ends it, and the agent is let stop with a
+    // person told, rather than sent back to time out forever.
+    let second = stop(&project, "slow", "3s");
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    let answer: Value = serde_json::from_str(&second.stdout).expect("one JSON answer");
+    assert_eq!(answer["continue"], false, "{answer:#}");
+    assert!(
+        answer["stopReason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("ESCALATED")),
+        "{answer:#}"
+    );
+}
+
+#[test]
+fn a_hook_refuses_the_stop_at_its_deadline_even_while_a_gate_still_runs() {
+    let project = Project::new();
+    // A `file-scope` gate whose baseline makes it hash 64 GiB of zeros: the one look here that
+    // may not yet stop at its deadline. The hook answers by its own all the same.
+    sparse_with_links(&project, "data/blob.bin", 64 << 20, 1000);
+    let files: Vec<String> = std::iter::once("data/blob.bin".to_owned())
+        .chain((0..1000).map(|n| format!("data/blob-{n}.bin")))
+        .collect();
+    stale_baseline(&project, &files, 64 << 20);
+    project.rules(&rules_with(
+        "  timeout: 5m\n  budget: 30m\n  max_attempts: 1\n",
+        "      - {name: scope, rule: file-scope, allow: ['data/**']}\n",
+    ));
+    let reason = stop(&project, "stuck", "3s").block_reason();
+    assert!(reason.contains(NOT_IN_TIME), "{reason}");
+    // That stop was counted although its run never ended: the next is past `max_attempts: 1`,
+    // and the session ends ESCALATED instead of timing out again.
+    let second = stop(&project, "stuck", "3s");
+    let answer: Value = serde_json::from_str(&second.stdout).expect("one JSON answer");
+    assert_eq!(answer["continue"], false, "{answer:#}\n{}", second.stderr);
+}
+
+#[test]
+fn a_deadline_of_nothing_is_refused_without_blocking_the_agent() {
+    let project = Project::new();
+    project.rules(&pipeline("      - {name: status, rule: status}\n"));
+    let reply = stop(&project, "zero", "0s");
+    assert_eq!(reply.code, Some(1), "{}", reply.stderr);
+    assert_eq!(reply.stdout, "");
+    assert!(reply.stderr.contains("deadline"), "{}", reply.stderr);
 }
