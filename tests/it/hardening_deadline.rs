@@ -333,3 +333,35 @@ fn a_deadline_of_nothing_is_refused_without_blocking_the_agent() {
     assert_eq!(reply.stdout, "");
     assert!(reply.stderr.contains("deadline"), "{}", reply.stderr);
 }
+
+#[test]
+fn the_example_hooks_answer_by_a_deadline_under_their_agents_timeout() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hooks");
+    for (file, event, unit_ms) in [
+        ("claude/settings.json", "Stop", 1000),
+        ("claude/settings.json", "SubagentStop", 1000),
+        ("codex/hooks.json", "Stop", 1000),
+        ("codex/hooks.json", "SubagentStop", 1000),
+        // Gemini CLI counts milliseconds.
+        ("gemini/settings.json", "AfterAgent", 1),
+    ] {
+        let text = std::fs::read_to_string(examples.join(file)).expect("example");
+        let settings: Value = serde_json::from_str(&text).expect("JSON");
+        let hook = &settings["hooks"][event][0]["hooks"][0];
+        let command = hook["command"].as_str().expect("command");
+        let timeout_ms = hook["timeout"].as_u64().expect("timeout") * unit_ms;
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let deadline = words
+            .iter()
+            .position(|word| *word == "--deadline")
+            .map(|at| words[at + 1])
+            .unwrap_or_else(|| panic!("{file} {event}: no --deadline in {command}"));
+        let deadline_ms = validator::duration::parse(deadline)
+            .expect("a duration")
+            .as_millis();
+        assert!(
+            deadline_ms < u128::from(timeout_ms),
+            "{file} {event}: --deadline {deadline} is not under the agent's timeout"
+        );
+    }
+}
