@@ -7,7 +7,9 @@
 //! Entries live in `<state>/cache/<task>.json`, one key per gate, replaced atomically. The cache
 //! is an optimisation that must never pass something that would fail, so whenever the key
 //! cannot be computed exactly (an input too large to hash, unreadable, or a link out of the
-//! task directory) the gate simply runs.
+//! task directory) the gate simply runs. The key is taken on the gate's clock: hashing stops
+//! at its deadline, and a key not finished in time is no key (no hit: the gate runs, and times
+//! out), so a worker's pile of large inputs cannot turn into a late `cached`.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -17,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Gate;
 use crate::task::{self, Task};
-use crate::taskdir;
+use crate::taskdir::{self, Deadline};
 
 /// Most input bytes hashed for one gate; past this the gate runs instead of being hashed.
 const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
@@ -99,8 +101,8 @@ impl Key {
 }
 
 /// The key of one run of `gate` over `task` under `pipeline`, or `None` when the gate has no
-/// `inputs:` or the key cannot be computed exactly.
-pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<Key> {
+/// `inputs:`, the key cannot be computed exactly, or `deadline` (the gate's) came first.
+pub fn key(task: &Task, pipeline: &str, gate: &Gate, deadline: &Deadline<'_>) -> Option<Key> {
     use std::os::unix::fs::MetadataExt;
     let inputs = gate.inputs.as_ref()?;
     let mut stamp = Sha256::new();
@@ -123,10 +125,13 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<Key> {
         field("definition file", &bytes);
     }
     if let Some(program) = gate.rule.program(task) {
-        field("program", program_identity(&program, task)?.as_bytes());
+        field(
+            "program",
+            program_identity(&program, task, deadline)?.as_bytes(),
+        );
     }
 
-    let listing = taskdir::list(task);
+    let listing = taskdir::list_by(task, deadline).ok()?;
     // A link out of the task directory or a directory that cannot be read may hide an input,
     // and so may a link to a directory inside it (a gate reading `src/lib/x` through a link
     // reads a file the listing shows elsewhere): no exact key, the gate runs.
@@ -145,14 +150,19 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<Key> {
         if task.is_ignored(&entry.rel) {
             continue;
         }
-        budget = budget.checked_sub(entry.size())?;
         let meta = entry.path.metadata().ok()?;
+        if meta.len() > budget {
+            return None;
+        }
         stamp.update(entry.rel.as_bytes());
         stamp.update([0]);
         for number in [meta.ino(), meta.ctime() as u64, meta.ctime_nsec() as u64] {
             stamp.update(number.to_le_bytes());
         }
-        let digest = hash_file(task, &entry.path)?;
+        // Hashed up to what is left of the budget, whatever the file grew to since its size
+        // was read: a worker still writing cannot make each input cost the whole cap.
+        let (digest, hashed) = hash_file(task, &entry.path, budget, deadline)?;
+        budget -= hashed;
         field("input", entry.rel.as_bytes());
         field("content", &digest);
         matched += 1;
@@ -164,24 +174,32 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate) -> Option<Key> {
     })
 }
 
-/// The SHA-256 of a file inside the task directory, streamed.
-fn hash_file(task: &Task, path: &Path) -> Option<Vec<u8>> {
+/// The SHA-256 of a file inside the task directory, streamed, and its length; `None` past
+/// `cap` bytes or `deadline`.
+fn hash_file(
+    task: &Task,
+    path: &Path,
+    cap: u64,
+    deadline: &Deadline<'_>,
+) -> Option<(Vec<u8>, u64)> {
     let mut file = taskdir::open_inside(task, path).ok()?;
     let mut hash = Sha256::new();
     let mut buffer = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
+        // Every 64 KiB: a clock read beside hashing them costs nothing.
+        deadline.check().ok()?;
         let n = file.read(&mut buffer).ok()?;
         if n == 0 {
             break;
         }
         total += n as u64;
-        if total > MAX_INPUT_BYTES {
+        if total > cap {
             return None;
         }
         hash.update(&buffer[..n]);
     }
-    Some(hash.finalize().to_vec())
+    Some((hash.finalize().to_vec(), total))
 }
 
 /// A file the rules file names (a schema), read whole under the input cap.
@@ -193,7 +211,7 @@ fn read_whole(path: &Path) -> Option<Vec<u8>> {
 /// a tool replaces its binary, so this changes with the version without running the tool (a
 /// `--version` flag may do real work in a script). A program inside the task directory is the
 /// worker's, whose times it can set: its content counts instead.
-fn program_identity(program: &Path, task: &Task) -> Option<String> {
+fn program_identity(program: &Path, task: &Task, deadline: &Deadline<'_>) -> Option<String> {
     let task_dir = &task.dir;
     let path = if program.components().count() > 1 {
         program.to_path_buf()
@@ -203,7 +221,7 @@ fn program_identity(program: &Path, task: &Task) -> Option<String> {
     };
     let real = path.canonicalize().ok()?;
     if real.starts_with(task_dir) {
-        let digest = hash_file(task, &real)?;
+        let (digest, _) = hash_file(task, &real, MAX_INPUT_BYTES, deadline)?;
         return Some(format!("{} {digest:02x?}", real.display()));
     }
     let meta = real.metadata().ok()?;

@@ -1,14 +1,75 @@
 //! Looking inside a task directory without leaving it: listing files (never following a link
 //! out, never descending into `.git`), and opening a file only after checking where it really is.
+//! A look made for a gate stops at its [`Deadline`]: the worker chooses how many files there are
+//! and how large, and the walk and the reads are where that time goes.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use walkdir::WalkDir;
 
+use crate::process::Cancel;
 use crate::task::Task;
+
+/// When a look inside the task must stop: the gate's deadline, or a supervisor's cancel. Asked
+/// between files and between a long read's chunks, so no worker-chosen amount of files or bytes
+/// outlasts the gate.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline<'a> {
+    at: Instant,
+    cancel: Option<&'a Cancel>,
+}
+
+/// Why a look was stopped before it finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    TimedOut,
+    /// The supervisor (the watcher shutting down, a hook's signal) cancelled the run.
+    Cancelled,
+}
+
+impl<'a> Deadline<'a> {
+    pub fn new(at: Instant, cancel: Option<&'a Cancel>) -> Self {
+        Deadline { at, cancel }
+    }
+
+    /// The instant it passes (for what takes a plain deadline: a command's, git's).
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+
+    pub fn remaining(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    /// `Err` once the deadline has passed or the run was cancelled: whatever is left unlooked
+    /// at must not count as clean.
+    pub fn check(&self) -> Result<(), Stopped> {
+        if self.cancel.is_some_and(Cancel::is_cancelled) {
+            return Err(Stopped::Cancelled);
+        }
+        if Instant::now() >= self.at {
+            return Err(Stopped::TimedOut);
+        }
+        Ok(())
+    }
+}
+
+/// Why a file was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unread {
+    /// The deadline passed (or the run was cancelled) before the file was read whole.
+    Stopped(Stopped),
+    /// The file cannot be read, and why: a link out, not a regular file, an I/O error.
+    Refused(String),
+}
+
+/// How much of a file is read between two looks at the deadline: large enough that the look
+/// costs nothing, small enough that one chunk takes a few milliseconds.
+const CHUNK: u64 = 8 * 1024 * 1024;
 
 /// A file found in the task directory.
 #[derive(Debug, Clone)]
@@ -51,17 +112,38 @@ pub fn list(task: &Task) -> Listing {
 /// As [`list`], going no deeper than `max_depth` levels below the task directory (1: its own
 /// files), for a look at a known place that need not walk the whole tree.
 pub fn list_to_depth(task: &Task, max_depth: Option<usize>) -> Listing {
-    walk(task, max_depth, &|_| false)
+    walk(task, max_depth, &|_| false, None).unwrap_or_default()
 }
 
 /// As [`list`], not entering the directories `pass_over` names (task paths, without a
 /// trailing `/`): those another listing already accounts for.
 pub fn list_passing_over(task: &Task, pass_over: &dyn Fn(&str) -> bool) -> Listing {
-    walk(task, None, pass_over)
+    walk(task, None, pass_over, None).unwrap_or_default()
 }
 
-fn walk(task: &Task, max_depth: Option<usize>, pass_over: &dyn Fn(&str) -> bool) -> Listing {
+/// As [`list`] for a gate: stopped at `deadline`, since the worker decides how many names the
+/// walk meets. A listing cut short is no listing (`Err`), never the part that was seen.
+pub fn list_by(task: &Task, deadline: &Deadline<'_>) -> Result<Listing, Stopped> {
+    walk(task, None, &|_| false, Some(deadline))
+}
+
+/// As [`list_to_depth`], stopped at `deadline`.
+pub fn list_to_depth_by(
+    task: &Task,
+    max_depth: Option<usize>,
+    deadline: &Deadline<'_>,
+) -> Result<Listing, Stopped> {
+    walk(task, max_depth, &|_| false, Some(deadline))
+}
+
+fn walk(
+    task: &Task,
+    max_depth: Option<usize>,
+    pass_over: &dyn Fn(&str) -> bool,
+    deadline: Option<&Deadline<'_>>,
+) -> Result<Listing, Stopped> {
     let mut listing = Listing::default();
+    let mut stopped = None;
     let walker = WalkDir::new(&task.dir)
         .max_depth(max_depth.unwrap_or(usize::MAX))
         .follow_links(false)
@@ -73,6 +155,14 @@ fn walk(task: &Task, max_depth: Option<usize>, pass_over: &dyn Fn(&str) -> bool)
             let passed_over = entry.file_type().is_dir()
                 && relative(&task.dir, entry.path()).is_some_and(|rel| pass_over(&rel));
             !git_dir && !ignored && !passed_over
+        })
+        // Asked before each name: a clock read and an atomic load, next to a directory read.
+        .take_while(|_| match deadline.map(Deadline::check) {
+            Some(Err(why)) => {
+                stopped = Some(why);
+                false
+            }
+            _ => true,
         });
     for entry in walker {
         let entry = match entry {
@@ -110,6 +200,9 @@ fn walk(task: &Task, max_depth: Option<usize>, pass_over: &dyn Fn(&str) -> bool)
             listing.special.push(rel);
         }
     }
+    if let Some(why) = stopped {
+        return Err(why);
+    }
     // One sort of the paths found, rather than walkdir's per-directory sort, which takes each
     // entry's name out of its path again on every comparison (a tenth of a 100k-file gate).
     // By the paths' own bytes, not `rel`: two names that are not UTF-8 can read the same once
@@ -129,7 +222,7 @@ fn walk(task: &Task, max_depth: Option<usize>, pass_over: &dyn Fn(&str) -> bool)
     ] {
         names.sort_unstable();
     }
-    listing
+    Ok(listing)
 }
 
 fn relative(root: &Path, path: &Path) -> Option<String> {
@@ -170,9 +263,39 @@ pub fn resolve_inside(task: &Task, rel: &str) -> Result<PathBuf, String> {
 /// Opens a file for reading only if it really lies inside the task directory, and reads at most
 /// `cap` bytes. `Ok(None)` means the file is larger than `cap`; it was not read whole.
 pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
-    let file = open_inside(task, path)?;
+    read_opened(task, path, cap, None).map_err(Unread::into_reason)
+}
+
+/// As [`read_capped`] for a gate: the read stops at `deadline`, between chunks.
+pub fn read_capped_by(
+    task: &Task,
+    path: &Path,
+    cap: u64,
+    deadline: &Deadline<'_>,
+) -> Result<Option<Vec<u8>>, Unread> {
+    read_opened(task, path, cap, Some(deadline))
+}
+
+fn read_opened(
+    task: &Task,
+    path: &Path,
+    cap: u64,
+    deadline: Option<&Deadline<'_>>,
+) -> Result<Option<Vec<u8>>, Unread> {
+    let file = open_inside(task, path).map_err(Unread::Refused)?;
     let size = file.metadata().map_or(0, |meta| meta.len());
-    read_up_to(file, cap, size)
+    read_up_to(file, cap, size, deadline)
+}
+
+impl Unread {
+    /// Why, in words, for a reader with no deadline (which is never stopped).
+    fn into_reason(self) -> String {
+        match self {
+            Unread::Refused(why) => why,
+            Unread::Stopped(Stopped::TimedOut) => "timed out".into(),
+            Unread::Stopped(Stopped::Cancelled) => "cancelled".into(),
+        }
+    }
 }
 
 /// Opens `path` if it really lies inside the task directory and is a regular file; the error
@@ -208,40 +331,70 @@ pub fn open_inside(task: &Task, path: &Path) -> Result<File, String> {
 }
 
 /// Reads at most `cap` bytes. `size`, the regular file's length from the `fstat` just made
-/// (0 if unknown), sizes the buffer, and a file that gives exactly that many bytes in one read
-/// is taken as read whole: a read of a regular file comes up short only at its end, so the
-/// usual second read, which would return 0, is saved. A file that grew since still cannot
-/// give more than `cap`.
-fn read_up_to(mut file: File, cap: u64, size: u64) -> Result<Option<Vec<u8>>, String> {
-    if size > 0 && size <= cap {
+/// (0 if unknown), sizes the buffer, and a file up to a chunk long that gives exactly that many
+/// bytes in one read is taken as read whole: a read of a regular file comes up short only at its
+/// end, so the usual second read, which would return 0, is saved. A file that grew since still
+/// cannot give more than `cap`. A longer file is read a chunk at a time, `deadline` asked
+/// before each.
+fn read_up_to(
+    mut file: File,
+    cap: u64,
+    size: u64,
+    deadline: Option<&Deadline<'_>>,
+) -> Result<Option<Vec<u8>>, Unread> {
+    stop_at(deadline)?;
+    if size > 0 && size <= cap && size <= CHUNK {
         let mut bytes = vec![
             0;
             usize::try_from(size)
                 .unwrap_or(usize::MAX)
                 .saturating_add(1)
         ];
-        let first = file.read(&mut bytes).map_err(|err| err.to_string())?;
+        let first = file
+            .read(&mut bytes)
+            .map_err(|err| Unread::Refused(err.to_string()))?;
         if first as u64 == size {
             bytes.truncate(first);
             return Ok(Some(bytes));
         }
         bytes.truncate(first);
-        return finish_reading(file, cap, bytes);
+        return finish_reading(file, cap, bytes, deadline);
     }
     let room = usize::try_from(size.min(cap).saturating_add(1)).unwrap_or(usize::MAX);
-    finish_reading(file, cap, Vec::with_capacity(room))
+    finish_reading(file, cap, Vec::with_capacity(room), deadline)
 }
 
-/// Reads the rest of `file` after `bytes`, up to one byte past `cap` in all.
-fn finish_reading(file: File, cap: u64, mut bytes: Vec<u8>) -> Result<Option<Vec<u8>>, String> {
-    let left = cap.saturating_add(1).saturating_sub(bytes.len() as u64);
-    file.take(left)
-        .read_to_end(&mut bytes)
-        .map_err(|err: io::Error| err.to_string())?;
+/// Reads the rest of `file` after `bytes`, up to one byte past `cap` in all, a chunk at a time.
+fn finish_reading(
+    mut file: File,
+    cap: u64,
+    mut bytes: Vec<u8>,
+    deadline: Option<&Deadline<'_>>,
+) -> Result<Option<Vec<u8>>, Unread> {
+    let limit = cap.saturating_add(1);
+    loop {
+        let left = limit.saturating_sub(bytes.len() as u64);
+        if left == 0 {
+            break;
+        }
+        stop_at(deadline)?;
+        let want = left.min(CHUNK);
+        let got = (&mut file)
+            .take(want)
+            .read_to_end(&mut bytes)
+            .map_err(|err: io::Error| Unread::Refused(err.to_string()))?;
+        if (got as u64) < want {
+            break;
+        }
+    }
     if bytes.len() as u64 > cap {
         return Ok(None);
     }
     Ok(Some(bytes))
+}
+
+fn stop_at(deadline: Option<&Deadline<'_>>) -> Result<(), Unread> {
+    deadline.map_or(Ok(()), |deadline| deadline.check().map_err(Unread::Stopped))
 }
 
 /// Reads many files of one task directory, held open: each file is opened relative to it with
@@ -264,10 +417,29 @@ impl<'a> Reader<'a> {
 
     /// As [`read_capped`] for `path`, a file found in the task directory.
     pub fn read_capped(&self, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {
+        self.read(path, cap, None).map_err(Unread::into_reason)
+    }
+
+    /// As [`Reader::read_capped`] for a gate: the read stops at `deadline`, between chunks.
+    pub fn read_capped_by(
+        &self,
+        path: &Path,
+        cap: u64,
+        deadline: &Deadline<'_>,
+    ) -> Result<Option<Vec<u8>>, Unread> {
+        self.read(path, cap, Some(deadline))
+    }
+
+    fn read(
+        &self,
+        path: &Path,
+        cap: u64,
+        deadline: Option<&Deadline<'_>>,
+    ) -> Result<Option<Vec<u8>>, Unread> {
         match self.open_beneath(path) {
-            Some(Ok((file, size))) => read_up_to(file, cap, size),
-            Some(Err(not_regular)) => Err(not_regular.to_string()),
-            None => read_capped(self.task, path, cap),
+            Some(Ok((file, size))) => read_up_to(file, cap, size, deadline),
+            Some(Err(not_regular)) => Err(Unread::Refused(not_regular.to_string())),
+            None => read_opened(self.task, path, cap, deadline),
         }
     }
 
@@ -296,6 +468,44 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn a_look_stops_at_its_deadline_or_its_cancel_and_a_long_read_reads_whole_within_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Past a chunk and not a multiple of one, so the last chunk is short.
+        let long: Vec<u8> = (0..CHUNK * 2 + 12_345).map(|n| (n % 251) as u8).collect();
+        std::fs::write(dir.path().join("long"), &long).unwrap();
+        let task = Task::new("t", dir.path()).unwrap();
+        let path = dir.path().join("long");
+        let later = Deadline::new(Instant::now() + Duration::from_secs(600), None);
+        let passed = Deadline::new(Instant::now(), None);
+
+        assert_eq!(list_by(&task, &later).unwrap().files.len(), 1);
+        assert_eq!(list_by(&task, &passed).err(), Some(Stopped::TimedOut));
+        let reader = Reader::new(&task);
+        let whole = Ok(Some(long.clone()));
+        assert_eq!(reader.read_capped_by(&path, u64::MAX, &later), whole);
+        assert_eq!(read_capped_by(&task, &path, u64::MAX, &later), whole);
+        assert_eq!(
+            read_capped(&task, &path, long.len() as u64),
+            Ok(Some(long.clone()))
+        );
+        assert_eq!(read_capped(&task, &path, long.len() as u64 - 1), Ok(None));
+        assert_eq!(
+            reader.read_capped_by(&path, u64::MAX, &passed),
+            Err(Unread::Stopped(Stopped::TimedOut))
+        );
+
+        let cancel = Cancel::default();
+        let cancelled = Deadline::new(Instant::now() + Duration::from_secs(600), Some(&cancel));
+        assert!(cancelled.check().is_ok());
+        cancel.cancel();
+        assert_eq!(cancelled.check(), Err(Stopped::Cancelled));
+        assert_eq!(
+            list_to_depth_by(&task, Some(1), &cancelled).err(),
+            Some(Stopped::Cancelled)
+        );
+    }
 
     #[test]
     fn lists_files_and_refuses_links_that_leave() {

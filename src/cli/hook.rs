@@ -1,9 +1,13 @@
 //! `validator hook`: the agent's stop hook, answering in the agent's format; never blocking the
-//! agent by accident.
+//! agent by accident, and never so late that the agent's own hook timeout lets it stop: by
+//! `--deadline` the hook has answered, from the run's end or, should the run still not have
+//! ended, by refusing the stop itself.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
@@ -36,6 +40,20 @@ impl From<HookAgent> for validator::hook::Agent {
     }
 }
 
+/// `--deadline`'s default: under the shortest stop-hook timeout an agent has by default
+/// (Gemini CLI's 60 s; Claude Code's and Codex CLI's are 600 s), with room for the agent to
+/// start the hook and read its answer.
+pub(crate) const DEFAULT_DEADLINE: &str = "50s";
+
+/// `--deadline`: a duration, and not zero (no answer could come in time).
+pub(crate) fn parse_deadline(text: &str) -> Result<Duration, String> {
+    let deadline = super::parse_duration(text)?;
+    if deadline.is_zero() {
+        return Err("a deadline of 0 leaves no time to judge; give the time the hook may take, under the agent's own hook timeout".into());
+    }
+    Ok(deadline)
+}
+
 /// `validator hook`: the answer on stdout and exit 0, or the problem on stderr and exit 1 with
 /// nothing on stdout, so a broken setup never blocks the agent by accident.
 pub(crate) fn hook(
@@ -43,9 +61,37 @@ pub(crate) fn hook(
     agent: HookAgent,
     task_dir: Option<PathBuf>,
     task: Option<String>,
+    deadline: Duration,
 ) -> ExitCode {
     let agent = validator::hook::Agent::from(agent);
-    let answered = hook_answer(config, agent, task_dir, task).and_then(|answer| {
+    let answer_by = validator::hook::AnswerBy::new(Instant::now(), deadline);
+    let answered = Arc::new(Mutex::new(false));
+    let session = Arc::new(OnceLock::new());
+    let phase = Arc::new(OnceLock::new());
+    let result = cancel_on_stop_signals().and_then(|cancel| {
+        refuse_at_the_deadline(Deadline {
+            agent,
+            answer_by,
+            cancel: Arc::clone(&cancel),
+            answered: Arc::clone(&answered),
+            session: Arc::clone(&session),
+            phase: Arc::clone(&phase),
+        });
+        let called = Called {
+            cancel: &cancel,
+            answer_by,
+            session: &session,
+            phase: &phase,
+        };
+        hook_answer(config, agent, task_dir, task, called)
+    });
+    let mut said = answered.lock().unwrap_or_else(PoisonError::into_inner);
+    if *said {
+        // The deadline came first, and its refusal is the answer.
+        return ExitCode::SUCCESS;
+    }
+    *said = true;
+    let printed = result.and_then(|answer| {
         if let Some(line) = answer {
             let mut out = std::io::stdout().lock();
             writeln!(out, "{line}")
@@ -54,7 +100,7 @@ pub(crate) fn hook(
         }
         Ok(())
     });
-    match answered {
+    match printed {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("validator hook {}: error: {err:#}", agent.name());
@@ -63,11 +109,81 @@ pub(crate) fn hook(
     }
 }
 
+/// What the hook's deadline is kept with.
+struct Deadline {
+    agent: validator::hook::Agent,
+    answer_by: validator::hook::AnswerBy,
+    /// Kills the gates' commands.
+    cancel: Arc<validator::process::Cancel>,
+    /// Set by whoever answers first: the run's end or the deadline.
+    answered: Arc<Mutex<bool>>,
+    /// The stop being judged, once known: where the deadline's answer is logged.
+    session: Arc<OnceLock<validator::hook::Session>>,
+    /// When the hook was called, once known: only a stop is refused at the deadline; a tool
+    /// call not judged by then is left to the agent's own rules.
+    phase: Arc<OnceLock<Phase>>,
+}
+
+/// What one call of the hook shares with its deadline.
+pub(crate) struct Called<'a> {
+    pub cancel: &'a validator::process::Cancel,
+    pub answer_by: validator::hook::AnswerBy,
+    pub session: &'a OnceLock<validator::hook::Session>,
+    pub phase: &'a OnceLock<Phase>,
+}
+
+/// At the deadline, if no answer has been given: the gates' commands are killed and the stop
+/// is refused as not judged in time, and validator exits. Every gate ends at the run's budget,
+/// which the hook cuts to its deadline, well before this; it is what holds if one does not.
+fn refuse_at_the_deadline(deadline: Deadline) {
+    let Deadline {
+        agent,
+        answer_by,
+        cancel,
+        answered,
+        session,
+        phase,
+    } = deadline;
+    std::thread::spawn(move || {
+        std::thread::sleep(answer_by.at.saturating_duration_since(Instant::now()));
+        let mut said = answered.lock().unwrap_or_else(PoisonError::into_inner);
+        if *said {
+            return;
+        }
+        *said = true;
+        cancel.cancel();
+        if matches!(phase.get(), Some(Phase::BeforeTool | Phase::AfterTool)) {
+            eprintln!(
+                "validator hook {}: the tool call was not judged by the hook's deadline ({}); the agent's own rules decide",
+                agent.name(),
+                validator::duration::format(answer_by.length)
+            );
+            validator::reaper::release_cgroups();
+            validator::reaper::reap_adopted();
+            std::process::exit(0);
+        }
+        eprintln!(
+            "validator hook {}: the gates were still running at the hook's deadline ({}); they were stopped and the stop refused",
+            agent.name(),
+            validator::duration::format(answer_by.length)
+        );
+        if let Some(line) = answer_by.not_judged_in_time(session.get()).to_json(agent) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        }
+        // What main does on the way out, as the gates' own ends will not come.
+        validator::reaper::release_cgroups();
+        validator::reaper::reap_adopted();
+        std::process::exit(0);
+    });
+}
+
 pub(crate) fn hook_answer(
     config: Option<PathBuf>,
     agent: validator::hook::Agent,
     task_dir: Option<PathBuf>,
     task: Option<String>,
+    called: Called<'_>,
 ) -> Result<Option<String>> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
@@ -88,7 +204,8 @@ pub(crate) fn hook_answer(
     }
     let input = validator::hook::Input::parse(agent, &input)?;
     let phase = agent.phase(input.hook_event_name.as_deref());
-    let answered = answer_input(config, agent, task_dir, task, &input, phase);
+    let _ = called.phase.set(phase);
+    let answered = answer_input(config, agent, task_dir, task, &input, &called);
     match (answered, phase) {
         (Ok(answer), _) => Ok(answer),
         // A tool call validator cannot judge (broken rules, say) is left to the agent's own
@@ -114,28 +231,36 @@ fn answer_input(
     task_dir: Option<PathBuf>,
     task: Option<String>,
     input: &validator::hook::Input,
-    phase: Phase,
+    called: &Called<'_>,
 ) -> Result<Option<String>> {
     // The rules file is found as everywhere else: `-c`, `./validator.yaml`, `$VALIDATOR_CONFIG`.
     // Agents start hooks in the project directory, which the agent can write, so the examples
     // pass `-c` with an absolute path outside it; the input's `cwd` is never searched.
     let rules = load(&config_path(config)?)?;
+    let _ = called
+        .session
+        .set(validator::hook::Session::of(&rules, agent, input));
     let cwd = std::env::current_dir().context("cannot tell the hook's working directory")?;
     let project =
         validator::hook::Project::locate(agent, task_dir, task, |var| std::env::var_os(var), &cwd);
     let event = input.hook_event_name.as_deref().unwrap_or_default();
-    Ok(match phase {
+    Ok(match called.phase.get().copied().unwrap_or(Phase::Stop) {
         Phase::BeforeTool => {
             validator::hook::tool::before(&rules, agent, input, &project).to_json(agent, event)
         }
         Phase::AfterTool => {
-            validator::hook::tool::after(&rules, agent, input, &project).to_json(agent, event)
+            validator::hook::tool::after(&rules, agent, input, &project, called.answer_by)
+                .to_json(agent, event)
         }
-        Phase::Stop => {
-            let cancel = cancel_on_stop_signals()?;
-            validator::hook::judge(&rules, agent, input, &project, Some(&cancel))?
-                .answer
-                .to_json(agent)
-        }
+        Phase::Stop => validator::hook::judge(
+            &rules,
+            agent,
+            input,
+            &project,
+            Some(called.cancel),
+            called.answer_by,
+        )?
+        .answer
+        .to_json(agent),
     })
 }

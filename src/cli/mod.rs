@@ -197,6 +197,12 @@ pub(crate) enum Command {
         /// directory's name]
         #[arg(long, value_name = "NAME")]
         task: Option<String>,
+        /// When the hook must have answered, under the agent's own hook timeout: the gates
+        /// get what is left (as the run's budget), and a stop they do not judge in time is
+        /// refused (FAIL), never let through
+        #[arg(long, value_name = "DURATION", env = "VALIDATOR_HOOK_DEADLINE",
+              value_parser = hook::parse_deadline, default_value = hook::DEFAULT_DEADLINE)]
+        deadline: std::time::Duration,
     },
     /// Check a verdict file's signature: exit 0 valid, 1 unsigned or edited, 2 cannot check
     Verify {
@@ -352,9 +358,10 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             agent,
             task_dir,
             task,
+            deadline,
         } => {
             validator::reaper::become_subreaper();
-            Ok(hook(cli.config, agent, task_dir, task))
+            Ok(hook(cli.config, agent, task_dir, task, deadline))
         }
         Command::Rules {
             command: RulesCommand::Schema,

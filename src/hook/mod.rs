@@ -32,6 +32,14 @@
 //! Rules that bind hook events to pipelines (a gates.json's `hooks`) choose by the stop's event,
 //! and a stop they run nothing for (no hook for the event, a subagent type not in
 //! `enabled_agents`) lets the agent stop unjudged, counting no attempt.
+//!
+//! An agent kills a hook that outlasts its own hook timeout and goes on as if the hook had let
+//! it stop. So the hook answers by its own deadline ([`AnswerBy`]), set under the agent's: the
+//! gates get what is left of it (less a reserve for the answer) as the run's budget, and a run
+//! cut by it is a FAIL that says the gates did not finish in time, counted as any failure
+//! (attempts, strikes), so a stop that times out every time ends ESCALATED, not in a loop. The
+//! attempt is saved before the gates run, so even an answer the front end had to give without
+//! the run (the gates still running at the deadline itself) counts.
 
 pub mod session;
 pub mod tool;
@@ -40,7 +48,7 @@ mod usage;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::json;
@@ -358,6 +366,14 @@ impl Input {
     pub fn session_key(&self) -> String {
         session_key(&self.session_id, self.subagent())
     }
+
+    /// Who stopped, as the event log names it: the agent, or `agent/type` for a subagent.
+    pub fn agent_name(&self, agent: Agent) -> String {
+        match (&self.agent_type, self.subagent()) {
+            (Some(kind), Some(_)) => format!("{}/{}", agent.name(), kind),
+            _ => agent.name().to_owned(),
+        }
+    }
 }
 
 /// Where a stop is judged: the project the agent works on, found without asking the agent. The
@@ -430,6 +446,87 @@ pub fn session_key(session_id: &str, agent_id: Option<&str>) -> String {
         hasher.update(agent_id.as_bytes());
     }
     format!("hook-{}", &format!("{:x}", hasher.finalize())[..16])
+}
+
+/// When the hook must have answered: `length` after it started, under the agent's own hook
+/// timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerBy {
+    pub at: Instant,
+    pub length: Duration,
+}
+
+impl AnswerBy {
+    pub fn new(started: Instant, length: Duration) -> Self {
+        AnswerBy {
+            at: started + length,
+            length,
+        }
+    }
+
+    /// When the gates must be done: the deadline less a fifth of it (5 s at most) for what
+    /// follows the run (the session's state, the event log, the answer).
+    pub fn gates_by(&self) -> Instant {
+        self.at - (self.length / 5).min(Duration::from_secs(5))
+    }
+
+    /// Why a stop was refused for want of time, in the words the agent and its person read.
+    pub fn reason(&self) -> String {
+        format!(
+            "the gates did not finish within the hook's deadline of {} (`--deadline`, kept under the agent's own hook timeout), so this stop is not let through; if it happens every time, a person makes the gates faster or raises both",
+            crate::duration::format(self.length)
+        )
+    }
+
+    /// The answer given when the run could not be waited for: a FAIL's block, never a pass.
+    pub fn not_judged_in_time(&self, session: Option<&Session>) -> Answer {
+        let reason = self.reason();
+        if let Some(session) = session {
+            session.record_refusal(&reason);
+        }
+        Answer::Block {
+            reason: format!("# validator: not judged in time\n\n- {reason}\n"),
+        }
+    }
+}
+
+/// Where a stop is recorded, for an answer the front end gives without the run's end (at the
+/// deadline): logged as the run's own answer would be.
+#[derive(Debug, Clone)]
+pub struct Session {
+    state: PathBuf,
+    events: crate::events::Retention,
+    key: String,
+    agent: String,
+}
+
+impl Session {
+    pub fn of(rules: &Rules, agent: Agent, input: &Input) -> Session {
+        Session {
+            state: rules.state.clone(),
+            events: rules.events,
+            key: input.session_key(),
+            agent: input.agent_name(agent),
+        }
+    }
+
+    fn record_refusal(&self, reason: &str) {
+        let Ok(events) = EventLog::open(&self.state, self.events) else {
+            return;
+        };
+        // The attempt was saved before the gates ran.
+        let attempt = crate::state::TaskState::load(&self.state, &self.key).attempt;
+        events.record(
+            Some(&self.key),
+            Some(&self.agent),
+            Event::HookAnswered {
+                answer: "block",
+                attempt,
+                reasons: &[reason.to_owned()],
+                verdict: Decision::Fail,
+            },
+        );
+    }
 }
 
 /// What the adapter tells the agent.
@@ -508,31 +605,34 @@ pub fn judge(
     input: &Input,
     project: &Project,
     cancel: Option<&crate::process::Cancel>,
+    answer_by: AnswerBy,
 ) -> Result<Judgement, Error> {
     // Past the agent's own limit of blocks in a row, the agent stops by itself with the task
     // still FAIL and no reset advice; the breaker trips one stop before it instead.
-    let capped;
     let accepted = agent
         .blocks_accepted()
         .filter(|&accepted| rules.defaults.max_attempts > accepted);
-    let rules = match accepted {
-        Some(accepted) => {
-            capped = Rules {
-                defaults: crate::config::Defaults {
-                    max_attempts: accepted,
-                    ..rules.defaults
-                },
-                ..rules.clone()
-            };
-            &capped
-        }
-        None => rules,
+    // The gates have until the hook must answer, when that comes before the rules' budget.
+    let time_left = answer_by
+        .gates_by()
+        .saturating_duration_since(Instant::now());
+    let cut = time_left < rules.defaults.budget;
+    let adjusted;
+    let rules = if accepted.is_some() || cut {
+        adjusted = Rules {
+            defaults: crate::config::Defaults {
+                max_attempts: accepted.unwrap_or(rules.defaults.max_attempts),
+                budget: rules.defaults.budget.min(time_left),
+                ..rules.defaults
+            },
+            ..rules.clone()
+        };
+        &adjusted
+    } else {
+        rules
     };
     let session = input.session_key();
-    let agent_name = match (&input.agent_type, input.subagent()) {
-        (Some(kind), Some(_)) => format!("{}/{}", agent.name(), kind),
-        _ => agent.name().to_owned(),
-    };
+    let agent_name = input.agent_name(agent);
     let bound = match bound_pipeline(rules, input) {
         Ok(bound) => bound,
         Err(why) => return unjudged(rules, input, project, session, &agent_name, why),
@@ -576,6 +676,14 @@ pub fn judge(
             stop_hook_active: input.stop_hook_active,
         },
     );
+    // Counted before the gates run: a stop answered at the deadline without the run's end
+    // still counts, so one that never finishes in time reaches `max_attempts`.
+    if let Err(err) = history.save() {
+        tracing::error!(
+            "the session's attempt cannot be saved before the gates run: {}",
+            crate::error::with_causes(&err)
+        );
+    }
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
     // inside the agent's directory the rules must not count it as the agent's work.
@@ -610,6 +718,13 @@ pub fn judge(
         refused: None,
     };
     let mut verdict = judge.judge(case, Some(&mut history)).verdict;
+    // A run the hook's deadline ended: said first, so the agent and its person read why.
+    if cut
+        && matches!(verdict.verdict, Decision::Fail | Decision::Escalated)
+        && Instant::now() >= answer_by.gates_by()
+    {
+        verdict.reasons.insert(0, answer_by.reason());
+    }
     if let Some(accepted) = accepted
         && verdict.verdict == Decision::Escalated
         && verdict.attempt > accepted
@@ -848,6 +963,19 @@ mod tests {
             (Cow::Borrowed("STATUS: OK"), 0)
         );
         assert!(Input::parse(Agent::Claude, json.to_string().as_bytes()).is_err());
+    }
+
+    #[test]
+    fn the_gates_get_the_deadline_less_a_fifth_and_at_most_five_seconds() {
+        let started = Instant::now();
+        let short = AnswerBy::new(started, Duration::from_secs(3));
+        assert_eq!(short.gates_by() - started, Duration::from_millis(2400));
+        let long = AnswerBy::new(started, Duration::from_secs(590));
+        assert_eq!(long.gates_by() - started, Duration::from_secs(585));
+        let Answer::Block { reason } = long.not_judged_in_time(None) else {
+            panic!("a deadline's answer blocks");
+        };
+        assert!(reason.contains("deadline of 590s"), "{reason}");
     }
 
     #[test]

@@ -396,7 +396,13 @@ fn is_ask(why: &str) -> bool {
 
 /// Looks at what a tool did: a change the stop would fail, or the same error again, is told to
 /// the agent at once.
-pub fn after(rules: &Rules, _agent: Agent, input: &Input, project: &Project) -> ToolAnswer {
+pub fn after(
+    rules: &Rules,
+    _agent: Agent,
+    input: &Input,
+    project: &Project,
+    answer_by: super::AnswerBy,
+) -> ToolAnswer {
     let setting = match Setting::new(rules, input, project) {
         Ok(setting) => setting,
         Err(why) => return ToolAnswer::Notice(format!("this tool call was not looked at: {why}")),
@@ -420,7 +426,12 @@ pub fn after(rules: &Rules, _agent: Agent, input: &Input, project: &Project) -> 
     // What a command (or a write the agent's CLI let through) changed: listed now, judged as
     // the stop will judge it.
     if !matches!(action, Action::Other) {
-        match scope::changed_now(&setting.task, &rules.state, AFTER_TOOL_LISTING) {
+        // Within the hook's own deadline, with a fifth of it kept to answer.
+        let left = answer_by
+            .at
+            .saturating_duration_since(std::time::Instant::now());
+        let listing = AFTER_TOOL_LISTING.min(left.mul_f32(0.8));
+        match scope::changed_now(&setting.task, &rules.state, listing) {
             Ok(changed) => {
                 let policy = setting.policy(input);
                 let memory = held.memory(&setting.agent_key);

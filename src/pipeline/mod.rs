@@ -10,7 +10,7 @@ use crate::cache::{self, Cache};
 use crate::config::{Pipeline, Route, Rules};
 use crate::duration;
 use crate::process::Cancel;
-use crate::rules::{Context, Outcome, scope::Listed};
+use crate::rules::{Context, Deadline, Outcome, scope::Listed};
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
 
@@ -386,6 +386,7 @@ impl Runner<'_> {
         let ctx = Context {
             task: self.task,
             gate: "(pinning the base)",
+            started: Instant::now(),
             timeout: self
                 .rules
                 .defaults
@@ -501,10 +502,11 @@ impl Runner<'_> {
                 Some(format!("{}: not run ({flag})", gate.name)),
             );
         }
+        let run_deadline = Deadline::new(self.deadline, supervision.cancel);
         if let Some(why) = gate
             .only_if
             .as_ref()
-            .and_then(|only_if| only_if.unmet(self.task))
+            .and_then(|only_if| only_if.unmet_by(self.task, &run_deadline))
         {
             return not_run(why, None);
         }
@@ -532,7 +534,9 @@ impl Runner<'_> {
             cancel: supervision.cancel,
             all_files: supervision.selection.all_files,
             listed: &self.listed,
+            started: Instant::now(),
         };
+        let deadline = ctx.deadline();
         tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
         if let Some(observer) = supervision.observer {
             observer.gate_started(task, &gate.name);
@@ -540,7 +544,7 @@ impl Runner<'_> {
         let gate_started = Instant::now();
         let cache_key = supervision
             .cache
-            .and_then(|_| cache::key(task, &self.pipeline.name, gate));
+            .and_then(|_| cache::key(task, &self.pipeline.name, gate, &deadline));
         let cached = match (supervision.cache, &cache_key) {
             (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, &key.content),
             _ => false,
@@ -561,9 +565,11 @@ impl Runner<'_> {
         // what they were, or a worker could pass on files it swapped in during the run and
         // have the pass recorded for the ones it swaps back.
         let remember = match (&cache_key, outcome.outcome) {
-            (Some(key), GateOutcome::Pass) => cache::key(task, &self.pipeline.name, gate)
-                .filter(|after| key.unchanged_by(after))
-                .map(|_| key.content.clone()),
+            (Some(key), GateOutcome::Pass) => {
+                cache::key(task, &self.pipeline.name, gate, &deadline)
+                    .filter(|after| key.unchanged_by(after))
+                    .map(|_| key.content.clone())
+            }
             _ => None,
         };
         if let Some(about) = &gate.about {

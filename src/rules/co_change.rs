@@ -2,12 +2,14 @@
 //! matching `then` (tests beside the code, docs beside an API, a changelog entry), unless it
 //! says why not: `skip_marker` followed by a reason of at least `min_reason_words` words, in its
 //! done signal or in a line its change adds. What changed is counted as `file-scope` counts it
-//! (git against HEAD, else the baseline).
+//! (git against HEAD, else the baseline). Past the gate's deadline it is a timeout, never a
+//! pass nor a failure said on what it had no time to see.
 
 use std::path::Path;
-use std::time::Instant;
 
-use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, scope};
+use super::{
+    About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, Stopped, scope,
+};
 use crate::globs::PatternSet;
 use crate::rules::spec::GateSpec;
 use crate::text::one_line;
@@ -69,8 +71,14 @@ impl RuleDef for CoChange {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
-        let deadline = Instant::now() + ctx.timeout;
-        let changes = match scope::changed(ctx, &self.base, deadline) {
+        ctx.in_time(self.judge(ctx))
+    }
+}
+
+impl CoChange {
+    fn judge(&self, ctx: &Context<'_>) -> Outcome {
+        let deadline = ctx.deadline();
+        let changes = match scope::changed(ctx, &self.base, deadline.at()) {
             Ok(changes) => changes,
             Err(scope::Problem::Judge(why)) => return Outcome::error(why),
             Err(scope::Problem::Worker(why)) => return Outcome::fail(why),
@@ -88,11 +96,11 @@ impl RuleDef for CoChange {
                 format!("{n} changes cannot be seen, so co-change cannot be judged")
             });
         }
-        let triggered: Vec<&String> = changes
-            .files
-            .iter()
-            .filter(|f| self.when.is_match(f))
-            .collect();
+        let stopped = |stopped, doing: &str| Outcome::stopped(ctx, stopped, doing, Vec::new());
+        let triggered = match matching(&self.when, &changes.files, &deadline) {
+            Ok(triggered) => triggered,
+            Err(why) => return stopped(why, "matching the changes against `when`"),
+        };
         if triggered.is_empty() {
             return Outcome::pass(format!("no change matches `when: [{}]`", self.when_globs()));
         }
@@ -101,9 +109,12 @@ impl RuleDef for CoChange {
         // Only a regular, non-empty file counts, outside any repository's own `.git`: emptying
         // a test, putting a directory or a link in its place, or a nested repository's
         // internals are no test.
-        let answered = changes.files.iter().any(|f| {
-            self.then.is_match(f)
-                && !f.split('/').any(|part| part == ".git")
+        let answers = match matching(&self.then, &changes.files, &deadline) {
+            Ok(answers) => answers,
+            Err(why) => return stopped(why, "matching the changes against `then`"),
+        };
+        let answered = answers.iter().any(|f| {
+            !f.split('/').any(|part| part == ".git")
                 && std::fs::symlink_metadata(ctx.task.dir.join(f))
                     .is_ok_and(|meta| meta.is_file() && meta.len() > 0)
         });
@@ -114,8 +125,12 @@ impl RuleDef for CoChange {
                 self.then_globs()
             ));
         }
-        if let Some(reason) = self.skip_reason(ctx, deadline) {
+        if let Some(reason) = self.skip_reason(ctx, &deadline) {
             return Outcome::pass(format!("skipped by the worker: {}", one_line(&reason)));
+        }
+        // The patch may have held the reason, had there been time to read it.
+        if let Err(why) = deadline.check() {
+            return stopped(why, "looking for a skip reason in the patch");
         }
         let how = match &self.skip_marker {
             Some(marker) => format!(
@@ -162,10 +177,10 @@ impl CoChange {
 
     /// The reason after the skip marker, in the done signal or a line the change adds, if it
     /// has enough words.
-    fn skip_reason(&self, ctx: &Context<'_>, deadline: Instant) -> Option<String> {
+    fn skip_reason(&self, ctx: &Context<'_>, deadline: &Deadline<'_>) -> Option<String> {
         let marker = self.skip_marker.as_deref()?;
         let signal = String::from_utf8_lossy(ctx.task.signal.body()).into_owned();
-        let patch = scope::diff(ctx, &self.base, deadline, MAX_PATCH_BYTES)
+        let patch = scope::diff(ctx, &self.base, deadline.at(), MAX_PATCH_BYTES)
             .ok()
             .flatten()
             .map(|patch| patch.text)
@@ -193,6 +208,23 @@ impl CoChange {
                     .collect()
             })
     }
+}
+
+/// The changed files `set` matches, looked at until `deadline`: a change set may hold as many
+/// files as the worker made.
+fn matching<'f>(
+    set: &PatternSet,
+    files: &'f std::collections::BTreeSet<String>,
+    deadline: &Deadline<'_>,
+) -> Result<Vec<&'f String>, Stopped> {
+    let mut matched = Vec::new();
+    for file in files {
+        deadline.check()?;
+        if set.is_match(file) {
+            matched.push(file);
+        }
+    }
+    Ok(matched)
 }
 
 /// The characters that reorder text on screen (U+202A..E, U+2066..9): a reason shown to a

@@ -7,10 +7,11 @@
 //! matching time is linear in the text whatever the pattern (no backtracking), with the
 //! compiled size capped. Files are the worker's: read only inside the task directory, regular
 //! files only, as bytes (a NUL byte does not hide a banned pattern), and a file past
-//! `max_bytes` fails the gate rather than going unread.
+//! `max_bytes` fails the gate rather than going unread. The walk and the reads stop at the
+//! gate's deadline, which is then a timeout: a thousand links to one large file cannot keep it
+//! reading past its time, nor pass on the files it got through.
 
 use std::path::Path;
-use std::time::Instant;
 
 use regex::bytes::{Regex, RegexBuilder};
 use schemars::JsonSchema;
@@ -118,11 +119,22 @@ impl RuleDef for Content {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
-        let listing = taskdir::list(ctx.task);
+        ctx.in_time(self.judge(ctx))
+    }
+}
+
+impl Content {
+    fn judge(&self, ctx: &Context<'_>) -> Outcome {
+        let deadline = ctx.deadline();
+        let listing = match taskdir::list_by(ctx.task, &deadline) {
+            Ok(listing) => listing,
+            Err(stopped) => {
+                return Outcome::stopped(ctx, stopped, "listing the task's files", Vec::new());
+            }
+        };
         let mut findings = Vec::new();
         let changed = if self.changed_only {
-            let deadline = Instant::now() + ctx.timeout;
-            match scope::considered(ctx, &self.base, deadline) {
+            match scope::considered(ctx, &self.base, deadline.at()) {
                 Ok(changes) => {
                     // Changes git was told to hide (skip-worktree, assume-unchanged) and the
                     // like: what could not be seen is not clean either.
@@ -135,51 +147,31 @@ impl RuleDef for Content {
         } else {
             None
         };
-        // What the listing could not or would not read, where a matching file could hide: a
-        // link out of the task, a link to a directory inside it (its files are listed under
-        // their own path), a directory that cannot be read. Each fails the gate: unread is not
-        // clean. With `changed_only`, a link counts only if it is a change (a virtualenv's
-        // links to its interpreter are not the worker's).
-        let hidden = |paths: &[String], why: &str| -> Vec<Finding> {
-            paths
-                .iter()
-                .filter(|path| self.could_hold_matches(path))
-                .filter(|path| changed.as_ref().is_none_or(|c| c.contains(*path)))
-                .map(|path| Finding::in_file(path, why))
-                .collect::<Vec<_>>()
-        };
-        findings.extend(hidden(
-            &listing.escaping_links,
-            "is a link that points outside the task directory; it was not read",
-        ));
-        findings.extend(hidden(
-            &listing.linked_dirs,
-            "is a link to a directory; its files were not read under this name, so `files:` may miss them",
-        ));
-        findings.extend(
-            listing
-                .unreadable
-                .iter()
-                .filter(|path| self.could_hold_matches(path))
-                .map(|path| {
-                    Finding::in_file(
-                        path,
-                        "cannot be read, so the files in it were not checked; make it readable",
-                    )
-                }),
-        );
+        findings.extend(self.unread_places(&listing, changed.as_ref()));
         let reader = taskdir::Reader::new(ctx.task);
+        let matching: Vec<&taskdir::Entry> = listing
+            .files
+            .iter()
+            .filter(|e| {
+                self.files.is_match(&e.rel)
+                    && !self.exclude.is_match(&e.rel)
+                    && changed.as_ref().is_none_or(|c| c.contains(&e.rel))
+            })
+            .collect();
         let mut read = 0usize;
-        for entry in listing.files.iter().filter(|e| {
-            self.files.is_match(&e.rel)
-                && !self.exclude.is_match(&e.rel)
-                && changed.as_ref().is_none_or(|c| c.contains(&e.rel))
-        }) {
+        for entry in &matching {
             if findings.len() >= MAX_FINDINGS {
                 break;
             }
-            let bytes = match reader.read_capped(&entry.path, self.max_bytes) {
+            let progress = || format!("{read} of {} files read", matching.len());
+            if let Err(stopped) = deadline.check() {
+                return Outcome::stopped(ctx, stopped, &progress(), findings);
+            }
+            let bytes = match reader.read_capped_by(&entry.path, self.max_bytes, &deadline) {
                 Ok(Some(bytes)) => bytes,
+                Err(taskdir::Unread::Stopped(stopped)) => {
+                    return Outcome::stopped(ctx, stopped, &progress(), findings);
+                }
                 Ok(None) => {
                     findings.push(Finding::in_file(
                         &entry.rel,
@@ -190,7 +182,7 @@ impl RuleDef for Content {
                     ));
                     continue;
                 }
-                Err(why) => {
+                Err(taskdir::Unread::Refused(why)) => {
                     findings.push(Finding::in_file(
                         &entry.rel,
                         format!("cannot be read: {why}"),
@@ -211,9 +203,48 @@ impl RuleDef for Content {
             |n| format!("{n} content problems"),
         )
     }
-}
 
-impl Content {
+    /// What the listing could not or would not read, where a matching file could hide: a link
+    /// out of the task, a link to a directory inside it (its files are listed under their own
+    /// path), a directory that cannot be read. Each fails the gate: unread is not clean. With
+    /// `changed_only`, a link counts only if it is a change (a virtualenv's links to its
+    /// interpreter are not the worker's).
+    fn unread_places(
+        &self,
+        listing: &taskdir::Listing,
+        changed: Option<&std::collections::BTreeSet<String>>,
+    ) -> Vec<Finding> {
+        let hidden = |paths: &[String], why: &str| -> Vec<Finding> {
+            paths
+                .iter()
+                .filter(|path| self.could_hold_matches(path))
+                .filter(|path| changed.is_none_or(|c| c.contains(*path)))
+                .map(|path| Finding::in_file(path, why))
+                .collect::<Vec<_>>()
+        };
+        let mut findings = hidden(
+            &listing.escaping_links,
+            "is a link that points outside the task directory; it was not read",
+        );
+        findings.extend(hidden(
+            &listing.linked_dirs,
+            "is a link to a directory; its files were not read under this name, so `files:` may miss them",
+        ));
+        findings.extend(
+            listing
+                .unreadable
+                .iter()
+                .filter(|path| self.could_hold_matches(path))
+                .map(|path| {
+                    Finding::in_file(
+                        path,
+                        "cannot be read, so the files in it were not checked; make it readable",
+                    )
+                }),
+        );
+        findings
+    }
+
     /// Whether a file matching `files` could lie at `path` or below it: the path itself, or a
     /// file under it named as each glob's last segment would name one.
     fn could_hold_matches(&self, path: &str) -> bool {

@@ -1,5 +1,7 @@
 //! `exists`: the outputs the task must produce are there (`paths`, each glob matching at least
 //! `min_count` files, non-empty if asked) and the ones it must not leave are not (`forbid`).
+//! The walk and the look at each file stop at the gate's deadline: a tree the worker made too
+//! large to see in time is a timeout, never a pass on part of it.
 
 use std::path::Path;
 
@@ -46,10 +48,26 @@ impl RuleDef for Exists {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
-        let listing = taskdir::list(ctx.task);
+        ctx.in_time(self.judge(ctx))
+    }
+}
+
+impl Exists {
+    fn judge(&self, ctx: &Context<'_>) -> Outcome {
+        let deadline = ctx.deadline();
+        let listing = match taskdir::list_by(ctx.task, &deadline) {
+            Ok(listing) => listing,
+            Err(stopped) => {
+                return Outcome::stopped(ctx, stopped, "listing the task's files", Vec::new());
+            }
+        };
         let mut counts = vec![0u32; self.paths.patterns().len()];
         let mut findings = Vec::new();
-        for entry in &listing.files {
+        for (looked, entry) in listing.files.iter().enumerate() {
+            if let Err(stopped) = deadline.check() {
+                let progress = format!("{looked} of {} files looked at", listing.files.len());
+                return Outcome::stopped(ctx, stopped, &progress, findings);
+            }
             let matched = self.paths.matching(&entry.rel);
             for &index in &matched {
                 counts[index] += 1;

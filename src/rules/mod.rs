@@ -27,13 +27,14 @@ pub mod test_names;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::rules::spec::GateSpec;
 use crate::task::Task;
+pub use crate::taskdir::{Deadline, Stopped};
 use crate::verdict::{Finding, GateOutcome};
 
 /// Most findings one gate keeps; beyond this a verdict would stop being readable.
@@ -53,6 +54,33 @@ pub struct Context<'a> {
     pub all_files: bool,
     /// The change sets this run has listed, shared by its gates.
     pub listed: &'a scope::Listed,
+    /// When the gate started: its deadline is `timeout` from then, one clock for the cache
+    /// key taken before it, the rule's own reads and the programs it starts.
+    pub started: Instant,
+}
+
+impl<'a> Context<'a> {
+    /// When the gate must stop: `timeout` after it started, or sooner if its supervisor
+    /// cancels. Every rule that walks or reads the task asks it between files and chunks.
+    pub fn deadline(&self) -> Deadline<'a> {
+        Deadline::new(self.started + self.timeout, self.cancel)
+    }
+
+    /// The gate's outcome, unless its deadline passed (or its run was cancelled) before the
+    /// rule reached it: then a pass is a timeout, since what the rule judged may not be all it
+    /// had to, and so is an error, since one would let a hook's agent stop on a timeout. A
+    /// failure stands: what it found is there.
+    pub fn in_time(&self, outcome: Outcome) -> Outcome {
+        match (self.deadline().check(), outcome.outcome) {
+            (Err(stopped), GateOutcome::Pass | GateOutcome::Error) => Outcome::stopped(
+                self,
+                stopped,
+                "its deadline passed before it was done",
+                Vec::new(),
+            ),
+            _ => outcome,
+        }
+    }
 }
 
 /// The result of running a rule once.
@@ -90,6 +118,30 @@ impl Outcome {
     /// The validator could not judge (missing schema, command not found): not the worker's fault.
     pub fn error(summary: impl Into<String>) -> Self {
         Outcome::new(GateOutcome::Error, summary)
+    }
+
+    /// A gate its deadline or its supervisor stopped before it finished, as a command gate's
+    /// timeout reads: a failure (never a pass on the part it got through), with what it had
+    /// found by then; cancelled, an error, as a cancelled command is. `progress` says how far
+    /// it got, for whoever sets the timeout.
+    pub fn stopped(
+        ctx: &Context<'_>,
+        stopped: Stopped,
+        progress: &str,
+        mut findings: Vec<Finding>,
+    ) -> Self {
+        findings.truncate(MAX_FINDINGS);
+        let outcome = match stopped {
+            Stopped::TimedOut => Outcome::fail(format!(
+                "timed out after {} ({progress}); what it did not get to cannot pass",
+                crate::duration::format(ctx.timeout)
+            )),
+            Stopped::Cancelled => Outcome::error("cancelled: validator is shutting down"),
+        };
+        Outcome {
+            findings,
+            ..outcome
+        }
     }
 
     /// Fails if there are findings, passes with `ok` otherwise.

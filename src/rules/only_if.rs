@@ -4,7 +4,8 @@
 //!
 //! The files are the task's, so this reads hostile input: only regular files inside the task
 //! directory (never through a link out), each read up to a cap, and a walk no deeper than the
-//! glob reaches unless it says `**`.
+//! glob reaches unless it says `**`. In a run the look stops at the run's deadline, and what it
+//! did not get to counts as present: the gate runs (and, its time gone, times out).
 
 use std::path::Path;
 
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::KeyError;
 use crate::globs::{Pattern, PatternSet};
 use crate::task::Task;
-use crate::taskdir;
+use crate::taskdir::{self, Deadline};
 use crate::text::one_line;
 
 /// Largest file `contains` reads. A larger file, or one that cannot be read, lets the gate run:
@@ -108,7 +109,21 @@ impl OnlyIf {
 
     /// `None` when the gate runs; otherwise why it does not, naming what was looked for.
     pub fn unmet(&self, task: &Task) -> Option<String> {
-        if self.any.iter().any(|presence| presence.holds(task)) {
+        self.unmet_within(task, None)
+    }
+
+    /// As [`OnlyIf::unmet`] in a run: past `deadline` the gate runs, what was not looked at
+    /// counting as present.
+    pub fn unmet_by(&self, task: &Task, deadline: &Deadline<'_>) -> Option<String> {
+        self.unmet_within(task, Some(deadline))
+    }
+
+    fn unmet_within(&self, task: &Task, deadline: Option<&Deadline<'_>>) -> Option<String> {
+        if self
+            .any
+            .iter()
+            .any(|presence| presence.holds(task, deadline))
+        {
             return None;
         }
         Some(format!(
@@ -125,19 +140,26 @@ impl OnlyIf {
 }
 
 impl Presence {
-    fn holds(&self, task: &Task) -> bool {
-        let listing = taskdir::list_to_depth(task, self.depth);
+    fn holds(&self, task: &Task, deadline: Option<&Deadline<'_>>) -> bool {
+        let listing = match deadline {
+            None => taskdir::list_to_depth(task, self.depth),
+            Some(deadline) => match taskdir::list_to_depth_by(task, self.depth, deadline) {
+                Ok(listing) => listing,
+                Err(_) => return true,
+            },
+        };
+        let out_of_time = || deadline.is_some_and(|deadline| deadline.check().is_err());
         listing
             .files
             .iter()
             .filter(|entry| self.file.is_match(&entry.rel))
             .any(|entry| match (&self.contains, &self.key) {
+                _ if out_of_time() => true,
                 (Some(regex), _) => {
-                    read(task, &entry.path).is_none_or(|bytes| regex.is_match(&bytes))
+                    read(task, &entry.path, deadline).is_none_or(|bytes| regex.is_match(&bytes))
                 }
-                (None, Some(key)) => {
-                    read(task, &entry.path).is_none_or(|bytes| has_key(&entry.rel, &bytes, key))
-                }
+                (None, Some(key)) => read(task, &entry.path, deadline)
+                    .is_none_or(|bytes| has_key(&entry.rel, &bytes, key)),
                 (None, None) => true,
             })
     }
@@ -186,9 +208,12 @@ fn has_key(name: &str, bytes: &[u8], key: &[String]) -> bool {
     }
 }
 
-/// The file's bytes, or `None` when it cannot be read whole.
-fn read(task: &Task, path: &Path) -> Option<Vec<u8>> {
-    taskdir::read_capped(task, path, MAX_BYTES).ok()?
+/// The file's bytes, or `None` when it cannot be read whole (by `deadline`, if there is one).
+fn read(task: &Task, path: &Path, deadline: Option<&Deadline<'_>>) -> Option<Vec<u8>> {
+    match deadline {
+        None => taskdir::read_capped(task, path, MAX_BYTES).ok()?,
+        Some(deadline) => taskdir::read_capped_by(task, path, MAX_BYTES, deadline).ok()?,
+    }
 }
 
 #[cfg(test)]

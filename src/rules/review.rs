@@ -13,7 +13,9 @@
 //! The reviewer is the coordinator's program, never the worker's: a relative program path in
 //! `run:` is taken from the rules file's directory, not the task's, so a worker cannot swap in
 //! a reviewer of its own. It runs in the task directory (a model CLI may read the files), in
-//! its own process group, under the gate's deadline, which also covers listing the changes.
+//! its own process group, under the gate's deadline, which also covers gathering the context:
+//! a context not gathered by then is a timeout (the worker chose how much it changed), never
+//! a reviewer run on part of it.
 //! Nothing it is given passes through a shell, and no file outside the task is ever read into
 //! the context.
 
@@ -22,11 +24,12 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-use std::time::Instant;
 
 use super::command::{env_from_spec, is_executable, on_path, relative_findings, tail};
 use super::scope::{self, Problem};
-use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, findings};
+use super::{
+    About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, findings,
+};
 use crate::duration;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
 use crate::rules::spec::GateSpec;
@@ -112,11 +115,14 @@ impl RuleDef for Review {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
-        let deadline = Instant::now() + ctx.timeout;
-        let input = match context(ctx, deadline) {
+        let deadline = ctx.deadline();
+        let input = match context(ctx, &deadline) {
             Ok(text) => text,
-            Err(why) => return Outcome::error(why),
+            Err(why) => return ctx.in_time(Outcome::error(why)),
         };
+        if let Err(stopped) = deadline.check() {
+            return Outcome::stopped(ctx, stopped, "gathering the reviewer's context", Vec::new());
+        }
         let task = ctx.task;
         let mut env: Vec<(OsString, OsString)> = vec![
             ("VALIDATOR_TASK".into(), task.name.clone().into()),
@@ -132,7 +138,7 @@ impl RuleDef for Review {
             cwd: &task.dir,
             env: &env,
             env_remove: &[],
-            timeout: deadline.saturating_duration_since(Instant::now()),
+            timeout: deadline.remaining(),
             output_cap: OUTPUT_CAP,
             cancel: ctx.cancel,
             // The verdict is read from standard output only; a CLI's warnings on standard
@@ -429,8 +435,9 @@ fn location_of(text: &str) -> Option<(&str, Option<u32>, Option<u32>)> {
 /// The document a reviewer reads on standard input. Everything the worker wrote (its signal,
 /// its files, the patch) sits inside fences longer than any backtick run it holds, so it cannot
 /// close them and pose as the validator's own text. `Err` when the validator cannot even
-/// list the changes (a baseline it cannot read).
-pub(crate) fn context(ctx: &Context<'_>, deadline: Instant) -> Result<String, String> {
+/// list the changes (a baseline it cannot read). Past `deadline` it stops where it is, and the
+/// caller, who asks the deadline again, sends none of it.
+pub(crate) fn context(ctx: &Context<'_>, deadline: &Deadline<'_>) -> Result<String, String> {
     let task = ctx.task;
     let mut out = String::new();
     let _ = writeln!(
@@ -483,7 +490,7 @@ pub(crate) fn context(ctx: &Context<'_>, deadline: Instant) -> Result<String, St
         }
     }
 
-    let changes = match scope::changed(ctx, BASE, deadline) {
+    let changes = match scope::changed(ctx, BASE, deadline.at()) {
         Ok(changes) => changes,
         Err(Problem::Judge(why)) => return Err(why),
         Err(Problem::Worker(why)) => {
@@ -504,7 +511,7 @@ fn changed_section(
     ctx: &Context<'_>,
     out: &mut String,
     changes: &scope::Changes,
-    deadline: Instant,
+    deadline: &Deadline<'_>,
 ) {
     let task = ctx.task;
     let from = match changes.note {
@@ -550,7 +557,7 @@ fn changed_section(
     let mut budget = MAX_CHANGES_BYTES;
     let mut in_patch = BTreeSet::new();
     if matches!(changes.source, scope::Source::Git(_)) {
-        match scope::diff(ctx, BASE, deadline, budget) {
+        match scope::diff(ctx, BASE, deadline.at(), budget) {
             Ok(Some(patch)) if !patch.text.is_empty() => {
                 let _ = writeln!(out, "## Patch against {BASE} (tracked files)\n");
                 if patch.from_middle {
@@ -580,13 +587,15 @@ fn changed_section(
     }
 
     // What git shows no patch for (new, untracked files) or every changed file without git.
+    // A look at each, so as long as the deadline allows.
     let rest: Vec<&String> = changes
         .files
         .iter()
         .filter(|file| !in_patch.contains(*file))
+        .take_while(|_| deadline.check().is_ok())
         .filter(|file| task.dir.join(file).symlink_metadata().is_ok())
         .collect();
-    if rest.is_empty() {
+    if rest.is_empty() || deadline.check().is_err() {
         return;
     }
     out.push_str(
@@ -594,6 +603,9 @@ fn changed_section(
     );
     let mut left_out = Vec::new();
     for file in rest {
+        if deadline.check().is_err() {
+            return;
+        }
         if budget == 0 {
             left_out.push(file.as_str());
             continue;
@@ -853,8 +865,9 @@ mod tests {
             state_dir: &fixture.state,
             cancel: None,
             listed: &crate::rules::scope::Listed::default(),
+            started: std::time::Instant::now(),
         };
-        context(&ctx, Instant::now() + ctx.timeout).unwrap()
+        context(&ctx, &ctx.deadline()).unwrap()
     }
 
     fn git(dir: &Path, args: &[&str]) {

@@ -3,7 +3,8 @@
 //! say). `format` is asserted in every draft unless `formats: false`. The schema is compiled
 //! once per run of the gate; `$ref` may name local files, or URLs under a `refs:` prefix, which
 //! are read from the directory it maps to: the validator never fetches anything. Documents are
-//! read and checked on every core at once.
+//! read and checked on every core at once, each thread stopping at the gate's deadline (which
+//! then times the gate out: documents not checked are not valid).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -16,7 +17,9 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
+use super::{
+    About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, Stopped,
+};
 use crate::globs::PatternSet;
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
@@ -209,18 +212,44 @@ impl RuleDef for Schema {
     }
 
     fn run(&self, ctx: &Context<'_>) -> Outcome {
+        ctx.in_time(self.judge(ctx))
+    }
+
+    fn preflight(&self) -> Option<String> {
+        self.compile().err()
+    }
+
+    fn definition_files(&self) -> Vec<&Path> {
+        vec![&self.schema]
+    }
+}
+
+impl Schema {
+    fn judge(&self, ctx: &Context<'_>) -> Outcome {
         let compiled = match self.compile() {
             Ok(compiled) => compiled,
             Err(why) => return Outcome::error(why),
         };
-        let listing = taskdir::list(ctx.task);
+        let deadline = ctx.deadline();
+        let listing = match taskdir::list_by(ctx.task, &deadline) {
+            Ok(listing) => listing,
+            Err(stopped) => {
+                return Outcome::stopped(ctx, stopped, "listing the task's files", Vec::new());
+            }
+        };
         let documents: Vec<&taskdir::Entry> = listing
             .files
             .iter()
             .filter(|e| self.files.is_match(&e.rel))
             .collect();
         let reader = taskdir::Reader::new(ctx.task);
-        let mut found = self.check_all(&compiled, &reader, &documents);
+        let mut found = self.check_all(&compiled, &reader, &documents, &deadline);
+        if let Err(stopped) = deadline.check() {
+            let checked = found.iter().flatten().count();
+            let progress = format!("{checked} of {} documents checked", documents.len());
+            let findings = found.into_iter().flatten().flatten().collect();
+            return Outcome::stopped(ctx, stopped, &progress, findings);
+        }
         let mut findings = Vec::new();
         let mut checked = 0usize;
         // Taken in the documents' order, so the verdict does not depend on the threads'.
@@ -253,14 +282,6 @@ impl RuleDef for Schema {
             if checked == 1 { "" } else { "s" }
         );
         Outcome::from_findings(findings, &ok, |n| format!("{n} schema problems"))
-    }
-
-    fn preflight(&self) -> Option<String> {
-        self.compile().err()
-    }
-
-    fn definition_files(&self) -> Vec<&Path> {
-        vec![&self.schema]
     }
 }
 
@@ -532,23 +553,27 @@ fn file_uri(path: &Path) -> String {
 impl Schema {
     /// Each document's findings, checked on every core: documents are handed out in order, and
     /// no new one is started once [`MAX_FINDINGS`] are found, so those checked are always a
-    /// prefix of the list (`None` marks the rest).
+    /// prefix of the list (`None` marks the rest). Past `deadline` each thread stops, and
+    /// those checked are whatever each had finished.
     fn check_all(
         &self,
         compiled: &Compiled,
         reader: &taskdir::Reader<'_>,
         documents: &[&taskdir::Entry],
+        deadline: &Deadline<'_>,
     ) -> Vec<Option<Vec<Finding>>> {
         let next = AtomicUsize::new(0);
         let found = AtomicUsize::new(0);
         let work = || {
             let mut done = Vec::new();
-            while found.load(Ordering::Relaxed) < MAX_FINDINGS {
+            while found.load(Ordering::Relaxed) < MAX_FINDINGS && deadline.check().is_ok() {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(entry) = documents.get(index) else {
                     break;
                 };
-                let findings = self.check_one(compiled, reader, entry);
+                let Ok(findings) = self.check_one(compiled, reader, entry, deadline) else {
+                    break;
+                };
                 found.fetch_add(findings.len(), Ordering::Relaxed);
                 done.push((index, findings));
             }
@@ -583,28 +608,30 @@ impl Schema {
         slots
     }
 
-    /// One document's findings: why it could not be read, or where it breaks the schema. The
-    /// errors are collected only for a document the (faster) yes/no check rejected.
+    /// One document's findings: why it could not be read, or where it breaks the schema; `Err`
+    /// when `deadline` came before it was read. The errors are collected only for a document
+    /// the (faster) yes/no check rejected.
     fn check_one(
         &self,
         compiled: &Compiled,
         reader: &taskdir::Reader<'_>,
         entry: &taskdir::Entry,
-    ) -> Vec<Finding> {
-        let document = match self.read_document(reader, &entry.path) {
+        deadline: &Deadline<'_>,
+    ) -> Result<Vec<Finding>, Stopped> {
+        let document = match self.read_document(reader, &entry.path, deadline)? {
             Ok(document) => document,
             Err(finding) => {
-                return vec![Finding {
+                return Ok(vec![Finding {
                     file: Some(entry.rel.clone()),
                     ..finding
-                }];
+                }]);
             }
         };
         let validator = &compiled.validator;
         if validator.is_valid(&document) {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        validator
+        Ok(validator
             .iter_errors(&document)
             .take(MAX_FINDINGS)
             .map(|error| {
@@ -616,7 +643,7 @@ impl Schema {
                 let note = compiled.note;
                 Finding::in_file(&entry.rel, clipped(format_args!("{at}: {note}{error}")))
             })
-            .collect()
+            .collect())
     }
 
     fn compile(&self) -> Result<Compiled, String> {
@@ -662,23 +689,32 @@ impl Schema {
         .compile(&schema)
     }
 
-    fn read_document(&self, reader: &taskdir::Reader<'_>, path: &Path) -> Result<Value, Finding> {
-        let bytes = reader
-            .read_capped(path, self.max_bytes)
-            .map_err(Finding::new)?
-            .ok_or_else(|| {
+    /// The document, or the finding that says why it is none; `Err` when `deadline` came
+    /// before it was read whole.
+    fn read_document(
+        &self,
+        reader: &taskdir::Reader<'_>,
+        path: &Path,
+        deadline: &Deadline<'_>,
+    ) -> Result<Result<Value, Finding>, Stopped> {
+        let bytes = match reader.read_capped_by(path, self.max_bytes, deadline) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
                 let size = std::fs::metadata(path)
                     .map_or("more than max_bytes".into(), |m| m.len().to_string());
-                Finding::new(format!(
+                return Ok(Err(Finding::new(format!(
                     "is {size} bytes, over max_bytes ({}); it was not read",
                     self.max_bytes
-                ))
-            })?;
-        parse_document(path, &bytes).map_err(|why| Finding {
+                ))));
+            }
+            Err(taskdir::Unread::Refused(why)) => return Ok(Err(Finding::new(why))),
+            Err(taskdir::Unread::Stopped(stopped)) => return Err(stopped),
+        };
+        Ok(parse_document(path, &bytes).map_err(|why| Finding {
             line: why.line,
             column: why.column,
             ..Finding::new(why.message)
-        })
+        }))
     }
 }
 

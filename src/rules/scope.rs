@@ -490,6 +490,7 @@ fn outside_a_run<T>(
     let ctx = Context {
         task,
         gate: "(between the agent's steps)",
+        started: Instant::now(),
         timeout,
         state_dir,
         cancel: None,

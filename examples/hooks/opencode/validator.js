@@ -18,6 +18,9 @@ const VALIDATOR = process.env.VALIDATOR_BIN || "/ABSOLUTE/PATH/TO/validator"
 const RULES = process.env.VALIDATOR_RULES || "/ABSOLUTE/PATH/TO/validator.yaml"
 // Past validator's own budget (30 minutes by default): this only ends a process that hangs.
 const TIMEOUT_MS = 2 * 60 * 60 * 1000
+// validator's own deadline, a minute under that: by then it has answered (a stop not judged
+// in time is refused), so this timeout never decides.
+const DEADLINE = `${TIMEOUT_MS / 1000 - 60}s`
 // What the session is told when validator itself was stopped before it could judge (this
 // timeout, or a signal the gates' own commands sent): never a silent pass.
 const INTERRUPTED =
@@ -27,7 +30,8 @@ const INTERRUPTED =
 /** Runs validator with `input` on stdin; its stdout, or null when it could not judge. */
 function judge(input, cwd) {
   return new Promise((resolve) => {
-    const child = spawn(VALIDATOR, ["-c", RULES, "hook", "opencode", "--task-dir", cwd], {
+    const args = ["-c", RULES, "hook", "opencode", "--task-dir", cwd, "--deadline", DEADLINE]
+    const child = spawn(VALIDATOR, args, {
       cwd,
       stdio: ["pipe", "pipe", "pipe"],
       timeout: TIMEOUT_MS,
