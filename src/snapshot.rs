@@ -76,21 +76,35 @@ pub fn load(state_dir: &Path, task: &str) -> Result<Option<Baseline>, String> {
     })
 }
 
-/// Files added, removed or changed in the task directory since `baseline`.
-pub fn changes(task: &Task, baseline: &Baseline) -> Result<BTreeSet<String>, String> {
+/// Why a comparison with a baseline has no answer.
+#[derive(Debug)]
+pub enum Unjudged {
+    /// Its deadline passed (or its run was cancelled) first: the worker decides how many files
+    /// and how large, so past it there is no answer rather than part of one.
+    Stopped(taskdir::Stopped),
+    Unreadable(String),
+}
+
+/// Files added, removed or changed in the task directory since `baseline`, by `deadline`.
+pub fn changes(
+    task: &Task,
+    baseline: &Baseline,
+    deadline: &taskdir::Deadline<'_>,
+) -> Result<BTreeSet<String>, Unjudged> {
     let mut changed = BTreeSet::new();
     let mut present = BTreeSet::new();
-    let listing = taskdir::list(task);
+    let listing = taskdir::list_by(task, deadline).map_err(Unjudged::Stopped)?;
     // A FIFO, socket or device has no content to compare, and a baseline holds none: it is
     // there, so it counts.
     changed.extend(listing.special);
     for entry in listing.files {
+        deadline.check().map_err(Unjudged::Stopped)?;
         present.insert(entry.rel.clone());
         let same = match baseline.files.get(&entry.rel) {
             Some(before) if before.size == entry.size() => {
-                hash_file(task, &entry.path)
-                    .map_err(|err| format!("cannot read {}: {err}", entry.rel))?
-                    == before.sha256
+                hash_file(task, &entry.path).map_err(|err| {
+                    Unjudged::Unreadable(format!("cannot read {}: {err}", entry.rel))
+                })? == before.sha256
             }
             _ => false,
         };
@@ -134,7 +148,14 @@ mod tests {
         std::fs::write(dir.path().join("edit"), "after!").unwrap();
         std::fs::remove_file(dir.path().join("gone")).unwrap();
         std::fs::write(dir.path().join("new"), "n").unwrap();
-        let changed: Vec<_> = changes(&task, &baseline).unwrap().into_iter().collect();
+        let far = taskdir::Deadline::new(
+            std::time::Instant::now() + std::time::Duration::from_secs(60),
+            None,
+        );
+        let changed: Vec<_> = changes(&task, &baseline, &far)
+            .unwrap()
+            .into_iter()
+            .collect();
         assert_eq!(changed, ["edit", "gone", "new"]);
     }
 }

@@ -121,6 +121,15 @@ pub fn list_passing_over(task: &Task, pass_over: &dyn Fn(&str) -> bool) -> Listi
     walk(task, None, pass_over, None).unwrap_or_default()
 }
 
+/// As [`list_passing_over`], stopped at `deadline`.
+pub fn list_passing_over_by(
+    task: &Task,
+    pass_over: &dyn Fn(&str) -> bool,
+    deadline: &Deadline<'_>,
+) -> Result<Listing, Stopped> {
+    walk(task, None, pass_over, Some(deadline))
+}
+
 /// As [`list`] for a gate: stopped at `deadline`, since the worker decides how many names the
 /// walk meets. A listing cut short is no listing (`Err`), never the part that was seen.
 pub fn list_by(task: &Task, deadline: &Deadline<'_>) -> Result<Listing, Stopped> {

@@ -167,19 +167,60 @@ fn is_shell(program: &str) -> bool {
     matches!(name, "sh" | "bash" | "zsh" | "dash")
 }
 
-/// Whether a tool's response says it failed: an error field, or a non-zero exit code.
+/// Whether a tool's response says it failed: an error field, a non-zero exit code (a field,
+/// or the `Exit code: N` line Codex CLI's and Gemini CLI's text carries), or, where the text is
+/// all there is (Codex CLI's shell), an error a person would read in it.
 fn response_failed(response: &Value) -> bool {
-    let Some(fields) = response.as_object() else {
-        return false;
-    };
-    let exit = ["exit_code", "exitCode", "returncode"]
-        .iter()
-        .find_map(|name| fields.get(*name).and_then(Value::as_i64));
-    exit.is_some_and(|code| code != 0)
-        || fields.get("is_error").and_then(Value::as_bool) == Some(true)
-        || fields
-            .get("error")
-            .is_some_and(|e| !e.is_null() && e != &Value::Bool(false) && e != "")
+    match response {
+        Value::String(text) => text_failed(text),
+        Value::Object(fields) => {
+            let exit = ["exit_code", "exitCode", "returncode", "exit"]
+                .iter()
+                .find_map(|name| fields.get(*name).and_then(Value::as_i64));
+            exit.is_some_and(|code| code != 0)
+                || fields.get("is_error").and_then(Value::as_bool) == Some(true)
+                || fields
+                    .get("error")
+                    .is_some_and(|e| !e.is_null() && e != &Value::Bool(false) && e != "")
+                || ["llmContent", "output"]
+                    .iter()
+                    .filter_map(|name| fields.get(*name).and_then(Value::as_str))
+                    .any(exit_line_failed)
+        }
+        _ => false,
+    }
+}
+
+/// An `Exit code: N` (or `Process exited with code N`) line with N other than 0.
+fn exit_line_failed(text: &str) -> bool {
+    text.lines().any(|line| {
+        let line = line.trim();
+        ["Exit code:", "Exit Code:", "Process exited with code"]
+            .iter()
+            .find_map(|prefix| line.strip_prefix(prefix))
+            .and_then(|code| code.trim().parse::<i64>().ok())
+            .is_some_and(|code| code != 0)
+    })
+}
+
+/// Output text that says a command failed.
+fn text_failed(text: &str) -> bool {
+    exit_line_failed(text)
+        || text.lines().map(str::trim_start).any(|line| {
+            [
+                "error:",
+                "error[",
+                "Error:",
+                "ERROR:",
+                "fatal:",
+                "Traceback (most recent call last)",
+            ]
+            .iter()
+            .any(|start| line.starts_with(start))
+                || line.contains(": No such file or directory")
+                || line.contains(": command not found")
+                || line.contains(": Permission denied")
+        })
 }
 
 /// What validator answers a tool hook.
@@ -216,6 +257,13 @@ impl ToolAnswer {
             ToolAnswer::Nothing => return None,
             ToolAnswer::Notice(message) => json!({"systemMessage": prefixed(message)}),
             ToolAnswer::Deny(why) => deny(agent, event, &prefixed(why)),
+            // Codex drops a whole answer that holds a field it does not support, the deny
+            // with it: it cannot be stopped from a hook, so it is only refused.
+            ToolAnswer::DenyAndStop { reason, .. } if agent == Agent::Codex => {
+                deny(agent, event, &prefixed(reason))
+            }
+            // Claude Code stops only after running the tool unless the deny comes with it;
+            // Gemini CLI refuses and stops; OpenCode's plugin aborts the session.
             ToolAnswer::DenyAndStop { reason, stop } => {
                 let mut answer = deny(agent, event, &prefixed(reason));
                 if let Some(fields) = answer.as_object_mut() {
@@ -224,6 +272,8 @@ impl ToolAnswer {
                 }
                 answer
             }
+            // Only Claude Code can ask a person (headless, it refuses and the model reads why);
+            // Gemini CLI's `ask` ends a headless run silently, Codex ignores it.
             ToolAnswer::Ask(why) => match agent {
                 Agent::Claude => json!({"hookSpecificOutput": {
                     "hookEventName": event,
@@ -232,18 +282,14 @@ impl ToolAnswer {
                 }}),
                 _ => deny(agent, event, &prefixed(why)),
             },
+            // Added after the tool's output, which the model still reads: a `block` would
+            // replace it (Codex, Gemini CLI) or name the hook's command line (Claude Code).
             ToolAnswer::Tell(message) => match agent {
-                Agent::Claude | Agent::Codex => json!({
-                    "decision": "block",
-                    "reason": prefixed(message),
-                    "hookSpecificOutput": {"hookEventName": event, "additionalContext": prefixed(message)},
-                }),
-                Agent::Gemini => json!({
-                    "decision": "deny",
-                    "reason": prefixed(message),
-                    "hookSpecificOutput": {"hookEventName": event, "additionalContext": prefixed(message)},
-                }),
                 Agent::Opencode => json!({"tell": prefixed(message)}),
+                _ => json!({"hookSpecificOutput": {
+                    "hookEventName": event,
+                    "additionalContext": prefixed(message),
+                }}),
             },
         };
         Some(value.to_string())

@@ -105,22 +105,24 @@ fn claude_line(line: &Value) -> Option<Counted> {
     })
 }
 
-/// Codex CLI: `{"type": "event_msg", "payload": {"type": "token_count", "info":
-/// {"total_token_usage": {"total_tokens": …}}}}`.
+/// Codex CLI: `{"type": "token_usage_record", "payload": {"thread_token_usage": {"total_tokens":
+/// …}}}`, written before a response's tools run, and later `{"type": "event_msg", "payload":
+/// {"type": "token_count", "info": {"total_token_usage": {"total_tokens": …}}}}`: both running
+/// totals (input, cached included, and output).
 fn codex_line(line: &Value) -> Option<Counted> {
     let payload = line.get("payload")?;
-    if payload.get("type")?.as_str()? != "token_count" {
+    let usage = if line.get("type")?.as_str()? == "token_usage_record" {
+        payload.get("thread_token_usage")?
+    } else if payload.get("type")?.as_str()? == "token_count" {
+        payload.get("info")?.get("total_token_usage")?
+    } else {
         return None;
-    }
-    let total = payload
-        .get("info")?
-        .get("total_token_usage")?
-        .get("total_tokens")?
-        .as_u64()?;
-    Some(Counted::RunningTotal(total))
+    };
+    Some(Counted::RunningTotal(usage.get("total_tokens")?.as_u64()?))
 }
 
-/// Gemini CLI: `{"id": …, "type": "gemini", "tokens": {"total": …}}`.
+/// Gemini CLI: `{"id": …, "type": "gemini", "tokens": {"total": …}}`, each message written
+/// twice (before and with its tool calls), the same figures both times.
 fn gemini_line(line: &Value) -> Option<Counted> {
     let total = line.get("tokens")?.get("total")?.as_u64()?;
     Some(Counted::Message {

@@ -80,8 +80,7 @@ impl CoChange {
         let deadline = ctx.deadline();
         let changes = match scope::changed(ctx, &self.base, deadline.at()) {
             Ok(changes) => changes,
-            Err(scope::Problem::Judge(why)) => return Outcome::error(why),
-            Err(scope::Problem::Worker(why)) => return Outcome::fail(why),
+            Err(problem) => return problem.outcome(ctx),
         };
         // Without git or a baseline every file counts as changed, and the rule would pass
         // whenever a `then` file exists: it cannot judge, and says what it needs.

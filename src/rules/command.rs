@@ -351,8 +351,7 @@ impl Command {
                                 note = format!(" ({})", changes.source);
                                 Some(changes.files)
                             }
-                            Err(super::scope::Problem::Judge(why)) => return Outcome::error(why),
-                            Err(super::scope::Problem::Worker(why)) => return Outcome::fail(why),
+                            Err(problem) => return problem.outcome(ctx),
                         }
                     }
                     _ => None,

@@ -141,8 +141,7 @@ impl Content {
                     findings.extend(changes.findings);
                     Some(changes.files)
                 }
-                Err(scope::Problem::Judge(why)) => return Outcome::error(why),
-                Err(scope::Problem::Worker(why)) => return Outcome::fail(why),
+                Err(problem) => return problem.outcome(ctx),
             }
         } else {
             None

@@ -558,7 +558,9 @@ impl<'a> Repo<'a> {
             }
         }
         if !every_file_under.is_empty() {
-            for entry in taskdir::list(self.ctx.task).files {
+            let by = taskdir::Deadline::new(self.deadline, self.ctx.cancel);
+            let listing = taskdir::list_by(self.ctx.task, &by).map_err(Problem::Stopped)?;
+            for entry in listing.files {
                 if every_file_under
                     .iter()
                     .any(|dir| entry.rel.starts_with(dir.as_str()))
@@ -607,14 +609,14 @@ impl<'a> Repo<'a> {
         };
         let repo = match Repo::at(self.ctx, layout, self.deadline, self.depth + 1) {
             Ok(repo) => repo,
-            Err(Problem::Judge(why) | Problem::Worker(why)) => return Nested::Unknown(Some(why)),
+            Err(problem) => return Nested::Unknown(Some(problem.into_reason())),
         };
         if !repo.has_commit(base_commit) {
             return Nested::Unknown(None);
         }
         match repo.changes(base_commit, &Pinned::Commit(base_commit.to_owned()), None) {
             Ok((changes, accounted)) => Nested::Changed(changes, accounted),
-            Err(Problem::Judge(why) | Problem::Worker(why)) => Nested::Unknown(Some(why)),
+            Err(problem) => Nested::Unknown(Some(problem.into_reason())),
         }
     }
 

@@ -493,7 +493,8 @@ pub(crate) fn context(ctx: &Context<'_>, deadline: &Deadline<'_>) -> Result<Stri
     let changes = match scope::changed(ctx, BASE, deadline.at()) {
         Ok(changes) => changes,
         Err(Problem::Judge(why)) => return Err(why),
-        Err(Problem::Worker(why)) => {
+        Err(problem @ (Problem::Worker(_) | Problem::Stopped(_))) => {
+            let why = problem.into_reason();
             let _ = writeln!(
                 out,
                 "## Changed files\n\nThe validator could not list what changed: {why}\n"

@@ -66,11 +66,36 @@ pub(crate) fn checked_base(spec: &GateSpec) -> Result<String, KeyError> {
     Ok(base)
 }
 
-/// Why the changes could not be listed: the validator's problem (ERROR) or the worker's (FAIL,
-/// e.g. a repository it broke).
+/// Why the changes could not be listed: the validator's problem (ERROR), the worker's (FAIL,
+/// e.g. a repository it broke), or the gate's deadline (a tree the worker made too large to
+/// list in time: a timeout, never a pass on part of it).
 pub(crate) enum Problem {
     Judge(String),
     Worker(String),
+    Stopped(taskdir::Stopped),
+}
+
+impl Problem {
+    /// The gate's outcome when its listing failed this way.
+    pub(crate) fn outcome(self, ctx: &Context<'_>) -> Outcome {
+        match self {
+            Problem::Judge(why) => Outcome::error(why),
+            Problem::Worker(why) => Outcome::fail(why),
+            Problem::Stopped(stopped) => {
+                Outcome::stopped(ctx, stopped, "listing what the worker changed", Vec::new())
+            }
+        }
+    }
+
+    /// In words, for a rule that reports it as text.
+    pub(crate) fn into_reason(self) -> String {
+        match self {
+            Problem::Judge(why) | Problem::Worker(why) => why,
+            Problem::Stopped(_) => {
+                "listing what the worker changed did not finish by the gate's deadline".into()
+            }
+        }
+    }
 }
 
 /// The changed files, and findings about how they were found (hidden changes, refused links).
@@ -125,8 +150,7 @@ impl RuleDef for FileScope {
             note,
         } = match changed(ctx, &self.base, Instant::now() + ctx.timeout) {
             Ok(found) => found,
-            Err(Problem::Judge(why)) => return Outcome::error(why),
-            Err(Problem::Worker(why)) => return Outcome::fail(why),
+            Err(problem) => return ctx.in_time(problem.outcome(ctx)),
         };
         for file in &changed {
             if let Some((breach, why)) = self.breach(file) {
@@ -163,9 +187,9 @@ impl RuleDef for FileScope {
             "{count} changed file{} in scope ({from})",
             if count == 1 { "" } else { "s" }
         );
-        Outcome::from_findings(findings, &ok, |n| {
+        ctx.in_time(Outcome::from_findings(findings, &ok, |n| {
             format!("{n} scope violations among {count} changed files ({from})")
-        })
+        }))
     }
 }
 
@@ -326,6 +350,9 @@ fn state_inside_task(ctx: &Context<'_>) -> bool {
 
 fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Changes, Problem> {
     let task = ctx.task;
+    let by = taskdir::Deadline::new(deadline, ctx.cancel);
+    let listed_by =
+        |listing: Result<taskdir::Listing, taskdir::Stopped>| listing.map_err(Problem::Stopped);
     tracing::debug!(task = %task.name, gate = ctx.gate, base, "listing what the worker changed");
     let mut note = super::git::passed_over_in_worker_area(task)
         .then_some("a `.git` in the staging directory, which every worker writes, was passed over");
@@ -342,8 +369,11 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
     let mut changes = if let Some(baseline) = baseline {
         // An explicit baseline wins over git: the coordinator took it on purpose, while a
         // repository inside the task directory may be the worker's own.
-        let files = snapshot::changes(task, &baseline).map_err(Problem::Worker)?;
-        let findings = listing_problems(&taskdir::list(task));
+        let files = snapshot::changes(task, &baseline, &by).map_err(|err| match err {
+            snapshot::Unjudged::Stopped(stopped) => Problem::Stopped(stopped),
+            snapshot::Unjudged::Unreadable(why) => Problem::Worker(why),
+        })?;
+        let findings = listing_problems(&listed_by(taskdir::list_by(task, &by))?);
         Changes {
             source: Source::Baseline,
             files,
@@ -353,10 +383,15 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
     } else if let Some(repo) = Repo::open(ctx, deadline)? {
         let pinned = ctx.listed.pinned(&repo, base)?;
         let (mut changes, accounted) = repo.changes(base, &pinned, note)?;
-        add_unseen(ctx, &repo, &mut changes, &accounted);
+        let walked = listed_by(taskdir::list_passing_over_by(
+            task,
+            &|dir| accounted.dirs.contains(dir),
+            &by,
+        ))?;
+        add_unseen(ctx, &repo, &mut changes, &accounted, walked);
         changes
     } else {
-        let listing = taskdir::list(task);
+        let listing = listed_by(taskdir::list_by(task, &by))?;
         let findings = listing_problems(&listing);
         let files = listing
             .files
@@ -382,8 +417,13 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
 /// ground truth of what exists, so nothing the worker makes is invisible by where it puts it.
 /// A directory the walk cannot read either is a finding, unless the committed ignore rules
 /// hide it (a tool's data directory another user owns).
-fn add_unseen(ctx: &Context<'_>, repo: &Repo<'_>, changes: &mut Changes, accounted: &Accounted) {
-    let listing = taskdir::list_passing_over(ctx.task, &|dir| accounted.dirs.contains(dir));
+fn add_unseen(
+    ctx: &Context<'_>,
+    repo: &Repo<'_>,
+    changes: &mut Changes,
+    accounted: &Accounted,
+    listing: taskdir::Listing,
+) {
     let unseen: Vec<String> = listing
         .files
         .iter()
@@ -509,7 +549,7 @@ pub fn changed_now(
     outside_a_run(task, state_dir, timeout, |ctx, deadline| {
         changed(ctx, "HEAD", deadline)
             .map(|changes| changes.files)
-            .map_err(|(Problem::Judge(why) | Problem::Worker(why))| why)
+            .map_err(Problem::into_reason)
     })
 }
 
@@ -545,9 +585,13 @@ pub(crate) fn diff(
     deadline: Instant,
     cap: usize,
 ) -> Result<Option<Patch>, String> {
-    let problem = |(Problem::Judge(why) | Problem::Worker(why))| why;
-    match Repo::open(ctx, deadline).map_err(problem)? {
-        Some(repo) => repo.patch(&ctx.listed.pinned(&repo, base).map_err(problem)?, cap),
+    match Repo::open(ctx, deadline).map_err(Problem::into_reason)? {
+        Some(repo) => repo.patch(
+            &ctx.listed
+                .pinned(&repo, base)
+                .map_err(Problem::into_reason)?,
+            cap,
+        ),
         None => Ok(None),
     }
 }

@@ -280,7 +280,14 @@ fn a_write_no_one_could_see_coming_is_told_at_once_and_the_stop_still_fails() {
         ),
     )
     .json();
-    let told = answer["reason"].as_str().expect("reason").to_owned();
+    let told = answer["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("context for the model")
+        .to_owned();
+    assert!(
+        answer.get("decision").is_none(),
+        "the tool's output stays: {answer:#}"
+    );
     assert!(
         told.contains("notes.txt") && told.contains("undo"),
         "{answer:#}"
@@ -343,6 +350,14 @@ fn the_same_refusal_again_and_again_stops_the_agent_and_never_counts_as_an_attem
     )
     .expect("json");
     assert_eq!(state["attempt"], 1, "{state:#}");
+    // Codex drops an answer with a field it does not know, deny and all: it is only refused.
+    let mut codex = write(&project, "notes.txt");
+    codex["session_id"] = json!("s2");
+    for _ in 0..3 {
+        let answer = hook(&project, "codex", &codex).json();
+        assert!(answer.get("continue").is_none(), "{answer:#}");
+        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+    }
 }
 
 #[test]
@@ -361,9 +376,11 @@ fn the_same_tool_error_three_times_tells_the_agent_to_change_approach() {
     }
     let third = hook(&project, "claude", &failed()).json();
     assert!(
-        third["reason"].as_str().is_some_and(
-            |r| r.contains("STOP. Same error 3 times. Use a different tool or approach.")
-        ),
+        third["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(
+                |r| r.contains("STOP. Same error 3 times. Use a different tool or approach.")
+            ),
         "{third:#}"
     );
 }
