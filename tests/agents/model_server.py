@@ -21,7 +21,7 @@ Script (JSON):
    ],
    "after_last": "repeat"}        # "repeat" (default) the last turn, or "text" (say "OK")
 A turn is chosen by counting MAIN agent requests (requests that offer the agent's
-file-writing tool); side requests (titles, summaries, classifiers, quota checks,
+tools: Write/write, any tool, Gemini's file or shell tools); side requests (titles, summaries, classifiers, quota checks,
 token counts) are answered generically and not counted.
 
 A turn's calls ("write", "tool", "tools", in that order) become the API's own tool call, with
@@ -155,8 +155,8 @@ def new_id(prefix):
 # ---------------------------------------------------------------- classification
 
 def anthropic_is_main(body):
-    names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-    return "Write" in names or "write" in names  # Claude Code's, OpenCode's
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    return bool(names & {"Write", "write", "Bash", "bash", "Read", "read"})  # Claude Code's, OpenCode's
 
 
 def openai_is_main(body):
@@ -164,9 +164,10 @@ def openai_is_main(body):
 
 
 def gemini_is_main(body):
+    """The agent's own turns offer its tools; a user's policy may take write_file away."""
     for t in body.get("tools") or []:
         for fd in t.get("functionDeclarations") or []:
-            if fd.get("name") == "write_file":
+            if fd.get("name") in ("write_file", "read_file", "replace", "run_shell_command"):
                 return True
     return False
 

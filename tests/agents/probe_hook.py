@@ -21,8 +21,10 @@ CONFIG (JSON), read on every call so a test may change it between calls:
 
 Log: one JSON line per call, appended: {"event", "n", "t", "pid", "cwd", "argv", "env" (the
 variables whose names start with CLAUDE, CODEX, GEMINI or OPENCODE, plus PWD), "input" (stdin
-parsed as JSON, else {"_raw": text}), "answer" (the rule applied, or null)}. The line is written
-before the answer (and before any sleep), so a hook the CLI kills is still logged.
+parsed as JSON, else {"_raw": text}), "answer" (the rule applied, or null), "transcript" (what
+the session file the input names held about token usage at the moment of the call: its last
+usage records, so a test sees whether a hook can count the call it is asked about)}. The line
+is written before the answer (and before any sleep), so a hook the CLI kills is still logged.
 """
 import fcntl
 import json
@@ -53,7 +55,8 @@ def main():
         n = 1 + sum(1 for line in log if line.strip() and json.loads(line).get("event") == event)
         rule = pick(config.get("answers") or {}, event, n, raw)
         entry = {"event": event, "n": n, "t": round(time.time(), 3), "pid": os.getpid(),
-                 "cwd": os.getcwd(), "argv": sys.argv, "env": env, "input": data, "answer": rule}
+                 "cwd": os.getcwd(), "argv": sys.argv, "env": env, "input": data, "answer": rule,
+                 "transcript": usage_records(data)}
         log.write(json.dumps(entry) + "\n")
     if rule is None:
         return 0
@@ -66,6 +69,47 @@ def main():
         sys.stderr.write(rule["stderr"])
         sys.stderr.flush()
     return int(rule.get("exit", 0))
+
+
+USAGE_KEYS = ("usage", "tokens", "total_token_usage", "last_token_usage")
+
+
+def usage_records(data, keep=8):
+    """The last KEEP lines of the input's transcript_path that carry token usage: each as
+    {"line": its number, "id": the message id, "type", key: usage object}. Reads at most the
+    file's last 8 MiB; a transcript that is one JSON document is taken whole."""
+    path = data.get("transcript_path") if isinstance(data, dict) else None
+    if not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - (8 << 20)))
+        text = f.read().decode("utf-8", "replace")
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        found = {}
+        find_usage(obj, found, 0)
+        if found:
+            msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+            payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+            found.update(line=number, id=msg.get("id") or obj.get("id"),
+                         type=obj.get("type"), subtype=payload.get("type"))
+            out.append(found)
+    return {"path": path, "records": out[-keep:], "lines": len(text.splitlines())}
+
+
+def find_usage(obj, found, depth):
+    if depth > 4 or not isinstance(obj, (dict, list)):
+        return
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+    for k, v in items:
+        if k in USAGE_KEYS and isinstance(v, dict):
+            found[k] = v
+        else:
+            find_usage(v, found, depth + 1)
 
 
 def pick(answers, event, n, raw):

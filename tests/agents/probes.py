@@ -45,6 +45,7 @@ PATCH_ADD = "*** Begin Patch\n*** Add File: probe.txt\n+probe\n*** End Patch\n"
 PATCH_EDIT = "*** Begin Patch\n*** Update File: seed.txt\n@@\n-old line\n+new line\n*** End Patch\n"
 HEREDOC = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: heredoc.txt\n+heredoc\n*** End Patch\nEOF\n"
 SHELL_OK = "echo shell-ok > shell.txt"
+SHELL_TWO = "echo two > two.txt"  # the call after the one a hook answered: did the agent go on?
 SHELL_FAIL = "ls %s" % SHELL_ERR
 
 
@@ -59,8 +60,9 @@ def calls(cli, proj):
             "read_seed": {"name": "Read", "input": {"file_path": seed}},
             "edit": {"name": "Edit", "input": {"file_path": seed, "old_string": "old line", "new_string": "new line"}},
             "shell": {"name": "Bash", "input": {"command": SHELL_OK, "description": "probe shell"}},
+            "shell2": {"name": "Bash", "input": {"command": SHELL_TWO, "description": "probe shell two"}},
             "shell_fail": {"name": "Bash", "input": {"command": SHELL_FAIL, "description": "probe failing shell"}},
-            "subagent": {"name": "Agent", "input": {"description": "Write the probe", "prompt": "Write probe.txt.",
+            "subagent": {"name": "Agent", "input": {"description": "Write the probe", "prompt": "Write the file.",
                                                     "subagent_type": "general-purpose", "run_in_background": False}},
         }
     if cli == "codex":
@@ -68,6 +70,8 @@ def calls(cli, proj):
             "write": {"name": "apply_patch", "input": PATCH_ADD},
             "edit": {"name": "apply_patch", "input": PATCH_EDIT},
             "shell": {"name": "exec_command", "input": {"cmd": SHELL_OK}},
+            "shell2": {"name": "exec_command", "input": {"cmd": SHELL_TWO}},
+            "touch": {"name": "exec_command", "input": {"cmd": "touch shell.txt"}},
             "shell_fail": {"name": "exec_command", "input": {"cmd": SHELL_FAIL}},
             "heredoc": {"name": "exec_command", "input": {"cmd": HEREDOC}},
             "write_fn": {"name": "apply_patch", "kind": "function", "input": {"input": PATCH_ADD}},
@@ -78,6 +82,7 @@ def calls(cli, proj):
             "edit": {"name": "replace", "input": {"file_path": seed, "old_string": "old line", "new_string": "new line",
                                                   "instruction": "probe edit"}},
             "shell": {"name": "run_shell_command", "input": {"command": SHELL_OK, "description": "probe shell"}},
+            "shell2": {"name": "run_shell_command", "input": {"command": SHELL_TWO, "description": "probe shell two"}},
             "shell_fail": {"name": "run_shell_command", "input": {"command": SHELL_FAIL,
                                                                   "description": "probe failing shell"}},
         }
@@ -86,6 +91,7 @@ def calls(cli, proj):
         "read_seed": {"name": "read", "input": {"filePath": seed}},
         "edit": {"name": "edit", "input": {"filePath": seed, "oldString": "old line", "newString": "new line"}},
         "shell": {"name": "bash", "input": {"command": SHELL_OK, "description": "probe shell"}},
+        "shell2": {"name": "bash", "input": {"command": SHELL_TWO, "description": "probe shell two"}},
         "shell_fail": {"name": "bash", "input": {"command": SHELL_FAIL, "description": "probe failing shell"}},
     }
 
@@ -115,6 +121,9 @@ def deny_variants(cli):
         "ask_top": {"stdout": {"decision": "ask", "reason": REASON}},
         "allow_hso": {"stdout": hso(cli, "allow")},
         "continue_false": {"stdout": {"continue": False, "stopReason": STOPMSG, "systemMessage": STOPMSG}},
+        "deny_and_stop": {"stdout": dict({"decision": "deny", "reason": REASON} if cli == "gemini" else hso(cli, "deny"),
+                                         stopReason=STOPMSG, **{"continue": False})},
+        "noop_json": {"stdout": {}},
         "exit2": {"stderr": STDERR, "exit": 2},
         "exit1": {"stderr": STDERR, "exit": 1},
         "invalid_json": {"stdout": "not json " + STDERR},
@@ -150,11 +159,14 @@ def scenarios(cli):
     if cli == "gemini":
         seq = ["write", "edit", "shell", "shell_fail"]
     out["observe"] = {"turns": seq + [FINAL]}
+    # One model message with text and two calls: how the CLI records (and counts) it, the hooks' order.
+    out["parallel"] = {"turns": [{"text": "Two at once.", "calls": ["write", "shell"]}, FINAL]}
+    # After the answered call, a second one (shell2: two.txt): whether the agent went on.
     for name, answer in deny_variants(cli).items():
-        out[name] = {"turns": ["write", FINAL], "answers": pre_answers(cli, answer)}
+        out[name] = {"turns": ["write", "shell2", FINAL], "answers": pre_answers(cli, answer)}
     for name, answer in post_variants(cli).items():
         ans = {POST[cli]: [dict(answer, when="shell.txt")]}
-        out[name] = {"turns": ["shell", FINAL], "answers": ans}
+        out[name] = {"turns": ["shell", "shell2", FINAL], "answers": ans}
     if cli == "claude":  # a failure goes to PostToolUseFailure, not PostToolUse
         out["postfail_context"] = {"turns": ["shell_fail", FINAL], "answers": {"PostToolUseFailure": [
             {"stdout": {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": POSTMSG}}}]}}
@@ -176,14 +188,14 @@ def scenarios(cli):
         out["heredoc_observe"] = dict(heredoc)
         out["heredoc_deny"] = dict(heredoc, answers={PRE[cli]: [dict({"stdout": hso(cli, "deny")}, when="heredoc.txt")]})
         out["write_fn"] = {"turns": ["write_fn", FINAL]}
-        # The user's own rules: an execpolicy rule that forbids `echo`.
-        out["perm_rule_empty"] = {"turns": ["shell", FINAL], "deny_rule": True}
-        out["perm_rule_allow"] = {"turns": ["shell", FINAL], "deny_rule": True,
+        # The user's own rules: an execpolicy rule that forbids `touch`.
+        out["perm_rule_empty"] = {"turns": ["touch", FINAL], "deny_rule": True}
+        out["perm_rule_allow"] = {"turns": ["touch", FINAL], "deny_rule": True,
                                   "answers": {PRE[cli]: [dict({"stdout": hso(cli, "allow")}, when="shell.txt")]}}
     if cli == "gemini":
-        out["perm_rule_empty"] = {"turns": ["write", FINAL], "deny_rule": True}
-        out["perm_rule_allow"] = {"turns": ["write", FINAL], "deny_rule": True,
-                                  "answers": pre_answers(cli, {"stdout": {"decision": "allow"}})}
+        out["perm_rule_empty"] = {"turns": ["shell", FINAL], "deny_rule": True}
+        out["perm_rule_allow"] = {"turns": ["shell", FINAL], "deny_rule": True,
+                                  "answers": {PRE[cli]: [{"when": "shell.txt", "stdout": {"decision": "allow"}}]}}
         out["perm_default_empty"] = {"turns": ["write", FINAL], "mode": "default"}
         out["perm_default_allow"] = {"turns": ["write", FINAL], "mode": "default",
                                      "answers": pre_answers(cli, {"stdout": {"decision": "allow"}})}
@@ -191,6 +203,12 @@ def scenarios(cli):
         out["perm_rule_empty"] = {"turns": ["shell", FINAL], "deny_rule": True}
         out["args_rewrite"] = {"turns": ["shell", FINAL], "answers": {PRE[cli]: [
             {"when": "shell.txt", "stdout": {"args": {"command": "echo rewritten > rewritten.txt"}}}]}}
+    if cli in STOP:  # the stop event answered by the probe: does a block or a failure show its command line?
+        stop_variants = {"stop_block": {"stdout": {"decision": "deny" if cli == "gemini" else "block", "reason": REASON}},
+                         "stop_exit2": {"stderr": STDERR, "exit": 2},
+                         "stop_exit1": {"stderr": STDERR, "exit": 1}}
+        for name, answer in stop_variants.items():
+            out[name] = {"turns": ["I am done.\nSTATUS: OK", FINAL], "answers": {STOP[cli]: [dict(answer, nth=[1])]}}
     out["stream_pass"] = {"turns": ["answer", FINAL], "stop": "validator", "stream": True}
     out["stream_fail"] = {"turns": ["I am done.\nSTATUS: OK", "answer", FINAL], "stop": "validator", "stream": True}
     return out
@@ -200,8 +218,8 @@ def script(cli, proj, spec):
     table = calls(cli, proj)
     turns = []
     for t in spec["turns"]:
-        if isinstance(t, dict):
-            turns.append(t)
+        if isinstance(t, dict):  # {"text": ..., "calls": [names]}: one message, several calls
+            turns.append({"text": t["text"], "tools": [table[n] for n in t["calls"]]})
         elif t == "answer":
             turns.append({"write": {"path": proj + "/answer.txt", "rel": "answer.txt", "content": "42\n"}})
         elif t in table:
@@ -244,7 +262,8 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
                  "Stop": stop_group("Stop"), "SubagentStop": stop_group("SubagentStop")}
         settings = {"hooks": hooks}
         if spec.get("deny_rule"):
-            settings["permissions"] = {"deny": ["Write(probe.txt)", "Write(/%s)" % (proj + "/probe.txt")]}
+            # A rule on one path (a bare "Write" takes the tool away from the model altogether).
+            settings["permissions"] = {"deny": ["Edit(./probe.txt)", "Write(./probe.txt)", "Edit(//%s)" % (proj.lstrip("/") + "/probe.txt")]}
         with open(proj + "/.claude/settings.json", "w") as f:
             json.dump(settings, f, indent=2)
         if spec.get("mode"):
@@ -257,7 +276,7 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
         if spec.get("deny_rule"):
             os.makedirs(env["CODEX_HOME"] + "/rules", exist_ok=True)
             with open(env["CODEX_HOME"] + "/rules/default.rules", "w") as f:
-                f.write('prefix_rule(pattern = ["echo"], decision = "forbidden")\n')
+                f.write('prefix_rule(pattern = ["touch"], decision = "forbidden")\n')
     elif cli == "gemini":
         hooks = {"BeforeTool": group("BeforeTool", timeout), "AfterTool": group("AfterTool"),
                  "AfterAgent": stop_group("AfterAgent")}
@@ -265,8 +284,8 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
             json.dump({"hooks": hooks}, f, indent=2)
         # The shell tool is offered headless only where a policy allows it.
         policy = '[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\npriority = 100\n'
-        if spec.get("deny_rule"):
-            policy += '\n[[rule]]\ntoolName = "write_file"\ndecision = "deny"\npriority = 200\n'
+        if spec.get("deny_rule"):  # the user's rule: no `echo`
+            policy += '\n[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "echo"\ndecision = "deny"\npriority = 200\n'
         os.makedirs(run + "/home/.gemini/policies", exist_ok=True)
         with open(run + "/home/.gemini/policies/probe.toml", "w") as f:
             f.write(policy)
@@ -276,7 +295,7 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
         config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
         config["plugin"] = ["file://" + PROBE_PLUGIN]
         if spec.get("deny_rule"):
-            config["permission"]["bash"] = {"echo *": "deny", "*": "allow"}
+            config["permission"]["bash"] = {"*": "allow", "echo *": "deny"}  # the last match wins
         env.update(OPENCODE_CONFIG_CONTENT=json.dumps(config), PROBE_CONFIG=cfg, PROBE_HOOK=PROBE_HOOK)
         cmd[:] = ["opencode", "run", "--format", "json", H.PROMPT]
     return cmd, env
@@ -396,7 +415,7 @@ def gather(cli, name, spec, run, proj, rc, seconds):
         "main_requests": len(mains),
         "hooks": ["%s:%s" % (e["event"], tool_of(e)) for e in log],
         "files": {f: os.path.exists(os.path.join(proj, f)) for f in
-                  ("probe.txt", "shell.txt", "heredoc.txt", "answer.txt", "rewritten.txt")},
+                  ("probe.txt", "shell.txt", "two.txt", "heredoc.txt", "answer.txt", "rewritten.txt")},
         "seed": open(proj + "/seed.txt").read().strip() if os.path.exists(proj + "/seed.txt") else None,
         "markers_in_requests": markers,
         "markers_in_cli_output": [m for m in MARKERS if m in out_text or m in err_text],
@@ -492,9 +511,14 @@ def codex_tokens(log):
         if not os.path.exists(p):
             continue
         counts, last_total, sum_last = 0, None, {}
+        records, last_thread, sum_records = 0, None, {}
         for line in open(p):
             e = json.loads(line)
             pl = e.get("payload") or {}
+            if e.get("type") == "token_usage_record":  # one per response, written before its tools run
+                records += 1
+                last_thread = pl.get("thread_token_usage")
+                add(sum_records, pl.get("usage") or {}, (pl.get("usage") or {}).keys())
             if e.get("type") == "event_msg" and pl.get("type") == "token_count":
                 counts += 1
                 info = pl.get("info") or {}
@@ -503,7 +527,8 @@ def codex_tokens(log):
                 if info.get("last_token_usage"):
                     add(sum_last, info["last_token_usage"], info["last_token_usage"].keys())
         files[p] = {"token_count_events": counts, "last_total_token_usage": last_total,
-                    "sum_of_last_token_usage": sum_last}
+                    "sum_of_last_token_usage": sum_last, "token_usage_records": records,
+                    "last_thread_token_usage": last_thread, "sum_of_record_usage": sum_records}
     return {"files": files}
 
 
