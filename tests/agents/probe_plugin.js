@@ -3,6 +3,7 @@
 // configured answer) and does what the answer says:
 //   tool.execute.before  {"throw": "message"}  throws Error(message)
 //                        {"args": {...}}       merged into output.args (what the tool runs with)
+//                        {"abort": true}       client.session.abort() on the call's session first
 //   tool.execute.after   {"throw": "message"}  throws Error(message)
 //                        {"output": "text"}    replaces output.output (what the model is shown)
 //                        {"append": "text"}    appended to output.output
@@ -42,6 +43,7 @@ export const Probe = async (context) => {
     "tool.execute.before": async (input, output) => {
       const answer = ask("tool.execute.before", { input, output })
       if (answer.args) Object.assign(output.args, answer.args)
+      if (answer.abort) await context.client.session.abort({ path: { id: input.sessionID } })
       if (typeof answer.throw === "string") throw new Error(answer.throw)
     },
     "tool.execute.after": async (input, output) => {

@@ -3,7 +3,11 @@
   python3 harness.py probe list                 the scenarios, per CLI
   python3 harness.py probe CLI SCENARIO...      run some (CLI: claude|codex|gemini|opencode)
   python3 harness.py probe CLI all              every scenario that CLI has
+  python3 harness.py probe all                  every CLI, every scenario (about 15 minutes)
   python3 harness.py capture-streams            the stream-json corpus (tests/corpus/agent-streams)
+  python3 harness.py probe freeze               the runs' outcomes become the verified ones
+                                                (probe_expect.json); a later run that differs
+                                                says what changed ("ok": false)
 
 Each scenario scripts the model (model_server.py) to call one or more tools, wires
 probe_hook.py (OpenCode: probe_plugin.js) to the CLI's pre-tool, post-tool and stop events with
@@ -11,8 +15,8 @@ the answers the scenario names, and records the facts: which hook events came wi
 which files the tools wrote, which of the model's later requests carry the marker strings the
 answers used (so "the model was told" is checked on the wire, not assumed), and the token usage
 the CLI recorded against what the server reported. PROTOCOLS.md is written from these facts.
-A scenario's "expect" holds what was verified with the pinned versions; a run that differs
-says so ("ok": false), which is how protocol drift shows.
+probe_expect.json holds each scenario's outcome as verified with the pinned versions; a run
+that differs says what changed ("differs_from_verified", "ok": false): protocol drift.
 
 Run dir: $AGENTS_RUNS/probe-CLI-SCENARIO/ as harness.py's, plus probe-config.json, probe.jsonl
 (every hook call: event, input, the answer given) and facts.json.
@@ -129,8 +133,11 @@ def deny_variants(cli):
         "invalid_json": {"stdout": "not json " + STDERR},
         "timeout": {"sleep": 20, "stdout": hso(cli, "deny"), "hook_timeout": 3},
     }
+    if cli == "claude":  # its fourth permissionDecision
+        v["defer_hso"] = {"stdout": hso(cli, "defer")}
     if cli == "opencode":
-        v = {"throw": {"stdout": {"throw": REASON}}}
+        v = {"throw": {"stdout": {"throw": REASON}},
+             "abort_throw": {"stdout": {"throw": REASON, "abort": True}}}
     return v
 
 
@@ -188,6 +195,8 @@ def scenarios(cli):
         out["heredoc_observe"] = dict(heredoc)
         out["heredoc_deny"] = dict(heredoc, answers={PRE[cli]: [dict({"stdout": hso(cli, "deny")}, when="heredoc.txt")]})
         out["write_fn"] = {"turns": ["write_fn", FINAL]}
+        for model in ("gpt-4.1", "o3", "gpt-5-codex"):  # which shell and patch tools each model is offered
+            out["tools_" + model] = {"turns": [FINAL], "model": model}
         # The user's own rules: an execpolicy rule that forbids `touch`.
         out["perm_rule_empty"] = {"turns": ["touch", FINAL], "deny_rule": True}
         out["perm_rule_allow"] = {"turns": ["touch", FINAL], "deny_rule": True,
@@ -273,6 +282,11 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
                  "Stop": stop_group("Stop"), "SubagentStop": stop_group("SubagentStop")}
         with open(proj + "/.codex/hooks.json", "w") as f:
             json.dump({"hooks": hooks}, f, indent=2)
+        if spec.get("model"):  # the tools Codex offers depend on the model it believes it talks to
+            path = env["CODEX_HOME"] + "/config.toml"
+            text = open(path).read().replace('model = "gpt-5.5"', 'model = "%s"' % spec["model"], 1)
+            with open(path, "w") as f:
+                f.write(text)
         if spec.get("deny_rule"):
             os.makedirs(env["CODEX_HOME"] + "/rules", exist_ok=True)
             with open(env["CODEX_HOME"] + "/rules/default.rules", "w") as f:
@@ -422,12 +436,21 @@ def gather(cli, name, spec, run, proj, rc, seconds):
         "proxy_attempts": sorted({r["path"] for r in reqs if r.get("kind") == "proxy"}),
     }
     facts["tokens"] = tokens(cli, run, log)
-    expected = EXPECT.get((cli, name))
+    expected = load_expect().get("%s/%s" % (cli, name))
     if expected is not None:
-        facts["expect"] = expected
-        facts["ok"] = all(facts.get(k) == v if k != "files" else
-                          all(facts["files"].get(f) == x for f, x in v.items()) for k, v in expected.items())
+        got = outcome(facts)
+        facts["differs_from_verified"] = {k: {"verified": v, "now": got.get(k)} for k, v in expected.items()
+                                          if got.get(k) != v}
+        facts["ok"] = not facts["differs_from_verified"]
     return facts
+
+
+def outcome(facts):
+    """The part of a run's facts that PROTOCOLS.md rests on, and a rerun must reproduce."""
+    return {"rc": facts["rc"], "main_requests": facts["main_requests"], "hooks": facts["hooks"],
+            "files": sorted(f for f, x in facts["files"].items() if x), "seed": facts["seed"],
+            "markers": {m: v["turns"] for m, v in facts["markers_in_requests"].items()},
+            "tokens_match_server": facts["tokens"].get("matches_server")}
 
 
 # ------------------------------------------------------------------ token usage as each CLI records it
@@ -459,9 +482,38 @@ def tokens(cli, run, log):
             out.update(gemini_tokens(log))
         else:
             out.update(opencode_tokens(run))
+        out["recorded"] = recorded(cli, out)
+        main = out["server"].get("main") or {}
+        out["matches_server"] = out["recorded"] == {k: main.get(k, 0) for k in out["recorded"]}
     except (OSError, ValueError, KeyError, TypeError) as e:
         out["error"] = repr(e)
     return out
+
+
+def recorded(cli, t):
+    """What the CLI recorded, counted the way PROTOCOLS.md says (once per message id, the last
+    cumulative record, subagents' files added), in the server's normalized fields."""
+    if cli == "claude":
+        s = {}
+        for f in t["files"].values():
+            add(s, f["per_message_id"], CLAUDE_KEYS)
+        return {"input": s.get("input_tokens", 0), "cache_read": s.get("cache_read_input_tokens", 0),
+                "cache_write": s.get("cache_creation_input_tokens", 0), "output": s.get("output_tokens", 0)}
+    if cli == "codex":
+        u = {}
+        for f in t["files"].values():
+            u = f["last_thread_token_usage"] or {}
+        return {"input": u.get("input_tokens", 0) - u.get("cached_input_tokens", 0),
+                "cache_read": u.get("cached_input_tokens", 0),
+                "output": u.get("output_tokens", 0) - u.get("reasoning_output_tokens", 0),
+                "reasoning": u.get("reasoning_output_tokens", 0)}
+    if cli == "gemini":
+        s = {}
+        for f in t["files"].values():
+            s = f["sum_per_id"]
+        return {"input": s.get("input", 0) - s.get("cached", 0), "cache_read": s.get("cached", 0),
+                "output": s.get("output", 0), "reasoning": s.get("thoughts", 0)}
+    return dict((t.get("message_updated") or {}).get("sum_last_per_message") or {})
 
 
 def add(total, usage, keys):
@@ -591,9 +643,27 @@ def opencode_tokens(run):
     return out
 
 
-# ------------------------------------------------------------------ expectations (filled from verified runs)
+# ------------------------------------------------------------------ what was verified
 
-EXPECT = {}
+EXPECT_FILE = os.path.join(H.HERE, "probe_expect.json")
+
+
+def load_expect():
+    return json.load(open(EXPECT_FILE)) if os.path.exists(EXPECT_FILE) else {}
+
+
+def freeze():
+    """Records the outcome of every probe run in $AGENTS_RUNS as verified (probe_expect.json).
+    Run after reading the runs and writing PROTOCOLS.md from them, never blindly."""
+    verified = load_expect()
+    for path in sorted(glob.glob(os.path.join(H.RUNS, "probe-*", "facts.json"))):
+        facts = json.load(open(path))
+        verified["%s/%s" % (facts["cli"], facts["scenario"])] = outcome(facts)
+    with open(EXPECT_FILE, "w") as f:
+        json.dump(verified, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("%d outcomes in %s" % (len(verified), EXPECT_FILE))
+    return 0
 
 
 # ------------------------------------------------------------------ entry points
@@ -605,10 +675,14 @@ def main(args):
         return 0
     if args == ["capture-streams"]:
         return capture_streams()
-    cli, names = args[0], args[1:]
-    if names == ["all"]:
-        names = list(scenarios(cli))
-    results = [run_probe(cli, n) for n in names]
+    if args == ["freeze"]:
+        return freeze()
+    if args == ["all"]:
+        pairs = [(c, n) for c in ("claude", "codex", "gemini", "opencode") for n in scenarios(c)]
+    else:
+        names = list(scenarios(args[0])) if args[1:] == ["all"] else args[1:]
+        pairs = [(args[0], n) for n in names]
+    results = [run_probe(c, n) for c, n in pairs]
     return 0 if all(r.get("ok", True) for r in results) else 1
 
 
