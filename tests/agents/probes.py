@@ -133,6 +133,8 @@ def deny_variants(cli):
         "invalid_json": {"stdout": "not json " + STDERR},
         "timeout": {"sleep": 20, "stdout": hso(cli, "deny"), "hook_timeout": 3},
     }
+    if cli == "gemini":
+        v["deny_top_noreason"] = {"stdout": {"decision": "deny"}}
     if cli == "claude":  # its fourth permissionDecision
         v["defer_hso"] = {"stdout": hso(cli, "defer")}
     if cli == "opencode":
