@@ -160,13 +160,12 @@ def post_variants(cli):
 
 
 def scenarios(cli):
-    """name -> spec: turns (as call names or turn dicts), answers, stop hook, expectations."""
+    """name -> spec: "turns" (call names from calls(), texts, or {"text", "calls"} for one
+    message with several calls), "answers" (the probe's config), "stop": "validator" (else the
+    probe answers the stop event too), and CLI settings ("mode", "deny_rule", "model", "serve")."""
     out = {}
-    seq = ["write", "read_seed", "edit", "shell", "shell_fail"]
-    if cli == "codex":
-        seq = ["write", "edit", "shell", "shell_fail", "heredoc"]
-    if cli == "gemini":
-        seq = ["write", "edit", "shell", "shell_fail"]
+    seq = {"codex": ["write", "edit", "shell", "shell_fail", "heredoc"],
+           "gemini": ["write", "edit", "shell", "shell_fail"]}.get(cli, ["write", "read_seed", "edit", "shell", "shell_fail"])
     out["observe"] = {"turns": seq + [FINAL]}
     # One model message with text and two calls: how the CLI records (and counts) it, the hooks' order.
     out["parallel"] = {"turns": [{"text": "Two at once.", "calls": ["write", "shell"]}, FINAL]}
@@ -176,53 +175,72 @@ def scenarios(cli):
     for name, answer in post_variants(cli).items():
         ans = {POST[cli]: [dict(answer, when="shell.txt")]}
         out[name] = {"turns": ["shell", "shell2", FINAL], "answers": ans}
-    if cli == "claude":  # a failure goes to PostToolUseFailure, not PostToolUse
-        out["postfail_context"] = {"turns": ["shell_fail", FINAL], "answers": {"PostToolUseFailure": [
-            {"stdout": {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": POSTMSG}}}]}}
-        out["postfail_block"] = {"turns": ["shell_fail", FINAL], "answers": {"PostToolUseFailure": [
-            {"stdout": {"decision": "block", "reason": POSTMSG}}]}}
-        out["subagent"] = {"turns": ["subagent", "write", "Sub done.\nSTATUS: OK", FINAL]}
-        out["subagent_deny"] = {"turns": ["subagent", "write", "Sub done.\nSTATUS: OK", FINAL],
-                                "answers": pre_answers(cli, {"stdout": hso(cli, "deny")})}
-        # Is a hook's silence "no opinion"? Permission mode default: a Write needs a person's
-        # approval, which -p cannot ask for. And a deny rule of the user's own.
-        out["perm_default_empty"] = {"turns": ["write", FINAL], "mode": "default"}
-        out["perm_default_allow"] = {"turns": ["write", FINAL], "mode": "default",
-                                     "answers": pre_answers(cli, {"stdout": hso(cli, "allow")})}
-        out["perm_rule_empty"] = {"turns": ["write", FINAL], "deny_rule": True}
-        out["perm_rule_allow"] = {"turns": ["write", FINAL], "deny_rule": True,
-                                  "answers": pre_answers(cli, {"stdout": hso(cli, "allow")})}
-    if cli == "codex":
-        heredoc = {"turns": ["heredoc", FINAL]}
-        out["heredoc_observe"] = dict(heredoc)
-        out["heredoc_deny"] = dict(heredoc, answers={PRE[cli]: [dict({"stdout": hso(cli, "deny")}, when="heredoc.txt")]})
-        out["write_fn"] = {"turns": ["write_fn", FINAL]}
-        for model in ("gpt-4.1", "o3", "gpt-5-codex"):  # which shell and patch tools each model is offered
-            out["tools_" + model] = {"turns": [FINAL], "model": model}
-        # The user's own rules: an execpolicy rule that forbids `touch`.
-        out["perm_rule_empty"] = {"turns": ["touch", FINAL], "deny_rule": True}
-        out["perm_rule_allow"] = {"turns": ["touch", FINAL], "deny_rule": True,
-                                  "answers": {PRE[cli]: [dict({"stdout": hso(cli, "allow")}, when="shell.txt")]}}
-    if cli == "gemini":
-        out["perm_rule_empty"] = {"turns": ["shell", FINAL], "deny_rule": True}
-        out["perm_rule_allow"] = {"turns": ["shell", FINAL], "deny_rule": True,
-                                  "answers": {PRE[cli]: [{"when": "shell.txt", "stdout": {"decision": "allow"}}]}}
-        out["perm_default_empty"] = {"turns": ["write", FINAL], "mode": "default"}
-        out["perm_default_allow"] = {"turns": ["write", FINAL], "mode": "default",
-                                     "answers": pre_answers(cli, {"stdout": {"decision": "allow"}})}
-    if cli == "opencode":
-        out["perm_rule_empty"] = {"turns": ["shell", FINAL], "deny_rule": True}
-        out["args_rewrite"] = {"turns": ["shell", FINAL], "answers": {PRE[cli]: [
-            {"when": "shell.txt", "stdout": {"args": {"command": "echo rewritten > rewritten.txt"}}}]}}
+    out.update(EXTRA[cli](cli))
     if cli in STOP:  # the stop event answered by the probe: does a block or a failure show its command line?
         stop_variants = {"stop_block": {"stdout": {"decision": "deny" if cli == "gemini" else "block", "reason": REASON}},
                          "stop_exit2": {"stderr": STDERR, "exit": 2},
                          "stop_exit1": {"stderr": STDERR, "exit": 1}}
         for name, answer in stop_variants.items():
             out[name] = {"turns": ["I am done.\nSTATUS: OK", FINAL], "answers": {STOP[cli]: [dict(answer, nth=[1])]}}
-    out["stream_pass"] = {"turns": ["answer", FINAL], "stop": "validator", "stream": True}
-    out["stream_fail"] = {"turns": ["I am done.\nSTATUS: OK", "answer", FINAL], "stop": "validator", "stream": True}
+    out["stream_pass"] = {"turns": ["answer", FINAL], "stop": "validator"}
+    # OpenCode judges through the validator plugin, under `opencode serve`.
+    out["stream_fail"] = {"turns": ["I am done.\nSTATUS: OK", "answer", FINAL], "stop": "validator",
+                          "serve": cli == "opencode"}
     return out
+
+
+def claude_extra(cli):
+    allow = pre_answers(cli, {"stdout": hso(cli, "allow")})
+    return {
+        # A failure goes to PostToolUseFailure, not PostToolUse.
+        "postfail_context": {"turns": ["shell_fail", FINAL], "answers": {"PostToolUseFailure": [
+            {"stdout": {"hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": POSTMSG}}}]}},
+        "postfail_block": {"turns": ["shell_fail", FINAL], "answers": {"PostToolUseFailure": [
+            {"stdout": {"decision": "block", "reason": POSTMSG}}]}},
+        "subagent": {"turns": ["subagent", "write", "Sub done.\nSTATUS: OK", FINAL]},
+        "subagent_deny": {"turns": ["subagent", "write", "Sub done.\nSTATUS: OK", FINAL],
+                          "answers": pre_answers(cli, {"stdout": hso(cli, "deny")})},
+        # Is a hook's silence "no opinion"? Permission mode default: a Write needs a person's
+        # approval, which -p cannot ask for. And a deny rule of the user's own.
+        "perm_default_empty": {"turns": ["write", FINAL], "mode": "default"},
+        "perm_default_allow": {"turns": ["write", FINAL], "mode": "default", "answers": allow},
+        "perm_rule_empty": {"turns": ["write", FINAL], "deny_rule": True},
+        "perm_rule_allow": {"turns": ["write", FINAL], "deny_rule": True, "answers": allow},
+    }
+
+
+def codex_extra(cli):
+    out = {"heredoc_observe": {"turns": ["heredoc", FINAL]},
+           "heredoc_deny": {"turns": ["heredoc", FINAL],
+                            "answers": {PRE[cli]: [{"stdout": hso(cli, "deny"), "when": "heredoc.txt"}]}},
+           "write_fn": {"turns": ["write_fn", FINAL]}}
+    for model in ("gpt-4.1", "o3", "gpt-5-codex"):  # which shell and patch tools each model is offered
+        out["tools_" + model] = {"turns": [FINAL], "model": model}
+    # The user's own rules: an execpolicy rule that forbids `touch`.
+    out["perm_rule_empty"] = {"turns": ["touch", FINAL], "deny_rule": True}
+    out["perm_rule_allow"] = {"turns": ["touch", FINAL], "deny_rule": True,
+                              "answers": {PRE[cli]: [{"stdout": hso(cli, "allow"), "when": "shell.txt"}]}}
+    return out
+
+
+def gemini_extra(cli):
+    allow = {"stdout": {"decision": "allow"}}
+    return {  # the user's policy: no `echo`; approval mode default: no write_file headless
+        "perm_rule_empty": {"turns": ["shell", FINAL], "deny_rule": True},
+        "perm_rule_allow": {"turns": ["shell", FINAL], "deny_rule": True,
+                            "answers": {PRE[cli]: [dict(allow, when="shell.txt")]}},
+        "perm_default_empty": {"turns": ["write", FINAL], "mode": "default"},
+        "perm_default_allow": {"turns": ["write", FINAL], "mode": "default", "answers": pre_answers(cli, allow)},
+    }
+
+
+def opencode_extra(cli):
+    return {"perm_rule_empty": {"turns": ["shell", FINAL], "deny_rule": True},
+            "args_rewrite": {"turns": ["shell", FINAL], "answers": {PRE[cli]: [
+                {"when": "shell.txt", "stdout": {"args": {"command": "echo rewritten > rewritten.txt"}}}]}}}
+
+
+EXTRA = {"claude": claude_extra, "codex": codex_extra, "gemini": gemini_extra, "opencode": opencode_extra}
 
 
 def script(cli, proj, spec):
@@ -349,8 +367,7 @@ def run_probe(cli, name):
     try:
         cmd, env = H.SETUP[cli](run, proj, rules, port)
         cmd, env = wire(cli, run, proj, rules, spec, cmd, env, cfg)
-        if cli == "opencode" and spec.get("stop") == "validator" and "fail" in name:
-            # OpenCode judges through the validator plugin, under `opencode serve`.
+        if spec.get("serve"):  # the validator plugin judges inside `opencode serve`
             config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
             config["plugin"] = ["file://" + H.PLUGIN, "file://" + PROBE_PLUGIN]
             env.update(OPENCODE_CONFIG_CONTENT=json.dumps(config), VALIDATOR_BIN=H.VALIDATOR, VALIDATOR_RULES=rules)
