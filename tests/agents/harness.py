@@ -3,6 +3,8 @@
 
   python3 harness.py CLI SCENARIO        CLI in claude|codex|gemini, SCENARIO one of SCENARIOS
   python3 harness.py all                 every CLI x every scenario
+  python3 harness.py probe CLI SCENARIO  a probe of the CLI's tool hooks (probes.py; not in `all`)
+  python3 harness.py capture-streams     rewrite tests/corpus/agent-streams (probes.py)
 
 Each run happens in its own network namespace (unshare -n, only loopback up), so
 nothing can leave the machine whatever the CLI tries; HTTPS_PROXY points at the model
@@ -14,7 +16,7 @@ target/agents). validator is $VALIDATOR_BIN (default target/debug/validator). Wi
 permission for a network namespace (a container without CAP_SYS_ADMIN) the runs still go only
 to the scripted server by configuration, and the proxy sink still reports what tried to leave.
 
-Run dir: $AGENTS_WORK/runs/CLI-SCENARIO/{home,proj,rules,server.jsonl,script.json,cli.out,cli.err,result.json}
+Run dir ($AGENTS_RUNS, default $AGENTS_WORK/runs): RUNS/CLI-SCENARIO/{home,proj,rules,server.jsonl,script.json,cli.out,cli.err,result.json}
 """
 import json
 import os
@@ -29,6 +31,8 @@ E2E = os.path.abspath(os.environ.get("AGENTS_WORK", os.path.join(ROOT, "target",
 BIN = E2E + "/node_modules/.bin"
 VALIDATOR = os.path.abspath(os.environ.get("VALIDATOR_BIN", os.path.join(ROOT, "target", "debug", "validator")))
 EXAMPLES = os.path.join(ROOT, "examples", "hooks")
+# Where each run's directory goes: several checkouts may share one AGENTS_WORK's CLIs.
+RUNS = os.path.abspath(os.environ.get("AGENTS_RUNS", os.path.join(E2E, "runs")))
 PROMPT = "Create answer.txt containing the answer. End your last message with a STATUS block."
 FEEDBACK_MARK = "validator: FAIL"            # validator's feedback heading ...
 FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both must reach the model
@@ -321,7 +325,7 @@ SETUP = {"claude": setup_claude, "codex": setup_codex, "gemini": setup_gemini,
 # ------------------------------------------------------------------ run one
 
 def run_one(cli, scenario):
-    run = "%s/runs/%s-%s" % (E2E, cli, scenario)
+    run = "%s/%s-%s" % (RUNS, cli, scenario)
     shutil.rmtree(run, ignore_errors=True)
     looping = scenario in ("loop", "loop_breaker")
     proj = run + ("/staging/proj" if looping else "/proj")
@@ -333,17 +337,8 @@ def run_one(cli, scenario):
     subprocess.run(["git", "init", "-q", proj], check=True)
     with open(run + "/script.json", "w") as f:
         json.dump(script_for(scenario, proj), f, indent=2)
-    log = run + "/server.jsonl"
-    portf = run + "/port"
-    srv = subprocess.Popen([sys.executable, os.path.join(HERE, "model_server.py"), "--script", run + "/script.json",
-                            "--log", log, "--port-file", portf],
-                           stderr=open(run + "/server.err", "w"))
+    srv, port = start_server(run)
     try:
-        for _ in range(100):
-            if os.path.exists(portf):
-                break
-            time.sleep(0.05)
-        port = int(open(portf).read())
         cmd, env = SETUP[cli](run, proj, rules, port)
         watcher = None
         if looping:  # no hook: the loop and a sidecar judge instead
@@ -394,6 +389,19 @@ def run_one(cli, scenario):
         json.dump(res, f, indent=2)
     print(json.dumps(res))
     return res
+
+
+def start_server(run):
+    """The scripted model server for RUN/script.json, logging to RUN/server.jsonl: (process, port)."""
+    portf = run + "/port"
+    srv = subprocess.Popen([sys.executable, os.path.join(HERE, "model_server.py"), "--script", run + "/script.json",
+                            "--log", run + "/server.jsonl", "--port-file", portf],
+                           stderr=open(run + "/server.err", "w"))
+    for _ in range(100):
+        if os.path.exists(portf):
+            break
+        time.sleep(0.05)
+    return srv, int(open(portf).read())
 
 
 def free_port():
@@ -530,6 +538,9 @@ def main():
               file=sys.stderr)
         os.environ["E2E_NETNS"] = "0"
     args = sys.argv[1:]
+    if args[:1] in (["probe"], ["capture-streams"]):  # tests/agents/probes.py: not part of `all`
+        import probes
+        sys.exit(probes.main(args[1:] if args[0] == "probe" else args))
     if args == ["all"]:
         pairs = [(c, s) for c in ("claude", "codex", "gemini", "opencode") for s in SCENARIOS
                  if c in ONLY.get(s, () if c in HOOKLESS else (c,))]

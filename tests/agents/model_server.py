@@ -14,22 +14,51 @@ have sent to the internet.
 Script (JSON):
   {"turns": [
       {"text": "Done.\\nSTATUS: OK"},
-      {"write": {"path": "/abs/project/answer.txt", "content": "42\\n"}},
-      {"text": "Wrote answer.txt.\\nSTATUS: OK"},
-      {"tool": {"name": "Agent", "input": {...}}}      (Anthropic only: any tool call)
+      {"write": {"path": "/abs/project/answer.txt", "rel": "answer.txt", "content": "42\\n"}},
+      {"tool": {"name": "Bash", "input": {"command": "ls"}}},
+      {"text": "Writing it now.", "tools": [{"name": "Write", "input": {...}}, ...]},
+      {"tool": {"name": "apply_patch", "input": "*** Begin Patch\\n..."}, "usage": {"output": 9}}
    ],
    "after_last": "repeat"}        # "repeat" (default) the last turn, or "text" (say "OK")
 A turn is chosen by counting MAIN agent requests (requests that offer the agent's
-file-writing tool); side requests (titles, summaries, classifiers, quota checks,
+tools: Write/write, any tool, Gemini's file or shell tools); side requests (titles, summaries, classifiers, quota checks,
 token counts) are answered generically and not counted.
 
-Log: one JSON object per request appended to --log (JSONL):
-  {"seq", "t", "api", "method", "path", "kind": main|side|other|proxy, "turn", "body"}
+A turn's calls ("write", "tool", "tools", in that order) become the API's own tool call, with
+the name and input exactly as scripted (the model's side of the wire, so any tool, any input):
+  * Anthropic: a tool_use block {"name", "input"} (Claude Code's Write/Edit/Bash/Agent,
+    OpenCode's write/edit/bash/task/...);
+  * OpenAI Responses: an input that is a string becomes a custom_tool_call (Codex's freeform
+    apply_patch), an object a function_call with the object JSON-encoded as its arguments
+    (exec_command, shell, ...); "kind": "custom"|"function" forces either;
+  * Gemini: a functionCall part {"name", "args": input} (write_file, replace,
+    run_shell_command, ...).
+"write" picks the file-writing tool the request offers (Write/write, apply_patch, write_file).
+A turn's "text" goes before its calls; a turn with neither says "OK".
 
-Usage: model_server.py --script S.json --log L.jsonl [--port 0] [--port-file F]
+Token usage: every response reports scripted usage, in the API's own fields. Counted in
+one model ("normalized"): input (not cached), cache_read, cache_write, output (visible),
+reasoning. A main turn i (0-based) reports input 1000+i, cache_read 200+i, cache_write
+30+i (Anthropic only), output 50+i, reasoning 3+i (OpenAI, Gemini only), unless the turn's
+"usage" overrides some of them; a side request 7 input, 3 output. On the wire:
+  * Anthropic: input_tokens, cache_read_input_tokens, cache_creation_input_tokens,
+    output_tokens (message_start carries output_tokens 1, message_delta the final counts, all
+    fields, as the API does today);
+  * OpenAI: input_tokens (input + cache_read), input_tokens_details.cached_tokens,
+    output_tokens (output + reasoning), output_tokens_details.reasoning_tokens, total_tokens;
+  * Gemini: promptTokenCount (input + cache_read), cachedContentTokenCount,
+    candidatesTokenCount (output), thoughtsTokenCount (reasoning), totalTokenCount.
+Each log entry carries {"usage": {"normalized", "wire"}}; --usage-file (default: the log's
+path with .usage.json) holds the running totals per kind (main, side) and response count.
+
+Log: one JSON object per request appended to --log (JSONL):
+  {"seq", "t", "api", "method", "path", "kind": main|side|other|proxy, "turn", "body", "usage"}
+
+Usage: model_server.py --script S.json --log L.jsonl [--port 0] [--port-file F] [--usage-file U]
 """
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -38,11 +67,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 LOCK = threading.Lock()
-STATE = {"seq": 0, "main": 0}
+STATE = {"seq": 0, "main": 0, "usage": {}}
 ARGS = None
 SCRIPT = None
 
-WRITE_TOOLS = {"anthropic": "Write", "gemini": "write_file"}
+USAGE_KEYS = ("input", "cache_read", "cache_write", "output", "reasoning")
 
 
 def log(entry):
@@ -52,6 +81,15 @@ def log(entry):
         entry["t"] = round(time.time(), 3)
         with open(ARGS.log, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
+        usage = entry.get("usage")
+        if usage:
+            totals = STATE["usage"].setdefault(entry["kind"], dict.fromkeys(USAGE_KEYS + ("responses",), 0))
+            for k in USAGE_KEYS:
+                totals[k] += usage["normalized"].get(k, 0)
+            totals["responses"] += 1
+            with open(ARGS.usage_file + ".tmp", "w", encoding="utf-8") as f:
+                json.dump(STATE["usage"], f, indent=1)
+            os.replace(ARGS.usage_file + ".tmp", ARGS.usage_file)
 
 
 def next_turn():
@@ -67,11 +105,58 @@ def next_turn():
     return i, {"text": "OK"}
 
 
+def scripted_usage(api, turn, idx):
+    """The normalized usage of one response: distinct per main turn, so a count that takes a
+    turn twice, or misses one, shows in the totals."""
+    if idx is None:  # a side request
+        n = {"input": 7, "cache_read": 0, "cache_write": 0, "output": 3, "reasoning": 0}
+    else:
+        n = {"input": 1000 + idx, "cache_read": 200 + idx, "cache_write": 30 + idx if api == "anthropic" else 0,
+             "output": 50 + idx, "reasoning": 0 if api == "anthropic" else 3 + idx}
+        n.update({k: v for k, v in (turn.get("usage") or {}).items() if k in USAGE_KEYS})
+    return n
+
+
+def wire_usage(api, n):
+    if api == "anthropic":
+        return {"input_tokens": n["input"], "cache_creation_input_tokens": n["cache_write"],
+                "cache_read_input_tokens": n["cache_read"], "output_tokens": n["output"]}
+    if api == "openai":
+        inp = n["input"] + n["cache_read"]
+        out = n["output"] + n["reasoning"]
+        return {"input_tokens": inp, "input_tokens_details": {"cached_tokens": n["cache_read"]},
+                "output_tokens": out, "output_tokens_details": {"reasoning_tokens": n["reasoning"]},
+                "total_tokens": inp + out}
+    prompt = n["input"] + n["cache_read"]
+    return {"promptTokenCount": prompt, "cachedContentTokenCount": n["cache_read"],
+            "candidatesTokenCount": n["output"], "thoughtsTokenCount": n["reasoning"],
+            "totalTokenCount": prompt + n["output"] + n["reasoning"]}
+
+
+def turn_calls(turn):
+    """The scripted tool calls of a turn, in order: its "write", its "tool", its "tools"."""
+    calls = [{"write": turn["write"]}] if "write" in turn else []
+    if "tool" in turn:
+        calls.append(turn["tool"])
+    calls.extend(turn.get("tools") or [])
+    return calls
+
+
+def turn_text(turn):
+    if "text" in turn:
+        return turn["text"]
+    return None if turn_calls(turn) else "OK"
+
+
+def new_id(prefix):
+    return prefix + uuid.uuid4().hex[:20]
+
+
 # ---------------------------------------------------------------- classification
 
 def anthropic_is_main(body):
-    names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-    return "Write" in names or "write" in names  # Claude Code's, OpenCode's
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    return bool(names & {"Write", "write", "Bash", "bash", "Read", "read"})  # Claude Code's, OpenCode's
 
 
 def openai_is_main(body):
@@ -79,9 +164,10 @@ def openai_is_main(body):
 
 
 def gemini_is_main(body):
+    """The agent's own turns offer its tools; a user's policy may take write_file away."""
     for t in body.get("tools") or []:
         for fd in t.get("functionDeclarations") or []:
-            if fd.get("name") == "write_file":
+            if fd.get("name") in ("write_file", "read_file", "replace", "run_shell_command"):
                 return True
     return False
 
@@ -200,13 +286,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def turn_for(self, entry, main):
         """The scripted turn for an agent's own request; a side request (titles, summaries,
-        classifiers) gets a generic answer and does not use up a turn. Logs the request."""
+        classifiers) gets a generic answer and does not use up a turn. Logs the request, with
+        the usage its answer reports."""
         if main:
             idx, turn = next_turn()
             entry.update(kind="main", turn=idx)
         else:
-            turn = {"text": "OK"}
+            idx, turn = None, {"text": "OK"}
             entry.update(kind="side")
+        n = scripted_usage(entry["api"], turn, idx)
+        entry["usage"] = {"normalized": n, "wire": wire_usage(entry["api"], n)}
         log(entry)
         return turn
 
@@ -214,26 +303,22 @@ class Handler(BaseHTTPRequestHandler):
     def anthropic(self, entry, body):
         entry["api"] = "anthropic"
         turn = self.turn_for(entry, anthropic_is_main(body))
+        usage = entry["usage"]["wire"]
         model = body.get("model", "claude-scripted")
+        names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
         blocks = []
-        if "write" in turn:
-            w = turn["write"]
-            names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-            if "Write" in names:
-                call = {"name": "Write", "input": {"file_path": w["path"], "content": w["content"]}}
-            else:  # OpenCode
-                call = {"name": "write", "input": {"filePath": w["path"], "content": w["content"]}}
-            blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20], **call})
-            stop = "tool_use"
-        elif "tool" in turn:  # any other tool call, e.g. Claude Code's Agent (a subagent)
-            blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20],
-                           "name": turn["tool"]["name"], "input": turn["tool"]["input"]})
-            stop = "tool_use"
-        else:
-            blocks.append({"type": "text", "text": turn["text"]})
-            stop = "end_turn"
-        msg_id = "msg_" + uuid.uuid4().hex[:20]
-        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        if turn_text(turn) is not None:
+            blocks.append({"type": "text", "text": turn_text(turn)})
+        for call in turn_calls(turn):
+            if "write" in call:
+                w = call["write"]
+                if "Write" in names:
+                    call = {"name": "Write", "input": {"file_path": w["path"], "content": w["content"]}}
+                else:  # OpenCode
+                    call = {"name": "write", "input": {"filePath": w["path"], "content": w["content"]}}
+            blocks.append({"type": "tool_use", "id": new_id("toolu_"), "name": call["name"], "input": call["input"]})
+        stop = "tool_use" if blocks[-1]["type"] == "tool_use" else "end_turn"
+        msg_id = new_id("msg_")
         if not body.get("stream"):
             return self.send_json({"id": msg_id, "type": "message", "role": "assistant", "model": model,
                                    "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage})
@@ -255,7 +340,7 @@ class Handler(BaseHTTPRequestHandler):
                               "delta": {"type": "input_json_delta", "partial_json": part}}, "content_block_delta")
             self.sse({"type": "content_block_stop", "index": i}, "content_block_stop")
         self.sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                  "usage": {"output_tokens": 5}}, "message_delta")
+                  "usage": usage}, "message_delta")
         self.sse({"type": "message_stop"}, "message_stop")
 
     # ------------------------------------------------------------ OpenAI Responses
@@ -263,65 +348,63 @@ class Handler(BaseHTTPRequestHandler):
         entry["api"] = "openai"
         turn = self.turn_for(entry, openai_is_main(body))
         tool_names = {t.get("name"): t for t in body.get("tools") or [] if isinstance(t, dict)}
-        resp_id = "resp_" + uuid.uuid4().hex[:20]
+        resp_id = new_id("resp_")
         model = body.get("model", "gpt-scripted")
-        if "write" in turn:
-            item = self.codex_write_item(turn["write"], tool_names)
-        else:
-            item = {"type": "message", "id": "msg_" + uuid.uuid4().hex[:16], "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": turn["text"], "annotations": []}]}
+        items = []
+        if turn_text(turn) is not None:
+            items.append({"type": "message", "id": new_id("msg_"), "role": "assistant", "status": "completed",
+                          "content": [{"type": "output_text", "text": turn_text(turn), "annotations": []}]})
+        for call in turn_calls(turn):
+            if "write" in call:
+                items.append(self.codex_write_item(call["write"], tool_names))
+            else:
+                items.append(openai_call_item(call))
         base = {"id": resp_id, "object": "response", "created_at": int(time.time()), "model": model,
                 "status": "in_progress", "output": []}
         self.start_sse()
-        seq = iter(range(1000))
+        seq = iter(range(100000))
         self.sse({"type": "response.created", "sequence_number": next(seq), "response": base}, "response.created")
         self.sse({"type": "response.in_progress", "sequence_number": next(seq), "response": base}, "response.in_progress")
+        for index, item in enumerate(items):
+            self.openai_item(item, index, seq)
+        done = dict(base, status="completed", output=items, usage=entry["usage"]["wire"])
+        self.sse({"type": "response.completed", "sequence_number": next(seq), "response": done}, "response.completed")
+
+    def openai_item(self, item, index, seq):
         added = dict(item, status="in_progress")
         if item["type"] == "message":
             added["content"] = []
-        self.sse({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0, "item": added},
-                 "response.output_item.added")
+        self.sse({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": index,
+                  "item": added}, "response.output_item.added")
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            self.sse({"type": "response.content_part.added", "sequence_number": next(seq), "item_id": item["id"],
-                      "output_index": 0, "content_index": 0,
-                      "part": {"type": "output_text", "text": "", "annotations": []}}, "response.content_part.added")
-            self.sse({"type": "response.output_text.delta", "sequence_number": next(seq), "item_id": item["id"],
-                      "output_index": 0, "content_index": 0, "delta": text}, "response.output_text.delta")
-            self.sse({"type": "response.output_text.done", "sequence_number": next(seq), "item_id": item["id"],
-                      "output_index": 0, "content_index": 0, "text": text}, "response.output_text.done")
-            self.sse({"type": "response.content_part.done", "sequence_number": next(seq), "item_id": item["id"],
-                      "output_index": 0, "content_index": 0, "part": item["content"][0]}, "response.content_part.done")
-        self.sse({"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0, "item": item},
-                 "response.output_item.done")
-        done = dict(base, status="completed", output=[item],
-                    usage={"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-                           "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15})
-        self.sse({"type": "response.completed", "sequence_number": next(seq), "response": done}, "response.completed")
+            common = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            self.sse(dict(common, type="response.content_part.added", sequence_number=next(seq),
+                          part={"type": "output_text", "text": "", "annotations": []}), "response.content_part.added")
+            self.sse(dict(common, type="response.output_text.delta", sequence_number=next(seq), delta=text),
+                     "response.output_text.delta")
+            self.sse(dict(common, type="response.output_text.done", sequence_number=next(seq), text=text),
+                     "response.output_text.done")
+            self.sse(dict(common, type="response.content_part.done", sequence_number=next(seq),
+                          part=item["content"][0]), "response.content_part.done")
+        self.sse({"type": "response.output_item.done", "sequence_number": next(seq), "output_index": index,
+                  "item": item}, "response.output_item.done")
 
     def codex_write_item(self, w, tools):
         """Write a file with whatever tool Codex offered: apply_patch (custom/freeform or
         function), else exec_command / shell."""
-        call_id = "call_" + uuid.uuid4().hex[:16]
         rel = w.get("rel") or w["path"]
         lines = "".join("+" + l + "\n" for l in w["content"].splitlines())
         patch = "*** Begin Patch\n*** Add File: %s\n%s*** End Patch\n" % (rel, lines)
         ap = tools.get("apply_patch")
         if ap is not None and ap.get("type") == "custom":
-            return {"type": "custom_tool_call", "id": "ctc_" + uuid.uuid4().hex[:16], "status": "completed",
-                    "call_id": call_id, "name": "apply_patch", "input": patch}
+            return openai_call_item({"name": "apply_patch", "input": patch})
         if ap is not None:
-            return {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:16], "status": "completed",
-                    "call_id": call_id, "name": "apply_patch", "arguments": json.dumps({"input": patch})}
+            return openai_call_item({"name": "apply_patch", "input": {"input": patch}})
         script = "printf '%%s' %s > %s" % (sh_quote(w["content"]), sh_quote(w["path"]))
         if "exec_command" in tools:
-            args = {"cmd": script}
-            name = "exec_command"
-        else:
-            args = {"command": ["bash", "-lc", script]}
-            name = "shell"
-        return {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:16], "status": "completed",
-                "call_id": call_id, "name": name, "arguments": json.dumps(args)}
+            return openai_call_item({"name": "exec_command", "input": {"cmd": script}})
+        return openai_call_item({"name": "shell", "input": {"command": ["bash", "-lc", script]}})
 
     # ------------------------------------------------------------ Gemini
     def gemini(self, entry, body, path):
@@ -339,20 +422,34 @@ class Handler(BaseHTTPRequestHandler):
         turn = self.turn_for(entry, gemini_is_main(body))
         if entry["kind"] == "side":
             parts = [{"text": gemini_side_text(gc)}]
-        elif "write" in turn:
-            w = turn["write"]
-            parts = [{"functionCall": {"name": "write_file",
-                                       "args": {"file_path": w["path"], "content": w["content"]}}}]
         else:
-            parts = [{"text": turn["text"]}]
+            parts = []
+            if turn_text(turn) is not None:
+                parts.append({"text": turn_text(turn)})
+            for call in turn_calls(turn):
+                if "write" in call:
+                    w = call["write"]
+                    call = {"name": "write_file", "input": {"file_path": w["path"], "content": w["content"]}}
+                parts.append({"functionCall": {"name": call["name"], "args": call["input"]}})
         resp = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
-                "modelVersion": model}
+                "usageMetadata": entry["usage"]["wire"], "modelVersion": model}
         if method == "streamGenerateContent":
             self.start_sse()
             self.sse(resp)
         else:
             self.send_json(resp)
+
+
+def openai_call_item(call):
+    """A scripted call as a Responses output item: a string input is a freeform custom tool's
+    (Codex's apply_patch), an object a function's JSON arguments; "kind" forces either."""
+    kind = call.get("kind") or ("custom" if isinstance(call["input"], str) else "function")
+    if kind == "custom":
+        return {"type": "custom_tool_call", "id": new_id("ctc_"), "status": "completed",
+                "call_id": new_id("call_"), "name": call["name"], "input": call["input"]}
+    args = call["input"] if isinstance(call["input"], str) else json.dumps(call["input"])
+    return {"type": "function_call", "id": new_id("fc_"), "status": "completed",
+            "call_id": new_id("call_"), "name": call["name"], "arguments": args}
 
 
 def gemini_side_text(gc):
@@ -401,8 +498,11 @@ def main():
     p.add_argument("--log", required=True)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--port-file")
+    p.add_argument("--usage-file")
     p.add_argument("--verbose", action="store_true")
     ARGS = p.parse_args()
+    if not ARGS.usage_file:
+        ARGS.usage_file = ARGS.log.rsplit(".", 1)[0] + ".usage.json"
     with open(ARGS.script, encoding="utf-8") as f:
         SCRIPT = json.load(f)
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
@@ -411,7 +511,6 @@ def main():
     if ARGS.port_file:
         with open(ARGS.port_file + ".tmp", "w") as f:
             f.write(str(port))
-        import os
         os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
     sys.stderr.write("scripted model server on 127.0.0.1:%d\n" % port)
     srv.serve_forever()
