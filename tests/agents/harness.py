@@ -146,8 +146,11 @@ def hook_command(agent, rules):
 
 
 def example_settings(rel, agent, rules):
+    """The example's settings with validator's path; the rules file is named by VALIDATOR_CONFIG
+    in the agent's environment (base_env), as examples/hooks says, never on the command line
+    (Claude Code shows a blocking hook's command line to its model)."""
     text = open(os.path.join(EXAMPLES, rel)).read()
-    text = text.replace("validator -c /ABSOLUTE/PATH/TO/validator.yaml", "%s -c %s" % (VALIDATOR, rules))
+    text = text.replace('"validator hook ', '"%s hook ' % VALIDATOR)
     return json.loads(text)
 
 
@@ -340,6 +343,7 @@ def run_one(cli, scenario):
     srv, port = start_server(run)
     try:
         cmd, env = SETUP[cli](run, proj, rules, port)
+        env["VALIDATOR_CONFIG"] = rules  # as examples/hooks says: never on the hook's command line
         watcher = None
         if looping:  # no hook: the loop and a sidecar judge instead
             for hooks in (".claude/settings.json", ".codex/hooks.json", ".gemini/settings.json"):

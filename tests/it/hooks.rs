@@ -608,19 +608,27 @@ fn the_example_settings_name_the_adapter() {
     for (file, event, agent) in [
         ("claude/settings.json", "Stop", "claude"),
         ("claude/settings.json", "SubagentStop", "claude"),
+        ("claude/settings.json", "PreToolUse", "claude"),
+        ("claude/settings.json", "PostToolUse", "claude"),
+        ("claude/settings.json", "PostToolUseFailure", "claude"),
         ("codex/hooks.json", "Stop", "codex"),
         ("codex/hooks.json", "SubagentStop", "codex"),
+        ("codex/hooks.json", "PreToolUse", "codex"),
+        ("codex/hooks.json", "PostToolUse", "codex"),
         ("gemini/settings.json", "AfterAgent", "gemini"),
+        ("gemini/settings.json", "BeforeTool", "gemini"),
+        ("gemini/settings.json", "AfterTool", "gemini"),
     ] {
         let command = command_of(file, event);
         let words: Vec<&str> = command.split_whitespace().collect();
         assert_eq!(words.first(), Some(&"validator"), "{command}");
         let hook = words.iter().position(|w| *w == "hook");
         assert_eq!(hook.map(|at| words[at + 1]), Some(agent), "{command}");
-        let config = words.iter().position(|w| *w == "-c").map(|i| words[i + 1]);
+        // The rules file is named by VALIDATOR_CONFIG in the agent's environment: Claude Code
+        // shows a blocking hook's command line to its model, and no path may reach it.
         assert!(
-            config.is_some_and(|path| path.starts_with('/')),
-            "{file}: pass -c with an absolute path: {command}"
+            !words.contains(&"-c") && !command.contains('/'),
+            "{file}: no rules path on the command line: {command}"
         );
     }
 
@@ -838,4 +846,33 @@ fn the_same_answer_and_changes_stop_after_stop_is_told_then_escalated() {
     )
     .blocked("block");
     assert!(!other.contains("repeating yourself"), "{other}");
+}
+
+#[test]
+fn an_agent_clis_json_output_is_judged_by_its_final_message() {
+    // The real captures of each pinned CLI's machine-readable output (tests/corpus/agent-streams):
+    // as a done signal, the agent's final message is what the status gate reads.
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/agent-streams");
+    for cli in ["claude", "codex", "gemini", "opencode"] {
+        for run in ["pass", "fail"] {
+            let project = Project::new();
+            project.rules(&pipeline("      - {name: status, rule: status}\n"));
+            let stream = std::fs::read_to_string(corpus.join(format!("{cli}-{run}.jsonl")))
+                .expect("capture");
+            project.signal(&stream);
+            let (code, verdict) = project.verdict();
+            assert_eq!(code, 0, "{cli}-{run}: {verdict:#}");
+            assert_eq!(verdict["gates"][0]["summary"], "STATUS: OK", "{cli}-{run}");
+        }
+    }
+    // A stream no agent writes is a FAIL that says what it is.
+    let project = Project::new();
+    project.rules(&pipeline("      - {name: status, rule: status}\n"));
+    project.signal("{\"event\": \"start\"}\n{\"event\": \"end\"}\n");
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    assert!(
+        common::reasons(&verdict).contains("from no agent validator reads"),
+        "{verdict:#}"
+    );
 }

@@ -1,8 +1,16 @@
-// validator as OpenCode's stop gate. OpenCode has no blocking stop hook, so this plugin judges
-// a session when it goes idle, through `validator hook opencode` (the adapter Claude Code,
-// Codex and Gemini CLI use), and on FAIL sends validator's feedback back into the same session
-// as its next message. The breakers (max_attempts, strikes) end the loop as for the other
-// agents: on ESCALATED or BLOCKED nothing is sent and the session stays idle.
+// validator as OpenCode's gate, through `validator hook opencode` (the adapter Claude Code,
+// Codex and Gemini CLI use):
+// - before each tool call (`tool.execute.before`) the call is judged by the same rules and
+//   contract as the stop; a refused call throws, and the model reads the reason as the tool's
+//   result; the same refusal `tools.stop_after` times in a row aborts the session;
+// - after each tool call (`tool.execute.after`) what it changed is looked at, and what the stop
+//   would fail is added to the output the model reads;
+// - OpenCode has no blocking stop hook, so a session is judged when it goes idle, and on FAIL
+//   validator's feedback goes back into the same session as its next message. The breakers
+//   (max_attempts, strikes, drift, the budgets) end the loop as for the other agents: on
+//   ESCALATED or BLOCKED nothing is sent and the session stays idle.
+// The session's tokens (`max_tokens`) are its assistant messages' own counts, from
+// `message.updated` events, the last figure of each message.
 //
 // Install it where the agent cannot edit it: ~/.config/opencode/plugin/ of a user the agent
 // does not run as, or a read-only path named in the config's "plugin" list as
@@ -27,14 +35,18 @@ const INTERRUPTED =
   "# validator: not judged\n\nvalidator was stopped before it finished judging this session's " +
   "work, so the work is not accepted yet. Finish again."
 
+// A tool call is judged without running anything: a minute is far more than it takes.
+const TOOL_TIMEOUT_MS = 60 * 1000
+const TOOL_DEADLINE = "50s"
+
 /** Runs validator with `input` on stdin; its stdout, or null when it could not judge. */
-function judge(input, cwd) {
+function judge(input, cwd, deadline = DEADLINE, timeout = TIMEOUT_MS) {
   return new Promise((resolve) => {
-    const args = ["-c", RULES, "hook", "opencode", "--task-dir", cwd, "--deadline", DEADLINE]
+    const args = ["-c", RULES, "hook", "opencode", "--task-dir", cwd, "--deadline", deadline]
     const child = spawn(VALIDATOR, args, {
       cwd,
       stdio: ["pipe", "pipe", "pipe"],
-      timeout: TIMEOUT_MS,
+      timeout,
     })
     let stdout = ""
     let stderr = ""
@@ -89,6 +101,33 @@ export const ValidatorGate = async ({ client, directory }) => {
   const judging = new Set()
   // Sessions that went idle again while being judged: judged once more when that ends.
   const again = new Set()
+  // Each session's tokens: the last figure of each of its assistant messages.
+  const tokens = new Map()
+  const sessionTokens = (sessionID) => {
+    let total = 0
+    for (const count of (tokens.get(sessionID) ?? new Map()).values()) total += count
+    return total
+  }
+
+  /** validator's answer to a tool event, parsed; null when it had none or could not judge. */
+  const onTool = async (event, sessionID, tool, args, response) => {
+    const input = {
+      session_id: sessionID,
+      cwd: directory,
+      hook_event_name: event,
+      tool_name: tool,
+      tool_input: args ?? {},
+      tokens: sessionTokens(sessionID),
+    }
+    if (response !== undefined) input.tool_response = response
+    const answer = await judge(JSON.stringify(input), directory, TOOL_DEADLINE, TOOL_TIMEOUT_MS)
+    if (!answer || !answer.trim()) return null
+    try {
+      return JSON.parse(answer)
+    } catch {
+      return null
+    }
+  }
 
   const onIdle = async (sessionID) => {
     if (judging.has(sessionID)) {
@@ -103,6 +142,7 @@ export const ValidatorGate = async ({ client, directory }) => {
         cwd: directory,
         hook_event_name: "session.idle",
         last_assistant_message: await lastAssistantText(client, sessionID),
+        tokens: sessionTokens(sessionID),
       })
       const answer = await judge(input, directory)
       reply = answer && answer.trim() ? JSON.parse(answer) : null
@@ -125,9 +165,44 @@ export const ValidatorGate = async ({ client, directory }) => {
 
   return {
     event: async ({ event }) => {
-      if (!configured || event?.type !== "session.idle") return
+      if (!configured) return
+      if (event?.type === "message.updated") {
+        const info = event.properties?.info
+        const total = info?.tokens?.total
+        if (info?.role === "assistant" && info.sessionID && info.id && Number.isFinite(total)) {
+          if (!tokens.has(info.sessionID)) tokens.set(info.sessionID, new Map())
+          tokens.get(info.sessionID).set(info.id, total)
+        }
+        return
+      }
+      if (event?.type !== "session.idle") return
       const sessionID = event.properties?.sessionID
       if (sessionID) await onIdle(sessionID)
+    },
+    // Before the tool runs (and before OpenCode's own permission check, which still decides
+    // what validator lets through): a refusal is thrown, and the model reads its reason.
+    "tool.execute.before": async (input, output) => {
+      if (!configured) return
+      const reply = await onTool("tool.execute.before", input.sessionID, input.tool, output.args)
+      if (reply?.decision !== "deny") {
+        if (reply?.systemMessage) console.error(reply.systemMessage)
+        return
+      }
+      if (reply.continue === false) {
+        await client.session
+          .abort({ path: { id: input.sessionID } })
+          .catch((err) => console.error(`validator plugin: cannot stop the session: ${err?.message ?? err}`))
+      }
+      throw new Error(reply.reason)
+    },
+    // After it ran: what the stop would fail is added to what the model reads next.
+    "tool.execute.after": async (input, output) => {
+      if (!configured) return
+      const response = { output: output?.output, exit: output?.metadata?.exit }
+      const reply = await onTool("tool.execute.after", input.sessionID, input.tool, input.args, response)
+      if (typeof reply?.tell === "string" && output && typeof output.output === "string") {
+        output.output += `\n\n${reply.tell}`
+      }
     },
   }
 }
