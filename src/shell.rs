@@ -56,6 +56,9 @@ pub struct Command {
     pub redirects: Vec<Redirect>,
     /// The bodies of its here-documents (`<<EOF`) and here-strings (`<<<`), as written.
     pub inputs: Vec<String>,
+    /// It runs in a shell of its own (inside `( … )`, a substitution, a pipeline, or `&`): a
+    /// `cd` there does not move the commands after it.
+    pub isolated: bool,
 }
 
 /// What a command line would run, as far as it can be read.
@@ -102,6 +105,8 @@ fn read_into(text: &str, depth: usize, script: &mut Script) {
         depth,
         script,
         current: Command::default(),
+        parens: 0,
+        piped: false,
         pending_heredocs: Vec::new(),
         expect_target: None,
         at_start: true,
@@ -114,6 +119,10 @@ struct Lexer<'t, 's> {
     depth: usize,
     script: &'s mut Script,
     current: Command,
+    /// `(` opened and not closed at this level.
+    parens: usize,
+    /// The command before this one was piped into it.
+    piped: bool,
     /// Here-documents whose bodies start after the next newline: delimiter, strip tabs, the
     /// command they feed (`None` while it is still `current`) and its input slot to fill.
     pending_heredocs: Vec<(String, bool, Option<usize>, usize)>,
@@ -166,6 +175,9 @@ impl Lexer<'_, '_> {
     fn operator(&mut self, c: char) {
         self.chars.next();
         let next = self.chars.peek().map(|&(_, n)| n);
+        // Whether the command this ends runs in a shell of its own: piped onward, or sent to
+        // the background.
+        let mut apart = false;
         match (c, next) {
             ('&', Some('>')) => {
                 // `&>file`, `&>>file`: both streams to a file.
@@ -174,13 +186,19 @@ impl Lexer<'_, '_> {
                 self.expect(op);
                 return;
             }
-            ('&', Some('&')) | ('|', Some('|')) | (';', Some(';')) | ('|', Some('&')) => {
+            ('&', Some('&')) | ('|', Some('|')) | (';', Some(';')) => {
                 self.chars.next();
+            }
+            ('|', Some('&')) => {
+                self.chars.next();
+                apart = true;
             }
             (';', Some('&')) => {
                 self.chars.next();
                 self.eat('&');
             }
+            ('|' | '&', _) => apart = true,
+            ('(', _) => self.parens += 1,
             _ => {}
         }
         if self.expect_target.is_some() {
@@ -189,7 +207,14 @@ impl Lexer<'_, '_> {
                 .push("a redirection has no target".into());
             self.expect_target = None;
         }
+        self.current.isolated |= apart;
         self.end_command();
+        // A `)` closes the shell the command it ends ran in.
+        if c == ')' {
+            self.parens = self.parens.saturating_sub(1);
+        }
+        // The next command reads this one's output through the pipe: a shell of its own too.
+        self.piped = c == '|' && apart;
     }
 
     fn eat(&mut self, expected: char) -> bool {
@@ -625,8 +650,10 @@ impl Lexer<'_, '_> {
                 .opaque
                 .push("a redirection has no target".into());
         }
-        let command = std::mem::take(&mut self.current);
+        let mut command = std::mem::take(&mut self.current);
         self.at_start = true;
+        command.isolated |= self.parens > 0 || self.depth > 0 || self.piped;
+        self.piped = false;
         if command.words.is_empty() && command.redirects.is_empty() && command.inputs.is_empty() {
             return;
         }

@@ -114,24 +114,27 @@ impl CommandRule {
     }
 
     /// Whether the command `words` (program first) matches. A word whose value is not known
-    /// before it runs (`$flags`) may be anything: it matches any argument of a rule that
-    /// refuses or asks, and none of one that allows, so neither can be slipped past by
-    /// hiding a word. The program itself must be known to match.
+    /// before it runs (`$flags`, `$(echo git)`) may be anything: it matches any word of a rule
+    /// that refuses or asks, the program's included, and none of one that allows, so neither
+    /// can be slipped past by hiding a word.
     pub fn matches(&self, words: &[Word]) -> bool {
+        let unknown_matches = self.decision != CommandDecision::Allow;
         let Some((program, arguments)) = words.split_first() else {
             return false;
         };
-        let Some(program) = program.literal.as_deref() else {
-            return false;
-        };
-        let name = program.rsplit('/').next().unwrap_or(program);
         let Some((first, rest)) = self.words.split_first() else {
             return false;
         };
-        if !first.is_match(program) && !first.is_match(name) {
+        let program_matches = match program.literal.as_deref() {
+            Some(program) => {
+                let name = program.rsplit('/').next().unwrap_or(program);
+                first.is_match(program) || first.is_match(name)
+            }
+            None => unknown_matches,
+        };
+        if !program_matches {
             return false;
         }
-        let unknown_matches = self.decision != CommandDecision::Allow;
         let mut arguments = arguments.iter();
         rest.iter().all(|wanted| {
             arguments.any(|argument| match argument.literal.as_deref() {
@@ -180,7 +183,9 @@ mod tests {
         assert!(rm.matches(&words("rm $FLAGS build")));
         let allowed = rule("rm -*r*", CommandDecision::Allow);
         assert!(!allowed.matches(&words("rm $FLAGS build")));
-        // The program must be known.
-        assert!(!rule("git push", CommandDecision::Deny).matches(&words("$g push")));
+        // Nor by hiding the program: a refusal takes it as possibly that program.
+        assert!(rule("git push", CommandDecision::Deny).matches(&words("$g push")));
+        assert!(!rule("git push", CommandDecision::Deny).matches(&words("$g status")));
+        assert!(!rule("git push", CommandDecision::Allow).matches(&words("$g push")));
     }
 }

@@ -19,6 +19,8 @@ pub struct Seen {
     /// each source lands under its own name.
     pub copies: Vec<Copy>,
     pub unknown: Option<String>,
+    /// It runs in a shell of its own (see [`crate::shell::Command::isolated`]).
+    pub isolated: bool,
 }
 
 /// Sources copied (or moved, or linked) to a destination.
@@ -26,6 +28,9 @@ pub struct Seen {
 pub struct Copy {
     pub sources: Vec<String>,
     pub dest: String,
+    /// `ln -s`: the sources are what the links will point at (relative to the link's own
+    /// directory when not absolute), not files copied.
+    pub symbolic: bool,
 }
 
 /// Most levels of wrappers and `sh -c` looked through.
@@ -50,6 +55,7 @@ pub fn seen(script: &Script) -> Vec<Seen> {
 fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
     let mut seen = Seen {
         words: words.to_vec(),
+        isolated: command.isolated,
         ..Seen::default()
     };
     // The redirections are the outermost command's, whatever it wraps.
@@ -88,6 +94,7 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
             sources,
             dest,
             moves,
+            symbolic,
         } => {
             let literal = |w: &Word| w.literal.clone();
             match (
@@ -101,7 +108,11 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
                     if moves {
                         seen.writes.extend(sources.iter().cloned());
                     }
-                    seen.copies.push(Copy { sources, dest });
+                    seen.copies.push(Copy {
+                        sources,
+                        dest,
+                        symbolic,
+                    });
                 }
                 _ => {
                     seen.unknown = Some(format!(
@@ -129,6 +140,21 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         Kind::Wraps(at) => {
             all.push(seen);
             look(command, &words[at..], depth + 1, all);
+        }
+        Kind::RunsUnknown(runs) => {
+            seen.unknown = Some(format!(
+                "`{name}` runs a command on arguments not known before it runs"
+            ));
+            all.push(seen);
+            let mut inner = Vec::new();
+            look(command, &runs, depth + 1, &mut inner);
+            // What it runs is matched against the rules; its writes stay unknown.
+            for mut seen in inner {
+                seen.unknown.get_or_insert_with(|| {
+                    format!("`{name}` gives it arguments not known before it runs")
+                });
+                all.push(seen);
+            }
         }
         Kind::Script(text) => {
             all.push(seen);
@@ -185,7 +211,11 @@ enum Kind<'w> {
         sources: Vec<&'w Word>,
         dest: &'w Word,
         moves: bool,
+        symbolic: bool,
     },
+    /// Runs the command that starts at this word with arguments not known before it runs
+    /// (`xargs`, `find -exec`): what it writes cannot be told, but what it runs is seen.
+    RunsUnknown(Vec<Word>),
     /// Applies a patch fed on its standard input, stripping this many components (`None`: not
     /// said).
     Patch(Option<usize>),
@@ -362,8 +392,17 @@ fn kind<'w>(name: &str, args: &'w [Word]) -> Kind<'w> {
             }
             Kind::Writes(targets)
         }
-        "cp" | "install" | "ln" => copied(args, false),
-        "mv" => copied(args, true),
+        "cp" | "install" => copied(args, false, false),
+        "ln" => {
+            let symbolic = args.iter().any(|a| {
+                a.literal.as_deref().is_some_and(|a| {
+                    a == "--symbolic"
+                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
+                })
+            });
+            copied(args, false, symbolic)
+        }
+        "mv" => copied(args, true, false),
         "dd" => Kind::Writes(
             args.iter()
                 .filter_map(|a| {
@@ -416,12 +455,12 @@ fn kind<'w>(name: &str, args: &'w [Word]) -> Kind<'w> {
                     )
                 })
             });
-            if acting {
-                Kind::Unknown(
+            match find_exec(args) {
+                Some(command) => Kind::RunsUnknown(command),
+                None if acting => Kind::Unknown(
                     "`find` acts on files it finds, which are not known before it runs".into(),
-                )
-            } else {
-                Kind::Reads
+                ),
+                None => Kind::Reads,
             }
         }
         "git" => git(args),
@@ -493,7 +532,32 @@ fn option_value<'w>(args: &'w [Word], options: &[&str]) -> Option<&'w Word> {
 /// `cp`, `install`, `ln`, `mv`: the destination (the last operand, or `-t DIR`), and for `mv`
 /// the sources too, which it removes. A destination that is a directory gets each source's
 /// name inside it; the caller judges both the destination as written and what lands in it.
-fn copied(args: &[Word], moves: bool) -> Kind<'_> {
+/// The command `find -exec`/`-execdir`/`-ok` runs (up to its `;` or `+`), its `{}` a word not
+/// known before it runs.
+fn find_exec(args: &[Word]) -> Option<Vec<Word>> {
+    let start = args.iter().position(|a| {
+        a.literal
+            .as_deref()
+            .is_some_and(|a| matches!(a, "-exec" | "-execdir" | "-ok" | "-okdir"))
+    })?;
+    let command: Vec<Word> = args[start + 1..]
+        .iter()
+        .take_while(|a| !matches!(a.literal.as_deref(), Some(";" | "+")))
+        .map(|a| {
+            if a.literal.as_deref().is_some_and(|a| a.contains("{}")) {
+                Word {
+                    raw: a.raw.clone(),
+                    literal: None,
+                }
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    (!command.is_empty()).then_some(command)
+}
+
+fn copied(args: &[Word], moves: bool, symbolic: bool) -> Kind<'_> {
     let target_dir = option_value(args, &["-t", "--target-directory"]);
     let mut operands = positional_skipping(
         args,
@@ -522,6 +586,7 @@ fn copied(args: &[Word], moves: bool) -> Kind<'_> {
         sources: operands,
         dest,
         moves,
+        symbolic,
     }
 }
 
@@ -636,7 +701,13 @@ fn wrapped(name: &str, args: &[Word]) -> Kind<'static> {
         return Kind::Reads;
     }
     if name == "xargs" {
-        return Kind::Unknown("`xargs` gives the command arguments read at run time".into());
+        // Its arguments come at run time: one more word not known before it runs.
+        let mut command = args[at..].to_vec();
+        command.push(Word {
+            raw: "<arguments read by xargs>".into(),
+            literal: None,
+        });
+        return Kind::RunsUnknown(command);
     }
     // `Wraps` counts from the wrapper's own word.
     Kind::Wraps(at + 1)
@@ -696,7 +767,7 @@ fn git(args: &[Word]) -> Kind<'_> {
         | "fetch" | "push" | "tag" | "notes" | "config" | "remote" | "branch" | "bisect"
         | "fsck" | "gc" | "init" => Kind::Reads,
         "rm" => Kind::Writes(positional(rest).into_iter().cloned().collect()),
-        "mv" => copied(rest, true),
+        "mv" => copied(rest, true, false),
         "restore" => Kind::Writes(
             positional_skipping(rest, &["-s", "--source"])
                 .into_iter()
@@ -758,6 +829,7 @@ mod tests {
             ("echo x > a.txt 2>/dev/null", vec!["a.txt"]),
             ("cat a | tee -a b c", vec!["b", "c"]),
             ("cp -r src dst/", vec!["dst/<-src"]),
+            ("ln -s ../a.rs src/b.rs", vec!["src/b.rs<-../a.rs"]),
             ("mv -f a b", vec!["a", "b<-a"]),
             ("cp -t dir a b", vec!["dir<-a,b"]),
             ("rm -rf build dist", vec!["build", "dist"]),

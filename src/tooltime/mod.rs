@@ -129,23 +129,9 @@ impl<'a> Policy<'a> {
         let seen = commands::seen(&script);
         let mut asked = None;
         let mut unknown = Vec::new();
-        // Where relative paths land: the agent's directory, and any the line moves to.
-        let mut cwds = vec![cwd.to_path_buf()];
-        if script.changes_directory {
-            for command in &seen {
-                if let [program, dir] = command.words.as_slice()
-                    && program.is("cd")
-                {
-                    match &dir.literal {
-                        Some(dir) => cwds.push(cwd.join(dir)),
-                        None => unknown.push(format!(
-                            "it changes to a directory not known before it runs ({})",
-                            name(&dir.raw)
-                        )),
-                    }
-                }
-            }
-        }
+        // Where the next command may run: the agent's directory, moved by each `cd` (see
+        // `moved`). Every place a write could land is judged.
+        let mut here = vec![cwd.to_path_buf()];
         for command in &seen {
             let rule = self
                 .tools
@@ -170,13 +156,13 @@ impl<'a> Policy<'a> {
             let refused = command
                 .writes
                 .iter()
-                .flat_map(|path| cwds.iter().map(move |cwd| (cwd, path)))
+                .flat_map(|path| here.iter().map(move |cwd| (cwd, path)))
                 .find_map(|(cwd, path)| self.refuse_write(cwd, path))
                 .or_else(|| {
                     command
                         .copies
                         .iter()
-                        .find_map(|copy| cwds.iter().find_map(|cwd| self.refuse_copy(cwd, copy)))
+                        .find_map(|copy| here.iter().find_map(|cwd| self.refuse_copy(cwd, copy)))
                 });
             if let Some(why) = refused {
                 return Judged {
@@ -186,6 +172,9 @@ impl<'a> Policy<'a> {
             }
             if let Some(why) = &command.unknown {
                 unknown.push(why.clone());
+            }
+            if let Err(why) = moved(&mut here, command) {
+                unknown.push(why);
             }
         }
         if !unknown.is_empty() && self.tools.unknown == Unknown::Deny {
@@ -275,10 +264,34 @@ impl<'a> Policy<'a> {
     }
 
     /// Why a copy is refused: what lands where it lands, each file under a copied directory
-    /// included.
+    /// included; for a symbolic link, also where it points (a link out of the task is one the
+    /// stop fails).
     fn refuse_copy(&self, cwd: &Path, copy: &Copy) -> Option<String> {
         let dest = cwd.join(&copy.dest);
         let into_dir = copy.dest.ends_with('/') || dest.is_dir() || copy.sources.len() > 1;
+        if copy.symbolic {
+            return copy.sources.iter().find_map(|target| {
+                let link = if into_dir {
+                    let file_name = Path::new(target)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    format!("{}/{file_name}", copy.dest.trim_end_matches('/'))
+                } else {
+                    copy.dest.clone()
+                };
+                let link_dir = cwd.join(&link);
+                let link_dir = link_dir.parent().unwrap_or(cwd);
+                match place::place(&self.task.dir, link_dir, target) {
+                    Place::Outside(real) => Some(format!(
+                        "linking {} to {} is refused: the link would point outside the task directory, which the stop would fail",
+                        name(&link),
+                        name(&real.to_string_lossy())
+                    )),
+                    Place::Inside(_) => self.refuse_write(cwd, &link),
+                }
+            });
+        }
         copy.sources.iter().find_map(|source| {
             let base = if into_dir {
                 let file_name = Path::new(source)
@@ -311,6 +324,48 @@ impl<'a> Policy<'a> {
 /// prefixes kept) names.
 pub fn patch_files(text: &str) -> Vec<String> {
     patch::files(text, 0)
+}
+
+/// Most places the commands of one line are kept as where they may run.
+const MAX_PLACES: usize = 32;
+
+/// Moves `here` (where the next command may run) by `command` if it changes directory: to
+/// where it leads only when it surely gets there (a directory now, in this shell); else it may
+/// stay too (a `cd` that fails, one in a shell of its own), so both are kept. The error says
+/// why where it leads cannot be told.
+fn moved(here: &mut Vec<PathBuf>, command: &Seen) -> Result<(), String> {
+    let Some(program) = command.words.first() else {
+        return Ok(());
+    };
+    if !(program.is("cd") || program.is("pushd") || program.is("popd")) {
+        return Ok(());
+    }
+    let dir = match command.words.get(1) {
+        Some(dir) => match &dir.literal {
+            Some(literal) if !literal.starts_with('-') && !program.is("popd") => literal,
+            _ => {
+                return Err(format!(
+                    "it changes to a directory not known before it runs ({})",
+                    name(&dir.raw)
+                ));
+            }
+        },
+        None => {
+            return Err("it changes to the home directory or back, which is not known here".into());
+        }
+    };
+    let to: Vec<PathBuf> = here.iter().map(|at| at.join(dir)).collect();
+    if !command.isolated && to.iter().all(|at| at.is_dir()) {
+        *here = to;
+    } else {
+        here.extend(to);
+    }
+    here.dedup();
+    if here.len() > MAX_PLACES {
+        here.truncate(MAX_PLACES);
+        return Err("it changes directory too many ways to follow".into());
+    }
+    Ok(())
 }
 
 /// What a matching command rule says to the agent.
@@ -477,6 +532,28 @@ pipelines:
             shell("make test").unknown.is_empty(),
             "an allowed command is known"
         );
+    }
+
+    #[test]
+    fn hiding_a_command_or_where_it_writes_does_not_get_it_past() {
+        let f = fixture(RULES);
+        let shell = |line: &str| decide(&f, Action::Shell(line.to_owned()));
+        for line in [
+            "$(echo git) push",
+            "echo . | xargs git push",
+            "find . -name x -exec git push \\;",
+            "bash -c 'cd src && git push'",
+            "eval git push",
+            "f() { git push; }; f",
+            "cd src && cd sub && echo x > ../../notes.txt",
+            "(cd src); echo x > notes.txt",
+            "ln -s /etc/passwd src/passwd",
+            "ln -s ../../outside src/link",
+        ] {
+            assert!(refused(&shell(line)), "{line}");
+        }
+        assert!(!refused(&shell("ln -s sub/a.rs src/alias.rs")));
+        assert!(!refused(&shell("cd src && echo x > out.rs")));
     }
 
     #[test]
