@@ -147,6 +147,28 @@ pub fn hook_input(data: &[u8]) {
             message,
             "the message's end was not kept"
         );
+        // A tool event's call: what it does, read from any input without touching a file
+        // beyond the paths it names.
+        let call = validator::hook::tool::Call::of(&input);
+        let _ = call.action(Path::new("/nonexistent-validator-fuzz"));
+        assert_eq!(call.error_signature().len(), 64);
+    }
+}
+
+/// A shell command line an agent's tool would run: read without running it, every command it
+/// holds seen with what it writes. Whatever the line, the reading ends, names each write, and
+/// says why when it cannot tell.
+pub fn shell_line(data: &[u8]) {
+    let line = text(data);
+    let script = validator::shell::read(&line);
+    for why in &script.opaque {
+        assert!(!why.trim().is_empty());
+    }
+    for command in validator::tooltime::commands_of(&line) {
+        if let Some(why) = &command.unknown {
+            assert!(!why.trim().is_empty(), "an empty reason for {line:?}");
+        }
+        let _ = validator::tooltime::patch_files(&line);
     }
 }
 

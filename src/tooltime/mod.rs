@@ -320,6 +320,13 @@ impl<'a> Policy<'a> {
     }
 }
 
+/// Every command a shell line would run, as the rules see it (for the fuzzer: an agent writes
+/// the line).
+#[doc(hidden)]
+pub fn commands_of(line: &str) -> Vec<Seen> {
+    commands::seen(&crate::shell::read(line))
+}
+
 /// The files a patch (Codex's `apply_patch` envelope, or a unified diff with its `a/` `b/`
 /// prefixes kept) names.
 pub fn patch_files(text: &str) -> Vec<String> {

@@ -64,3 +64,8 @@ fn hook_input_seeds() {
 fn git_listing_seeds() {
     replay("git_listing", targets::git_listing);
 }
+
+#[test]
+fn shell_line_seeds() {
+    replay("shell_line", targets::shell_line);
+}
