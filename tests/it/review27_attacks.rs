@@ -381,6 +381,37 @@ fn a_state_directory_the_agent_turned_into_a_link_hides_nothing_from_the_hook() 
     );
 }
 
+#[test]
+#[ignore = "hole: with staging inside the operator's repository, a `.gitignore` in the staging directory (the worker area, outside the task) is taken as the operator's: untracked_behind_ignores only distrusts ignore files git lists inside the task, so the worker's rules hide its new files (and, written for `*`, every other task's)"]
+fn a_gitignore_a_worker_writes_in_staging_hides_nothing() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let staging = root.path().join("staging");
+    std::fs::create_dir_all(staging.join("b/src")).expect("task");
+    std::fs::write(
+        root.path().join("validator.yaml"),
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: scope, rule: file-scope, allow: [\"src/**\"]}\n",
+    )
+    .expect("rules");
+    std::fs::write(
+        root.path().join(".gitignore"),
+        "state/\nverdicts/\nwatch.log\n",
+    )
+    .expect("ignore");
+    std::fs::write(staging.join("b/src/lib.rs"), "fn a() {}\n").expect("write");
+    // The operator's repository holds the staging directory.
+    commit_all(root.path());
+    // Worker b: a new file out of scope, and a rule for it where every worker writes.
+    std::fs::write(staging.join("b/key.pem"), "-----BEGIN PRIVATE KEY-----\n").expect("write");
+    std::fs::write(staging.join(".gitignore"), "*.pem\n").expect("write");
+    std::fs::write(staging.join("b.done"), "STATUS: OK\n").expect("signal");
+    let verdict = watched_once(root.path(), "verdicts", "b");
+    assert_eq!(verdict["verdict"], "FAIL", "{verdict:#}");
+    assert!(
+        findings(&verdict, "scope").contains("key.pem"),
+        "{verdict:#}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 5. Groups: a group must not pass where the serial run fails
 // ---------------------------------------------------------------------------------------------
@@ -481,4 +512,60 @@ fn no_format_prints_a_format_character_raw() {
             .collect();
         assert!(raw.is_empty(), "{format} prints {raw:?} raw:\n{text}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The packs: what the worker's tree decides about the gates that judge it
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "hole (packs, design): only_if reads the worker's current tree, so a worker that deletes its base's `[tool.ruff]` turns the pack's ruff gate off (`skipped`), and PASS"]
+fn a_worker_cannot_turn_a_linter_off_by_deleting_its_configuration() {
+    let project = Project::new();
+    project
+        .rules(&pipeline(
+            "      - {name: lint, rule: lint, run: [sh, -c, 'echo bad.py:1:1: E999; exit 1'], only_if: [{file: pyproject.toml, key: tool.ruff}]}\n",
+        ))
+        .file("pyproject.toml", "[project]\nname = \"x\"\n\n[tool.ruff]\nline-length = 100\n")
+        .file("bad.py", "x = 1\n");
+    commit_all(&project.task_dir());
+    project.file("pyproject.toml", "[project]\nname = \"x\"\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(gate(&verdict, "lint")["outcome"], "fail", "{verdict:#}");
+    assert_eq!(code, 1, "{verdict:#}");
+}
+
+#[test]
+#[ignore = "hole (packs, design): the node pack's `npx --no-install prettier` runs node_modules/.bin/prettier, which the worker may replace; the committed `node_modules/` rule hides the replacement from file-scope, and the worker's program says the code is formatted"]
+fn a_linter_the_worker_replaced_under_an_ignored_directory_is_not_trusted() {
+    if std::process::Command::new("npx")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("npx is not installed: nothing to show");
+        return;
+    }
+    let project = Project::new();
+    project
+        .rules(&pipeline(&format!(
+            "{}      - {{name: format, rule: lint, run: [npx, --no-install, prettier, --check, --ignore-unknown, --no-error-on-unmatched-pattern], files: [\"**/*\"], changed_only: true}}\n",
+            "      - {name: scope, rule: file-scope, allow: [\"*.js\"]}\n"
+        )))
+        .file(".gitignore", "node_modules/\n")
+        .file("package.json", "{\"name\": \"x\", \"version\": \"1.0.0\"}\n")
+        .file("a.js", "const a = 1;\n");
+    commit_all(&project.task_dir());
+    // The worker's last moves: badly formatted code, and a prettier that likes everything.
+    project
+        .file("b.js", "const   b =1\n")
+        .file("node_modules/.bin/prettier", "#!/bin/sh\nexit 0\n");
+    let program = project.task_dir().join("node_modules/.bin/prettier");
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 1, "{verdict:#}");
 }
