@@ -178,6 +178,22 @@ fn an_untracked_nested_repository_counts_whole() {
     );
 }
 
+#[test]
+#[ignore = "false positive: a repository inside a directory the committed rules ignore (`pip install -e git+...` checks out into .venv/src/) is listed by ls-files as one `dir/` entry, so the walk counts every file in it, its .git included, as the worker's change"]
+fn a_checkout_inside_a_committed_ignored_directory_is_not_a_change() {
+    let project = Project::new();
+    project
+        .rules(&pipeline(SCOPE))
+        .file("src/lib.rs", "fn a() {}\n")
+        .file(".gitignore", ".venv/\n");
+    commit_all(&project.task_dir());
+    project.file(".venv/src/pkg/pkg.py", "x = 1\n");
+    commit_all(&project.task_dir().join(".venv/src/pkg"));
+    project.file(".venv/lib/site.py", "y = 1\n");
+    let (code, verdict) = judged(&project);
+    assert_eq!(code, 0, "{verdict:#}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Bases pinned before the first gate
 // ---------------------------------------------------------------------------------------------
@@ -343,7 +359,7 @@ fn a_link_at_the_verdict_or_feedback_path_hides_nothing_in_single_task_mode() {
 }
 
 #[test]
-#[ignore = "hole: the hook hides `state:` from the rules through Task::ignoring, which follows a link: an agent that makes `.validator` a link to `src` hides all of src/ (and has the hook write its state there)"]
+#[ignore = "hole (with state inside the project, which the hook docs advise against but the packs write): the hook hides `state:` from the rules through Task::ignoring, which follows a link: an agent that makes `.validator` a link to `src` hides all of src/ (and has the hook write its state there)"]
 fn a_state_directory_the_agent_turned_into_a_link_hides_nothing_from_the_hook() {
     let project = tempfile::tempdir().expect("temp dir");
     let dir = project.path();
