@@ -29,6 +29,7 @@ mod metrics;
 mod progress;
 mod reasons;
 mod review;
+mod review27_attacks;
 mod rules;
 mod schema_suite;
 mod scope_git;
