@@ -508,6 +508,15 @@ impl<'a> Repo<'a> {
             let (counted, every) = self
                 .untracked_behind_ignores(&edited)
                 .map_err(worker("ls-files"))?;
+            // A repository inside a directory the committed rules ignore (`pip install -e
+            // git+…` checks out into `.venv/src/`) is listed as a directory, and is the
+            // project's, not the worker's change: git accounts for it whole.
+            for dir in every
+                .iter()
+                .filter(|f| f.ends_with('/') && !counted.contains(*f))
+            {
+                accounted.dirs.insert(dir.trim_end_matches('/').to_owned());
+            }
             accounted.files.extend(every);
             counted
         };
