@@ -95,17 +95,15 @@ impl Task {
     }
 
     /// Hides `path` (a file or directory, which need not exist yet) from the rules if it lies
-    /// inside the task directory.
+    /// inside the task directory: that exact path, never what a link put there points at (a
+    /// link at a verdict's path must not hide the worker's files).
     pub fn ignoring(mut self, path: &Path) -> Self {
-        let absolute = path.canonicalize().unwrap_or_else(|_| {
-            // Not there yet (a verdict before its first write): its directory's real path.
-            match (path.parent().map(Path::canonicalize), path.file_name()) {
-                (Some(Ok(dir)), Some(name)) => dir.join(name),
-                _ => path.to_path_buf(),
-            }
-        });
-        if absolute.starts_with(&self.dir) && absolute != self.dir {
-            self.ignore.push(absolute);
+        let exact = match (path.parent().map(Path::canonicalize), path.file_name()) {
+            (Some(Ok(dir)), Some(name)) => dir.join(name),
+            _ => path.to_path_buf(),
+        };
+        if exact.starts_with(&self.dir) && exact != self.dir {
+            self.ignore.push(exact);
         }
         self
     }

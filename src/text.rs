@@ -123,8 +123,9 @@ pub fn clip(text: &str, max_chars: usize) -> String {
     clipped
 }
 
-/// Unicode's default-ignorable code points: invisible, and skipped by culture-aware matching,
-/// so `#\u{AD}#[` could still read as `##[`.
+/// Unicode's default-ignorable code points and its other format characters: invisible, or drawn
+/// around text rather than as text, and skipped by culture-aware matching, so `#\u{AD}#[` could
+/// still read as `##[`.
 pub fn ignorable(c: char) -> bool {
     matches!(
         c,
@@ -141,7 +142,17 @@ pub fn ignorable(c: char) -> bool {
             | '\u{FE00}'..='\u{FE0F}'
             | '\u{FEFF}'
             | '\u{FFA0}'
-            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{FFF0}'..='\u{FFFB}'
+            // The other format characters (Unicode's Cf): prefixed number signs, annotation
+            // marks and scribal controls a renderer may draw around text or hide.
+            | '\u{600}'..='\u{605}'
+            | '\u{6DD}'
+            | '\u{70F}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8E2}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
             | '\u{1BCA0}'..='\u{1BCA3}'
             | '\u{1D173}'..='\u{1D17A}'
             | '\u{E0000}'..='\u{E0FFF}'

@@ -174,6 +174,8 @@ pub fn run_with(
         errored: false,
     };
     let mut ran = vec![false; pipeline.gates.len()];
+    // The gates that ran, in the order they did, with their outcomes.
+    let mut order: Vec<(usize, GateOutcome)> = Vec::new();
     let mut repeats = 0;
     let mut next = Some(0);
     // A done signal that cannot be read is the worker's failure whatever the gates are
@@ -217,6 +219,9 @@ pub fn run_with(
         let mut ended = None;
         for (at, step) in members.zip(steps) {
             ran[at] = true;
+            if let Step::Ran { report, .. } = &step {
+                order.push((at, report.outcome));
+            }
             match ended {
                 // The run ended at an earlier gate of the group; this one ran all the same, and
                 // what it found is kept (a failure after the first is a reason too).
@@ -230,6 +235,11 @@ pub fn run_with(
         if let Some(decision) = ended {
             break 'run decision;
         }
+    };
+
+    let decision = match decision {
+        Decision::Pass => run.judge_again(&runner, &order),
+        other => other,
     };
 
     for (gate, _) in pipeline.gates.iter().zip(&ran).filter(|(_, ran)| !**ran) {
@@ -428,7 +438,7 @@ impl Runner<'_> {
                 }
                 // As the serial run would, it reads what the gates it follows wrote: those
                 // started before it (gates are taken in order), so the wait always ends.
-                ended.wait_for(members.start..at, |writer| self.writes_for(writer, at));
+                ended.wait_for(members.start..at, |earlier| self.must_follow(earlier, at));
                 // Marked ended however the step ends, a panic included, so no sibling waits on.
                 let _ending = Ending(&ended, at);
                 let step = self.step(at, stop);
@@ -453,12 +463,17 @@ impl Runner<'_> {
         done.into_iter().map(|(_, step)| step).collect()
     }
 
-    /// Whether the gate at `writer` may write what the later-written gate at `reader` reads,
-    /// so that in a group `reader` waits for it to end (see [`crate::rules::About`]).
-    fn writes_for(&self, writer: usize, reader: usize) -> bool {
+    /// Whether, in a group, the gate at `later` must start after the gate written before it at
+    /// `earlier` has ended, for the group to judge as the serial run does (see
+    /// [`crate::rules::About`]): when `earlier` may write what `later` reads (it runs the
+    /// worker's code, or it runs a program and `later` reads the task itself), and when
+    /// `later` runs the worker's code, which could change what `earlier` is still reading.
+    fn must_follow(&self, earlier: usize, later: usize) -> bool {
         let about = |at: usize| crate::rules::Rule::about(self.pipeline.gates[at].kind());
-        let (writer, reader) = (about(writer), about(reader));
-        writer.runs_workers_code || (writer.starts_programs && !reader.starts_programs)
+        let (earlier, later) = (about(earlier), about(later));
+        earlier.runs_workers_code
+            || later.runs_workers_code
+            || (earlier.starts_programs && !later.starts_programs)
     }
 
     /// Whether the gate at `index`, having come to `step`, ends the run whatever its siblings
@@ -486,8 +501,21 @@ impl Runner<'_> {
     /// Runs the gate at `index`, unless it is left out; `stop` set means a gate of its group
     /// failed in a way that ends the run, and `fail_fast` keeps this one from starting.
     fn step(&self, index: usize, stop: Option<&AtomicBool>) -> Step {
+        self.step_told(index, stop, self.supervision.observer)
+    }
+
+    /// As [`Self::step`], telling `observer` (if any) of the gate's start and end.
+    fn step_told(
+        &self,
+        index: usize,
+        stop: Option<&AtomicBool>,
+        observer: Option<&dyn Observer>,
+    ) -> Step {
         let gate = &self.pipeline.gates[index];
-        let supervision = self.supervision;
+        let supervision = Supervision {
+            observer,
+            ..self.supervision
+        };
         let not_run = |summary: String, warning: Option<String>| {
             let mut report = skipped(gate);
             report.summary = summary;
@@ -690,6 +718,64 @@ impl Run {
         }
     }
 
+    /// Before a PASS: the gates that judge the task in-process and passed before a program
+    /// ran (a test runs the worker's code, which may write anything) are run again on the task
+    /// as it is now, so nothing written after them escapes them. What fails now fails the run.
+    fn judge_again(&mut self, runner: &Runner<'_>, order: &[(usize, GateOutcome)]) -> Decision {
+        let about = |at: usize| crate::rules::Rule::about(runner.pipeline.gates[at].kind());
+        let Some(last_program) = order.iter().rposition(|(at, _)| about(*at).starts_programs)
+        else {
+            return Decision::Pass;
+        };
+        let mut again: Vec<usize> = order[..last_program]
+            .iter()
+            .filter(|(at, outcome)| {
+                !about(*at).starts_programs
+                    && matches!(outcome, GateOutcome::Pass | GateOutcome::Cached)
+            })
+            .map(|(at, _)| *at)
+            .collect();
+        again.dedup();
+        if again.is_empty() {
+            return Decision::Pass;
+        }
+        runner.listed.forget();
+        let mut decision = Decision::Pass;
+        for at in again {
+            let gate = &runner.pipeline.gates[at];
+            // Not told to the observers: the gate's line was shown; only a failure now changes
+            // what the run says.
+            let (report, line) = match runner.step_told(at, None, None) {
+                Step::Ran { report, line, .. } => (report, line),
+                Step::OutOfBudget => {
+                    self.reasons.push(format!(
+                        "the run's budget of {} ran out before gate `{}` could be judged again after the programs that ran after it",
+                        duration::format(runner.rules.defaults.budget),
+                        gate.name
+                    ));
+                    return Decision::Fail;
+                }
+                Step::NotRun(..) | Step::Stopped(_) => continue,
+            };
+            let outcome = report.outcome;
+            if matches!(outcome, GateOutcome::Fail | GateOutcome::Error) {
+                self.reasons.push(format!(
+                    "{line} (judged again after the programs that ran after it)"
+                ));
+                decision = if outcome == GateOutcome::Error || decision == Decision::Error {
+                    Decision::Error
+                } else {
+                    Decision::Fail
+                };
+                // The verdict shows what the gate finds now.
+                if let Some(shown) = self.gates.iter_mut().rev().find(|g| g.name == gate.name) {
+                    *shown = report;
+                }
+            }
+        }
+        decision
+    }
+
     /// A gate of a group that ran although the run ended at an earlier one: reported as it
     /// ran, its failure a reason after the first (or a warning, if routed on).
     fn after_the_end(&mut self, gate: &crate::config::Gate, step: Step) {
@@ -834,14 +920,22 @@ mod tests {
         let slots = Slots::new(2);
         let _own = slots.hold(None);
         let borrowed = slots.borrow();
+        let (release, released) = std::sync::mpsc::channel::<()>();
         std::thread::scope(|scope| {
-            let waiting = scope.spawn(|| slots.hold(None).is_some());
+            // The waiting run keeps its slot until told, so the check below sees it held.
+            let slots = &slots;
+            let waiting = scope.spawn(move || {
+                let held = slots.hold(None);
+                let _ = released.recv();
+                held.is_some()
+            });
             while slots.count().waiting == 0 {
                 std::thread::yield_now();
             }
             drop(borrowed);
             // Whether or not the waiting run has woken yet, the slot is not lent again.
             assert!(slots.borrow().is_none());
+            let _ = release.send(());
             assert_eq!(waiting.join().ok(), Some(true));
         });
     }
