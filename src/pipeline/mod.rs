@@ -463,6 +463,36 @@ impl Runner<'_> {
         done.into_iter().map(|(_, step)| step).collect()
     }
 
+    /// Whether the worker changed a file `only_if` looks at (or whether it did cannot be told,
+    /// in a repository or against a baseline): then what
+    /// is missing is the worker's doing, and cannot turn the gate off (a deleted `[tool.ruff]`
+    /// must not skip ruff).
+    fn worker_changed_what(&self, only_if: &crate::rules::only_if::OnlyIf) -> bool {
+        let ctx = Context {
+            task: self.task,
+            gate: "(only_if)",
+            started: Instant::now(),
+            timeout: self
+                .rules
+                .defaults
+                .timeout
+                .min(self.deadline.saturating_duration_since(Instant::now())),
+            state_dir: &self.rules.state,
+            cancel: self.supervision.cancel,
+            all_files: false,
+            listed: &self.listed,
+        };
+        match crate::rules::scope::changed(&ctx, "HEAD", ctx.started + ctx.timeout) {
+            // Without git or a baseline there is no telling what the worker changed: every
+            // file "changed", so only what is there decides.
+            Ok(changes) if matches!(changes.source, crate::rules::scope::Source::Everything) => {
+                false
+            }
+            Ok(changes) => changes.files.iter().any(|rel| only_if.looks_at(rel)),
+            Err(_) => true,
+        }
+    }
+
     /// Whether, in a group, the gate at `later` must start after the gate written before it at
     /// `earlier` has ended, for the group to judge as the serial run does (see
     /// [`crate::rules::About`]): when `earlier` may write what `later` reads (it runs the
@@ -531,10 +561,9 @@ impl Runner<'_> {
             );
         }
         let run_deadline = Deadline::new(self.deadline, supervision.cancel);
-        if let Some(why) = gate
-            .only_if
-            .as_ref()
-            .and_then(|only_if| only_if.unmet_by(self.task, &run_deadline))
+        if let Some(only_if) = &gate.only_if
+            && let Some(why) = only_if.unmet_by(self.task, &run_deadline)
+            && !self.worker_changed_what(only_if)
         {
             return not_run(why, None);
         }

@@ -57,6 +57,11 @@ struct Presence {
 }
 
 impl OnlyIf {
+    /// Whether `rel` (a task path) is one of the files it looks for.
+    pub fn looks_at(&self, rel: &str) -> bool {
+        self.any.iter().any(|presence| presence.file.is_match(rel))
+    }
+
     pub fn from_spec(specs: &[PresenceSpec]) -> Result<OnlyIf, KeyError> {
         if specs.is_empty() {
             return Err(KeyError::new(

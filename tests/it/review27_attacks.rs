@@ -528,7 +528,6 @@ fn no_format_prints_a_format_character_raw() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-#[ignore = "hole (packs, design): only_if reads the worker's current tree, so a worker that deletes its base's `[tool.ruff]` turns the pack's ruff gate off (`skipped`), and PASS"]
 fn a_worker_cannot_turn_a_linter_off_by_deleting_its_configuration() {
     let project = Project::new();
     project
