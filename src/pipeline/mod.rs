@@ -381,6 +381,25 @@ struct Run {
 }
 
 impl Runner<'_> {
+    /// A context for the run's own work between gates (`what` names it in logs): a gate's
+    /// default timeout, cut to what is left of the run's budget.
+    fn between_gates<'c>(&'c self, what: &'c str) -> Context<'c> {
+        Context {
+            task: self.task,
+            gate: what,
+            started: Instant::now(),
+            timeout: self
+                .rules
+                .defaults
+                .timeout
+                .min(self.deadline.saturating_duration_since(Instant::now())),
+            state_dir: &self.rules.state,
+            cancel: self.supervision.cancel,
+            all_files: self.supervision.selection.all_files,
+            listed: &self.listed,
+        }
+    }
+
     /// Pins every revision the gates count the worker's changes from, before any gate runs:
     /// one that starts a program (a test) may commit, and what it committed must still count.
     fn pin_bases(&self) {
@@ -393,21 +412,8 @@ impl Runner<'_> {
         if bases.is_empty() {
             return;
         }
-        let ctx = Context {
-            task: self.task,
-            gate: "(pinning the base)",
-            started: Instant::now(),
-            timeout: self
-                .rules
-                .defaults
-                .timeout
-                .min(self.deadline.saturating_duration_since(Instant::now())),
-            state_dir: &self.rules.state,
-            cancel: self.supervision.cancel,
-            all_files: self.supervision.selection.all_files,
-            listed: &self.listed,
-        };
-        self.listed.pin(&ctx, bases);
+        self.listed
+            .pin(&self.between_gates("(pinning the base)"), bases);
     }
 
     /// The gates of `members` run: one on this thread, a group on up to its pipeline's `jobs`
@@ -468,20 +474,7 @@ impl Runner<'_> {
     /// is missing is the worker's doing, and cannot turn the gate off (a deleted `[tool.ruff]`
     /// must not skip ruff).
     fn worker_changed_what(&self, only_if: &crate::rules::only_if::OnlyIf) -> bool {
-        let ctx = Context {
-            task: self.task,
-            gate: "(only_if)",
-            started: Instant::now(),
-            timeout: self
-                .rules
-                .defaults
-                .timeout
-                .min(self.deadline.saturating_duration_since(Instant::now())),
-            state_dir: &self.rules.state,
-            cancel: self.supervision.cancel,
-            all_files: false,
-            listed: &self.listed,
-        };
+        let ctx = self.between_gates("(only_if)");
         match crate::rules::scope::changed(&ctx, "HEAD", ctx.started + ctx.timeout) {
             // Without git or a baseline there is no telling what the worker changed: every
             // file "changed", so only what is there decides.

@@ -271,15 +271,7 @@ impl<'a> Policy<'a> {
         let into_dir = copy.dest.ends_with('/') || dest.is_dir() || copy.sources.len() > 1;
         if copy.symbolic {
             return copy.sources.iter().find_map(|target| {
-                let link = if into_dir {
-                    let file_name = Path::new(target)
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    format!("{}/{file_name}", copy.dest.trim_end_matches('/'))
-                } else {
-                    copy.dest.clone()
-                };
+                let link = landing(copy, target, into_dir);
                 let link_dir = cwd.join(&link);
                 let link_dir = link_dir.parent().unwrap_or(cwd);
                 match place::place(&self.task.dir, link_dir, target) {
@@ -293,15 +285,7 @@ impl<'a> Policy<'a> {
             });
         }
         copy.sources.iter().find_map(|source| {
-            let base = if into_dir {
-                let file_name = Path::new(source)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                format!("{}/{file_name}", copy.dest.trim_end_matches('/'))
-            } else {
-                copy.dest.clone()
-            };
+            let base = landing(copy, source, into_dir);
             let source = cwd.join(source);
             if source.is_dir() {
                 match files_under(&source, "") {
@@ -331,6 +315,19 @@ pub fn commands_of(line: &str) -> Vec<Seen> {
 /// prefixes kept) names.
 pub fn patch_files(text: &str) -> Vec<String> {
     patch::files(text, 0)
+}
+
+/// Where `source` lands in a copy: under its own name in the destination when that is a
+/// directory, else at the destination.
+fn landing(copy: &Copy, source: &str, into_dir: bool) -> String {
+    if !into_dir {
+        return copy.dest.clone();
+    }
+    let file_name = Path::new(source)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{}/{file_name}", copy.dest.trim_end_matches('/'))
 }
 
 /// Most places the commands of one line are kept as where they may run.
