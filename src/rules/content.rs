@@ -126,11 +126,9 @@ impl RuleDef for Content {
 impl Content {
     fn judge(&self, ctx: &Context<'_>) -> Outcome {
         let deadline = ctx.deadline();
-        let listing = match taskdir::list_by(ctx.task, &deadline) {
+        let listing = match ctx.list_in_time() {
             Ok(listing) => listing,
-            Err(stopped) => {
-                return Outcome::stopped(ctx, stopped, "listing the task's files", Vec::new());
-            }
+            Err(timed_out) => return timed_out,
         };
         let mut findings = Vec::new();
         let changed = if self.changed_only {

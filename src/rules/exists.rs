@@ -8,7 +8,6 @@ use std::path::Path;
 use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::globs::PatternSet;
 use crate::rules::spec::{GateSpec, RuleKind};
-use crate::taskdir;
 use crate::verdict::Finding;
 
 #[derive(Debug, Clone)]
@@ -55,11 +54,9 @@ impl RuleDef for Exists {
 impl Exists {
     fn judge(&self, ctx: &Context<'_>) -> Outcome {
         let deadline = ctx.deadline();
-        let listing = match taskdir::list_by(ctx.task, &deadline) {
+        let listing = match ctx.list_in_time() {
             Ok(listing) => listing,
-            Err(stopped) => {
-                return Outcome::stopped(ctx, stopped, "listing the task's files", Vec::new());
-            }
+            Err(timed_out) => return timed_out,
         };
         let mut counts = vec![0u32; self.paths.patterns().len()];
         let mut findings = Vec::new();

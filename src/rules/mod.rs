@@ -70,6 +70,13 @@ impl<'a> Context<'a> {
     /// rule reached it: then a pass is a timeout, since what the rule judged may not be all it
     /// had to, and so is an error, since one would let a hook's agent stop on a timeout. A
     /// failure stands: what it found is there.
+    /// The task's files, listed by the gate's deadline; past it, the timeout outcome to return.
+    pub fn list_in_time(&self) -> Result<crate::taskdir::Listing, Outcome> {
+        crate::taskdir::list_by(self.task, &self.deadline()).map_err(|stopped| {
+            Outcome::stopped(self, stopped, "listing the task's files", Vec::new())
+        })
+    }
+
     pub fn in_time(&self, outcome: Outcome) -> Outcome {
         match (self.deadline().check(), outcome.outcome) {
             (Err(stopped), GateOutcome::Pass | GateOutcome::Error) => Outcome::stopped(

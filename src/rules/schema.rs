@@ -231,11 +231,9 @@ impl Schema {
             Err(why) => return Outcome::error(why),
         };
         let deadline = ctx.deadline();
-        let listing = match taskdir::list_by(ctx.task, &deadline) {
+        let listing = match ctx.list_in_time() {
             Ok(listing) => listing,
-            Err(stopped) => {
-                return Outcome::stopped(ctx, stopped, "listing the task's files", Vec::new());
-            }
+            Err(timed_out) => return timed_out,
         };
         let documents: Vec<&taskdir::Entry> = listing
             .files
