@@ -286,105 +286,47 @@ impl Lexer<'_, '_> {
 
     /// Reads one word, with its quotes, escapes and substitutions.
     fn word(&mut self) {
-        let mut raw = String::new();
-        let mut value = String::new();
-        let mut literal = true;
-        let mut quoted = false;
-        let mut brace_open = false;
+        let mut word = Reading::default();
         while let Some(&(_, c)) = self.chars.peek() {
             match c {
                 ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' => break,
                 '<' | '>' => {
                     // `2>file`: a descriptor number, not a word.
-                    if !raw.is_empty() && !quoted && raw.chars().all(|d| d.is_ascii_digit()) {
+                    if !word.raw.is_empty()
+                        && !word.quoted
+                        && word.raw.chars().all(|d| d.is_ascii_digit())
+                    {
                         self.redirection();
                         return;
                     }
                     break;
                 }
-                '\'' => {
-                    self.chars.next();
-                    quoted = true;
-                    raw.push('\'');
-                    let inner = self.until('\'');
-                    raw.push_str(&inner);
-                    raw.push('\'');
-                    value.push_str(&inner);
-                }
-                '"' => {
-                    self.chars.next();
-                    quoted = true;
-                    raw.push('"');
-                    let (inner, plain) = self.double_quoted();
-                    raw.push_str(&inner.0);
-                    raw.push('"');
-                    value.push_str(&inner.1);
-                    literal &= plain;
-                }
-                '\\' => {
-                    self.chars.next();
-                    raw.push('\\');
-                    match self.chars.next() {
-                        // A line continuation joins the lines.
-                        Some((_, '\n')) => {
-                            raw.pop();
-                        }
-                        Some((_, escaped)) => {
-                            raw.push(escaped);
-                            value.push(escaped);
-                        }
-                        None => {}
-                    }
-                }
-                '$' => {
-                    self.chars.next();
-                    raw.push('$');
-                    let expansion = self.dollar();
-                    if let Some(text) = expansion {
-                        raw.push_str(&text);
-                        literal = false;
-                    } else {
-                        value.push('$');
-                    }
-                }
-                '`' => {
-                    self.chars.next();
-                    let inner = self.until('`');
-                    self.nested(&inner.replace("\\`", "`"));
-                    raw.push('`');
-                    raw.push_str(&inner);
-                    raw.push('`');
-                    literal = false;
-                }
+                '\'' | '"' | '\\' | '$' | '`' => self.piece(c, &mut word),
                 '*' | '?' | '[' => {
                     self.chars.next();
-                    raw.push(c);
-                    value.push(c);
-                    literal = false;
+                    word.plain(c);
+                    word.dynamic = true;
                 }
-                '~' if raw.is_empty() => {
+                '~' if word.raw.is_empty() => {
                     self.chars.next();
-                    raw.push('~');
-                    value.push('~');
-                    literal = false;
+                    word.plain(c);
+                    word.dynamic = true;
                 }
                 '{' | '}' => {
                     // Brace expansion (`a{b,c}`) makes several words; `{` and `}` alone are
                     // reserved words.
                     self.chars.next();
-                    brace_open |= c == '{';
-                    literal &= !(c == '}' && brace_open);
-                    raw.push(c);
-                    value.push(c);
+                    word.brace_open |= c == '{';
+                    word.dynamic |= c == '}' && word.brace_open;
+                    word.plain(c);
                 }
                 _ => {
                     self.chars.next();
-                    raw.push(c);
-                    value.push(c);
+                    word.plain(c);
                 }
             }
         }
-        if raw.is_empty() {
+        if word.raw.is_empty() {
             // Not a word after all (a stray character this reader does not take): move on.
             if let Some((_, c)) = self.chars.next() {
                 self.script.opaque.push(format!("`{c}` could not be read"));
@@ -392,9 +334,60 @@ impl Lexer<'_, '_> {
             return;
         }
         self.push_word(Word {
-            raw,
-            literal: literal.then_some(value),
+            literal: (!word.dynamic).then_some(word.value),
+            raw: word.raw,
         });
+    }
+
+    /// A quoted, escaped or expanded piece of a word, starting at `c`.
+    fn piece(&mut self, c: char, word: &mut Reading) {
+        self.chars.next();
+        match c {
+            '\'' => {
+                word.quoted = true;
+                let inner = self.until('\'');
+                word.raw.push('\'');
+                word.raw.push_str(&inner);
+                word.raw.push('\'');
+                word.value.push_str(&inner);
+            }
+            '"' => {
+                word.quoted = true;
+                let ((raw, value), plain) = self.double_quoted();
+                word.raw.push('"');
+                word.raw.push_str(&raw);
+                word.raw.push('"');
+                word.value.push_str(&value);
+                word.dynamic |= !plain;
+            }
+            '\\' => match self.chars.next() {
+                // A line continuation joins the lines.
+                Some((_, '\n')) | None => {}
+                Some((_, escaped)) => {
+                    word.raw.push('\\');
+                    word.plain(escaped);
+                }
+            },
+            '$' => {
+                word.raw.push('$');
+                match self.dollar() {
+                    Some(text) => {
+                        word.raw.push_str(&text);
+                        word.dynamic = true;
+                    }
+                    None => word.value.push('$'),
+                }
+            }
+            _ => {
+                // A backquoted substitution: its commands are the line's too.
+                let inner = self.until('`');
+                self.nested(&inner.replace("\\`", "`"));
+                word.raw.push('`');
+                word.raw.push_str(&inner);
+                word.raw.push('`');
+                word.dynamic = true;
+            }
+        }
     }
 
     /// What follows a `$`: the expansion's text (after the `$`), or `None` for a `$` that is
@@ -706,6 +699,25 @@ impl Lexer<'_, '_> {
                 *input = body;
             }
         }
+    }
+}
+
+/// A word as it is read: its text as written, its value so far, and what makes it not literal.
+#[derive(Default)]
+struct Reading {
+    raw: String,
+    value: String,
+    /// Something in it expands (a variable, a substitution, a glob): no literal value.
+    dynamic: bool,
+    quoted: bool,
+    brace_open: bool,
+}
+
+impl Reading {
+    /// A character that is itself in both the text and the value.
+    fn plain(&mut self, c: char) {
+        self.raw.push(c);
+        self.value.push(c);
     }
 }
 

@@ -328,71 +328,7 @@ impl Loader<'_> {
                 "write `version: 1`",
             ));
         }
-        let fallback = Defaults::default();
-        let drift = raw.defaults.drift.as_ref();
-        let defaults = Defaults {
-            timeout: raw.defaults.timeout.unwrap_or(fallback.timeout),
-            max_attempts: raw.defaults.max_attempts.unwrap_or(fallback.max_attempts),
-            strikes: raw.defaults.strikes.unwrap_or(fallback.strikes),
-            budget: raw.defaults.budget.unwrap_or(fallback.budget),
-            max_tokens: raw.defaults.max_tokens,
-            max_time: raw.defaults.max_time,
-            drift: Drift {
-                // As many repeats as the same failure is allowed, unless said.
-                stops: drift
-                    .and_then(|d| d.stops)
-                    .unwrap_or(raw.defaults.strikes.unwrap_or(fallback.strikes)),
-                similarity: drift
-                    .and_then(|d| d.similarity)
-                    .unwrap_or(fallback.drift.similarity),
-            },
-            tool_strikes: raw.defaults.tool_strikes.unwrap_or(fallback.tool_strikes),
-        };
-        if !(0.0..=1.0).contains(&defaults.drift.similarity) {
-            return Err(self.error(
-                &[
-                    Step::Key("defaults"),
-                    Step::Key("drift"),
-                    Step::Key("similarity"),
-                ],
-                format!(
-                    "`similarity: {}` is not between 0 and 1",
-                    defaults.drift.similarity
-                ),
-                "write a fraction such as 0.9 (1 means identical)",
-            ));
-        }
-        if drift.and_then(|d| d.stops) == Some(1) {
-            return Err(self.error(
-                &[
-                    Step::Key("defaults"),
-                    Step::Key("drift"),
-                    Step::Key("stops"),
-                ],
-                "`stops: 1` would escalate every failure: a stop is alike to the one before it",
-                "give at least 2 (the default is `strikes`), or 0 to turn the drift breaker off",
-            ));
-        }
-        if defaults.max_tokens == Some(0) {
-            return Err(self.error(
-                &[Step::Key("defaults"), Step::Key("max_tokens")],
-                "`max_tokens: 0` would stop every session at once",
-                "give a positive number of tokens, or remove it",
-            ));
-        }
-        for (key, zero) in [
-            ("timeout", defaults.timeout.is_zero()),
-            ("budget", defaults.budget.is_zero()),
-            ("max_time", defaults.max_time.is_some_and(|t| t.is_zero())),
-        ] {
-            if zero {
-                return Err(self.error(
-                    &[Step::Key("defaults"), Step::Key(key)],
-                    format!("`{key}` is zero"),
-                    "give it a positive duration such as 10m",
-                ));
-            }
-        }
+        let defaults = self.defaults(&raw.defaults)?;
         let events = self.retention(&raw.events)?;
         let tools = self.tools(raw.tools.unwrap_or_default())?;
         if raw.pipelines.is_empty() {
@@ -476,6 +412,76 @@ impl Loader<'_> {
             hooks: Vec::new(),
             notes: Vec::new(),
         })
+    }
+
+    /// `defaults:` checked: each breaker's and budget's value, or its default.
+    fn defaults(&self, raw: &raw::RawDefaults) -> Result<Defaults, ConfigError> {
+        let fallback = Defaults::default();
+        let drift = raw.drift.as_ref();
+        let defaults = Defaults {
+            timeout: raw.timeout.unwrap_or(fallback.timeout),
+            max_attempts: raw.max_attempts.unwrap_or(fallback.max_attempts),
+            strikes: raw.strikes.unwrap_or(fallback.strikes),
+            budget: raw.budget.unwrap_or(fallback.budget),
+            max_tokens: raw.max_tokens,
+            max_time: raw.max_time,
+            drift: Drift {
+                // As many repeats as the same failure is allowed, unless said.
+                stops: drift
+                    .and_then(|d| d.stops)
+                    .unwrap_or(raw.strikes.unwrap_or(fallback.strikes)),
+                similarity: drift
+                    .and_then(|d| d.similarity)
+                    .unwrap_or(fallback.drift.similarity),
+            },
+            tool_strikes: raw.tool_strikes.unwrap_or(fallback.tool_strikes),
+        };
+        if !(0.0..=1.0).contains(&defaults.drift.similarity) {
+            return Err(self.error(
+                &[
+                    Step::Key("defaults"),
+                    Step::Key("drift"),
+                    Step::Key("similarity"),
+                ],
+                format!(
+                    "`similarity: {}` is not between 0 and 1",
+                    defaults.drift.similarity
+                ),
+                "write a fraction such as 0.9 (1 means identical)",
+            ));
+        }
+        if drift.and_then(|d| d.stops) == Some(1) {
+            return Err(self.error(
+                &[
+                    Step::Key("defaults"),
+                    Step::Key("drift"),
+                    Step::Key("stops"),
+                ],
+                "`stops: 1` would escalate every failure: a stop is alike to the one before it",
+                "give at least 2 (the default is `strikes`), or 0 to turn the drift breaker off",
+            ));
+        }
+        if defaults.max_tokens == Some(0) {
+            return Err(self.error(
+                &[Step::Key("defaults"), Step::Key("max_tokens")],
+                "`max_tokens: 0` would stop every session at once",
+                "give a positive number of tokens, or remove it",
+            ));
+        }
+        for (key, zero) in [
+            ("timeout", defaults.timeout.is_zero()),
+            ("budget", defaults.budget.is_zero()),
+            ("max_time", defaults.max_time.is_some_and(|t| t.is_zero())),
+        ] {
+            if zero {
+                return Err(self.error(
+                    &[Step::Key("defaults"), Step::Key(key)],
+                    format!("`{key}` is zero"),
+                    "give it a positive duration such as 10m",
+                ));
+            }
+        }
+        Ok(defaults)
     }
 
     fn tools(&self, raw: tools::RawTools) -> Result<tools::Tools, ConfigError> {

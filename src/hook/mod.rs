@@ -607,30 +607,12 @@ pub fn judge(
     cancel: Option<&crate::process::Cancel>,
     answer_by: AnswerBy,
 ) -> Result<Judgement, Error> {
-    // Past the agent's own limit of blocks in a row, the agent stops by itself with the task
-    // still FAIL and no reset advice; the breaker trips one stop before it instead.
-    let accepted = agent
-        .blocks_accepted()
-        .filter(|&accepted| rules.defaults.max_attempts > accepted);
-    // The gates have until the hook must answer, when that comes before the rules' budget.
-    let time_left = answer_by
-        .gates_by()
-        .saturating_duration_since(Instant::now());
-    let cut = time_left < rules.defaults.budget;
-    let adjusted;
-    let rules = if accepted.is_some() || cut {
-        adjusted = Rules {
-            defaults: crate::config::Defaults {
-                max_attempts: accepted.unwrap_or(rules.defaults.max_attempts),
-                budget: rules.defaults.budget.min(time_left),
-                ..rules.defaults
-            },
-            ..rules.clone()
-        };
-        &adjusted
-    } else {
-        rules
-    };
+    let Limits {
+        rules,
+        accepted,
+        cut,
+    } = Limits::of(rules, agent, answer_by);
+    let rules = rules.as_ref();
     let session = input.session_key();
     let agent_name = input.agent_name(agent);
     let bound = match bound_pipeline(rules, input) {
@@ -639,11 +621,7 @@ pub fn judge(
     };
     // The budget breakers: past `max_time` or `max_tokens`, the session is ESCALATED before
     // anything runs.
-    let mut held = session::Held::open(&rules.state, &session_key(&input.session_id, None));
-    if let Some(over) = usage::over_budget(rules, agent, input, &mut held) {
-        escalate_session(rules, input, &over);
-    }
-    held.save();
+    check_budgets(rules, agent, input);
     // The agent's answer matters more than the history: a log that cannot be opened (a full or
     // read-only disk) drops events, and a state that cannot be saved is said on stderr.
     let events = EventLog::open_or_discard(&rules.state, rules.events);
@@ -701,23 +679,7 @@ pub fn judge(
             ),
         )
     });
-    let cache = Cache::new(&rules.state);
-    let judge = Judge {
-        rules,
-        key: &crate::judge::signing(rules),
-        sign: false,
-        cache: Some(&cache),
-        cancel,
-        observer: None,
-        selection: crate::pipeline::Selection::default(),
-        slots: None,
-    };
-    let case = Case {
-        task,
-        pipeline,
-        refused: None,
-    };
-    let mut verdict = judge.judge(case, Some(&mut history)).verdict;
+    let mut verdict = run_stop(rules, task, pipeline, cancel, &mut history);
     // A run the hook's deadline ended: said first, so the agent and its person read why.
     if cut
         && matches!(verdict.verdict, Decision::Fail | Decision::Escalated)
@@ -759,6 +721,85 @@ pub fn judge(
         verdict,
         answer,
     })
+}
+
+/// The rules a stop is judged under: the agent's own limit of blocks in a row and the hook's
+/// deadline, where they come first.
+struct Limits<'r> {
+    rules: Cow<'r, Rules>,
+    /// The agent's own limit, when it is under `max_attempts`.
+    accepted: Option<u32>,
+    /// Whether the run's budget was cut to the hook's deadline.
+    cut: bool,
+}
+
+impl<'r> Limits<'r> {
+    fn of(rules: &'r Rules, agent: Agent, answer_by: AnswerBy) -> Limits<'r> {
+        // Past the agent's own limit of blocks in a row, the agent stops by itself with the
+        // task still FAIL and no reset advice; the breaker trips one stop before it instead.
+        let accepted = agent
+            .blocks_accepted()
+            .filter(|&accepted| rules.defaults.max_attempts > accepted);
+        // The gates have until the hook must answer, when that comes before the rules' budget.
+        let time_left = answer_by
+            .gates_by()
+            .saturating_duration_since(Instant::now());
+        let cut = time_left < rules.defaults.budget;
+        let rules = if accepted.is_some() || cut {
+            Cow::Owned(Rules {
+                defaults: crate::config::Defaults {
+                    max_attempts: accepted.unwrap_or(rules.defaults.max_attempts),
+                    budget: rules.defaults.budget.min(time_left),
+                    ..rules.defaults
+                },
+                ..rules.clone()
+            })
+        } else {
+            Cow::Borrowed(rules)
+        };
+        Limits {
+            rules,
+            accepted,
+            cut,
+        }
+    }
+}
+
+/// The budget breakers, before a stop is judged: past `max_time` or `max_tokens` the session
+/// is ESCALATED.
+fn check_budgets(rules: &Rules, agent: Agent, input: &Input) {
+    let mut held = session::Held::open(&rules.state, &session_key(&input.session_id, None));
+    if let Some(over) = usage::over_budget(rules, agent, input, &mut held) {
+        escalate_session(rules, input, &over);
+    }
+    held.save();
+}
+
+/// Runs the stop's pipeline over `task` as `check` would, counted in the session's history.
+fn run_stop(
+    rules: &Rules,
+    task: Task,
+    pipeline: Result<&Pipeline, (Decision, String)>,
+    cancel: Option<&crate::process::Cancel>,
+    history: &mut History<'_>,
+) -> Verdict {
+    let cache = Cache::new(&rules.state);
+    let judge = Judge {
+        rules,
+        key: &crate::judge::signing(rules),
+        sign: false,
+        cache: Some(&cache),
+        cancel,
+        observer: None,
+        selection: crate::pipeline::Selection::default(),
+        slots: None,
+    };
+    let case = Case {
+        task,
+        pipeline,
+        refused: None,
+    };
+    judge.judge(case, Some(history)).verdict
 }
 
 /// Trips the session's budget breaker: its stop is ESCALATED from now on, until a person

@@ -215,25 +215,12 @@ pub fn run_with(
         // A gate alone, or the group it starts: its gates run at once, and are settled in the
         // order they are written, as if they had run one after another.
         let members = group_at(pipeline, index);
-        let steps = runner.steps(members.clone());
-        let mut ended = None;
-        for (at, step) in members.zip(steps) {
+        for at in members.clone() {
             ran[at] = true;
-            if let Step::Ran { report, .. } = &step {
-                order.push((at, report.outcome));
-            }
-            match ended {
-                // The run ended at an earlier gate of the group; this one ran all the same, and
-                // what it found is kept (a failure after the first is a reason too).
-                Some(_) => run.after_the_end(&pipeline.gates[at], step),
-                None => match run.settle(&runner, at, step) {
-                    Flow::Next(after) => next = after,
-                    Flow::End(decision) => ended = Some(decision),
-                },
-            }
         }
-        if let Some(decision) = ended {
-            break 'run decision;
+        match run.take(&runner, members, &mut order) {
+            Flow::Next(after) => next = after,
+            Flow::End(decision) => break 'run decision,
         }
     };
 
@@ -469,6 +456,43 @@ impl Runner<'_> {
         done.into_iter().map(|(_, step)| step).collect()
     }
 
+    /// The gate's outcome: remembered from the cache, or from running its rule; and, for a pass
+    /// under an unchanged key, the key to remember it by.
+    fn outcome(&self, gate: &crate::config::Gate, ctx: &Context<'_>) -> (Outcome, Option<String>) {
+        let task = self.task;
+        let cache = self.supervision.cache;
+        let deadline = ctx.deadline();
+        let cache_key = cache.and_then(|_| cache::key(task, &self.pipeline.name, gate, &deadline));
+        let cached = match (cache, &cache_key) {
+            (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, &key.content),
+            _ => false,
+        };
+        let outcome = if cached {
+            Outcome {
+                outcome: GateOutcome::Cached,
+                ..Outcome::pass("passed before; its inputs, definition and tools are unchanged")
+            }
+        } else {
+            let outcome = gate.rule.run(ctx);
+            if crate::rules::Rule::about(gate.kind()).starts_programs {
+                self.listed.forget();
+            }
+            outcome
+        };
+        // The key was taken before the run; a pass is remembered only if the inputs are still
+        // what they were, or a worker could pass on files it swapped in during the run and
+        // have the pass recorded for the ones it swaps back.
+        let remember = match (&cache_key, outcome.outcome) {
+            (Some(key), GateOutcome::Pass) => {
+                cache::key(task, &self.pipeline.name, gate, &deadline)
+                    .filter(|after| key.unchanged_by(after))
+                    .map(|_| key.content.clone())
+            }
+            _ => None,
+        };
+        (outcome, remember)
+    }
+
     /// Whether the worker changed a file `only_if` looks at (or whether it did cannot be told,
     /// in a repository or against a baseline): then what
     /// is missing is the worker's doing, and cannot turn the gate off (a deleted `[tool.ruff]`
@@ -586,42 +610,12 @@ impl Runner<'_> {
             listed: &self.listed,
             started: Instant::now(),
         };
-        let deadline = ctx.deadline();
         tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
         if let Some(observer) = supervision.observer {
             observer.gate_started(task, &gate.name);
         }
         let gate_started = Instant::now();
-        let cache_key = supervision
-            .cache
-            .and_then(|_| cache::key(task, &self.pipeline.name, gate, &deadline));
-        let cached = match (supervision.cache, &cache_key) {
-            (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, &key.content),
-            _ => false,
-        };
-        let mut outcome = if cached {
-            Outcome {
-                outcome: GateOutcome::Cached,
-                ..Outcome::pass("passed before; its inputs, definition and tools are unchanged")
-            }
-        } else {
-            let outcome = gate.rule.run(&ctx);
-            if crate::rules::Rule::about(gate.kind()).starts_programs {
-                self.listed.forget();
-            }
-            outcome
-        };
-        // The key was taken before the run; a pass is remembered only if the inputs are still
-        // what they were, or a worker could pass on files it swapped in during the run and
-        // have the pass recorded for the ones it swaps back.
-        let remember = match (&cache_key, outcome.outcome) {
-            (Some(key), GateOutcome::Pass) => {
-                cache::key(task, &self.pipeline.name, gate, &deadline)
-                    .filter(|after| key.unchanged_by(after))
-                    .map(|_| key.content.clone())
-            }
-            _ => None,
-        };
+        let (mut outcome, remember) = self.outcome(gate, &ctx);
         if let Some(about) = &gate.about {
             outcome.summary = format!("{about} — {}", outcome.summary);
         }
@@ -738,6 +732,34 @@ impl Run {
                 Flow::End(Decision::Blocked)
             }
         }
+    }
+
+    /// Runs the gates of `members` (one, or a group) and settles them in written order: where
+    /// the run goes next, or how it ended. `order` gets each gate that ran, with its outcome.
+    fn take(
+        &mut self,
+        runner: &Runner<'_>,
+        members: std::ops::Range<usize>,
+        order: &mut Vec<(usize, GateOutcome)>,
+    ) -> Flow {
+        let steps = runner.steps(members.clone());
+        let mut ended = None;
+        let mut next = Flow::Next(Some(members.end));
+        for (at, step) in members.zip(steps) {
+            if let Step::Ran { report, .. } = &step {
+                order.push((at, report.outcome));
+            }
+            match ended {
+                // The run ended at an earlier gate of the group; this one ran all the same, and
+                // what it found is kept (a failure after the first is a reason too).
+                Some(_) => self.after_the_end(&runner.pipeline.gates[at], step),
+                None => match self.settle(runner, at, step) {
+                    Flow::End(decision) => ended = Some(decision),
+                    flow => next = flow,
+                },
+            }
+        }
+        ended.map_or(next, Flow::End)
     }
 
     /// Before a PASS: the gates that judge the task in-process and passed before a program

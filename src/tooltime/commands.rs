@@ -96,45 +96,11 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
             moves,
             symbolic,
         } => {
-            let literal = |w: &Word| w.literal.clone();
-            match (
-                sources
-                    .iter()
-                    .map(|w| literal(w))
-                    .collect::<Option<Vec<_>>>(),
-                literal(dest),
-            ) {
-                (Some(sources), Some(dest)) => {
-                    if moves {
-                        seen.writes.extend(sources.iter().cloned());
-                    }
-                    seen.copies.push(Copy {
-                        sources,
-                        dest,
-                        symbolic,
-                    });
-                }
-                _ => {
-                    seen.unknown = Some(format!(
-                        "`{name}` copies between paths not known before it runs"
-                    ));
-                }
-            }
+            copies(&mut seen, name, &sources, dest, moves, symbolic);
             all.push(seen);
         }
         Kind::Patch(strip) => {
-            let text: String = command.inputs.concat();
-            if text.trim().is_empty() {
-                seen.unknown = Some(format!("`{name}` reads a patch this line does not show"));
-            } else {
-                seen.writes
-                    .extend(super::patch::files(&text, strip.unwrap_or(0)));
-                if strip.is_none() {
-                    seen.unknown = Some(format!(
-                        "`{name}` without `-p` may strip any part of the patch's names"
-                    ));
-                }
-            }
+            patched(&mut seen, name, &command.inputs.concat(), strip);
             all.push(seen);
         }
         Kind::Wraps(at) => {
@@ -158,23 +124,78 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         }
         Kind::Script(text) => {
             all.push(seen);
-            let inner = shell::read(&text);
-            for inner_command in &inner.commands {
-                look(inner_command, &inner_command.words, depth + 1, all);
-            }
-            for why in &inner.opaque {
-                all.push(Seen {
-                    unknown: Some(format!(
-                        "the script `{name}` runs cannot be read whole: {why}"
-                    )),
-                    ..Seen::default()
-                });
-            }
+            look_into(name, &text, depth, all);
         }
         Kind::Unknown(why) => {
             seen.unknown = Some(why);
             all.push(seen);
         }
+    }
+}
+
+/// A copy's paths, when all are known.
+fn copies(
+    seen: &mut Seen,
+    name: &str,
+    sources: &[&Word],
+    dest: &Word,
+    moves: bool,
+    symbolic: bool,
+) {
+    let literal = |w: &Word| w.literal.clone();
+    match (
+        sources
+            .iter()
+            .map(|w| literal(w))
+            .collect::<Option<Vec<_>>>(),
+        literal(dest),
+    ) {
+        (Some(sources), Some(dest)) => {
+            if moves {
+                seen.writes.extend(sources.iter().cloned());
+            }
+            seen.copies.push(Copy {
+                sources,
+                dest,
+                symbolic,
+            });
+        }
+        _ => {
+            seen.unknown = Some(format!(
+                "`{name}` copies between paths not known before it runs"
+            ));
+        }
+    }
+}
+
+/// The files a patch fed on standard input names.
+fn patched(seen: &mut Seen, name: &str, text: &str, strip: Option<usize>) {
+    if text.trim().is_empty() {
+        seen.unknown = Some(format!("`{name}` reads a patch this line does not show"));
+        return;
+    }
+    seen.writes
+        .extend(super::patch::files(text, strip.unwrap_or(0)));
+    if strip.is_none() {
+        seen.unknown = Some(format!(
+            "`{name}` without `-p` may strip any part of the patch's names"
+        ));
+    }
+}
+
+/// The commands of a script a command runs (`sh -c`, `eval`), as commands of the line.
+fn look_into(name: &str, text: &str, depth: usize, all: &mut Vec<Seen>) {
+    let inner = shell::read(text);
+    for inner_command in &inner.commands {
+        look(inner_command, &inner_command.words, depth + 1, all);
+    }
+    for why in &inner.opaque {
+        all.push(Seen {
+            unknown: Some(format!(
+                "the script `{name}` runs cannot be read whole: {why}"
+            )),
+            ..Seen::default()
+        });
     }
 }
 
@@ -380,43 +401,11 @@ fn kind<'w>(name: &str, args: &'w [Word]) -> Kind<'w> {
                 .cloned()
                 .collect(),
         ),
-        "chmod" | "chown" | "chgrp" => {
-            let mut targets = positional();
-            if !args.iter().any(|a| {
-                a.literal
-                    .as_deref()
-                    .is_some_and(|a| a.starts_with("--reference"))
-            }) && !targets.is_empty()
-            {
-                targets.remove(0);
-            }
-            Kind::Writes(targets)
-        }
+        "chmod" | "chown" | "chgrp" => mode_change(args),
         "cp" | "install" => copied(args, false, false),
-        "ln" => {
-            let symbolic = args.iter().any(|a| {
-                a.literal.as_deref().is_some_and(|a| {
-                    a == "--symbolic"
-                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
-                })
-            });
-            copied(args, false, symbolic)
-        }
+        "ln" => copied(args, false, has_flag(args, 's', "--symbolic")),
         "mv" => copied(args, true, false),
-        "dd" => Kind::Writes(
-            args.iter()
-                .filter_map(|a| {
-                    a.raw.strip_prefix("of=").map(|raw| Word {
-                        raw: raw.to_owned(),
-                        literal: a
-                            .literal
-                            .as_deref()
-                            .and_then(|l| l.strip_prefix("of="))
-                            .map(str::to_owned),
-                    })
-                })
-                .collect(),
-        ),
+        "dd" => Kind::Writes(args.iter().filter_map(dd_output).collect()),
         "sed" => sed(args),
         "perl" | "ruby" => {
             if args.iter().any(|a| {
@@ -438,31 +427,7 @@ fn kind<'w>(name: &str, args: &'w [Word]) -> Kind<'w> {
             let files = positional();
             Kind::Writes(files.into_iter().skip(1).collect())
         }
-        "find" => {
-            let acting = args.iter().any(|a| {
-                a.literal.as_deref().is_some_and(|a| {
-                    matches!(
-                        a,
-                        "-delete"
-                            | "-exec"
-                            | "-execdir"
-                            | "-ok"
-                            | "-okdir"
-                            | "-fprint"
-                            | "-fprint0"
-                            | "-fprintf"
-                            | "-fls"
-                    )
-                })
-            });
-            match find_exec(args) {
-                Some(command) => Kind::RunsUnknown(command),
-                None if acting => Kind::Unknown(
-                    "`find` acts on files it finds, which are not known before it runs".into(),
-                ),
-                None => Kind::Reads,
-            }
-        }
+        "find" => find(args),
         "git" => git(args),
         "apply_patch" | "applypatch" => Kind::Patch(Some(0)),
         "patch" => {
@@ -474,6 +439,68 @@ fn kind<'w>(name: &str, args: &'w [Word]) -> Kind<'w> {
         }
         name if READ_ONLY.contains(&name) => Kind::Reads,
         _ => Kind::Unknown(format!("validator does not know what `{name}` writes")),
+    }
+}
+
+/// `chmod`, `chown`, `chgrp`: the files after the mode or owner (all, with `--reference`).
+fn mode_change(args: &[Word]) -> Kind<'_> {
+    let mut targets: Vec<Word> = positional(args).into_iter().cloned().collect();
+    let by_reference = args.iter().any(|a| {
+        a.literal
+            .as_deref()
+            .is_some_and(|a| a.starts_with("--reference"))
+    });
+    if !by_reference && !targets.is_empty() {
+        targets.remove(0);
+    }
+    Kind::Writes(targets)
+}
+
+/// Whether `-x` (alone or among short flags) or `long` is given.
+fn has_flag(args: &[Word], short: char, long: &str) -> bool {
+    args.iter().any(|a| {
+        a.literal.as_deref().is_some_and(|a| {
+            a == long || (a.starts_with('-') && !a.starts_with("--") && a.contains(short))
+        })
+    })
+}
+
+/// `dd`'s `of=FILE` as the path it names.
+fn dd_output(arg: &Word) -> Option<Word> {
+    arg.raw.strip_prefix("of=").map(|raw| Word {
+        raw: raw.to_owned(),
+        literal: arg
+            .literal
+            .as_deref()
+            .and_then(|l| l.strip_prefix("of="))
+            .map(str::to_owned),
+    })
+}
+
+/// `find`: what its `-exec` runs, or whether it acts on what it finds (`-delete`, `-fprint`).
+fn find(args: &[Word]) -> Kind<'_> {
+    let acting = args.iter().any(|a| {
+        a.literal.as_deref().is_some_and(|a| {
+            matches!(
+                a,
+                "-delete"
+                    | "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-fprint"
+                    | "-fprint0"
+                    | "-fprintf"
+                    | "-fls"
+            )
+        })
+    });
+    match find_exec(args) {
+        Some(command) => Kind::RunsUnknown(command),
+        None if acting => Kind::Unknown(
+            "`find` acts on files it finds, which are not known before it runs".into(),
+        ),
+        None => Kind::Reads,
     }
 }
 
