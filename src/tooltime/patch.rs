@@ -21,7 +21,7 @@ pub fn files(text: &str, strip: usize) -> Vec<String> {
             "*** Move to: ",
         ]
         .iter()
-        .find_map(|prefix| line.strip_prefix(prefix))
+        .find_map(|prefix| line.trim().strip_prefix(prefix))
         {
             add(path);
         } else if let (Some(old), Some(new)) = (

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end harness: real agent CLI + scripted model server + validator stop hook.
 
-  python3 harness.py CLI SCENARIO        CLI in claude|codex|gemini, SCENARIO one of SCENARIOS
-  python3 harness.py all                 every CLI x every scenario
+  python3 harness.py CLI SCENARIO        CLI in claude|codex|gemini|opencode, SCENARIO one of SCENARIOS
+  python3 harness.py all [SCENARIO...]   every CLI x every scenario (or those named)
   python3 harness.py probe CLI SCENARIO  a probe of the CLI's tool hooks (probes.py; not in `all`)
   python3 harness.py capture-streams     rewrite tests/corpus/agent-streams (probes.py)
 
@@ -16,6 +16,10 @@ target/agents). validator is $VALIDATOR_BIN (default target/debug/validator). Wi
 permission for a network namespace (a container without CAP_SYS_ADMIN) the runs still go only
 to the scripted server by configuration, and the proxy sink still reports what tried to leave.
 
+The tool-time scenarios (validator answering the CLIs' pre-tool and post-tool events, and the
+session breakers) are specified and checked in tool_scenarios.py. Every run is also checked for
+what no scenario may do: traffic off loopback, and a model request that names the rules file.
+
 Run dir ($AGENTS_RUNS, default $AGENTS_WORK/runs): RUNS/CLI-SCENARIO/{home,proj,rules,server.jsonl,script.json,cli.out,cli.err,result.json}
 """
 import json
@@ -24,6 +28,8 @@ import shutil
 import subprocess
 import sys
 import time
+
+import tool_scenarios as TS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -38,12 +44,16 @@ FEEDBACK_MARK = "validator: FAIL"            # validator's feedback heading ...
 FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both must reach the model
 TIMEOUT = 180
 SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "error_verdict",
-             "agent_cap", "status_retry", "subagent", "loop", "loop_breaker", "plugin", "plugin_breaker")
+             "agent_cap", "status_retry", "subagent", "loop", "loop_breaker", "loop_json",
+             "plugin", "plugin_breaker") + tuple(TS.SCENARIOS)
 # Scenarios only some agents have: Claude Code's subagents (its Agent tool, SubagentStop); the
-# hookless loop (examples/agent-loop) with the CLIs whose sessions it continues.
-ONLY = {"subagent": ("claude",), "loop": ("claude", "codex", "opencode"),
-        "loop_breaker": ("claude", "codex", "opencode"),
-        "plugin": ("opencode",), "plugin_breaker": ("opencode",)}
+# hookless loop (examples/agent-loop) with the CLIs whose sessions it continues; the tool-time
+# scenarios (tool_scenarios.py), OpenCode's through the plugin.
+ONLY = dict({"subagent": ("claude",), "loop": ("claude", "codex", "opencode"),
+             "loop_breaker": ("claude", "codex", "opencode"),
+             "loop_json": ("claude", "codex", "gemini", "opencode"),
+             "plugin": ("opencode",), "plugin_breaker": ("opencode",)}, **TS.SCENARIOS)
+LOOPING = ("loop", "loop_breaker", "loop_json")
 PLUGIN = os.path.join(ROOT, "examples", "hooks", "opencode", "validator.js")
 # Agents run only in some scenarios: OpenCode has no blocking stop hook, only the loop.
 HOOKLESS = ("opencode",)
@@ -58,13 +68,29 @@ LOOP_WRAPPERS = {
     "codex": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- resume --last; fi; '
              'exec codex exec "$@" --skip-git-repo-check -o "$VALIDATOR_LAST_MESSAGE" "$PROMPT $(cat -)"',
 }
+# The same with each CLI's machine-readable output, which the loop signals as the done body
+# (no last-message file): validator judges the stream by its final message.
+LOOP_JSON_WRAPPERS = {
+    "claude": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then c=--continue; fi; '
+              'exec claude -p ${c:-} "$PROMPT $(cat -)" --output-format stream-json --verbose '
+              '--permission-mode acceptEdits --model claude-sonnet-4-5',
+    "opencode": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then c=--continue; fi; '
+                'exec opencode run ${c:-} --format json "$PROMPT $(cat -)"',
+    "codex": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- resume --last; fi; '
+             'exec codex exec "$@" --json --skip-git-repo-check "$PROMPT $(cat -)"',
+    "gemini": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- --resume latest; fi; '
+              'exec gemini "$@" -p "$PROMPT $(cat -)" --output-format stream-json --approval-mode auto_edit '
+              '--model gemini-2.5-pro',
+}
 
 RULES_OK = open(os.path.join(HERE, "validator.yaml")).read()
 RULES_BROKEN = "version: 1\npipelines:\n  - name: agent\n    gates:\n      - name: answer\n        rule: exists\n        pathz: [answer.txt]\n"
 
 
 def rules_for(scenario, run=None):
-    if scenario in ("loop", "loop_breaker"):  # the sidecar's staging holds the project
+    if scenario in TS.SCENARIOS:
+        return TS.rules(scenario, RULES_OK, RULES_BROKEN)
+    if scenario in LOOPING:  # the sidecar's staging holds the project
         return RULES_OK.replace("version: 1\n", "version: 1\nstaging: %s/staging\nverdicts: %s/verdicts\n"
                                 % (run, run), 1).replace("strikes: 3", "strikes: 10")
     return rules_for_hook(scenario)
@@ -103,6 +129,7 @@ def reexec_in_netns():
 # ------------------------------------------------------------------ scripts
 
 def script_for(scenario, proj):
+    """The scripted model of a stop-hook or loop scenario (the tool-time ones: tool_scenarios.py)."""
     path = proj + "/answer.txt"
     write = {"write": {"path": path, "rel": "answer.txt", "content": "42\n"}}
     if scenario == "fail_fix_pass":
@@ -122,7 +149,7 @@ def script_for(scenario, proj):
         return script_for("fail_fix_pass", proj)
     if scenario == "plugin_breaker":
         return script_for("breaker", proj)
-    if scenario == "loop":  # as fail_fix_pass, the loop doing what the hook did
+    if scenario in ("loop", "loop_json"):  # as fail_fix_pass, the loop doing what the hook did
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}, write,
                           {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
     if scenario == "loop_breaker":
@@ -205,6 +232,7 @@ def setup_claude(run, proj, rules, port):
     cmd = ["claude", "-p", PROMPT, "--output-format", "stream-json", "--verbose",
            "--permission-mode", "acceptEdits", "--model", "claude-sonnet-4-5",
            "--max-turns", "20"]
+    cmd += os.environ.get("E2E_CLAUDE_EXTRA", "").split()  # experiments only
     return cmd, env
 
 
@@ -297,6 +325,10 @@ def setup_gemini(run, proj, rules, port):
             json.dump({proj: "TRUST_FOLDER"}, f)
     with open(gdir + "/settings.json", "w") as f:
         json.dump(user, f, indent=2)
+    # Headless, the shell tool is offered only where a policy allows it (PROTOCOLS.md).
+    os.makedirs(gdir + "/policies", exist_ok=True)
+    with open(gdir + "/policies/shell.toml", "w") as f:
+        f.write('[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\npriority = 100\n')
     os.makedirs(proj + "/.gemini", exist_ok=True)
     with open(proj + "/.gemini/settings.json", "w") as f:
         json.dump(example_settings("gemini/settings.json", "gemini", rules), f, indent=2)
@@ -330,7 +362,9 @@ SETUP = {"claude": setup_claude, "codex": setup_codex, "gemini": setup_gemini,
 def run_one(cli, scenario):
     run = "%s/%s-%s" % (RUNS, cli, scenario)
     shutil.rmtree(run, ignore_errors=True)
-    looping = scenario in ("loop", "loop_breaker")
+    looping = scenario in LOOPING
+    tooltime = scenario in TS.SCENARIOS
+    serving = cli == "opencode" and (scenario.startswith("plugin") or tooltime)
     proj = run + ("/staging/proj" if looping else "/proj")
     for d in (run + "/home", run + "/tmp", proj, run + "/rules"):
         os.makedirs(d)
@@ -338,8 +372,9 @@ def run_one(cli, scenario):
     with open(rules, "w") as f:
         f.write(rules_for(scenario, run))
     subprocess.run(["git", "init", "-q", proj], check=True)
+    spec = TS.spec(cli, scenario, proj) if tooltime else None
     with open(run + "/script.json", "w") as f:
-        json.dump(script_for(scenario, proj), f, indent=2)
+        json.dump(TS.script(spec) if tooltime else script_for(scenario, proj), f, indent=2)
     srv, port = start_server(run)
     try:
         cmd, env = SETUP[cli](run, proj, rules, port)
@@ -351,10 +386,13 @@ def run_one(cli, scenario):
                     os.remove(os.path.join(proj, hooks))
             env.update(VALIDATOR=VALIDATOR, VALIDATOR_FLAGS="-c " + rules, WAIT_TIMEOUT="60s",
                        PROMPT=PROMPT)
-            cmd = ["sh", LOOP, "proj", "sh", "-c", LOOP_WRAPPERS[cli]]
+            wrapper = (LOOP_JSON_WRAPPERS if scenario == "loop_json" else LOOP_WRAPPERS)[cli]
+            cmd = ["sh", LOOP, "proj", "sh", "-c", wrapper]
             watcher = subprocess.Popen([VALIDATOR, "-c", rules, "watch"], env=env,
                                        stdout=open(run + "/watch.out", "w"), stderr=subprocess.STDOUT)
-        if scenario.startswith("plugin"):  # `opencode serve` runs the plugin; `run --attach` drives it
+        if tooltime:
+            prepare_tooltime(cli, scenario, proj)
+        if serving:  # `opencode serve` runs the plugin; `run --attach` drives it
             config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
             config["plugin"] = ["file://" + PLUGIN]
             env.update(OPENCODE_CONFIG_CONTENT=json.dumps(config), VALIDATOR_BIN=VALIDATOR,
@@ -379,8 +417,8 @@ def run_one(cli, scenario):
             rc = p.returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
-        if scenario.startswith("plugin"):  # the plugin goes on judging after `run` returns
-            settled(run)
+        if serving:  # the plugin goes on judging after `run` returns
+            settled(run, spec["verdicts"] if spec else None)
         dur = round(time.time() - t0, 1)
         if watcher:
             watcher.terminate()
@@ -388,11 +426,35 @@ def run_one(cli, scenario):
     finally:
         srv.terminate()
         srv.wait()
-    res = check(cli, scenario, run, proj, rc, dur)
+    res = check(cli, scenario, run, proj, rc, dur, spec)
     with open(run + "/result.json", "w") as f:
         json.dump(res, f, indent=2)
     print(json.dumps(res))
     return res
+
+
+def prepare_tooltime(cli, scenario, proj):
+    """A tool-time run's project: seed.txt and the CLI's own settings committed, so the
+    file-scope gate compares with a first commit. Claude Code's user settings allow Bash (in -p,
+    acceptEdits, `python3 -c …` is otherwise refused as needing an approval no one can give),
+    so what refuses a call is validator. For patch_through, Codex's hooks without PreToolUse,
+    as if Codex had not asked it (openai/codex#26733, #27833)."""
+    if cli == "claude":
+        home = os.path.dirname(proj) + "/home/.claude"
+        os.makedirs(home, exist_ok=True)
+        with open(home + "/settings.json", "w") as f:
+            json.dump({"permissions": {"allow": ["Bash"]}}, f, indent=2)
+    if scenario == "patch_through":
+        path = proj + "/.codex/hooks.json"
+        hooks = json.load(open(path))
+        del hooks["hooks"]["PreToolUse"]
+        with open(path, "w") as f:
+            json.dump(hooks, f, indent=2)
+    with open(proj + "/seed.txt", "w") as f:
+        f.write(TS.SEED)
+    git = ["git", "-C", proj, "-c", "user.name=e2e", "-c", "user.email=e2e@validator.invalid"]
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "seed"], check=True)
 
 
 def start_server(run):
@@ -426,14 +488,22 @@ def wait_listening(port, seconds=30):
             time.sleep(0.1)
 
 
-def settled(run, seconds=60):
-    """Waits until the plugin's last answer ends the session (pass or stop), or `seconds`."""
+def settled(run, verdicts=None, seconds=60):
+    """Waits until the plugin's last answer ends the session (pass or stop) after at least as
+    many stops as VERDICTS, or `seconds`; with no stop to judge (`[]`: broken rules), until the
+    plugin says it could not judge one."""
     deadline = time.time() + seconds
     while time.time() < deadline:
-        answered = [e for e in events(run) if e.get("event") == "hook_answered"]
-        if answered and answered[-1]["details"].get("answer") in ("pass", "stop"):
-            time.sleep(2)  # nothing more may follow
-            return
+        if verdicts == []:
+            if os.path.exists(run + "/serve.out") and "could not judge this stop" in open(run + "/serve.out").read():
+                time.sleep(2)
+                return
+        else:
+            answered = [e for e in events(run) if e.get("event") == "hook_answered"]
+            if answered and answered[-1]["details"].get("answer") in ("pass", "stop") and \
+                    len(answered) >= len(verdicts or ()):
+                time.sleep(2)  # nothing more may follow
+                return
         time.sleep(0.2)
 
 
@@ -452,7 +522,7 @@ def events(run):
     return [json.loads(l) for l in open(p) if l.strip()]
 
 
-def check(cli, scenario, run, proj, rc, dur):
+def check(cli, scenario, run, proj, rc, dur, spec=None):
     reqs = load_log(run)
     mains = [r for r in reqs if r.get("kind") == "main"]
     ev = events(run)
@@ -471,8 +541,12 @@ def check(cli, scenario, run, proj, rc, dur):
         "verdicts": ["%s/%s" % (e["details"].get("verdict"), e["details"].get("answer")) for e in answered]
         or [e["details"].get("verdict") for e in ev if e.get("event") == "verdict_written"],
     }
+    res["tool_hooks"] = "%d/%d" % (sum(1 for e in ev if e.get("event") == "tool_denied"),
+                                   sum(1 for e in ev if e.get("event") == "tool_told"))
     ok = False
-    if scenario == "fail_fix_pass":
+    if spec is not None:
+        ok = TS.check(cli, scenario, spec, run, proj, rc, mains, ev, res)
+    elif scenario == "fail_fix_pass":
         ok = res["answer_exists"] and len(mains) == 3 and fb_in and fb_in[0] == 1 and rc == 0
     elif scenario == "pass":
         ok = res["answer_exists"] and len(mains) == 2 and not fb_in and rc == 0
@@ -488,10 +562,14 @@ def check(cli, scenario, run, proj, rc, dur):
     elif scenario == "plugin_breaker":  # strikes end it: nothing is sent after ESCALATED
         ok = (not res["answer_exists"]) and len(mains) == 3 and \
             res["verdicts"] == ["FAIL/block", "FAIL/block", "ESCALATED/stop"]
-    elif scenario == "loop":  # the retry continues the session: the prompt and the feedback in turn 2
+    elif scenario in ("loop", "loop_json"):  # the retry continues the session: the prompt and the feedback in turn 2
         second = json.dumps(mains[1].get("body"), ensure_ascii=False) if len(mains) > 1 else ""
         ok = res["answer_exists"] and rc == 0 and len(mains) == 3 and fb_in[:1] == [1] and \
             PROMPT in second and res["verdicts"] == ["FAIL", "PASS"]
+        if scenario == "loop_json":  # what was judged is the CLI's JSON output, by its final message
+            done = run + "/staging/proj.done"
+            res["done_body_is_json"] = os.path.exists(done) and open(done).read().startswith("{")
+            ok = ok and res["done_body_is_json"]
     elif scenario == "loop_breaker":  # max_attempts 3: three runs of the agent, then ESCALATED (4)
         ok = (not res["answer_exists"]) and rc == 4 and len(mains) == 3 and \
             res["verdicts"] == ["FAIL", "FAIL", "FAIL", "ESCALATED"]
@@ -530,7 +608,11 @@ def check(cli, scenario, run, proj, rc, dur):
     tolerated = KNOWN_REFUSED.get(cli, ())
     res["no_leaks"] = all(p in tolerated for p in res["proxy_attempts"]) and \
         all(d.startswith("127.0.0.1:") for d in res.get("connects", []))
-    res["ok"] = res["ok"] and res["no_leaks"]
+    # The rules file's place is the person's to know, never the model's: no request may name
+    # it (nor its directory, where validator's state lives), whatever the run.
+    log_text = open(run + "/server.jsonl", errors="replace").read() if os.path.exists(run + "/server.jsonl") else ""
+    res["rules_path_hidden"] = run + "/rules" not in log_text
+    res["ok"] = res["ok"] and res["no_leaks"] and res["rules_path_hidden"]
     return res
 
 
@@ -545,9 +627,9 @@ def main():
     if args[:1] in (["probe"], ["capture-streams"]):  # tests/agents/probes.py: not part of `all`
         import probes
         sys.exit(probes.main(args[1:] if args[0] == "probe" else args))
-    if args == ["all"]:
+    if args[:1] == ["all"]:  # every scenario, or those named, with every CLI that has it
         pairs = [(c, s) for c in ("claude", "codex", "gemini", "opencode") for s in SCENARIOS
-                 if c in ONLY.get(s, () if c in HOOKLESS else (c,))]
+                 if c in ONLY.get(s, () if c in HOOKLESS else (c,)) and (s in args[1:] or not args[1:])]
     else:
         pairs = [(args[0], args[1])]
     results = [run_one(c, s) for c, s in pairs]
@@ -567,19 +649,23 @@ def version(cli):
 
 
 def summary(results):
-    """A Markdown table per CLI and version: what was run and what held (also $E2E/summary.md)."""
-    lines = ["| agent | version | scenario | held | stops judged (verdict/answer) | model requests | seconds |",
-             "|---|---|---|---|---|---|---|"]
+    """A Markdown table per CLI and version: what was run and what held (also summary.md, in
+    $AGENTS_RUNS when it is set, else in $AGENTS_WORK)."""
+    lines = ["| agent | version | scenario | held | stops judged (verdict/answer) | tool calls refused/told | model requests | seconds |",
+             "|---|---|---|---|---|---|---|---|"]
     versions = {}
     for r in results:
         cli = r["cli"]
         if cli not in versions:
             versions[cli] = version(cli)
-        lines.append("| %s | %s | %s | %s | %s | %d | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %d | %s |" % (
             cli, versions[cli], r["scenario"], "yes" if r["ok"] else "**no**",
-            ", ".join(r["verdicts"]) or "none", r["main_requests"], r["seconds"]))
+            ", ".join(r["verdicts"]) or "none", r.get("tool_hooks", "0/0"), r["main_requests"], r["seconds"]))
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(E2E, "summary.md"), "w") as f:
+    # Beside the runs when they have a place of their own (the CLIs' directory may be shared).
+    where = RUNS if os.environ.get("AGENTS_RUNS") else E2E
+    os.makedirs(where, exist_ok=True)
+    with open(os.path.join(where, "summary.md"), "w") as f:
         f.write(text)
     sys.stderr.write(text)
 

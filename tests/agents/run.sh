@@ -8,12 +8,13 @@
 #   bash tests/agents/run.sh --latest   the latest published versions, to catch protocol drift
 #
 # The CLIs and their runs live under target/agents (target/agents-latest); summary.md there is
-# the table the README shows.
+# the table the README shows. AGENTS_WORK names another directory of installed CLIs (several
+# checkouts may share one), AGENTS_RUNS another place for the runs, results.jsonl and summary.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 pinned=(@anthropic-ai/claude-code@2.1.332 @openai/codex@0.169.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33)
-work=target/agents
+work=${AGENTS_WORK:-target/agents}
 packages=("${pinned[@]}")
 if [ "${1:-}" = "--latest" ]; then
     packages=(@anthropic-ai/claude-code@latest @openai/codex@latest @google/gemini-cli@latest opencode-ai@latest)
@@ -21,7 +22,7 @@ if [ "${1:-}" = "--latest" ]; then
     rm -f "$work/installed"    # latest moves: always ask the registry again
 fi
 mkdir -p "$work"
-export AGENTS_WORK="$PWD/$work"
+export AGENTS_WORK="$(cd "$work" && pwd)"
 
 if [ "$(cat "$work/installed" 2>/dev/null)" != "${packages[*]}" ]; then
     npm install --prefix "$work" --no-audit --no-fund --loglevel=error "${packages[@]}" >&2
@@ -30,4 +31,6 @@ fi
 
 export VALIDATOR_BIN="${VALIDATOR_BIN:-$PWD/target/debug/validator}"
 [ -x "$VALIDATOR_BIN" ] || cargo build --quiet
-E2E_STRACE=1 python3 tests/agents/harness.py all > "$work/results.jsonl"
+results=${AGENTS_RUNS:-$work}
+mkdir -p "$results"
+E2E_STRACE=1 python3 tests/agents/harness.py all > "$results/results.jsonl"
