@@ -460,3 +460,15 @@ fn broken_rules_leave_the_call_to_the_agent_and_never_show_the_rules_path() {
     let rules = project.rules_path().to_string_lossy().into_owned();
     assert!(!reply.stdout.contains(&rules), "{}", reply.stdout);
 }
+
+#[test]
+fn a_patch_whose_headers_are_indented_is_read_as_codex_reads_it() {
+    // Codex's apply_patch trims each header line: an indented `*** Add File:` still adds it.
+    let project = project(RULES);
+    let patch = pre(
+        &project,
+        "apply_patch",
+        json!({"command": "*** Begin Patch\n  *** Add File: notes/padded.txt\n+x\n*** End Patch\n"}),
+    );
+    assert!(hook(&project, "codex", &patch).denied().contains("notes/padded.txt"));
+}
