@@ -55,6 +55,9 @@ const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
 /// A private index of a base no run has used for this long is removed when another is made,
 /// and so is a run's leftover copy (a git killed at its deadline leaves one).
 const STALE: Duration = Duration::from_secs(60 * 60);
+/// Any private index no run has used for this long (its task gone, say) is removed when
+/// another is made.
+const ABANDONED: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// What `git rev-parse --local-env-vars` lists (but `GIT_NO_REPLACE_OBJECTS`, which is set):
 /// variables that point git at another repository, index or object store. Under a git hook
@@ -1111,17 +1114,17 @@ fn make_scratch(
 
 /// Removes what uses of private indexes left behind: in `dir`, copies older than [`STALE`] (a
 /// git killed at its deadline leaves its copy and lock); in `home`, when `dir` is new, this
-/// repository's indexes of other bases (`family`) no run has used for as long. `dir` is marked
-/// used.
+/// repository's indexes of other bases (`family`) no run has used for as long, and any index
+/// unused for [`ABANDONED`]. `dir` is marked used.
 fn sweep(dir: &Path, home: &Path, family: &str, made: bool) {
-    let stale = |path: &Path| {
+    let older_than = |path: &Path, limit: Duration| {
         path.symlink_metadata()
             .and_then(|meta| meta.modified())
-            .is_ok_and(|time| time.elapsed().is_ok_and(|age| age > STALE))
+            .is_ok_and(|time| time.elapsed().is_ok_and(|age| age > limit))
     };
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
-            if entry.file_name() != "index" && stale(&entry.path()) {
+            if entry.file_name() != "index" && older_than(&entry.path(), STALE) {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -1131,7 +1134,8 @@ fn sweep(dir: &Path, home: &Path, family: &str, made: bool) {
             for entry in entries.flatten() {
                 let path = entry.path();
                 let ours = entry.file_name().to_string_lossy().starts_with(family);
-                if ours && path != dir && stale(&path) {
+                let limit = if ours { STALE } else { ABANDONED };
+                if path != dir && older_than(&path, limit) {
                     let _ = std::fs::remove_dir_all(&path);
                 }
             }
