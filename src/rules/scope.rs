@@ -466,17 +466,20 @@ impl Listed {
 
 /// Where git keeps validator's private indexes of the task's repositories (see
 /// [`super::git`]): `<state>/git-index`, out of the worker's reach, so what git hashed once it
-/// need not hash again in the next run; with the state inside the task (where the worker could
-/// write them) or unusable, a directory of this run's own.
+/// need not hash again in the next run; with the state where a worker writes (the task, or
+/// the staging directory holding it, where any worker could forge another's) or unusable, a
+/// directory of this run's own.
 fn index_home(ctx: &Context<'_>) -> Result<PathBuf, Problem> {
-    if !state_inside_task(ctx) {
+    let reachable =
+        |dir: &Path| dir.starts_with(&ctx.task.dir) || dir.starts_with(&ctx.task.worker_area);
+    if !state_inside_task(ctx) && !reachable(&normalized(ctx.state_dir)) {
         let home = ctx.state_dir.join("git-index");
         let made = std::fs::DirBuilder::new()
             .recursive(true)
             .create(&home)
             .and_then(|()| home.canonicalize());
         if let Ok(real) = made {
-            if !real.starts_with(&ctx.task.dir) {
+            if !reachable(&real) {
                 return Ok(real);
             }
         }

@@ -223,3 +223,27 @@ fn a_repository_a_test_removes_hides_nothing() {
         "{verdict:#}"
     );
 }
+
+#[test]
+fn with_state_in_staging_the_index_is_not_kept_where_workers_write() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let staging = root.path().join("staging");
+    std::fs::create_dir_all(staging.join("t/src")).expect("task");
+    std::fs::write(
+        root.path().join("validator.yaml"),
+        format!("version: 1\nstaging: staging\nverdicts: verdicts\nstate: staging/.state\npipelines:\n  - name: main\n    gates:\n{SCOPE}"),
+    )
+    .expect("rules");
+    std::fs::write(staging.join("t/src/lib.rs"), "fn a() {}\n").expect("write");
+    std::fs::write(staging.join("t/Cargo.lock"), "# base\n").expect("write");
+    commit_all(&staging.join("t"));
+    std::fs::write(staging.join("t/src/lib.rs"), "fn b() {}\n").expect("write");
+    std::fs::write(staging.join("t.done"), "STATUS: OK\n").expect("signal");
+    let verdict = crate::review27_attacks::watched_once(root.path(), "verdicts", "t");
+    assert_eq!(verdict["verdict"], "PASS", "{verdict:#}");
+    assert!(
+        summary(&verdict, "scope").contains("1 changed file"),
+        "{verdict:#}"
+    );
+    assert!(!staging.join(".state/git-index").exists());
+}

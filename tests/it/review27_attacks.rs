@@ -302,7 +302,7 @@ fn what_a_test_writes_after_the_scope_gate_is_judged_too() {
 
 /// Starts `validator watch` in `root`, waits for `task`'s verdict in `root/<verdicts>`, stops
 /// the watcher (by its own pid) and returns the verdict.
-fn watched_once(root: &Path, verdicts: &str, task: &str) -> Value {
+pub(crate) fn watched_once(root: &Path, verdicts: &str, task: &str) -> Value {
     let logs = std::fs::File::create(root.join("watch.log")).expect("log");
     let mut watcher = common::Watching::default();
     watcher.set(
