@@ -796,7 +796,8 @@ impl<'a> Repo<'a> {
         rules: &[(String, Vec<u8>)],
         suspects: &[String],
     ) -> BTreeSet<String> {
-        if suspects.is_empty() || suspects.len() > MAX_SUSPECTS {
+        // No committed rule hides anything.
+        if rules.is_empty() || suspects.is_empty() || suspects.len() > MAX_SUSPECTS {
             return BTreeSet::new();
         }
         let Ok(scratch) = tempfile::Builder::new()
