@@ -659,8 +659,8 @@ fn unreadable_finding(dir: &str) -> Finding {
 }
 
 /// The files a `changed_only` gate looks at: what the worker changed, or with `check
-/// --all-files` the whole project as git sees it: the files it tracks that are there, plus the
-/// changes (new files the committed ignore rules do not hide). Without git, every file.
+/// --all-files` the whole project as git sees it: the base's files, plus the changes (new
+/// files the committed ignore rules do not hide). Without git, every file.
 pub(crate) fn considered(
     ctx: &Context<'_>,
     base: &str,
