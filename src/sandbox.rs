@@ -1,7 +1,8 @@
 //! A Landlock sandbox for the programs validator runs over a worker's own files (git): they may
 //! read the directories they are given and the system's libraries, execute nothing but
 //! themselves (no shell, so no filter, textconv or hook a worker configured can run), write
-//! nothing, connect nowhere and signal nothing outside the sandbox.
+//! nothing (but in a directory of validator's own they are given: where git keeps validator's
+//! private index of a repository), connect nowhere and signal nothing outside the sandbox.
 //!
 //! Checks made before git starts (which repository, which programs its config names) can be
 //! raced by a worker process that keeps running after it signalled done; the kernel's rules
@@ -57,10 +58,30 @@ impl Sandbox {
     /// A sandbox in which `program` may run and read beneath `readable`. `Ok(None)` when the
     /// kernel has no Landlock (said once per process); `Err` when the rules cannot be built.
     pub fn reading(program: &Path, readable: &[PathBuf]) -> Result<Option<Sandbox>, String> {
+        Self::reading_and_writing(program, readable, None)
+    }
+
+    /// As [`Self::reading`], and the program may also make, replace and remove files directly
+    /// in `writable` (a directory of validator's own; none of its subdirectories' names can
+    /// be made or removed), as git writes an index: a lock file renamed over the old one.
+    pub fn reading_and_writing(
+        program: &Path,
+        readable: &[PathBuf],
+        writable: Option<&Path>,
+    ) -> Result<Option<Sandbox>, String> {
         let read = AccessFs::ReadFile | AccessFs::ReadDir;
         let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = Vec::new();
         for dir in readable {
             rules.push((dir.clone(), read));
+        }
+        if let Some(dir) = writable {
+            rules.push((
+                dir.to_path_buf(),
+                read | AccessFs::WriteFile
+                    | AccessFs::MakeReg
+                    | AccessFs::RemoveFile
+                    | AccessFs::Truncate,
+            ));
         }
         for dir in SYSTEM_LIBRARIES {
             rules.push((PathBuf::from(dir), read | AccessFs::Execute));
@@ -205,5 +226,40 @@ mod tests {
         );
         let write = format!("echo x > {}", allowed[0].join("b").display());
         assert_ne!(sandboxed(&allowed, sh, &["-c", &write]), Some(0), "writing");
+    }
+
+    #[test]
+    fn a_sandboxed_program_writes_only_in_the_directory_it_is_given() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let writable = dir.path().join("index");
+        let read_only = dir.path().join("task");
+        std::fs::create_dir(&writable).unwrap();
+        std::fs::create_dir(&read_only).unwrap();
+        let sh = Path::new("/bin/sh");
+        let Some(sandbox) =
+            Sandbox::reading_and_writing(sh, std::slice::from_ref(&read_only), Some(&writable))
+                .unwrap()
+        else {
+            eprintln!("no Landlock here: nothing to test");
+            return;
+        };
+        let run = |script: String| {
+            let fd = sandbox.fd();
+            let mut command = std::process::Command::new(sh);
+            command.args(["-c", &script]);
+            // SAFETY: `enter` makes system calls only.
+            unsafe {
+                command.pre_exec(move || enter(fd));
+            }
+            command.status().unwrap().success()
+        };
+        // Files made and written over (git's lock file, renamed over its index, is tested
+        // where git writes one: tests/it/private_index.rs).
+        let index = writable.join("index").display().to_string();
+        assert!(run(format!("echo a > {index}.lock && echo b > {index}")));
+        assert!(!run(format!("echo x > {}", read_only.join("x").display())));
+        assert!(!run(format!("echo x > {}", dir.path().join("x").display())));
+        assert!(!run(format!("mkdir {}", writable.join("sub").display())));
     }
 }

@@ -7,20 +7,31 @@
 //!   worker's reach is the operator's. git is then told exactly which (`GIT_DIR`,
 //!   `GIT_WORK_TREE`), so `core.worktree` or `core.bare` cannot point it elsewhere and a `.git`
 //!   git would skip never hands the task to an enclosing repository;
+//! - the worker's index is never asked what changed: its entries and stat data are the
+//!   worker's to forge (an edited file's entry given back the base's blob id). validator keeps
+//!   an index of its own for each repository and base ([`Private`]), read from the base's tree
+//!   outside the task and refreshed by git itself, whose stat data vouches for a file only as
+//!   git recorded it (and never within the second it was recorded in: see [`racy_entries`]);
+//!   the work tree is compared with it. Which untracked files an ignore rule may hide is
+//!   decided by the base's committed `.gitignore` files alone, wherever the rule that hid one
+//!   lives (the task, a directory above it, `.git/info/exclude`);
 //! - git runs with no system or user config, the repository's programs (filters, textconv, diff
 //!   drivers, hooks, fsmonitor) switched off, no fetching, no submodule recursion, under the
 //!   gate's deadline, and inside a Landlock sandbox ([`crate::sandbox`]) that lets it read the
-//!   task and the system's libraries, execute only itself and write nothing, so what a worker
-//!   racing these checks configures still cannot run or read elsewhere;
-//! - nested repositories (gitlinks, staged or committed) are looked into by validator itself,
-//!   each with a hardened git of its own.
+//!   task and the system's libraries, execute only itself and write nothing but validator's
+//!   own index of the repository, so what a worker racing these checks configures still cannot
+//!   run or read elsewhere;
+//! - nested repositories (gitlinks of the base) are looked into by validator itself, each with
+//!   a hardened git and a private index of its own.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::Context;
 use super::scope::{Changes, Patch, Problem, Source};
@@ -39,6 +50,14 @@ const PATCH_READ_MIN: usize = 4 * 1024 * 1024;
 const MAX_NESTING: u32 = 4;
 /// `.git` files, `commondir` and `gitdir` links are a line; anything longer is not git's.
 const MAX_LINK_BYTES: u64 = 4096;
+/// Largest private index read back (about 2.5 million files); a larger one is not kept.
+const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
+/// A private index of a base no run has used for this long is removed when another is made,
+/// and so is a run's leftover copy (a git killed at its deadline leaves one).
+const STALE: Duration = Duration::from_secs(60 * 60);
+/// Any private index no run has used for this long (its task gone, say) is removed when
+/// another is made.
+const ABANDONED: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// What `git rev-parse --local-env-vars` lists (but `GIT_NO_REPLACE_OBJECTS`, which is set):
 /// variables that point git at another repository, index or object store. Under a git hook
@@ -65,7 +84,6 @@ const REPOSITORY_VARS: &[&str] = &[
 /// Settings on every git command line: each turns off something of the repository's that
 /// would run a program, fetch, recurse into a submodule, or hide a change.
 const HARDENING: &[&str] = &[
-    "--no-optional-locks",
     // The work tree is the one validator names (`GIT_WORK_TREE`), whatever the repository says.
     "-c",
     "core.bare=false",
@@ -97,6 +115,25 @@ const HARDENING: &[&str] = &[
     "core.symlinks=true",
     "-c",
     "core.autocrlf=false",
+    // An index whose entries git takes as unchanged without looking (`core.ignoreStat` marks
+    // them so), or that leaves files out (sparse) or its entries in another file (split).
+    "-c",
+    "core.ignoreStat=false",
+    "-c",
+    "core.sparseCheckout=false",
+    "-c",
+    "index.sparse=false",
+    "-c",
+    "core.splitIndex=false",
+    // validator reads back the private indexes git writes (see `racy_entries`).
+    "-c",
+    "index.version=2",
+    "-c",
+    "core.sharedRepository=false",
+    // No ignore file but the task's and the repository's; which of them may hide a file is
+    // decided apart, by the base's committed rules.
+    "-c",
+    "core.excludesFile=/dev/null",
     // A promisor remote would fetch a missing object, running the repository's
     // `core.sshCommand` (or any transport): no network, no program.
     "-c",
@@ -162,6 +199,9 @@ pub(crate) struct Accounted {
     pub dirs: BTreeSet<String>,
     /// Directories git reported ignored (task paths ending in `/`).
     pub ignored_dirs: Vec<String>,
+    /// The base's committed `.gitignore` files (paths from the top, contents), when something
+    /// was ignored and they could be read.
+    pub ignore_rules: Option<Vec<(String, Vec<u8>)>>,
 }
 
 /// A `.git` resolved: the git directory and the common directory (where objects, refs and
@@ -183,16 +223,35 @@ pub(crate) struct Repo<'a> {
     /// Every git run ends by then: the gate's deadline covers all of them, not each.
     deadline: Instant,
     depth: u32,
+    /// Where validator keeps its private indexes (see [`Private`]): a directory of its state,
+    /// outside the task, or one of this run's own.
+    indexes: PathBuf,
+}
+
+/// How one git command runs: on which repository, work tree and index, from where, in which
+/// sandbox.
+struct Invocation<'r> {
+    git_dir: &'r Path,
+    work_tree: &'r Path,
+    cwd: PathBuf,
+    /// validator's private index (`GIT_INDEX_FILE`), which git may rewrite; without one, the
+    /// repository's own, which git only reads.
+    index: Option<&'r Path>,
+    sandbox: Option<&'r Sandbox>,
 }
 
 impl<'a> Repo<'a> {
     /// The task's repository: `Ok(None)` when there is none (the task is not in a work tree),
     /// [`Problem::Worker`] when the worker's `.git` is not one validator may use (it says why),
     /// [`Problem::Judge`] when validator cannot judge it (git not installed, a repository in
-    /// a directory every worker writes).
-    pub fn open(ctx: &'a Context<'a>, deadline: Instant) -> Result<Option<Self>, Problem> {
+    /// a directory every worker writes). Its private indexes are kept in `indexes`.
+    pub fn open(
+        ctx: &'a Context<'a>,
+        deadline: Instant,
+        indexes: &Path,
+    ) -> Result<Option<Self>, Problem> {
         match locate(ctx.task)? {
-            Some(layout) => Repo::at(ctx, layout, deadline, 0).map(Some),
+            Some(layout) => Repo::at(ctx, layout, deadline, 0, indexes).map(Some),
             None => Ok(None),
         }
     }
@@ -202,6 +261,7 @@ impl<'a> Repo<'a> {
         layout: Layout,
         deadline: Instant,
         depth: u32,
+        indexes: &Path,
     ) -> Result<Self, Problem> {
         let git = git_program().ok_or_else(|| {
             Problem::Judge(
@@ -220,6 +280,7 @@ impl<'a> Repo<'a> {
             git,
             deadline,
             depth,
+            indexes: indexes.to_path_buf(),
         };
         // Reading config runs nothing; what it names must not run either.
         let pattern = r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$";
@@ -233,8 +294,39 @@ impl<'a> Repo<'a> {
         Ok(repo)
     }
 
+    /// The repository's git directory, as validator found it.
+    pub fn git_dir(&self) -> &Path {
+        &self.layout.git_dir
+    }
+
+    /// git in the repository, as validator found it, with its own index (read only).
+    fn own(&self) -> Invocation<'_> {
+        Invocation {
+            git_dir: &self.layout.git_dir,
+            work_tree: &self.layout.work_tree,
+            cwd: self.ctx.task.dir.join(&self.layout.under),
+            index: None,
+            sandbox: self.sandbox.as_ref(),
+        }
+    }
+
+    /// git in the repository with validator's private index `private` in place of its own.
+    fn with<'r>(&'r self, private: &'r Private) -> Invocation<'r> {
+        Invocation {
+            index: Some(&private.work),
+            sandbox: private.sandbox.as_ref(),
+            ..self.own()
+        }
+    }
+
     fn run(&self, args: &[&str]) -> Result<Vec<u8>, String> {
-        let done = self.run_capped(args, OUTPUT_CAP)?;
+        self.listing(self.own(), args)
+    }
+
+    /// Runs git as `how` says; its whole standard output, if it exits 0 within
+    /// [`OUTPUT_CAP`].
+    fn listing(&self, how: Invocation<'_>, args: &[&str]) -> Result<Vec<u8>, String> {
+        let done = self.run_as(how, args, OUTPUT_CAP, None)?;
         if done.dropped > 0 {
             return Err(format!(
                 "git listed more than {} MiB of paths",
@@ -244,54 +336,43 @@ impl<'a> Repo<'a> {
         Ok(done.output)
     }
 
-    /// Runs git; its standard output's tail up to `cap` bytes, if it exits 0.
-    fn run_capped(&self, args: &[&str], cap: usize) -> Result<process::Finished, String> {
-        self.run_fed(args, cap, None)
-    }
-
-    /// As [`Self::run_capped`], with `input` on git's standard input.
-    fn run_fed(
+    /// Runs git as `how` says, with `input` on its standard input; its standard output's
+    /// tail up to `cap` bytes, if it exits 0.
+    fn run_as(
         &self,
+        how: Invocation<'_>,
         args: &[&str],
         cap: usize,
         input: Option<&[u8]>,
-    ) -> Result<process::Finished, String> {
-        self.run_in(args, cap, input, None)
-    }
-
-    /// As [`Self::run_fed`]; with `elsewhere`, git works on that work tree (from its top, in
-    /// a sandbox that may read it) instead of the task's, with the task's repository.
-    fn run_in(
-        &self,
-        args: &[&str],
-        cap: usize,
-        input: Option<&[u8]>,
-        elsewhere: Option<(&Path, Option<&Sandbox>)>,
     ) -> Result<process::Finished, String> {
         let mut argv: Vec<OsString> = vec![self.git.clone().into()];
+        // git takes no lock on an index it only reads: the worker's is never written.
+        if how.index.is_none() {
+            argv.push("--no-optional-locks".into());
+        }
         argv.extend(HARDENING.iter().map(OsString::from));
         argv.extend(args.iter().map(OsString::from));
         let mut env: Vec<(OsString, OsString)> = vec![
-            ("GIT_DIR".into(), self.layout.git_dir.clone().into()),
-            (
-                "GIT_WORK_TREE".into(),
-                elsewhere
-                    .map_or(self.layout.work_tree.as_path(), |(tree, _)| tree)
-                    .into(),
-            ),
+            ("GIT_DIR".into(), how.git_dir.into()),
+            ("GIT_WORK_TREE".into(), how.work_tree.into()),
             // No config but the repository's own (whose programs are switched off above):
             // what git sees does not depend on whoever runs validator.
             ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
             ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
             ("GIT_ATTR_NOSYSTEM".into(), "1".into()),
             ("GIT_TERMINAL_PROMPT".into(), "0".into()),
-            ("GIT_OPTIONAL_LOCKS".into(), "0".into()),
             // Settings passed down from an enclosing git (a hook's `git -c`) are not the task's.
             ("GIT_CONFIG_PARAMETERS".into(), "".into()),
             ("GIT_NO_LAZY_FETCH".into(), "1".into()),
             ("GIT_ALLOW_PROTOCOL".into(), "none".into()),
             ("GIT_NO_REPLACE_OBJECTS".into(), "1".into()),
         ];
+        match how.index {
+            // git refreshes validator's index as it compares: what it hashed, it need not hash
+            // again next time.
+            Some(index) => env.push(("GIT_INDEX_FILE".into(), index.into())),
+            None => env.push(("GIT_OPTIONAL_LOCKS".into(), "0".into())),
+        }
         // The repository's programs, each set to nothing. Not as `-c name=`: git splits that at
         // the first `=`, and a driver named `a=b` would keep its program. The variables take the
         // name whole. (Replacing an enclosing git's `GIT_CONFIG_COUNT` settings too.)
@@ -303,23 +384,16 @@ impl<'a> Repo<'a> {
             env.push((format!("GIT_CONFIG_KEY_{n}").into(), name.clone()));
             env.push((format!("GIT_CONFIG_VALUE_{n}").into(), OsString::new()));
         }
-        let cwd = match elsewhere {
-            Some((tree, _)) => tree.to_path_buf(),
-            None => self.ctx.task.dir.join(&self.layout.under),
-        };
         let spec = process::Spec {
             argv: &argv,
-            cwd: &cwd,
+            cwd: &how.cwd,
             env: &env,
             env_remove: REPOSITORY_VARS,
             timeout: self.deadline.saturating_duration_since(Instant::now()),
             output_cap: cap,
             cancel: self.ctx.cancel,
             separate_stderr: true,
-            sandbox: match elsewhere {
-                Some((_, sandbox)) => sandbox,
-                None => self.sandbox.as_ref(),
-            },
+            sandbox: how.sandbox,
         };
         let ran = match input {
             Some(input) => process::run_with_input(&spec, input),
@@ -383,11 +457,11 @@ impl<'a> Repo<'a> {
     }
 
     /// What changed in this repository's part of the task against `base` (named `shown`), and
-    /// what else git accounts for: one `git status` walk (tracked changes against HEAD,
-    /// untracked and ignored files), with the index (every tracked file, flags that hide
-    /// changes, gitlinks) and the index against `base` read beside it; more git only when
-    /// something is ignored or `base` is no longer HEAD, and one repository of its own for
-    /// each nested repository.
+    /// what else git accounts for: one `git status` walk comparing the work tree with
+    /// validator's private index of `base` (the base's files that differ, untracked and
+    /// ignored files), with that index listed beside it (the base's files and gitlinks); more
+    /// git only when something is ignored, and one repository of its own for each nested
+    /// repository the base records.
     pub fn changes(
         &self,
         shown: &str,
@@ -401,129 +475,43 @@ impl<'a> Repo<'a> {
                 ))
             }
         };
-        let base_commit = match base {
+        let oid = match base {
             Pinned::Commit(oid) => Some(oid.as_str()),
             Pinned::Unborn => None,
             Pinned::Missing => return Err(self.missing_base(shown)),
         };
-        let (status, index, against_base) = std::thread::scope(|scope| {
-            let index = scope.spawn(|| self.run(&["ls-files", "-z", "-s", "-v", "--full-name"]));
-            let against_base = scope.spawn(|| match base_commit {
-                Some(oid) => self
-                    .run(&[
-                        "diff-index",
-                        "--cached",
-                        "--raw",
-                        "-z",
-                        "--no-renames",
-                        "--ignore-submodules=none",
-                        oid,
-                        "--",
-                        ".",
-                    ])
-                    .map(Some),
-                None => Ok(None),
-            });
-            let status = self.run(&[
-                "status",
-                "--porcelain=v2",
-                "-z",
-                "--branch",
-                "--untracked-files=all",
-                "--ignored=matching",
-                "--no-renames",
-                "--ignore-submodules=all",
-                "--",
-                ".",
-            ]);
-            let stopped = || "the listing stopped".to_owned();
-            (
-                status,
-                index.join().unwrap_or_else(|_| Err(stopped())),
-                against_base.join().unwrap_or_else(|_| Err(stopped())),
-            )
-        });
+        let mut private = self.private(oid)?;
+        let (mut status, mut index) = self.first_look(&private);
+        if (status.is_err() || index.is_err()) && private.from_published {
+            // An index of validator's git cannot read (its state damaged, a git that writes
+            // another format) is made again from the base, once.
+            let _ = std::fs::remove_file(private.dir.join("index"));
+            private = self.private(oid)?;
+            (status, index) = self.first_look(&private);
+        }
         let status = Status::parse(&status.map_err(worker("status"))?, self);
         let index = Index::parse(&index.map_err(worker("ls-files"))?, self);
-        let against_base = match against_base.map_err(worker("diff-index"))? {
-            Some(raw) => Raw::parse(&raw, self),
-            None => Vec::new(),
-        };
 
-        let mut accounted = Accounted::default();
-        accounted.files.extend(index.tracked.iter().cloned());
-        accounted.files.extend(status.untracked.iter().cloned());
-        accounted.files.extend(status.ignored.iter().cloned());
-        accounted
-            .ignored_dirs
-            .extend(status.ignored.iter().filter(|p| p.ends_with('/')).cloned());
-        let own_git = format!("{}.git", self.layout.under);
-        accounted.files.insert(own_git.clone());
-        accounted.dirs.insert(own_git);
-
-        let mut files = BTreeSet::new();
-        match (base_commit, status.head.as_deref()) {
-            // Still the HEAD status compared with: what it lists is the answer. (In a
-            // repository without commits, everything it tracks is new: status says so.)
-            (Some(oid), Some(head)) if oid == head => files.extend(status.tracked.iter().cloned()),
-            (None, None) => files.extend(status.tracked.iter().cloned()),
-            // No commit when the run started, one now: everything tracked is new since.
-            (None, Some(_)) => {
-                files.extend(status.tracked.iter().cloned());
-                files.extend(index.tracked.iter().cloned());
-            }
-            (Some(oid), _) => {
-                let diff = self
-                    .run(&[
-                        "diff",
-                        "--name-only",
-                        "-z",
-                        "--no-renames",
-                        "--no-ext-diff",
-                        "--no-textconv",
-                        "--ignore-submodules=all",
-                        oid,
-                        "--",
-                        ".",
-                    ])
-                    .map_err(worker("diff"))?;
-                files.extend(split_z(&diff).filter_map(|path| self.in_task(&path)));
-            }
-        }
-        let mut findings: Vec<Finding> = index
-            .hidden
-            .iter()
-            .map(|path| Finding::in_file(path, "has git's assume-unchanged or skip-worktree flag set, which hides its changes; clear it"))
-            .collect();
-
-        let untracked = if status.ignored.is_empty() {
-            status.untracked
-        } else {
-            // Tracked ignore files the worker changed (untracked ones are listed below).
-            let edited: Vec<&String> = files
-                .iter()
-                .chain(&status.tracked)
-                .filter(|f| is_gitignore(f))
-                .collect();
-            let (counted, every) = self
-                .untracked_behind_ignores(&edited)
+        let mut accounted = self.accounted_for(&index, &status);
+        let mut files: BTreeSet<String> = status.changed.into_iter().collect();
+        let mut untracked = status.untracked;
+        if !status.ignored.is_empty() {
+            let behind = self
+                .behind_ignores(&private, &status.ignored)
                 .map_err(worker("ls-files"))?;
-            // A repository inside a directory the committed rules ignore (`pip install -e
-            // git+…` checks out into `.venv/src/`) is listed as a directory, and is the
-            // project's, not the worker's change: git accounts for it whole.
-            for dir in every
-                .iter()
-                .filter(|f| f.ends_with('/') && !counted.contains(*f))
-            {
-                accounted.dirs.insert(dir.trim_end_matches('/').to_owned());
-            }
-            accounted.files.extend(every);
-            counted
-        };
+            untracked.extend(behind.counted);
+            accounted.files.extend(behind.seen);
+            // A directory the committed rules ignore whole (`target/`, `.venv/` with a `pip
+            // install -e` checkout in it) is the project's, not the worker's change: git
+            // accounts for it whole.
+            accounted.dirs.extend(behind.hidden_dirs);
+            accounted.ignore_rules = behind.rules;
+        }
+        self.keep(private);
         let mut every_file_under = Vec::new();
         for path in untracked {
-            // A directory entry is a repository nested in the task, not staged: git does not
-            // look inside, and all it holds is new.
+            // A directory entry is a repository nested in the task the base does not record:
+            // git does not look inside, and all it holds is new.
             match path.strip_suffix('/') {
                 Some(dir) => every_file_under.push(format!("{dir}/")),
                 None => {
@@ -531,26 +519,15 @@ impl<'a> Repo<'a> {
                 }
             }
         }
-
-        // Gitlinks: in the index (whose commit the base has, unless the index against the base
-        // says otherwise), or changed between the base and the index.
-        let mut gitlinks: BTreeMap<String, Option<String>> = index
-            .gitlinks
-            .into_iter()
-            .map(|(path, commit)| (path, Some(commit)))
-            .collect();
-        for change in against_base.into_iter().filter(|change| change.gitlink) {
-            files.insert(change.path.clone());
-            gitlinks.insert(change.path, change.base_gitlink);
-        }
-        for (path, base_commit) in gitlinks {
+        let mut findings = Vec::new();
+        for (path, base_commit) in index.gitlinks {
             let at = self.ctx.task.dir.join(&path);
             if !at.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
                 // Removed, or replaced by a file or a link: the path itself changed.
                 files.insert(path);
                 continue;
             }
-            match self.nested(&path, base_commit.as_deref()) {
+            match self.nested(&path, &base_commit) {
                 Nested::Changed(inner, inner_accounted) => {
                     files.extend(inner.files);
                     findings.extend(inner.findings);
@@ -569,14 +546,17 @@ impl<'a> Repo<'a> {
         if !every_file_under.is_empty() {
             let by = taskdir::Deadline::new(self.deadline, self.ctx.cancel);
             let listing = taskdir::list_by(self.ctx.task, &by).map_err(Problem::Stopped)?;
-            for entry in listing.files {
-                if every_file_under
-                    .iter()
-                    .any(|dir| entry.rel.starts_with(dir.as_str()))
-                {
-                    files.insert(entry.rel);
-                }
-            }
+            files.extend(
+                listing
+                    .files
+                    .into_iter()
+                    .map(|entry| entry.rel)
+                    .filter(|rel| {
+                        every_file_under
+                            .iter()
+                            .any(|dir| rel.starts_with(dir.as_str()))
+                    }),
+            );
         }
         let changes = Changes {
             source: Source::Git(shown.to_owned()),
@@ -587,10 +567,52 @@ impl<'a> Repo<'a> {
         Ok((changes, accounted))
     }
 
+    /// What git's first listings account for: the base's files, the untracked and ignored
+    /// paths, the repository's own `.git` (whole).
+    fn accounted_for(&self, index: &Index, status: &Status) -> Accounted {
+        let mut accounted = Accounted::default();
+        accounted.files.extend(index.tracked.iter().cloned());
+        accounted.files.extend(status.untracked.iter().cloned());
+        accounted.files.extend(status.ignored.iter().cloned());
+        accounted
+            .ignored_dirs
+            .extend(status.ignored.iter().filter(|p| p.ends_with('/')).cloned());
+        let own_git = format!("{}.git", self.layout.under);
+        accounted.files.insert(own_git.clone());
+        accounted.dirs.insert(own_git);
+        accounted
+    }
+
+    /// `git status` of the work tree against the private index `private`, and the index's
+    /// own listing beside it.
+    fn first_look(&self, private: &Private) -> (Result<Vec<u8>, String>, Result<Vec<u8>, String>) {
+        std::thread::scope(|scope| {
+            let index = scope.spawn(|| {
+                self.listing(self.with(private), &["ls-files", "-z", "-s", "--full-name"])
+            });
+            let status = self.listing(
+                self.with(private),
+                &[
+                    "status",
+                    "--porcelain=v2",
+                    "-z",
+                    "--untracked-files=all",
+                    "--ignored=matching",
+                    "--no-renames",
+                    "--ignore-submodules=all",
+                    "--",
+                    ".",
+                ],
+            );
+            let stopped = || "the listing stopped".to_owned();
+            (status, index.join().unwrap_or_else(|_| Err(stopped())))
+        })
+    }
+
     /// What changed inside the nested repository at `path` (task-relative) since `base_commit`
     /// (the commit its gitlink records in the base), or why that cannot be told, in which case
     /// everything in it counts as changed.
-    fn nested(&self, path: &str, base_commit: Option<&str>) -> Nested {
+    fn nested(&self, path: &str, base_commit: &str) -> Nested {
         let dir = self.ctx.task.dir.join(path);
         let dotgit = dir.join(".git");
         if dotgit.symlink_metadata().is_err() {
@@ -600,9 +622,6 @@ impl<'a> Repo<'a> {
         if self.depth >= MAX_NESTING {
             return Nested::Unknown(None);
         }
-        let Some(base_commit) = base_commit else {
-            return Nested::Unknown(None);
-        };
         let mut allowed = vec![self.ctx.task.dir.clone()];
         allowed.extend(self.layout.outside.iter().cloned());
         let layout = match nested_layout(&dotgit, &allowed) {
@@ -616,7 +635,13 @@ impl<'a> Repo<'a> {
             },
             Err(why) => return Nested::Unknown(Some(why)),
         };
-        let repo = match Repo::at(self.ctx, layout, self.deadline, self.depth + 1) {
+        let repo = match Repo::at(
+            self.ctx,
+            layout,
+            self.deadline,
+            self.depth + 1,
+            &self.indexes,
+        ) {
             Ok(repo) => repo,
             Err(problem) => return Nested::Unknown(Some(problem.into_reason())),
         };
@@ -629,134 +654,79 @@ impl<'a> Repo<'a> {
         }
     }
 
-    /// The untracked files when git ignores some: only committed, unchanged `.gitignore` files
-    /// may hide one (not `.git/info/exclude` nor the global excludes, which status obeys).
-    /// `edited` (task paths) are the tracked ignore files the worker changed.
-    ///
-    /// With no ignore file written or edited, git's own listing is the answer. Otherwise the
-    /// files only the listing hides, under a directory holding such an ignore file, are asked
-    /// about again: placed, empty, in a scratch tree beside the committed ignore files alone,
-    /// where git's own walk says which of them those rules hide. So a tool's `.gitignore` inside
-    /// a directory the project ignores (`.venv/`) changes nothing, and a worker's hides nothing.
-    /// Also returns every untracked file git sees, ignored or not (task paths).
-    fn untracked_behind_ignores(
-        &self,
-        edited: &[&String],
-    ) -> Result<(Vec<String>, Vec<String>), String> {
-        // Paths from the work tree's top, as git gives them with `--full-name`.
-        let listed = |args: &[&str]| -> Result<Vec<String>, String> {
-            Ok(split_z(&self.run(args)?).collect())
-        };
-        let every = listed(&["ls-files", "-z", "--full-name", "--others"])?;
-        let visible: BTreeSet<String> = listed(&[
-            "ls-files",
-            "-z",
-            "--full-name",
-            "--others",
-            "--exclude-per-directory=.gitignore",
-        ])?
-        .into_iter()
-        .collect();
-        let from_top = |task_path: &String| {
-            let rel = task_path
-                .strip_prefix(self.layout.under.as_str())
-                .unwrap_or(task_path);
-            format!("{}{rel}", self.layout.prefix)
-        };
-        let untrusted: Vec<String> = every
-            .iter()
-            .filter(|f| is_gitignore(f))
-            .cloned()
-            .chain(edited.iter().map(|f| from_top(f)))
-            .map(|ignore_file| {
-                ignore_file
-                    .strip_suffix(".gitignore")
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .collect();
-        let under_untrusted = |f: &str| untrusted.iter().any(|dir| f.starts_with(dir.as_str()));
-        let suspects: Vec<&String> = every
-            .iter()
-            .filter(|f| !visible.contains(*f) && under_untrusted(f))
-            .collect();
-        let mut counted: BTreeSet<String> = visible.iter().cloned().collect();
-        if !suspects.is_empty() {
-            counted.extend(self.hidden_by_committed_rules_not(&suspects, edited)?);
-        }
-        let counted = every
-            .iter()
-            .filter(|f| counted.contains(*f))
-            .filter_map(|f| self.in_task(f))
-            .collect();
-        let every = every.iter().filter_map(|f| self.in_task(f)).collect();
-        Ok((counted, every))
+    /// A task path as git names it, from the top of the work tree.
+    fn top_path(&self, task_path: &str) -> String {
+        let rel = task_path
+            .strip_prefix(self.layout.under.as_str())
+            .unwrap_or(task_path);
+        format!("{}{rel}", self.layout.prefix)
     }
 
-    /// Of `dirs` (task paths ending in `/`), those the committed `.gitignore` files hide, as
-    /// [`Self::hidden_by_committed_rules_not`] tells; `changed` says which ignore files the
-    /// worker edited. When that cannot be told, none.
-    pub fn hidden_by_committed_rules(
-        &self,
-        dirs: &[&String],
-        changed: &BTreeSet<String>,
-    ) -> Vec<String> {
-        let from_top: Vec<String> = dirs
-            .iter()
-            .map(|dir| {
-                let rel = dir.strip_prefix(self.layout.under.as_str()).unwrap_or(dir);
-                format!("{}{rel}", self.layout.prefix)
-            })
-            .collect();
-        let edited: Vec<&String> = changed.iter().filter(|f| is_gitignore(f)).collect();
-        let suspects: Vec<&String> = from_top.iter().collect();
-        let Ok(shown) = self.hidden_by_committed_rules_not(&suspects, &edited) else {
-            return Vec::new();
+    /// What the ignore rules hid (`ignored`: task paths, directories ending in `/`, as
+    /// `status --ignored=matching` lists them), as the base's committed `.gitignore` files
+    /// alone would hide it: whatever rule hid a path (a `.gitignore` the worker wrote or
+    /// edited, in the task or in a directory above it, `.git/info/exclude`), only those may.
+    /// An ignored directory they do not hide whole is looked into, file by file.
+    fn behind_ignores(&self, private: &Private, ignored: &[String]) -> Result<Behind, String> {
+        let rules = self.committed_ignore_rules(private);
+        let hidden_by_rules = |suspects: &[String]| match &rules {
+            Some(rules) => self.hidden_by_rules(rules, suspects),
+            None => BTreeSet::new(),
         };
-        dirs.iter()
-            .zip(&from_top)
-            .filter(|(_, top)| !shown.contains(top))
-            .map(|(dir, _)| (*dir).clone())
-            .collect()
+        let from_top: Vec<String> = ignored.iter().map(|path| self.top_path(path)).collect();
+        let hidden = hidden_by_rules(&from_top);
+        let mut behind = Behind::default();
+        let mut looked_into = Vec::new();
+        for (path, top) in ignored.iter().zip(&from_top) {
+            match (path.strip_suffix('/'), hidden.contains(top)) {
+                (Some(dir), true) => behind.hidden_dirs.push(dir.to_owned()),
+                (Some(_), false) => looked_into.push(top.as_str()),
+                (None, false) => behind.counted.push(path.clone()),
+                (None, true) => {}
+            }
+        }
+        if !looked_into.is_empty() {
+            // Every untracked path in them, a nested repository as `dir/`, asked again.
+            let every = self.listing(
+                self.with(private),
+                &["ls-files", "-z", "--full-name", "--others", "--", "."],
+            )?;
+            let inside: Vec<String> = split_z(&every)
+                .filter(|path| looked_into.iter().any(|dir| path.starts_with(dir)))
+                .collect();
+            let hidden = hidden_by_rules(&inside);
+            for top in &inside {
+                let Some(path) = self.in_task(top) else {
+                    continue;
+                };
+                behind.seen.push(path.clone());
+                match (path.strip_suffix('/'), hidden.contains(top)) {
+                    (_, false) => behind.counted.push(path),
+                    (Some(dir), true) => behind.hidden_dirs.push(dir.to_owned()),
+                    (None, true) => {}
+                }
+            }
+        }
+        behind.rules = rules;
+        Ok(behind)
     }
 
-    /// Of `suspects` (paths from the top: files, or `dir/` for a nested repository), those the
-    /// committed `.gitignore` files do not hide, as git's own walk says: in a scratch work tree
-    /// holding each committed ignore file (from the index, unless the worker edited it:
-    /// `edited`, task paths) and an empty stand-in for each suspect. Past
-    /// [`MAX_SUSPECTS`], or if the tree cannot be made, every suspect counts.
-    fn hidden_by_committed_rules_not(
-        &self,
-        suspects: &[&String],
-        edited: &[&String],
-    ) -> Result<Vec<String>, String> {
-        let all = || suspects.iter().map(|s| (*s).clone()).collect();
-        if suspects.len() > MAX_SUSPECTS {
-            return Ok(all());
-        }
-        let Ok(scratch) = tempfile::Builder::new()
-            .prefix("validator-ignore-")
-            .tempdir()
-        else {
-            return Ok(all());
-        };
-        let tree = scratch.path();
-        let edited: BTreeSet<String> = edited
-            .iter()
-            .map(|f| {
-                let rel = f.strip_prefix(self.layout.under.as_str()).unwrap_or(f);
-                format!("{}{rel}", self.layout.prefix)
-            })
-            .collect();
-        // The committed ignore files: their blobs, by path, from the index.
-        let staged = self.run(&[
-            "ls-files",
-            "-z",
-            "-s",
-            "--full-name",
-            "--",
-            ":(top,glob)**/.gitignore",
-        ])?;
+    /// The base's committed `.gitignore` files (paths from the top, contents), from
+    /// validator's private index of it; `None` when they cannot be read.
+    fn committed_ignore_rules(&self, private: &Private) -> Option<Vec<(String, Vec<u8>)>> {
+        let staged = self
+            .listing(
+                self.with(private),
+                &[
+                    "ls-files",
+                    "-z",
+                    "-s",
+                    "--full-name",
+                    "--",
+                    ":(top,glob)**/.gitignore",
+                ],
+            )
+            .ok()?;
         let mut blobs: Vec<(String, String)> = Vec::new();
         for entry in split_z(&staged) {
             // `<mode> <oid> <stage>\t<path>`
@@ -764,98 +734,143 @@ impl<'a> Repo<'a> {
                 continue;
             };
             let mut fields = meta.split(' ');
-            let (Some("100644" | "100755"), Some(oid)) = (fields.next(), fields.next()) else {
-                continue;
-            };
-            if is_gitignore(path) && !edited.contains(path) {
-                blobs.push((path.to_owned(), oid.to_owned()));
+            if let (Some("100644" | "100755"), Some(oid)) = (fields.next(), fields.next()) {
+                if is_gitignore(path) {
+                    blobs.push((path.to_owned(), oid.to_owned()));
+                }
             }
         }
-        let made = (|| -> std::io::Result<bool> {
-            if !blobs.is_empty() {
-                let input: String = blobs.iter().map(|(_, oid)| format!("{oid}\n")).collect();
-                let Ok(done) =
-                    self.run_fed(&["cat-file", "--batch"], OUTPUT_CAP, Some(input.as_bytes()))
-                else {
-                    return Ok(false);
-                };
-                let Some(contents) = batch_contents(&done.output, blobs.len()) else {
-                    return Ok(false);
-                };
-                for ((path, _), content) in blobs.iter().zip(contents) {
-                    let Some(at) = scratch_path(tree, path) else {
-                        return Ok(false);
-                    };
-                    if let Some(dir) = at.parent() {
-                        std::fs::create_dir_all(dir)?;
-                    }
-                    std::fs::write(at, content)?;
-                }
-            }
-            for suspect in suspects {
-                let (path, stand_in) = match suspect.strip_suffix('/') {
-                    Some(dir) => (format!("{dir}/{STAND_IN}"), true),
-                    None => ((*suspect).clone(), false),
-                };
-                let Some(at) = scratch_path(tree, &path) else {
-                    return Ok(false);
-                };
-                if let Some(dir) = at.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
-                if !(stand_in && at.exists()) {
-                    std::fs::File::create(at)?;
-                }
-            }
-            Ok(true)
-        })();
-        if !matches!(made, Ok(true)) {
-            return Ok(all());
+        if blobs.is_empty() {
+            return Some(Vec::new());
         }
-        let mut readable = vec![self.ctx.task.dir.clone(), tree.to_path_buf()];
-        readable.extend(self.layout.outside.iter().cloned());
-        let Ok(sandbox) = Sandbox::reading(&self.git, &readable) else {
-            return Ok(all());
-        };
-        let args = [
-            "ls-files",
-            "-z",
-            "--full-name",
-            "--others",
-            "--exclude-per-directory=.gitignore",
-        ];
-        let shown = match self.run_in(&args, OUTPUT_CAP, None, Some((tree, sandbox.as_ref()))) {
-            Ok(done) => done.output,
-            Err(_) => return Ok(all()),
-        };
-        let shown: BTreeSet<String> = split_z(&shown).collect();
-        Ok(suspects
-            .iter()
-            .filter(|suspect| match suspect.strip_suffix('/') {
-                Some(dir) => shown.contains(&format!("{dir}/{STAND_IN}")),
-                None => shown.contains(suspect.as_str()),
-            })
-            .map(|s| (*s).clone())
-            .collect())
+        let input: String = blobs.iter().map(|(_, oid)| format!("{oid}\n")).collect();
+        let done = self
+            .run_as(
+                self.own(),
+                &["cat-file", "--batch"],
+                OUTPUT_CAP,
+                Some(input.as_bytes()),
+            )
+            .ok()?;
+        let contents = batch_contents(&done.output, blobs.len())?;
+        Some(
+            blobs
+                .into_iter()
+                .zip(contents)
+                .map(|((path, _), content)| (path, content.to_vec()))
+                .collect(),
+        )
     }
 
-    /// The files git tracks in the task (task paths), as the index has them.
-    pub fn tracked(&self) -> Result<Vec<String>, String> {
-        Ok(split_z(&self.run(&["ls-files", "-z", "--full-name"])?)
+    /// Of `dirs` (task paths of directories), those the base's committed `.gitignore` files
+    /// (`rules`, as [`Accounted::ignore_rules`] holds them) hide whole. When that cannot be
+    /// told, none.
+    pub fn hidden_by_committed_rules(
+        &self,
+        dirs: &[&String],
+        rules: Option<&[(String, Vec<u8>)]>,
+    ) -> Vec<String> {
+        let Some(rules) = rules else {
+            return Vec::new();
+        };
+        let from_top: Vec<String> = dirs
+            .iter()
+            .map(|dir| format!("{}/", self.top_path(dir.trim_end_matches('/'))))
+            .collect();
+        let hidden = self.hidden_by_rules(rules, &from_top);
+        dirs.iter()
+            .zip(&from_top)
+            .filter(|(_, top)| hidden.contains(*top))
+            .map(|(dir, _)| (*dir).clone())
+            .collect()
+    }
+
+    /// Of `suspects` (paths from the top: files, or `dir/` for a directory), those `rules`
+    /// (committed `.gitignore` files, by path from the top) hide, as git's own walk says: in a
+    /// scratch work tree (and a repository of its own, so no exclude file of the worker's is
+    /// read) holding each rule file and an empty stand-in for each suspect. A directory is
+    /// hidden when it is ignored whole, not when its stand-in is. Past [`MAX_SUSPECTS`], or if
+    /// the tree cannot be made, none is hidden.
+    fn hidden_by_rules(
+        &self,
+        rules: &[(String, Vec<u8>)],
+        suspects: &[String],
+    ) -> BTreeSet<String> {
+        // No committed rule hides anything.
+        if rules.is_empty() || suspects.is_empty() || suspects.len() > MAX_SUSPECTS {
+            return BTreeSet::new();
+        }
+        let Ok(scratch) = tempfile::Builder::new()
+            .prefix("validator-ignore-")
+            .tempdir()
+        else {
+            return BTreeSet::new();
+        };
+        let tree = scratch.path().join("tree");
+        let git_dir = scratch.path().join("git");
+        if !matches!(make_scratch(&tree, &git_dir, rules, suspects), Ok(true)) {
+            return BTreeSet::new();
+        }
+        let readable = [scratch.path().to_path_buf()];
+        let Ok(sandbox) = Sandbox::reading(&self.git, &readable) else {
+            return BTreeSet::new();
+        };
+        let how = Invocation {
+            git_dir: &git_dir,
+            work_tree: &tree,
+            cwd: tree.clone(),
+            index: None,
+            sandbox: sandbox.as_ref(),
+        };
+        let args = [
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--no-renames",
+        ];
+        let Ok(shown) = self.listing(how, &args) else {
+            return BTreeSet::new();
+        };
+        let ignored = Status::parse_with(&shown, |path| Some(path.to_owned())).ignored;
+        let ignored: BTreeSet<&str> = ignored.iter().map(String::as_str).collect();
+        suspects
+            .iter()
+            .filter(|suspect| is_hidden(suspect, &ignored))
+            .cloned()
+            .collect()
+    }
+
+    /// The files of `base` in the task (task paths), as validator's private index of it has
+    /// them.
+    pub fn tracked(&self, base: &Pinned) -> Result<Vec<String>, String> {
+        let private = match base {
+            Pinned::Commit(oid) => self.private(Some(oid)),
+            Pinned::Unborn => self.private(None),
+            Pinned::Missing => return Err("the base is not in the task's repository".into()),
+        }
+        .map_err(Problem::into_reason)?;
+        let listed = self.listing(self.with(&private), &["ls-files", "-z", "--full-name"]);
+        self.keep(private);
+        Ok(split_z(&listed?)
             .filter_map(|path| self.in_task(&path))
             .collect())
     }
 
-    /// The patch of the tracked files against `base`, its head kept up to `cap` bytes;
-    /// `Ok(None)` when `base` is not a commit. No external diff, no textconv, no filter
-    /// program of the repository's runs, and submodules are a line each, never their patch.
+    /// The patch of the base's files against `base`, its head kept up to `cap` bytes;
+    /// `Ok(None)` when `base` is not a commit. The work tree is compared through validator's
+    /// private index, never the worker's. No external diff, no textconv, no filter program of
+    /// the repository's runs, and submodules are a line each, never their patch.
     pub fn patch(&self, base: &Pinned, cap: usize) -> Result<Option<Patch>, String> {
         let Pinned::Commit(base) = base else {
             return Ok(None);
         };
+        let private = self.private(Some(base)).map_err(Problem::into_reason)?;
         // Read past the cap so a cut is known and the head can be kept; the runner keeps a tail.
         let read_cap = cap.saturating_mul(4).max(PATCH_READ_MIN);
-        let done = self.run_capped(
+        let done = self.run_as(
+            self.with(&private),
             &[
                 "diff",
                 "--no-color",
@@ -869,7 +884,10 @@ impl<'a> Repo<'a> {
                 "--",
             ],
             read_cap,
-        )?;
+            None,
+        );
+        self.keep(private);
+        let done = done?;
         let mut bytes = done.output;
         // Past the read cap only the runner's tail survived: what is shown then starts mid-patch.
         let from_middle = done.dropped > 0;
@@ -886,6 +904,307 @@ impl<'a> Repo<'a> {
             from_middle,
         }))
     }
+
+    /// validator's private index of this repository at `base` (`None`: no commit yet, an empty
+    /// tree), ready for this use: the published one linked, or read from the base's tree.
+    fn private(&self, base: Option<&str>) -> Result<Private, Problem> {
+        let since = SystemTime::now();
+        let cannot = |what: &str, err: &dyn std::fmt::Display| {
+            Problem::Judge(format!(
+                "validator cannot keep its index of the task's repository in {} ({what}): {err}",
+                name(&self.indexes.to_string_lossy())
+            ))
+        };
+        let family = format!(
+            "{}-{}-",
+            self.ctx.task.name,
+            short_hash(self.layout.git_dir.as_os_str().as_encoded_bytes())
+        );
+        let dir = self.indexes.join(format!(
+            "{family}{}",
+            short_hash(base.unwrap_or("(unborn)").as_bytes())
+        ));
+        let made = match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => true,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => false,
+            Err(err) => return Err(cannot("making its directory", &err)),
+        };
+        if !dir.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
+            return Err(cannot("its directory", &"not a directory"));
+        }
+        sweep(&dir, &self.indexes, &family, made);
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let work = dir.join(format!(
+            "index.{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_file(&work);
+        let published = dir.join("index");
+        let copied = match std::fs::hard_link(&published, &work) {
+            Ok(()) => true,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
+            // A file system without hard links: a copy does as well.
+            Err(_) => std::fs::copy(&published, &work).is_ok(),
+        };
+        let meta = work.symlink_metadata().ok().filter(|meta| meta.is_file());
+        let from_published = copied && meta.is_some();
+        let linked = meta
+            .filter(|_| from_published)
+            .map(|meta| (meta.dev(), meta.ino()))
+            .filter(|&id| {
+                published
+                    .symlink_metadata()
+                    .is_ok_and(|meta| (meta.dev(), meta.ino()) == id)
+            });
+        let mut readable = vec![self.ctx.task.dir.clone()];
+        readable.extend(self.layout.outside.iter().cloned());
+        let sandbox = Sandbox::reading_and_writing(&self.git, &readable, Some(&dir))
+            .map_err(|why| Problem::Judge(format!("cannot sandbox git: {why}")))?;
+        let private = Private {
+            dir,
+            work,
+            from_published,
+            linked,
+            sandbox,
+            since,
+            hash_len: base.map_or(20, |oid| oid.len() / 2),
+        };
+        if !private.from_published {
+            let _ = std::fs::remove_file(&private.work);
+            let args: &[&str] = match base {
+                Some(oid) => &["read-tree", oid],
+                None => &["read-tree", "--empty"],
+            };
+            self.run_as(self.with(&private), args, OUTPUT_CAP, None)
+                .map_err(|err| {
+                    Problem::Worker(format!(
+                        "git cannot read the task's repository (read-tree): {err}"
+                    ))
+                })?;
+        }
+        Ok(private)
+    }
+
+    /// Publishes `private` for the runs after this one, if git rewrote it (it records the stat
+    /// data of what it hashed), with its racy entries reset first ([`racy_entries`]). Whatever
+    /// fails leaves the index published before in place.
+    fn keep(&self, private: Private) {
+        let Ok(meta) = private.work.symlink_metadata() else {
+            return;
+        };
+        if !meta.is_file() || private.linked == Some((meta.dev(), meta.ino())) {
+            return;
+        }
+        let Ok(bytes) = files::read(&private.work, MAX_INDEX_BYTES, Links::Refuse) else {
+            return;
+        };
+        let since = private
+            .since
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |age| age.as_secs())
+            .saturating_sub(1);
+        let Some(racy) = racy_entries(&bytes, private.hash_len, since) else {
+            return;
+        };
+        if !racy.is_empty()
+            && self
+                .run_as(
+                    self.with(&private),
+                    &["update-index", "-z", "--index-info"],
+                    OUTPUT_CAP,
+                    Some(&racy),
+                )
+                .is_err()
+        {
+            return;
+        }
+        let _ = std::fs::rename(&private.work, private.dir.join("index"));
+    }
+}
+
+/// validator's own index of a repository at a base (see the module doc): read from the base's
+/// tree, kept in `<indexes>/<task>-<repository>-<base>/index` and refreshed by git as it
+/// compares. Each use works on a copy of its own (a hard link until git rewrites it), which
+/// [`Repo::keep`] publishes: runs side by side never share a file git is writing, and what is
+/// published has had its racy entries reset.
+struct Private {
+    dir: PathBuf,
+    work: PathBuf,
+    /// `work` began as the published index (else git read it from the base's tree).
+    from_published: bool,
+    /// The published index `work` is a hard link to (device, inode), if it is.
+    linked: Option<(u64, u64)>,
+    /// Reads the task, writes only in `dir`.
+    sandbox: Option<Sandbox>,
+    /// When this use began: stat data git records from a second before it on is racy.
+    since: SystemTime,
+    /// Bytes of an object id in the index (SHA-1 or SHA-256 repositories).
+    hash_len: usize,
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.work);
+    }
+}
+
+/// What [`Repo::behind_ignores`] found.
+#[derive(Default)]
+struct Behind {
+    /// Untracked files (and nested repositories, `dir/`) the committed rules do not hide: new
+    /// in the task, so changes (task paths).
+    counted: Vec<String>,
+    /// Every untracked path git listed in the ignored directories it looked into.
+    seen: Vec<String>,
+    /// Ignored directories (and nested repositories) the committed rules hide whole (task
+    /// paths, no `/` at the end).
+    hidden_dirs: Vec<String>,
+    rules: Option<Vec<(String, Vec<u8>)>>,
+}
+
+/// Whether git's walk of the scratch tree (`ignored`: what it listed ignored, directories
+/// ending in `/`) hides `suspect`: it, or a directory above it, is ignored. A directory
+/// suspect's own stand-in being ignored is not the directory.
+fn is_hidden(suspect: &str, ignored: &BTreeSet<&str>) -> bool {
+    ignored.contains(suspect)
+        || suspect
+            .char_indices()
+            .filter(|&(_, c)| c == '/')
+            .any(|(at, _)| ignored.contains(&suspect[..=at]))
+}
+
+/// Fills the scratch work tree `tree` (and its repository `git_dir`) for
+/// [`Repo::hidden_by_rules`]; `false` when a path cannot be placed.
+fn make_scratch(
+    tree: &Path,
+    git_dir: &Path,
+    rules: &[(String, Vec<u8>)],
+    suspects: &[String],
+) -> std::io::Result<bool> {
+    std::fs::create_dir_all(git_dir.join("objects"))?;
+    std::fs::create_dir_all(git_dir.join("refs"))?;
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/scratch\n")?;
+    std::fs::create_dir_all(tree)?;
+    for (path, content) in rules {
+        let Some(at) = scratch_path(tree, path) else {
+            return Ok(false);
+        };
+        if let Some(dir) = at.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(at, content)?;
+    }
+    for suspect in suspects {
+        let (path, stand_in) = match suspect.strip_suffix('/') {
+            Some(dir) => (format!("{dir}/{STAND_IN}"), true),
+            None => (suspect.clone(), false),
+        };
+        let Some(at) = scratch_path(tree, &path) else {
+            return Ok(false);
+        };
+        if let Some(dir) = at.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if !(stand_in && at.exists()) {
+            std::fs::File::create(at)?;
+        }
+    }
+    Ok(true)
+}
+
+/// Removes what uses of private indexes left behind: in `dir`, copies older than [`STALE`] (a
+/// git killed at its deadline leaves its copy and lock); in `home`, when `dir` is new, this
+/// repository's indexes of other bases (`family`) no run has used for as long, and any index
+/// unused for [`ABANDONED`]. `dir` is marked used.
+fn sweep(dir: &Path, home: &Path, family: &str, made: bool) {
+    let older_than = |path: &Path, limit: Duration| {
+        path.symlink_metadata()
+            .and_then(|meta| meta.modified())
+            .is_ok_and(|time| time.elapsed().is_ok_and(|age| age > limit))
+    };
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_name() != "index" && older_than(&entry.path(), STALE) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    if made {
+        if let Ok(entries) = std::fs::read_dir(home) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let ours = entry.file_name().to_string_lossy().starts_with(family);
+                let limit = if ours { STALE } else { ABANDONED };
+                if path != dir && older_than(&path, limit) {
+                    let _ = std::fs::remove_dir_all(&path);
+                }
+            }
+        }
+    }
+    let _ = std::fs::File::open(dir).and_then(|handle| handle.set_modified(SystemTime::now()));
+}
+
+/// Sixteen hex digits of `bytes`' SHA-256: a name for a repository or base.
+fn short_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The entries of an index (version 2 or 3, as git writes validator's private ones) whose
+/// ctime is `since` (seconds) or later, as `git update-index -z --index-info` takes them to
+/// reset their stat data. git compares whole seconds of ctime (unless built to compare
+/// nanoseconds), and a worker sets mtime as it likes: a file git hashed and recorded in a
+/// second could be changed again within that second, keep its size and mtime, and look
+/// unchanged to the next run. Its entry reset, the next run hashes it again. `None` when the
+/// bytes are not such an index.
+fn racy_entries(bytes: &[u8], hash_len: usize, since: u64) -> Option<Vec<u8>> {
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    if bytes.get(..4)? != b"DIRC" {
+        return None;
+    }
+    let version = word(4)?;
+    if !(2..=3).contains(&version) {
+        return None;
+    }
+    let count = word(8)?;
+    let mut racy = Vec::new();
+    let mut at = 12usize;
+    for _ in 0..count {
+        let flags_at = at.checked_add(40 + hash_len)?;
+        let flags = u16::from_be_bytes(bytes.get(flags_at..flags_at + 2)?.try_into().ok()?);
+        let mut name_at = flags_at + 2;
+        if flags & 0x4000 != 0 {
+            if version < 3 {
+                return None;
+            }
+            name_at += 2;
+        }
+        let name_len = match usize::from(flags & 0x0fff) {
+            0x0fff => bytes.get(name_at..)?.iter().position(|&b| b == 0)?,
+            len => len,
+        };
+        let path = bytes.get(name_at..name_at.checked_add(name_len)?)?;
+        let ctime = u64::from(word(at)?);
+        if ctime != 0 && ctime >= since {
+            let mode = word(at + 24)?;
+            let oid: String = bytes
+                .get(at + 40..flags_at)?
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            racy.extend_from_slice(format!("{mode:o} {oid}\t").as_bytes());
+            racy.extend_from_slice(path);
+            racy.push(0);
+        }
+        at = ((name_at - at) + name_len + 8) / 8 * 8 + at;
+    }
+    Some(racy)
 }
 
 /// What a nested repository's changes are.
@@ -1122,16 +1441,16 @@ fn check_borrowed_objects(common: &Path, allowed: &[PathBuf]) -> Result<(), Stri
 // Reading git's listings
 // -------------------------------------------------------------------------------------------
 
-/// What `git status --porcelain=v2 -z` lists, as paths relative to the task directory.
+/// What `git status --porcelain=v2 -z` lists against validator's private index of the base,
+/// as paths relative to the task directory.
 #[derive(Debug, Default, PartialEq)]
 struct Status {
-    /// Tracked files that differ from HEAD (staged or not; every staged file before a commit).
-    tracked: Vec<String>,
+    /// Files of the base that differ in the work tree: edited, removed, replaced. (Whether
+    /// HEAD differs from the base, status's first column, says nothing of the work tree.)
+    changed: Vec<String>,
     untracked: Vec<String>,
     /// Ignored files, and ignored directories (ending in `/`) whose contents git did not list.
     ignored: Vec<String>,
-    /// The commit HEAD names as status compared with it (`None` before the first commit).
-    head: Option<String>,
 }
 
 impl Status {
@@ -1144,22 +1463,25 @@ impl Status {
         let mut records = bytes.split(|&b| b == 0).filter(|r| !r.is_empty());
         while let Some(record) = records.next() {
             let record = String::from_utf8_lossy(record);
-            if let Some(oid) = record.strip_prefix("# branch.oid ") {
-                status.head = (oid != "(initial)").then(|| oid.to_owned());
-                continue;
-            }
             // The number of space-separated fields before the path, by record kind.
             let (list, fields) = match record.as_bytes()[0] {
-                b'1' => (&mut status.tracked, 8),
-                // A rename's record is followed by its original path: both changed.
+                b'1' => {
+                    let worktree = record.split(' ').nth(1).and_then(|xy| xy.chars().nth(1));
+                    if worktree == Some('.') {
+                        continue;
+                    }
+                    (&mut status.changed, 8)
+                }
+                // Neither renames nor conflicts come from an index read from one tree; were
+                // they there, both paths would count.
                 b'2' => {
                     if let Some(from) = records.next() {
                         let from = String::from_utf8_lossy(from);
-                        status.tracked.extend(in_task(&from));
+                        status.changed.extend(in_task(&from));
                     }
-                    (&mut status.tracked, 9)
+                    (&mut status.changed, 9)
                 }
-                b'u' => (&mut status.tracked, 10),
+                b'u' => (&mut status.changed, 10),
                 b'?' => (&mut status.untracked, 1),
                 b'!' => (&mut status.ignored, 1),
                 _ => continue,
@@ -1172,13 +1494,12 @@ impl Status {
     }
 }
 
-/// What `git ls-files -z -s -v --full-name` says of the index: files whose flags hide their
-/// changes, and gitlinks (nested repositories) with the commit each records.
+/// What `git ls-files -z -s --full-name` says of validator's private index of the base: its
+/// files, and its gitlinks (nested repositories) with the commit each records.
 #[derive(Debug, Default, PartialEq)]
 struct Index {
     /// Every path the index holds.
     tracked: Vec<String>,
-    hidden: Vec<String>,
     gitlinks: BTreeMap<String, String>,
 }
 
@@ -1187,7 +1508,7 @@ impl Index {
         Self::parse_with(bytes, |path| repo.in_task(path))
     }
 
-    /// Records are `<tag> <mode> <object> <stage>\t<path>`.
+    /// Records are `<mode> <object> <stage>\t<path>`.
     fn parse_with(bytes: &[u8], in_task: impl Fn(&str) -> Option<String>) -> Index {
         let mut index = Index::default();
         for record in split_z(bytes) {
@@ -1199,18 +1520,7 @@ impl Index {
                 index.tracked.push(path.clone());
             }
             let mut fields = fields.split(' ');
-            let (Some(tag), Some(mode), Some(object)) =
-                (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
-            // Index flags make git skip a file's changes; a worker may have set them.
-            if (tag == "S" || tag.chars().all(|c| c.is_ascii_lowercase()))
-                && !index.hidden.contains(&path)
-            {
-                index.hidden.push(path.clone());
-            }
-            if mode == "160000" {
+            if let (Some("160000"), Some(object)) = (fields.next(), fields.next()) {
                 index.gitlinks.insert(path, object.to_owned());
             }
         }
@@ -1218,45 +1528,10 @@ impl Index {
     }
 }
 
-/// One entry of `git diff-index --cached --raw -z`: the index against the base.
-#[derive(Debug, PartialEq)]
-struct Raw {
-    path: String,
-    /// Either side is a gitlink.
-    gitlink: bool,
-    /// The commit the base's gitlink records, when the base has one at this path.
-    base_gitlink: Option<String>,
-}
-
-impl Raw {
-    fn parse(bytes: &[u8], repo: &Repo<'_>) -> Vec<Raw> {
-        Self::parse_with(bytes, |path| repo.in_task(path))
-    }
-
-    /// Records are `:<old mode> <new mode> <old object> <new object> <status>\0<path>\0`.
-    fn parse_with(bytes: &[u8], in_task: impl Fn(&str) -> Option<String>) -> Vec<Raw> {
-        let mut entries = Vec::new();
-        let mut records = split_z(bytes);
-        while let Some(meta) = records.next() {
-            let Some(path) = records.next() else { break };
-            let Some(path) = in_task(&path) else { continue };
-            let fields: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-            let [old_mode, new_mode, old_object, ..] = fields[..] else {
-                continue;
-            };
-            entries.push(Raw {
-                path,
-                gitlink: old_mode == "160000" || new_mode == "160000",
-                base_gitlink: (old_mode == "160000").then(|| old_object.to_owned()),
-            });
-        }
-        entries
-    }
-}
-
-/// Runs the three readers of git's listings over `bytes` as if git had printed it (paths under
-/// `task/` being the task's), for the fuzzer: git prints what the worker named its files, so
-/// any bytes may reach them. Returns every path they read.
+/// Runs the readers of git's listings over `bytes` as if git had printed it (paths under
+/// `task/` being the task's), and the reader of the indexes git writes for validator, for the
+/// fuzzer: git prints what the worker named its files, so any bytes may reach them. Returns
+/// every path they read.
 #[doc(hidden)]
 pub fn read_listings(bytes: &[u8]) -> Vec<String> {
     let in_task = |path: &str| {
@@ -1266,15 +1541,18 @@ pub fn read_listings(bytes: &[u8]) -> Vec<String> {
     };
     let status = Status::parse_with(bytes, in_task);
     let index = Index::parse_with(bytes, in_task);
-    let raw = Raw::parse_with(bytes, in_task);
+    let racy = [20, 32]
+        .into_iter()
+        .filter_map(|hash_len| racy_entries(bytes, hash_len, 0))
+        .flat_map(|input| split_z(&input).collect::<Vec<_>>());
     status
-        .tracked
+        .changed
         .into_iter()
         .chain(status.untracked)
         .chain(status.ignored)
-        .chain(index.hidden)
+        .chain(index.tracked)
         .chain(index.gitlinks.into_keys())
-        .chain(raw.into_iter().map(|change| change.path))
+        .chain(racy)
         .collect()
 }
 
@@ -1339,15 +1617,21 @@ mod tests {
 
     #[test]
     fn status_records_are_read_by_kind_and_cut_to_the_task_directory() {
-        let out = b"# branch.oid (initial)\0\
-            1 .M N... 100644 100644 100644 aaa bbb task/a file.rs\0\
+        let out = b"1 .M N... 100644 100644 100644 aaa bbb task/a file.rs\0\
+            1 M. N... 100644 100644 100644 aaa bbb task/only in head\0\
+            1 D. N... 100644 000000 000000 aaa 000 task/head has it\0\
+            1 .D N... 100644 100644 000000 aaa aaa task/removed\0\
             2 R. N... 100644 100644 100644 aaa bbb R100 task/new\0task/old\0\
             u UU N... 100644 100644 100644 100644 aaa bbb ccc task/both\0\
-            1 A. N... 000000 100644 100644 000 aaa other/x\0\
+            1 .M N... 000000 100644 100644 000 aaa other/x\0\
             ? task/untracked\0\
             ! task/target/\0";
         let status = Status::parse_with(out, under_task("task/"));
-        assert_eq!(status.tracked, ["a file.rs", "old", "new", "both"]);
+        // The first column compares HEAD with the base: nothing of the work tree.
+        assert_eq!(
+            status.changed,
+            ["a file.rs", "removed", "old", "new", "both"]
+        );
         assert_eq!(status.untracked, ["untracked"]);
         assert_eq!(status.ignored, ["target/"]);
         assert_eq!(
@@ -1357,29 +1641,85 @@ mod tests {
     }
 
     #[test]
-    fn the_index_listing_gives_hidden_files_and_gitlinks() {
-        let out = b"H 100644 aaa 0\ttask/a.rs\0h 100644 bbb 0\ttask/hidden.rs\0S 100644 ccc 0\ttask/sparse.rs\0H 160000 ddd 0\ttask/vendor/lib\0H 160000 eee 0\telsewhere/lib\0";
+    fn the_index_listing_gives_the_files_and_gitlinks() {
+        let out = b"100644 aaa 0\ttask/a.rs\x00160000 ddd 0\ttask/vendor/lib\x00160000 eee 0\telsewhere/lib\0";
         let index = Index::parse_with(out, under_task("task/"));
-        assert_eq!(index.hidden, ["hidden.rs", "sparse.rs"]);
+        assert_eq!(index.tracked, ["a.rs", "vendor/lib"]);
         assert_eq!(
             index.gitlinks,
             BTreeMap::from([("vendor/lib".to_owned(), "ddd".to_owned())])
         );
     }
 
+    /// An index entry as git writes it: stat data, object id, flags, name, padding.
+    fn entry(ctime: u32, mode: u32, oid: u8, path: &[u8], extended: bool) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        bytes.extend(ctime.to_be_bytes());
+        bytes.extend([0; 20]);
+        bytes.extend(mode.to_be_bytes());
+        bytes.extend([0; 12]);
+        bytes.extend([oid; 20]);
+        let flags =
+            u16::try_from(path.len().min(0xfff)).unwrap() | if extended { 0x4000 } else { 0 };
+        bytes.extend(flags.to_be_bytes());
+        if extended {
+            bytes.extend([0, 0]);
+        }
+        bytes.extend(path);
+        let padded = (bytes.len() + 8) / 8 * 8;
+        bytes.resize(padded, 0);
+        bytes
+    }
+
+    fn index_of(version: u32, entries: &[Vec<u8>]) -> Vec<u8> {
+        let mut bytes = b"DIRC".to_vec();
+        bytes.extend(version.to_be_bytes());
+        bytes.extend(u32::try_from(entries.len()).unwrap().to_be_bytes());
+        for entry in entries {
+            bytes.extend(entry);
+        }
+        bytes.extend([0; 20]);
+        bytes
+    }
+
     #[test]
-    fn the_raw_diff_says_which_gitlinks_the_base_had() {
-        let out = b":160000 160000 aaa bbb M\0task/sub\0:160000 000000 ccc 000 D\0task/gone\0:000000 160000 000 ddd A\0task/new\0:100644 100644 eee fff M\0task/a.rs\0";
-        let raw = Raw::parse_with(out, under_task("task/"));
-        let gitlinks: Vec<(&str, Option<&str>)> = raw
-            .iter()
-            .filter(|r| r.gitlink)
-            .map(|r| (r.path.as_str(), r.base_gitlink.as_deref()))
-            .collect();
-        assert_eq!(
-            gitlinks,
-            [("sub", Some("aaa")), ("gone", Some("ccc")), ("new", None)]
+    fn racy_entries_are_those_recorded_from_a_second_before_the_use_on() {
+        let long = vec![b'x'; 5000];
+        let index = index_of(
+            2,
+            &[
+                entry(100, 0o100644, 0xaa, b"old.rs", false),
+                entry(0, 0o100644, 0xbb, b"never hashed", false),
+                entry(200, 0o100755, 0xcc, b"racy.sh", false),
+                entry(300, 0o100644, 0xdd, &long, false),
+            ],
         );
-        assert_eq!(raw.len(), 4);
+        let racy = racy_entries(&index, 20, 200).unwrap();
+        let mut expected = format!("100755 {}\tracy.sh\0", "cc".repeat(20)).into_bytes();
+        expected.extend(format!("100644 {}\t", "dd".repeat(20)).as_bytes());
+        expected.extend(&long);
+        expected.push(0);
+        assert_eq!(racy, expected);
+        assert_eq!(racy_entries(&index, 20, 1000).unwrap(), b"");
+        // Version 3 may hold extended flags; version 2 may not.
+        let extended = [entry(500, 0o100644, 0xee, b"a", true)];
+        assert!(racy_entries(&index_of(3, &extended), 20, 0).is_some_and(|r| !r.is_empty()));
+        assert_eq!(racy_entries(&index_of(2, &extended), 20, 0), None);
+        // Not an index, another version, or cut short: none.
+        assert_eq!(racy_entries(b"DIRX", 20, 0), None);
+        assert_eq!(racy_entries(&index_of(4, &[]), 20, 0), None);
+        assert_eq!(racy_entries(&index[..index.len() / 2], 20, 0), None);
+    }
+
+    #[test]
+    fn a_suspect_is_hidden_by_itself_or_a_directory_above_it_ignored() {
+        let ignored: BTreeSet<&str> = ["target/", "a/x.pem", "d/.validator-stand-in"].into();
+        assert!(is_hidden("target/", &ignored));
+        assert!(is_hidden("target/debug/x", &ignored));
+        assert!(is_hidden("a/x.pem", &ignored));
+        assert!(!is_hidden("a/y.pem", &ignored));
+        // A directory whose stand-in alone is ignored (`.*`) is not ignored whole.
+        assert!(!is_hidden("d/", &ignored));
+        assert!(!is_hidden("targets/x", &ignored));
     }
 }

@@ -4,21 +4,25 @@
 //! counts. A declared `files_touched` list is checked against what really changed, in both
 //! directions. The task directory, its `.git` included, is the worker's: git runs as
 //! [`super::git`] runs it, and the tricks that would hide a change from it (ignore files,
-//! index flags, nested repositories) are detected there.
+//! a forged index, nested repositories) are undone there. What the changes are counted from
+//! (no repository, a repository, one validator cannot use) and each base are fixed when the
+//! run starts ([`Listed::pin`]): a repository a test makes, repairs or swaps later hides
+//! nothing.
 //!
 //! The same listing, and the patch git shows for it, serve the `review` rule through
 //! [`changed`] and [`diff`]; it is found one way only, here.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
 use super::git::{Accounted, Pinned, Repo};
 use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::globs::{Pattern, PatternSet};
 use crate::rules::spec::GateSpec;
+use crate::text::name;
 use crate::verdict::{Breach, Finding};
 
 use crate::{snapshot, taskdir};
@@ -236,6 +240,9 @@ impl FileScope {
 #[derive(Default)]
 pub struct Listed {
     known: Mutex<Known>,
+    /// A directory of this run's own for git's private indexes, when validator's state is no
+    /// place for them (see [`index_home`]); removed with the run.
+    scratch: OnceLock<Option<tempfile::TempDir>>,
 }
 
 #[derive(Default)]
@@ -243,10 +250,80 @@ struct Known {
     answers: HashMap<(String, Question), Changes>,
     /// Counts the forgettings: a listing begun before one is not kept after it.
     generation: u64,
+    /// What the run counts changes from, as the task was when the run started (or, outside a
+    /// run, when a gate first asked): never forgotten, so a test that makes, repairs or swaps
+    /// a repository changes nothing the gates after it compare against.
+    origin: Option<Origin>,
     /// Each base as the repository had it when the run started (or, if it could not be told
     /// then, when a gate first asked): never forgotten, so a commit made during the run (a
-    /// test may make one) hides nothing from the gates after it.
-    pinned: HashMap<String, Pinned>,
+    /// test may make one) hides nothing from the gates after it. A base git could not read
+    /// when the run started stays that failure.
+    pinned: HashMap<String, Result<Pinned, Unusable>>,
+}
+
+/// What a run counts the worker's changes from.
+#[derive(Clone)]
+enum Origin {
+    /// No repository: every file (or the baseline), whatever a test makes later.
+    NoRepository,
+    /// This git directory, and no other.
+    Repository(PathBuf),
+    /// A repository validator could not use, and why: the answer for the whole run.
+    Unusable(Unusable),
+}
+
+/// A [`Problem`] kept for the rest of the run.
+#[derive(Clone)]
+struct Unusable {
+    judge: bool,
+    why: String,
+}
+
+impl Unusable {
+    fn of(problem: &Problem) -> Unusable {
+        match problem {
+            Problem::Judge(why) => Unusable {
+                judge: true,
+                why: why.clone(),
+            },
+            Problem::Worker(why) => Unusable {
+                judge: false,
+                why: why.clone(),
+            },
+            Problem::Stopped(_) => Unusable {
+                judge: false,
+                why: "looking for the task's repository did not finish by the gate's deadline"
+                    .into(),
+            },
+        }
+    }
+
+    fn problem(&self) -> Problem {
+        match self.judge {
+            true => Problem::Judge(self.why.clone()),
+            false => Problem::Worker(self.why.clone()),
+        }
+    }
+
+    /// As found when the run started, told to a gate that asks later (the task may look
+    /// repaired by then).
+    fn since_start(&self) -> Problem {
+        Unusable {
+            judge: self.judge,
+            why: format!(
+                "when the run started, {} (what the run counts changes from is fixed then)",
+                self.why
+            ),
+        }
+        .problem()
+    }
+}
+
+/// The task's repository as the run pinned it, or none (and whether one was made since the
+/// run started: it is not used).
+enum Opened<'c> {
+    Repo(Box<Repo<'c>>),
+    None { appeared: bool },
 }
 
 /// What a gate asked of the change set.
@@ -285,36 +362,98 @@ impl Listed {
         Ok(changes)
     }
 
-    /// Pins each of `bases` before the run's first gate (see [`Known::pinned`]). Nothing to pin
-    /// outside a repository or under a baseline; what cannot be told now is told when asked.
+    /// Pins what the run counts changes from and each of `bases`, before the run's first gate
+    /// (see [`Known::origin`] and [`Known::pinned`]). Nothing to pin under a baseline.
     pub fn pin<'b>(&self, ctx: &Context<'_>, bases: impl IntoIterator<Item = &'b str>) {
         if snapshot_in_use(ctx) {
             return;
         }
-        let Ok(Some(repo)) = Repo::open(ctx, Instant::now() + ctx.timeout) else {
+        let Ok(Opened::Repo(repo)) = self.repository(ctx, Instant::now() + ctx.timeout) else {
             return;
         };
         for base in bases {
-            let _ = self.pinned(&repo, base);
+            if self.known().pinned.contains_key(base) {
+                continue;
+            }
+            let pinned = repo.pin(base).map_err(|why| Unusable {
+                judge: false,
+                why: format!("git cannot read the task's repository (rev-parse): {why}"),
+            });
+            self.known().pinned.entry(base.to_owned()).or_insert(pinned);
+        }
+    }
+
+    /// The task's repository, if the run counts changes from one: the one it started with,
+    /// else a FAIL that says so; the run's failure to use one when it started, whatever the
+    /// task holds now; none if it had none then.
+    fn repository<'c>(
+        &self,
+        ctx: &'c Context<'c>,
+        deadline: Instant,
+    ) -> Result<Opened<'c>, Problem> {
+        let opened = index_home(ctx).and_then(|home| Repo::open(ctx, deadline, &home));
+        let now = match &opened {
+            Ok(None) => Origin::NoRepository,
+            Ok(Some(repo)) => Origin::Repository(repo.git_dir().to_path_buf()),
+            Err(problem) => Origin::Unusable(Unusable::of(problem)),
+        };
+        let (origin, first) = {
+            let mut known = self.known();
+            let first = known.origin.is_none();
+            (known.origin.get_or_insert(now).clone(), first)
+        };
+        match (origin, opened) {
+            (Origin::Unusable(unusable), _) if first => Err(unusable.problem()),
+            (Origin::Unusable(unusable), _) => Err(unusable.since_start()),
+            (Origin::NoRepository, opened) => Ok(Opened::None {
+                appeared: !matches!(opened, Ok(None)),
+            }),
+            (Origin::Repository(started), Ok(Some(repo))) if repo.git_dir() == started => {
+                Ok(Opened::Repo(Box::new(repo)))
+            }
+            (Origin::Repository(started), Ok(Some(repo))) => Err(Problem::Worker(format!(
+                "the task's repository is no longer the one the run started with ({}, now {}): a repository swapped during the run is not compared against",
+                name(&started.to_string_lossy()),
+                name(&repo.git_dir().to_string_lossy())
+            ))),
+            (Origin::Repository(started), Ok(None)) => Err(Problem::Worker(format!(
+                "the task's repository ({}) is gone since the run started: its changes cannot be counted; leave it in place",
+                name(&started.to_string_lossy())
+            ))),
+            (Origin::Repository(_), Err(problem)) => Err(problem),
         }
     }
 
     /// `base` as pinned for this run, pinned now if it was not yet.
     fn pinned(&self, repo: &Repo<'_>, base: &str) -> Result<Pinned, Problem> {
         if let Some(pinned) = self.known().pinned.get(base) {
-            return Ok(pinned.clone());
+            return pinned.clone().map_err(|unusable| unusable.since_start());
         }
         let pinned = repo.pin(base).map_err(|why| {
             Problem::Worker(format!(
                 "git cannot read the task's repository (rev-parse): {why}"
             ))
         })?;
-        Ok(self
+        let kept = self
             .known()
             .pinned
             .entry(base.to_owned())
-            .or_insert(pinned)
-            .clone())
+            .or_insert(Ok(pinned))
+            .clone();
+        kept.map_err(|unusable| unusable.since_start())
+    }
+
+    /// This run's own directory for git's private indexes, made when first asked.
+    fn scratch(&self) -> Option<PathBuf> {
+        self.scratch
+            .get_or_init(|| {
+                tempfile::Builder::new()
+                    .prefix("validator-index-")
+                    .tempdir()
+                    .ok()
+            })
+            .as_ref()
+            .map(|dir| dir.path().to_path_buf())
     }
 
     /// Forgets every answer: the task's files may have changed since they were listed.
@@ -323,6 +462,33 @@ impl Listed {
         known.answers.clear();
         known.generation += 1;
     }
+}
+
+/// Where git keeps validator's private indexes of the task's repositories (see
+/// [`super::git`]): `<state>/git-index`, out of the worker's reach, so what git hashed once it
+/// need not hash again in the next run; with the state where a worker writes (the task, or
+/// the staging directory holding it, where any worker could forge another's) or unusable, a
+/// directory of this run's own.
+fn index_home(ctx: &Context<'_>) -> Result<PathBuf, Problem> {
+    let reachable =
+        |dir: &Path| dir.starts_with(&ctx.task.dir) || dir.starts_with(&ctx.task.worker_area);
+    if !state_inside_task(ctx) && !reachable(&normalized(ctx.state_dir)) {
+        let home = ctx.state_dir.join("git-index");
+        let made = std::fs::DirBuilder::new()
+            .recursive(true)
+            .create(&home)
+            .and_then(|()| home.canonicalize());
+        if let Ok(real) = made {
+            if !reachable(&real) {
+                return Ok(real);
+            }
+        }
+    }
+    ctx.listed.scratch().ok_or_else(|| {
+        Problem::Judge(
+            "validator cannot make a directory for its index of the task's repository (neither in its state directory nor a temporary one)".into(),
+        )
+    })
 }
 
 /// What the worker changed in the task directory: from the snapshot baseline, else git against
@@ -380,30 +546,40 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
             findings,
             note,
         }
-    } else if let Some(repo) = Repo::open(ctx, deadline)? {
-        let pinned = ctx.listed.pinned(&repo, base)?;
-        let (mut changes, accounted) = repo.changes(base, &pinned, note)?;
-        let walked = listed_by(taskdir::list_passing_over_by(
-            task,
-            &|dir| accounted.dirs.contains(dir),
-            &by,
-        ))?;
-        add_unseen(ctx, &repo, &mut changes, &accounted, walked);
-        changes
     } else {
-        let listing = listed_by(taskdir::list_by(task, &by))?;
-        let findings = listing_problems(&listing);
-        let files = listing
-            .files
-            .into_iter()
-            .map(|e| e.rel)
-            .chain(listing.special)
-            .collect();
-        Changes {
-            source: Source::Everything,
-            files,
-            findings,
-            note,
+        match ctx.listed.repository(ctx, deadline)? {
+            Opened::Repo(repo) => {
+                let pinned = ctx.listed.pinned(&repo, base)?;
+                let (mut changes, accounted) = repo.changes(base, &pinned, note)?;
+                let walked = listed_by(taskdir::list_passing_over_by(
+                    task,
+                    &|dir| accounted.dirs.contains(dir),
+                    &by,
+                ))?;
+                add_unseen(ctx, &repo, &mut changes, &accounted, walked);
+                changes
+            }
+            Opened::None { appeared } => {
+                if appeared {
+                    note = Some(
+                        "the task had no repository when the run started; the one made since is not compared against",
+                    );
+                }
+                let listing = listed_by(taskdir::list_by(task, &by))?;
+                let findings = listing_problems(&listing);
+                let files = listing
+                    .files
+                    .into_iter()
+                    .map(|e| e.rel)
+                    .chain(listing.special)
+                    .collect();
+                Changes {
+                    source: Source::Everything,
+                    files,
+                    findings,
+                    note,
+                }
+            }
         }
     };
     // The validator's own files (state, verdicts, the done file) are never the worker's change.
@@ -447,7 +623,7 @@ fn add_unseen(
     let hidden = if maybe_ignored.is_empty() {
         Vec::new()
     } else {
-        repo.hidden_by_committed_rules(&maybe_ignored, &changes.files)
+        repo.hidden_by_committed_rules(&maybe_ignored, accounted.ignore_rules.as_deref())
     };
     for dir in unreadable.into_iter().chain(
         maybe_ignored
@@ -483,8 +659,8 @@ fn unreadable_finding(dir: &str) -> Finding {
 }
 
 /// The files a `changed_only` gate looks at: what the worker changed, or with `check
-/// --all-files` the whole project as git sees it: the files it tracks that are there, plus the
-/// changes (new files the committed ignore rules do not hide). Without git, every file.
+/// --all-files` the whole project as git sees it: the base's files, plus the changes (new
+/// files the committed ignore rules do not hide). Without git, every file.
 pub(crate) fn considered(
     ctx: &Context<'_>,
     base: &str,
@@ -501,10 +677,11 @@ pub(crate) fn considered(
 fn every_file(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Changes, Problem> {
     let mut changes = changed(ctx, base, deadline)?;
     if let Source::Git(_) = changes.source {
-        if let Some(repo) = Repo::open(ctx, deadline)? {
+        if let Opened::Repo(repo) = ctx.listed.repository(ctx, deadline)? {
+            let pinned = ctx.listed.pinned(&repo, base)?;
             changes
                 .files
-                .extend(repo.tracked().map_err(Problem::Worker)?);
+                .extend(repo.tracked(&pinned).map_err(Problem::Worker)?);
             changes.files.retain(|rel| !ctx.task.is_ignored(rel));
         }
     } else if let Source::Baseline = changes.source {
@@ -585,14 +762,18 @@ pub(crate) fn diff(
     deadline: Instant,
     cap: usize,
 ) -> Result<Option<Patch>, String> {
-    match Repo::open(ctx, deadline).map_err(Problem::into_reason)? {
-        Some(repo) => repo.patch(
+    match ctx
+        .listed
+        .repository(ctx, deadline)
+        .map_err(Problem::into_reason)?
+    {
+        Opened::Repo(repo) => repo.patch(
             &ctx.listed
                 .pinned(&repo, base)
                 .map_err(Problem::into_reason)?,
             cap,
         ),
-        None => Ok(None),
+        Opened::None { .. } => Ok(None),
     }
 }
 

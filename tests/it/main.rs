@@ -26,6 +26,7 @@ mod hostile;
 mod install;
 mod layers;
 mod metrics;
+mod private_index;
 mod progress;
 mod reasons;
 mod review;

@@ -35,7 +35,7 @@ fn findings(verdict: &Value, name: &str) -> String {
 }
 
 /// What `git ARGS` prints in `dir`, trimmed.
-fn git_out(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git_out(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -83,7 +83,7 @@ fn forge_index_entry(index: &Path, path: &str, oid: &str) {
 
 /// Writes `content` over the tracked `rel`, then makes the index record the edited file's stat
 /// data beside the base's blob id: git then takes the file for unchanged without reading it.
-fn edit_behind_a_forged_index_entry(task: &Path, rel: &str, content: &str) {
+pub(crate) fn edit_behind_a_forged_index_entry(task: &Path, rel: &str, content: &str) {
     let base_blob = git_out(task, &["rev-parse", &format!("HEAD:{rel}")]);
     std::fs::write(task.join(rel), content).expect("edit");
     // An mtime well before the index's, so the entry is not "racily clean" (re-read).
@@ -108,7 +108,6 @@ const BANNED: &str = "      - {name: banned, rule: content, files: [\"**\"], cha
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-#[ignore = "hole: the worker's index is trusted for stat data; an entry holding the base's blob id with the edited file's stat makes git skip the file, and the walk counts it as tracked (accounted)"]
 fn an_edit_behind_a_forged_index_entry_is_a_change() {
     let project = repo(&format!("{}{BANNED}", advisory_scope()));
     let task = project.task_dir();
@@ -125,7 +124,6 @@ fn an_edit_behind_a_forged_index_entry_is_a_change() {
 }
 
 #[test]
-#[ignore = "hole: a tracked .gitignore edited behind a forged index entry is not `edited`, so the rules the worker wrote into it hide a new file as if they were committed"]
 fn a_new_file_hidden_by_a_gitignore_edited_behind_a_forged_index_entry_is_a_change() {
     let project = Project::new();
     project
@@ -206,7 +204,6 @@ const COMMIT_ALL: &str =
     "git add -A && git -c user.name=w -c user.email=w@w -c commit.gpgsign=false commit -qm w\n";
 
 #[test]
-#[ignore = "hole: with no repository when the run starts nothing is pinned (Listed::pin returns), so a repository a test creates is pinned at its own HEAD when the scope asks: every change vanishes"]
 fn a_repository_a_test_creates_where_there_was_none_hides_nothing() {
     let project = Project::new();
     project
@@ -223,7 +220,6 @@ fn a_repository_a_test_creates_where_there_was_none_hides_nothing() {
 }
 
 #[test]
-#[ignore = "hole: a repository git cannot read when the run starts pins nothing (the error is dropped); a test that repairs it and commits is then the base"]
 fn a_repository_a_test_repairs_hides_nothing() {
     let project = repo(&test_then_scope());
     let task = project.task_dir();
@@ -240,8 +236,15 @@ fn a_repository_a_test_repairs_hides_nothing() {
     std::fs::write(task.join(".git/HEAD"), "broken\n").expect("HEAD");
     let (code, verdict) = judged(&project);
     assert_eq!(code, 1, "{verdict:#}");
+    // The repository git could not read when the run started is the run's answer, however
+    // the test repaired it: never a comparison with the commit the test made.
+    let scope = gate(&verdict, "scope");
+    assert_eq!(scope["outcome"], "fail", "{verdict:#}");
     assert!(
-        findings(&verdict, "scope").contains("key.pem"),
+        scope["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("when the run started")
+                && s.contains("not a repository git can read")),
         "{verdict:#}"
     );
 }
@@ -298,7 +301,7 @@ fn what_a_test_writes_after_the_scope_gate_is_judged_too() {
 
 /// Starts `validator watch` in `root`, waits for `task`'s verdict in `root/<verdicts>`, stops
 /// the watcher (by its own pid) and returns the verdict.
-fn watched_once(root: &Path, verdicts: &str, task: &str) -> Value {
+pub(crate) fn watched_once(root: &Path, verdicts: &str, task: &str) -> Value {
     let logs = std::fs::File::create(root.join("watch.log")).expect("log");
     let mut watcher = common::Watching::default();
     watcher.set(
@@ -394,7 +397,6 @@ fn a_state_directory_the_agent_turned_into_a_link_hides_nothing_from_the_hook() 
 }
 
 #[test]
-#[ignore = "hole: with staging inside the operator's repository, a `.gitignore` in the staging directory (the worker area, outside the task) is taken as the operator's: untracked_behind_ignores only distrusts ignore files git lists inside the task, so the worker's rules hide its new files (and, written for `*`, every other task's)"]
 fn a_gitignore_a_worker_writes_in_staging_hides_nothing() {
     let root = tempfile::tempdir().expect("temp dir");
     let staging = root.path().join("staging");
