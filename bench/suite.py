@@ -177,9 +177,10 @@ LIMITS = {
         "(openat2, fstat, two reads, close each) and parsing them; check-jsonschema's time is "
         "dominated by Python's per-document validation.",
     ("file-scope", "git status --porcelain"):
-        "validator runs one `git status` (with untracked files listed one by one and ignored "
-        "files shown) plus two short git calls and the index-flag listing on the other core; "
-        "what is left above git's own walk is those calls and validator's start-up.",
+        "validator runs one `git status` against its own index of the base (kept in its state, "
+        "refreshed by git), the listing of that index beside it, and its own walk of the task "
+        "(the ground truth of what exists: files git cannot see count too); what is left above "
+        "git's own walk is that walk, those calls and validator's start-up.",
 }
 
 

@@ -134,8 +134,8 @@ impl Content {
         let changed = if self.changed_only {
             match scope::considered(ctx, &self.base, deadline.at()) {
                 Ok(changes) => {
-                    // Changes git was told to hide (skip-worktree, assume-unchanged) and the
-                    // like: what could not be seen is not clean either.
+                    // What the listing could not see (a directory it could not read, a link
+                    // out): what could not be seen is not clean either.
                     findings.extend(changes.findings);
                     Some(changes.files)
                 }
