@@ -1065,6 +1065,13 @@ fn a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode, 
         "{}",
         w.logs()
     );
+    // A watcher that stops says which signal stopped it, so a stop nobody meant is traced.
+    assert!(
+        w.stderr()
+            .contains(&format!("stop signal received signal=\"SIG{signal}\"")),
+        "{}",
+        w.logs()
+    );
     assert!(
         poll(PATIENCE, || dead(sh) && dead(sleep)),
         "the gate outlived the watcher: sh {sh} dead {}, sleep {sleep} dead {}",
