@@ -373,15 +373,20 @@ fn check_asked_to_stop_takes_its_running_gate_with_it() {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("spawn check");
+        // The file exists from the moment the shell opens it, before it holds the pid: wait
+        // for the pid itself.
         let pid_file = project.task_dir().join("gate.pid");
+        let mut gate: Option<u32> = None;
         assert!(
-            crate::common::poll(Duration::from_secs(30), || pid_file.exists()),
+            crate::common::poll(crate::common::PATIENCE, || {
+                gate = std::fs::read_to_string(&pid_file)
+                    .ok()
+                    .and_then(|pid| pid.trim().parse().ok());
+                gate.is_some()
+            }),
             "the gate never started"
         );
-        let gate: u32 = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|pid| pid.trim().parse().ok())
-            .expect("the gate's pid");
+        let gate = gate.expect("the gate's pid");
         let sent = std::process::Command::new("kill")
             .args([&format!("-{signal}"), &child.id().to_string()])
             .status()
