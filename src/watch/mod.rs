@@ -811,7 +811,10 @@ fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
         .map_err(Error::Signals)?;
     thread::spawn(move || {
-        if signals.forever().next().is_some() {
+        if let Some(signal) = signals.forever().next() {
+            // Said, so a watcher that stops when nobody meant it to (a stray `kill`) says why.
+            let name = signal_hook::low_level::signal_name(signal).unwrap_or("a stop signal");
+            tracing::info!(signal = name, "stop signal received");
             let _ = tx.send(Message::Shutdown);
         }
     });

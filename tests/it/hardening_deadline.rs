@@ -277,6 +277,12 @@ fn stop(project: &Project, session: &str, deadline: &str) -> Reply {
 
 const NOT_IN_TIME: &str = "did not finish within the hook's deadline";
 
+/// A deadline for stops whose run must end by itself before it: the hook keeps a fifth of its
+/// deadline for what follows the gates (their processes killed and reaped, the session saved,
+/// the answer), and the 0.6 s that is of 3 s is not always had by a debug build on a loaded,
+/// shared two-core machine; 2 s of 10 s is.
+const ROOM_TO_FINISH: &str = "10s";
+
 #[test]
 fn a_hook_whose_gates_outlast_its_deadline_refuses_the_stop_and_a_repeat_escalates() {
     let project = Project::new();
@@ -285,11 +291,11 @@ fn a_hook_whose_gates_outlast_its_deadline_refuses_the_stop_and_a_repeat_escalat
         "  timeout: 5m\n  budget: 30m\n  max_attempts: 5\n  strikes: 2\n",
         "      - {name: tests, rule: test, run: ['sleep', '600']}\n",
     ));
-    let first = stop(&project, "slow", "3s").block_reason();
+    let first = stop(&project, "slow", ROOM_TO_FINISH).block_reason();
     assert!(first.contains(NOT_IN_TIME), "{first}");
     // The same failure again: the strikes breaker ends it, and the agent is let stop with a
     // person told, rather than sent back to time out forever.
-    let second = stop(&project, "slow", "3s");
+    let second = stop(&project, "slow", ROOM_TO_FINISH);
     assert_eq!(second.code, Some(0), "{}", second.stderr);
     let answer: Value = serde_json::from_str(&second.stdout).expect("one JSON answer");
     assert_eq!(answer["continue"], false, "{answer:#}");
@@ -319,7 +325,7 @@ fn a_hook_refuses_the_stop_at_its_deadline_even_while_a_gate_still_runs() {
     assert!(reason.contains(NOT_IN_TIME), "{reason}");
     // That stop was counted although its run never ended: the next is past `max_attempts: 1`,
     // and the session ends ESCALATED instead of timing out again.
-    let second = stop(&project, "stuck", "3s");
+    let second = stop(&project, "stuck", ROOM_TO_FINISH);
     let answer: Value = serde_json::from_str(&second.stdout).expect("one JSON answer");
     assert_eq!(answer["continue"], false, "{answer:#}\n{}", second.stderr);
 }

@@ -8,17 +8,36 @@ use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use crate::common::{Project, pipeline, poll};
+use crate::common::{PATIENCE, Project, pipeline, poll};
 
 const BIN: &str = env!("CARGO_BIN_EXE_validator");
 /// The line is erased in place before anything else is printed.
 const ERASE: &str = "\r\x1b[2K";
 
-/// A gate that takes a while: long enough to pass the one-second mark on a loaded machine.
+/// A gate that runs for two seconds, past the mark at which a terminal would show its progress.
 const SLOW: &str = "      - {name: slow, rule: lint, run: [\"sleep\", \"2\"]}\n";
 const FAST: &str = "      - {name: fast, rule: lint, run: [\"true\"]}\n";
+/// A gate that runs until the test creates `release` in the task directory (the bound only
+/// stops a hung test), so a test can see its progress line before it ends.
+const HELD: &str = "      - {name: slow, rule: lint, run: [sh, -c, 'i=0; while [ ! -e release ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done; [ -e release ]']}\n";
+
+/// Where the progress line of `gate` is on `screen`: its name and its elapsed time (`slow
+/// 1.2s`), as drawn once the gate has run for a second, however late that draw comes.
+fn progress_line(screen: &str, gate: &str) -> Option<usize> {
+    let prefix = format!("{gate} ");
+    screen.match_indices(&prefix).map(|(at, _)| at).find(|&at| {
+        let time = &screen[at + prefix.len()..];
+        let whole = time.bytes().take_while(u8::is_ascii_digit).count();
+        whole > 0
+            && time[whole..].starts_with('.')
+            && time[whole + 1..]
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_digit())
+            && time[whole + 2..].starts_with('s')
+    })
+}
 
 /// A process whose stdout is the slave side of a new pseudo-terminal, and what it printed.
 struct OnTerminal {
@@ -97,10 +116,24 @@ fn check_on_terminal(project: &Project) -> (i32, String) {
 #[test]
 fn check_on_a_terminal_shows_a_slow_gate_with_its_elapsed_time_then_erases_it() {
     let project = Project::new();
-    project.rules(&pipeline(&format!("{FAST}{SLOW}")));
-    let (code, screen) = check_on_terminal(&project);
+    project.rules(&pipeline(&format!("{FAST}{HELD}")));
+    let mut command = Command::new(BIN);
+    command
+        .arg("check")
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("--task-dir")
+        .arg(project.task_dir());
+    let check = OnTerminal::spawn(command);
+    assert!(
+        poll(PATIENCE, || progress_line(&check.text(), "slow").is_some()),
+        "no progress line for `slow`: {:?}",
+        check.text()
+    );
+    std::fs::write(project.task_dir().join("release"), "").expect("release the gate");
+    let (code, screen) = check.finish();
     assert_eq!(code, 0, "{screen}");
-    let shown = screen.find("slow 1.").expect("a progress line for `slow`");
+    let shown = progress_line(&screen, "slow").expect("a progress line for `slow`");
     let erased = screen[shown..].find(ERASE).expect("the line is erased") + shown;
     let verdict = screen.find("PASS").expect("the verdict");
     assert!(erased < verdict, "erased before the verdict: {screen:?}");
@@ -225,7 +258,7 @@ fn quiet_prints_the_verdict_alone() {
 fn watch_on_a_terminal_names_the_task_and_gate_then_prints_the_verdict_line_clean() {
     let project = Project::new();
     project.rules(&format!(
-        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{SLOW}"
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n{HELD}"
     ));
     let staging = project.path().join("staging");
     std::fs::create_dir_all(staging.join("svc-auth")).expect("task dir");
@@ -234,13 +267,22 @@ fn watch_on_a_terminal_names_the_task_and_gate_then_prints_the_verdict_line_clea
     let watcher = OnTerminal::spawn(command);
     std::fs::write(staging.join("svc-auth.done"), "").expect("signal");
     assert!(
-        poll(Duration::from_secs(30), || watcher.text().contains("PASS")),
+        poll(PATIENCE, || progress_line(
+            &watcher.text(),
+            "svc-auth: slow"
+        )
+        .is_some()),
+        "no progress line for `svc-auth: slow`: {:?}",
+        watcher.text()
+    );
+    std::fs::write(staging.join("svc-auth/release"), "").expect("release the gate");
+    assert!(
+        poll(PATIENCE, || watcher.text().contains("PASS")),
         "no verdict line: {:?}",
         watcher.text()
     );
     let screen = watcher.text();
-    let shown = screen
-        .find("svc-auth: slow 1.")
+    let shown = progress_line(&screen, "svc-auth: slow")
         .expect("a progress line naming the task and the gate");
     let verdict = screen.find("PASS").expect("the verdict line");
     let erased = screen[shown..].find(ERASE).expect("erased") + shown;

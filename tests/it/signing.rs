@@ -116,11 +116,11 @@ impl Project {
     fn start(&mut self) -> String {
         let stderr = self.spawn();
         let mut log = String::new();
-        let ready = poll(Duration::from_secs(10), || {
+        let ready = poll(crate::common::PATIENCE, || {
             log = fs::read_to_string(&stderr).unwrap_or_default();
             log.contains("watching")
         });
-        assert!(ready, "the watcher did not start within 10 s:\n{log}");
+        assert!(ready, "the watcher did not start in time:\n{log}");
         log
     }
 
@@ -167,7 +167,14 @@ impl Project {
         let signalled = self.cli(&["signal", task, "--status", "OK"], None);
         assert!(signalled.status.success(), "{signalled:?}");
         let output = self.cli(
-            &["wait", task, "--timeout", "20s", "--format", "json"],
+            &[
+                "wait",
+                task,
+                "--timeout",
+                crate::common::PATIENCE_ARG,
+                "--format",
+                "json",
+            ],
             None,
         );
         let verdict: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
@@ -344,7 +351,7 @@ impl Project {
     /// Waits (without signalling) until `wait` prints a verdict that verifies.
     fn judge_current(&self, task: &str) -> (i32, Value) {
         let mut last = None;
-        let found = poll(Duration::from_secs(20), || {
+        let found = poll(crate::common::PATIENCE, || {
             let output = self.cli(&["wait", task, "--timeout", "1s", "--format", "json"], None);
             let done = !output.stdout.is_empty();
             last = Some(output);

@@ -13,7 +13,7 @@ use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::common::{Watching, poll, reasons};
+use crate::common::{PATIENCE, Watching, poll, reasons};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -24,11 +24,27 @@ const STATUS: &str = "      - {name: status, rule: status}\n";
 /// A gate that needs `out.txt` in the task directory.
 const OUT: &str = "      - {name: out, rule: exists, paths: [\"out.txt\"]}\n";
 /// How long any single verdict may take to appear before a test gives up.
-const VERDICT_TIMEOUT: &str = "20s";
+const VERDICT_TIMEOUT: &str = common::PATIENCE_ARG;
 
 /// A `lint` gate running `script` under `sh -c` (the script is the test's, not a worker's).
 fn sh_gate(name: &str, script: &str) -> String {
     format!("      - {{name: {name}, rule: lint, run: [\"sh\", \"-c\", \"{script}\"]}}\n")
+}
+
+/// A `lint` gate that runs `first`, then holds until the test creates `release` in the task
+/// directory, so the test decides when the run ends (the bound only stops a hung test).
+fn held_gate(name: &str, first: &str) -> String {
+    sh_gate(
+        name,
+        &format!(
+            "{first} i=0; while [ ! -e release ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done; [ -e release ]"
+        ),
+    )
+}
+
+/// Lets every run of a [`held_gate`] over `task` end.
+fn release(w: &Watcher, task: &str) {
+    fs::write(w.staging().join(task).join("release"), "").expect("release the gate");
 }
 
 /// A rules file with verdicts and state outside staging; `defaults` is a YAML line or empty.
@@ -231,11 +247,14 @@ impl Watcher {
             .spawn()
             .expect("spawn validator watch");
         self.child.set(child);
-        let ready = poll(Duration::from_secs(10), || {
+        let ready = poll(PATIENCE, || {
             fs::read_to_string(&stderr).is_ok_and(|log| log.contains("watching"))
         });
         if !ready {
-            panic!("the watcher did not start within 10 s\n{}", self.logs());
+            panic!(
+                "the watcher did not start within {PATIENCE:?}\n{}",
+                self.logs()
+            );
         }
     }
 
@@ -383,13 +402,13 @@ impl Watcher {
     /// Waits until an event matching `pred` is in the log.
     fn wait_event(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let mut found = None;
-        poll(Duration::from_secs(20), || {
+        poll(PATIENCE, || {
             found = self.events().into_iter().find(|e| pred(e));
             found.is_some()
         });
         found.unwrap_or_else(|| {
             panic!(
-                "no {what} event within 20 s; events:\n{}\n{}",
+                "no {what} event within {PATIENCE:?}; events:\n{}\n{}",
                 self.events()
                     .iter()
                     .map(Value::to_string)
@@ -700,10 +719,7 @@ fn signals_made_while_the_watcher_was_down_are_run_at_start(mode: Mode) {
 fn a_crash_mid_gate_reruns_the_signal_as_the_same_attempt(mode: Mode) {
     let mut w = Watcher::started(
         mode,
-        &rules(
-            "",
-            &format!("{OUT}{}", sh_gate("slow", "echo $$ > pid; sleep 3")),
-        ),
+        &rules("", &format!("{OUT}{}", held_gate("slow", "echo $$ > pid;"))),
         &[],
     );
     w.task("t", &[("out.txt", "x")]);
@@ -711,7 +727,7 @@ fn a_crash_mid_gate_reruns_the_signal_as_the_same_attempt(mode: Mode) {
     // The gate is running once it has written its pid.
     let pid_file = w.staging().join("t/pid");
     let mut pid = None;
-    let running = poll(Duration::from_secs(20), || {
+    let running = poll(PATIENCE, || {
         pid = fs::read_to_string(&pid_file)
             .ok()
             .and_then(|p| p.trim().parse::<i32>().ok());
@@ -728,6 +744,7 @@ fn a_crash_mid_gate_reruns_the_signal_as_the_same_attempt(mode: Mode) {
         .args(["-KILL", "--", &format!("-{}", pid.unwrap())])
         .status();
 
+    release(&w, "t");
     w.start(&[]);
     let (code, v) = w.wait_verdict("t");
     assert_eq!(
@@ -874,7 +891,7 @@ fn an_empty_done_file_is_a_signal(mode: Mode) {
     let w = Watcher::started(mode, &rules("", OUT), &[]);
     w.task("t", &[("out.txt", "x")]);
     fs::File::create(w.done_path("t")).expect("create an empty done file");
-    let v = w.poll_verdict("t", Duration::from_secs(10));
+    let v = w.poll_verdict("t", PATIENCE);
     assert_eq!(v["verdict"], "PASS", "{v:#}");
 }
 
@@ -929,6 +946,12 @@ fn an_escalated_task_answers_new_signals_without_growing(mode: Mode) {
     assert_eq!(w.judge("t", "first\n").0, 1);
     let (code, verdict) = w.judge("t", "second\n");
     assert_eq!(code, 4, "{verdict:#}");
+    // The escalating run's last event follows its verdict file: count the log once it landed.
+    w.wait_event("verdict_written ESCALATED", |e| {
+        e["task"] == "t"
+            && e["event"] == "verdict_written"
+            && e["details"]["verdict"] == "ESCALATED"
+    });
     let logged = w.events().len();
     for i in 0..20 {
         let (code, verdict) = w.judge("t", &format!("again {i}\n"));
@@ -965,7 +988,7 @@ fn a_second_signal_within_the_same_second_is_seen(mode: Mode) {
     };
 
     signal_at("first", at(100));
-    let v = w.poll_verdict("t", Duration::from_secs(10));
+    let v = w.poll_verdict("t", PATIENCE);
     assert_eq!(
         (v["verdict"].as_str(), v["attempt"].as_u64()),
         (Some("FAIL"), Some(1))
@@ -973,7 +996,7 @@ fn a_second_signal_within_the_same_second_is_seen(mode: Mode) {
 
     w.task("t", &[("out.txt", "fixed")]);
     signal_at("second", at(600));
-    let v = w.poll_verdict("t", Duration::from_secs(10));
+    let v = w.poll_verdict("t", PATIENCE);
     assert_eq!(
         (v["verdict"].as_str(), v["attempt"].as_u64()),
         (Some("PASS"), Some(2)),
@@ -986,8 +1009,9 @@ fn a_second_signal_within_the_same_second_is_seen(mode: Mode) {
 
 fn sigterm_when_idle_exits_0(mode: Mode) {
     let mut w = Watcher::started(mode, &rules("", OUT), &[]);
-    let status = w.sigterm(Duration::from_secs(5));
-    let status = status.unwrap_or_else(|| panic!("still running 5 s after SIGTERM\n{}", w.logs()));
+    let status = w.sigterm(PATIENCE);
+    let status =
+        status.unwrap_or_else(|| panic!("still running {PATIENCE:?} after SIGTERM\n{}", w.logs()));
     assert_eq!(status.code(), Some(0), "{status:?}\n{}", w.logs());
 }
 
@@ -1018,7 +1042,7 @@ fn a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode, 
     w.signal("t", "STATUS: OK\n");
     let sleep_pid = w.staging().join("t/sleep.pid");
     assert!(
-        poll(Duration::from_secs(20), || sleep_pid.exists()),
+        poll(PATIENCE, || sleep_pid.exists()),
         "the gate never started\n{}",
         w.logs()
     );
@@ -1032,17 +1056,24 @@ fn a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode, 
     let (sh, sleep) = (pid("sh.pid"), pid("sleep.pid"));
 
     // The gate sleeps for 30 s; the watcher ends after its grace of 500 ms by killing it.
-    let status = w.child.stop_with(signal, Duration::from_secs(20));
-    let status =
-        status.unwrap_or_else(|| panic!("still running 20 s after SIG{signal}\n{}", w.logs()));
+    let status = w.child.stop_with(signal, PATIENCE);
+    let status = status
+        .unwrap_or_else(|| panic!("still running {PATIENCE:?} after SIG{signal}\n{}", w.logs()));
     assert_eq!(
         (status.code(), status.signal()),
         (Some(0), None),
         "{}",
         w.logs()
     );
+    // A watcher that stops says which signal stopped it, so a stop nobody meant is traced.
     assert!(
-        poll(Duration::from_secs(2), || dead(sh) && dead(sleep)),
+        w.stderr()
+            .contains(&format!("stop signal received signal=\"SIG{signal}\"")),
+        "{}",
+        w.logs()
+    );
+    assert!(
+        poll(PATIENCE, || dead(sh) && dead(sleep)),
         "the gate outlived the watcher: sh {sh} dead {}, sleep {sleep} dead {}",
         dead(sh),
         dead(sleep)
@@ -1057,15 +1088,17 @@ fn a_stop_signal_during_a_slow_gate_kills_it_after_the_grace_period(mode: Mode, 
 // 10. Coalescing.
 
 fn signals_during_a_run_coalesce_into_one_more_run(mode: Mode) {
-    let w = Watcher::started(mode, &rules("", &sh_gate("slow", "sleep 2")), &[]);
+    let w = Watcher::started(mode, &rules("", &held_gate("slow", "")), &[]);
     w.task("t", &[]);
     w.signal("t", "signal 0");
     w.wait_event("run_started", |e| {
         e["task"] == "t" && e["event"] == "run_started"
     });
+    // The first run holds until every later signal is written, however slowly they come.
     for i in 1..=10 {
         w.signal("t", &format!("signal {i}"));
     }
+    release(&w, "t");
     let (code, v) = w.wait_verdict("t");
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(
@@ -1074,10 +1107,11 @@ fn signals_during_a_run_coalesce_into_one_more_run(mode: Mode) {
         "the verdict answers the last write"
     );
     // The event follows the verdict file; let it land.
-    assert!(poll(Duration::from_secs(5), || w
-        .events_of("t", "verdict_written")
-        .len()
-        >= 2));
+    assert!(
+        poll(PATIENCE, || w.events_of("t", "verdict_written").len() >= 2),
+        "{}",
+        w.logs()
+    );
     let runs = w.events_of("t", "run_started");
     assert_eq!(
         runs.len(),
@@ -1244,7 +1278,7 @@ fn rules_reload_and_a_broken_rules_file_keeps_the_previous_rules(mode: Mode) {
     assert!(w.running(), "{}", w.logs());
     // `validator wait` itself refuses the broken rules file: read the verdict directly.
     w.signal("t", "STATUS: OK\nSUMMARY: three\n");
-    let v = w.poll_verdict("t", Duration::from_secs(20));
+    let v = w.poll_verdict("t", PATIENCE);
     assert_eq!(
         v["verdict"].as_str(),
         Some("FAIL"),
@@ -1325,11 +1359,9 @@ fn a_forged_verdict_beside_the_signal_is_not_trusted(mode: Mode) {
     fs::write(w.staging().join("t.verdict.json"), forged.to_string()).expect("forge");
     fs::rename(&prepared, w.done_path("t")).expect("move signal in");
     w.start(&[]);
-    let verdict = poll_file(
-        &w.staging().join("t.verdict.json"),
-        Duration::from_secs(20),
-        |v| v["verdict"] == "FAIL",
-    );
+    let verdict = poll_file(&w.staging().join("t.verdict.json"), PATIENCE, |v| {
+        v["verdict"] == "FAIL"
+    });
     assert_eq!(verdict["attempt"], 1, "{verdict:#}");
 }
 
@@ -1360,9 +1392,7 @@ fn deleting_the_verdict_and_backdating_the_signal_is_a_new_attempt(mode: Mode) {
         .status()
         .expect("touch");
     assert!(status.success());
-    let verdict = poll_file(&w.verdict_path("t"), Duration::from_secs(20), |v| {
-        v.is_object()
-    });
+    let verdict = poll_file(&w.verdict_path("t"), PATIENCE, |v| v.is_object());
     assert_eq!(verdict["verdict"], "ESCALATED", "{verdict:#}");
     assert_eq!(verdict["attempt"], 2, "{verdict:#}");
 }
@@ -1380,20 +1410,18 @@ fn hot_reload_works_with_a_relative_rules_path(mode: Mode) {
         .stderr(stderr)
         .spawn()
         .expect("watch");
-    let started = poll(Duration::from_secs(10), || {
+    let started = poll(PATIENCE, || {
         fs::read_to_string(w.path().join("logs/relative.err")).is_ok_and(|l| l.contains("watching"))
     });
     assert!(started, "the watcher did not start");
     w.write_rules(&rules("", OUT));
-    let reloaded = poll(Duration::from_secs(10), || {
+    let reloaded = poll(PATIENCE, || {
         !w.events_of("", "config_reloaded").is_empty()
             || w.events().iter().any(|e| e["event"] == "config_reloaded")
     });
     w.task("t", &[]);
     w.signal("t", "STATUS: OK\n");
-    let verdict = poll_file(&w.verdict_path("t"), Duration::from_secs(20), |v| {
-        v.is_object()
-    });
+    let verdict = poll_file(&w.verdict_path("t"), PATIENCE, |v| v.is_object());
     let _ = child.kill();
     let _ = child.wait();
     assert!(reloaded, "no config_reloaded event");

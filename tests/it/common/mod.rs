@@ -206,6 +206,17 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// How long a test waits on a watcher before it gives up: it only stops a hung test, and a
+/// passing run never waits it out. A watcher's start and each verdict it publishes wait on
+/// the disk (the record written, the state, the feedback and the verdict each flushed with
+/// fsync, then their directory). On a disk shared with other jobs, one fsync was measured
+/// waiting 20 s behind their writeback (a probe doing only a write, an fsync, a rename and a
+/// directory fsync saw 19.7 to 20.0 s several times while other builds wrote), so a bound of
+/// 10 or 20 s is within reach of one such stall, and this is several.
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+/// [`PATIENCE`] as `validator wait --timeout` takes it.
+pub const PATIENCE_ARG: &str = "120s";
+
 /// Polls `cond` every 20 ms until it holds; false once `timeout` passed.
 pub fn poll(timeout: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + timeout;

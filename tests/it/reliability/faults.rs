@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::poll;
+use crate::common::{PATIENCE, PATIENCE_ARG, poll};
 use crate::reliability::harness::Sidecar;
 
 const RULES: &str = "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: status, rule: status}\n";
 
 /// `validator wait TASK --format json`: the exit code and the verdict.
 fn wait(sidecar: &Sidecar, task: &str) -> (i32, Value) {
-    let output = sidecar.cli(&["wait", task, "--timeout", "20s", "--format", "json"]);
+    let output = sidecar.cli(&["wait", task, "--timeout", PATIENCE_ARG, "--format", "json"]);
     let verdict = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!(
             "no verdict for {task} ({err}): {output:?}\n{}",
@@ -115,6 +115,16 @@ fn the_event_log_is_rotated_at_its_cap_and_keeps_what_the_rules_say() {
         signal(&sidecar, "t", &format!("STATUS: OK\nSUMMARY: run {i}\n"));
         assert_eq!(wait(&sidecar, "t").0, 0);
     }
+    // A verdict is written before its `verdict_written` event is appended, and the log is
+    // rotated only after that append: until the watcher has exited, the last append may be
+    // in the log and its rotation still to come.
+    let stopped = sidecar.sigterm(PATIENCE);
+    assert_eq!(
+        stopped.and_then(|s| s.code()),
+        Some(0),
+        "{}",
+        sidecar.logs()
+    );
     let state = sidecar.state();
     let size = |name: &str| fs::metadata(state.join(name)).map(|m| m.len()).ok();
     assert!(
@@ -148,7 +158,7 @@ fn a_fifo_in_place_of_the_rules_file_does_not_stall_the_watcher() {
         .expect("mkfifo");
     assert!(made.success());
     fs::rename(&fifo, sidecar.rules_path()).expect("swap in the FIFO");
-    let refused = poll(Duration::from_secs(20), || {
+    let refused = poll(PATIENCE, || {
         sidecar
             .events()
             .iter()
@@ -158,7 +168,7 @@ fn a_fifo_in_place_of_the_rules_file_does_not_stall_the_watcher() {
     // The main loop and the workers go on with the rules they had (read the verdict file:
     // `wait` itself needs a rules file).
     signal(&sidecar, "t", "STATUS: OK\n");
-    let passed = poll(Duration::from_secs(20), || {
+    let passed = poll(PATIENCE, || {
         fs::read(sidecar.verdict_path("t"))
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
@@ -231,7 +241,7 @@ fn a_verdict_that_cannot_be_written_is_kept_reported_and_written_when_it_can() {
         sidecar.verdict_path("t").exists()
     });
     assert!(written, "never written\n{}", sidecar.logs());
-    let healthy = poll(Duration::from_secs(20), || {
+    let healthy = poll(PATIENCE, || {
         sidecar.cli(&["status", "--health"]).status.success()
     });
     assert!(healthy, "still unhealthy\n{}", sidecar.logs());

@@ -268,12 +268,12 @@ impl Sidecar {
     pub fn start_with(&mut self, args: &[&str], env: &[(&str, &str)]) {
         self.spawn_with(args, env);
         let stderr = self.log_paths(self.starts).1;
-        let ready = poll(Duration::from_secs(30), || {
+        let ready = poll(crate::common::PATIENCE, || {
             fs::read_to_string(&stderr).is_ok_and(|log| log.contains("watching"))
         });
         assert!(
             ready,
-            "the watcher did not start within 30 s\n{}\nprocesses holding {}:\n{}",
+            "the watcher did not start in time\n{}\nprocesses holding {}:\n{}",
             self.logs(),
             self.state().join("watcher.json").display(),
             describe(&holders(&self.state().join("watcher.json")))

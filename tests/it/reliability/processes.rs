@@ -337,7 +337,7 @@ fn signalled(mark: &str, script: &str, timeout: &str, args: &[&str]) -> Sidecar 
 /// Waits for `t`'s verdict.
 fn wait_for_verdict(w: &Sidecar) {
     assert!(
-        crate::common::poll(Duration::from_secs(30), || w.verdict_path("t").exists()),
+        crate::common::poll(crate::common::PATIENCE, || w.verdict_path("t").exists()),
         "no verdict\n{}",
         w.logs()
     );
@@ -346,8 +346,8 @@ fn wait_for_verdict(w: &Sidecar) {
 /// SIGTERM: the watcher exits 0 and no process carrying `mark` is left.
 fn stops_cleanly_leaving_nothing(w: &mut Sidecar, mark: &str) {
     let status = w
-        .sigterm(Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("still running 30 s after SIGTERM\n{}", w.logs()));
+        .sigterm(crate::common::PATIENCE)
+        .unwrap_or_else(|| panic!("still running after SIGTERM\n{}", w.logs()));
     assert_eq!(status.code(), Some(0), "{}", w.logs());
     let left = survivors_after_settling(mark);
     assert!(left.is_empty(), "{}", describe(&left));
@@ -373,15 +373,20 @@ fn check_asked_to_stop_takes_its_running_gate_with_it() {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("spawn check");
+        // The file exists from the moment the shell opens it, before it holds the pid: wait
+        // for the pid itself.
         let pid_file = project.task_dir().join("gate.pid");
+        let mut gate: Option<u32> = None;
         assert!(
-            crate::common::poll(Duration::from_secs(30), || pid_file.exists()),
+            crate::common::poll(crate::common::PATIENCE, || {
+                gate = std::fs::read_to_string(&pid_file)
+                    .ok()
+                    .and_then(|pid| pid.trim().parse().ok());
+                gate.is_some()
+            }),
             "the gate never started"
         );
-        let gate: u32 = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|pid| pid.trim().parse().ok())
-            .expect("the gate's pid");
+        let gate = gate.expect("the gate's pid");
         let sent = std::process::Command::new("kill")
             .args([&format!("-{signal}"), &child.id().to_string()])
             .status()
