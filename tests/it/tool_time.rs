@@ -470,5 +470,9 @@ fn a_patch_whose_headers_are_indented_is_read_as_codex_reads_it() {
         "apply_patch",
         json!({"command": "*** Begin Patch\n  *** Add File: notes/padded.txt\n+x\n*** End Patch\n"}),
     );
-    assert!(hook(&project, "codex", &patch).denied().contains("notes/padded.txt"));
+    assert!(
+        hook(&project, "codex", &patch)
+            .denied()
+            .contains("notes/padded.txt")
+    );
 }
