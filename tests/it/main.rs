@@ -31,6 +31,7 @@ mod progress;
 mod reasons;
 mod review;
 mod review27_attacks;
+mod review28_attacks;
 mod rules;
 mod schema_suite;
 mod scope_git;
