@@ -1,6 +1,8 @@
 //! Glob patterns as the rules file writes them: always relative to the task directory, `*`
 //! stays within one path segment and `**` crosses them, and nothing can name a path outside.
 
+use std::sync::OnceLock;
+
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Deserializer};
 
@@ -72,26 +74,35 @@ fn build(text: &str) -> Result<globset::Glob, String> {
 }
 
 /// A list of patterns compiled into one matcher that also says which pattern matched.
+///
+/// Compiled when first matched, not when made: a rules file holds many sets that one call
+/// never asks (a tool hook judges one call with the whole file loaded), and compiling a set is
+/// most of what loading the file costs.
 #[derive(Debug, Clone)]
 pub struct PatternSet {
     patterns: Vec<Pattern>,
-    set: GlobSet,
+    set: OnceLock<GlobSet>,
 }
 
 impl PatternSet {
     pub fn new(patterns: &[Pattern]) -> Self {
-        let mut builder = GlobSetBuilder::new();
-        for pattern in patterns {
-            // Every Pattern compiled when it was made, so this cannot fail.
-            if let Ok(glob) = build(pattern.as_str()) {
-                builder.add(glob);
-            }
-        }
-        let set = builder.build().unwrap_or_else(|_| GlobSet::empty());
         PatternSet {
             patterns: patterns.to_vec(),
-            set,
+            set: OnceLock::new(),
         }
+    }
+
+    fn set(&self) -> &GlobSet {
+        self.set.get_or_init(|| {
+            let mut builder = GlobSetBuilder::new();
+            for pattern in &self.patterns {
+                // Every Pattern parsed when it was made, so this cannot fail.
+                if let Ok(glob) = build(pattern.as_str()) {
+                    builder.add(glob);
+                }
+            }
+            builder.build().unwrap_or_else(|_| GlobSet::empty())
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -99,12 +110,12 @@ impl PatternSet {
     }
 
     pub fn is_match(&self, path: &str) -> bool {
-        self.set.is_match(path)
+        self.set().is_match(path)
     }
 
     /// Indexes of the patterns that match `path`.
     pub fn matching(&self, path: &str) -> Vec<usize> {
-        self.set.matches(path)
+        self.set().matches(path)
     }
 
     pub fn patterns(&self) -> &[Pattern] {

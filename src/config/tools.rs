@@ -3,7 +3,9 @@
 //! when repeated refusals stop the agent. Writes are not configured here: they are held to the
 //! same `file-scope` gates and contract the stop is judged by.
 
-use globset::{GlobBuilder, GlobMatcher};
+use std::sync::OnceLock;
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -81,7 +83,7 @@ impl Default for Tools {
 pub struct CommandRule {
     /// The `match:` text as written, for messages.
     pub pattern: String,
-    words: Vec<GlobMatcher>,
+    words: Vec<CommandWord>,
     pub decision: CommandDecision,
     pub reason: Option<String>,
 }
@@ -101,7 +103,7 @@ impl CommandRule {
                     .literal_separator(false)
                     .backslash_escape(true)
                     .build()
-                    .map(|glob| glob.compile_matcher())
+                    .map(CommandWord::new)
                     .map_err(|err| format!("`{word}` is not a glob: {}", err.kind()))
             })
             .collect::<Result<_, _>>()?;
@@ -142,6 +144,29 @@ impl CommandRule {
                 None => unknown_matches,
             })
         })
+    }
+}
+
+/// One word of a `match:`, compiled when first matched: most rules are never reached for a
+/// given command (the program already differs), and each compile costs more than the match.
+#[derive(Debug, Clone)]
+struct CommandWord {
+    glob: Glob,
+    matcher: OnceLock<GlobMatcher>,
+}
+
+impl CommandWord {
+    fn new(glob: Glob) -> CommandWord {
+        CommandWord {
+            glob,
+            matcher: OnceLock::new(),
+        }
+    }
+
+    fn is_match(&self, word: &str) -> bool {
+        self.matcher
+            .get_or_init(|| self.glob.compile_matcher())
+            .is_match(word)
     }
 }
 
