@@ -53,6 +53,8 @@ fn is_descriptor(target: &str) -> bool {
 pub struct Command {
     /// The words after assignments and reserved words: the program first.
     pub words: Vec<Word>,
+    /// The assignments before them (`PATH=./bin ls`), or alone (`PATH=./bin`), as written.
+    pub assignments: Vec<Word>,
     pub redirects: Vec<Redirect>,
     /// The bodies of its here-documents (`<<EOF`) and here-strings (`<<<`), as written.
     pub inputs: Vec<String>,
@@ -599,6 +601,7 @@ impl Lexer<'_, '_> {
                     return;
                 }
                 if is_assignment(text) {
+                    self.current.assignments.push(word);
                     return;
                 }
                 if matches!(text, "for" | "select" | "case" | "function") {
@@ -607,6 +610,7 @@ impl Lexer<'_, '_> {
                     return;
                 }
             } else if is_assignment(&word.raw) {
+                self.current.assignments.push(word);
                 return;
             }
         }
@@ -647,7 +651,11 @@ impl Lexer<'_, '_> {
         self.at_start = true;
         command.isolated |= self.parens > 0 || self.depth > 0 || self.piped;
         self.piped = false;
-        if command.words.is_empty() && command.redirects.is_empty() && command.inputs.is_empty() {
+        if command.words.is_empty()
+            && command.redirects.is_empty()
+            && command.inputs.is_empty()
+            && command.assignments.is_empty()
+        {
             return;
         }
         let index = self.script.commands.len();

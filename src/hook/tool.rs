@@ -63,8 +63,18 @@ impl Call {
             .map(|dir| cwd.join(dir))
             .unwrap_or_else(|| cwd.to_path_buf());
         let tool = self.tool.to_ascii_lowercase();
-        if let Some(patch) = patch_text(&self.input) {
-            return (Action::Write(crate::tooltime::patch_files(patch)), dir);
+        if PATCH_TOOLS.contains(&tool.as_str()) {
+            let files = patch_text(&self.input).map(crate::tooltime::patch_files);
+            return match files {
+                Some(files) if !files.is_empty() => (Action::Write(files), dir),
+                _ => (
+                    Action::Unknown(format!(
+                        "the patch `{}` carries names no file validator can read",
+                        crate::text::name(&self.tool)
+                    )),
+                    dir,
+                ),
+            };
         }
         if SHELL_TOOLS.contains(&tool.as_str()) {
             return match shell_line(&self.input) {
@@ -82,7 +92,16 @@ impl Call {
                 return (Action::Write(paths), dir);
             }
         }
-        (Action::Other, dir)
+        if READ_TOOLS.contains(&tool.as_str()) {
+            return (Action::Other, dir);
+        }
+        (
+            Action::Unknown(format!(
+                "validator does not know what the tool `{}` writes",
+                crate::text::name(&self.tool)
+            )),
+            dir,
+        )
     }
 
     /// The call's identity for the tool-error breaker: the tool, its input and its error, with
@@ -122,6 +141,52 @@ const WRITE_TOOLS: &[&str] = &[
     "str_replace_based_edit_tool",
 ];
 
+/// Tools that apply the patch their input carries (Codex's `apply_patch`, OpenCode's `patch`).
+const PATCH_TOOLS: &[&str] = &["apply_patch", "applypatch", "patch"];
+
+/// Tools that write no file in the task, whatever their input: reading, searching, fetching,
+/// planning, asking. Any other tool (an MCP server's, one a newer CLI adds) may write
+/// anything, and is held to `tools.unknown`.
+const READ_TOOLS: &[&str] = &[
+    // Claude Code
+    "read",
+    "glob",
+    "grep",
+    "ls",
+    "webfetch",
+    "websearch",
+    "todowrite",
+    "todoread",
+    "task",
+    "agent",
+    "notebookread",
+    "bashoutput",
+    "killshell",
+    "killbash",
+    "exitplanmode",
+    "askuserquestion",
+    "listmcpresourcestool",
+    "readmcpresourcetool",
+    // Codex CLI
+    "read_file",
+    "list_dir",
+    "grep_files",
+    "view_image",
+    "update_plan",
+    "web_search",
+    // Gemini CLI
+    "read_many_files",
+    "list_directory",
+    "search_file_content",
+    "web_fetch",
+    "google_web_search",
+    "write_todos",
+    // OpenCode
+    "list",
+    "codesearch",
+    "question",
+];
+
 const PATH_FIELDS: &[&str] = &[
     "file_path",
     "filePath",
@@ -130,8 +195,9 @@ const PATH_FIELDS: &[&str] = &[
     "absolute_path",
 ];
 
-/// A patch an input carries (Codex's `apply_patch`, OpenCode's `patch`): the first string
-/// field holding one.
+/// The patch a patch tool's input carries: the first string field holding one. Only a patch
+/// tool's input is read so: text that merely mentions a patch (a command, a file's content)
+/// is not one.
 fn patch_text(input: &Value) -> Option<&str> {
     let is_patch = |text: &&str| text.contains("*** Begin Patch");
     match input {

@@ -4,6 +4,8 @@
 //! (`sudo`, `env`, `timeout`, `sh -c`, `eval`) is looked through. A program this module does
 //! not know may write anything: its writes are unknown, never assumed to be none.
 
+use super::options::{self, Spec};
+use super::sed;
 use crate::shell::{self, Command, Script, Word};
 
 /// One command as the rules see it: its words (a wrapper and what it runs are each one), what
@@ -18,7 +20,14 @@ pub struct Seen {
     /// What `cp`, `mv`, `install` and `ln` put where: into a destination that is a directory,
     /// each source lands under its own name.
     pub copies: Vec<Copy>,
+    /// Directories it would create (`mkdir`): judged for where they land, not as changes.
+    pub creates: Vec<String>,
+    /// The directories it runs in, from the line's (`env -C DIR`, `sudo -D DIR`), in order:
+    /// its relative paths are relative to the last.
+    pub dirs: Vec<String>,
     pub unknown: Option<String>,
+    /// Part of the line could not be read, so a command the rules refuse may be in it.
+    pub unread: bool,
     /// It runs in a shell of its own (see [`crate::shell::Command::isolated`]).
     pub isolated: bool,
 }
@@ -46,6 +55,7 @@ pub fn seen(script: &Script) -> Vec<Seen> {
     for why in &script.opaque {
         all.push(Seen {
             unknown: Some(format!("the command line cannot be read whole: {why}")),
+            unread: true,
             ..Seen::default()
         });
     }
@@ -58,17 +68,20 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         isolated: command.isolated,
         ..Seen::default()
     };
-    // The redirections are the outermost command's, whatever it wraps.
+    // The redirections and assignments are the outermost command's, whatever it wraps.
     if std::ptr::eq(words.as_ptr(), command.words.as_ptr()) {
         for redirect in command.redirects.iter().filter(|r| r.writes()) {
             write(&mut seen, &redirect.target);
+        }
+        if let Some(why) = steering(&command.assignments) {
+            seen.unknown.get_or_insert(why);
         }
     }
     let Some((program, args)) = words.split_first() else {
         all.push(seen);
         return;
     };
-    let Some(name) = program.literal.as_deref() else {
+    let Some(path) = program.literal.as_deref() else {
         seen.unknown = Some(format!(
             "the program `{}` is not known before it runs",
             program.raw
@@ -76,17 +89,35 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         all.push(seen);
         return;
     };
-    let name = name.rsplit('/').next().unwrap_or(name);
+    let name = path.rsplit('/').next().unwrap_or(path);
     if depth > MAX_DEPTH {
         seen.unknown = Some("wrappers nest too deep to read".into());
         all.push(seen);
         return;
     }
-    match kind(name, args) {
+    // `./cat` is the task's own program, whatever its name: only the system's are known.
+    let kind = if path.contains('/') && !is_system_program(path) {
+        Kind::Unknown(format!(
+            "`{path}` is a program of its own, not the system's `{name}`"
+        ))
+    } else {
+        kind(name, args)
+    };
+    let start = all.len();
+    match kind {
         Kind::Reads => all.push(seen),
         Kind::Writes(targets) => {
             for target in &targets {
                 write(&mut seen, target);
+            }
+            all.push(seen);
+        }
+        Kind::Creates(dirs) => {
+            for dir in &dirs {
+                match &dir.literal {
+                    Some(dir) => seen.creates.push(dir.clone()),
+                    None => write(&mut seen, dir),
+                }
             }
             all.push(seen);
         }
@@ -96,16 +127,31 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
             moves,
             symbolic,
         } => {
-            copies(&mut seen, name, &sources, dest, moves, symbolic);
+            copies(&mut seen, name, &sources, &dest, moves, symbolic);
             all.push(seen);
         }
-        Kind::Patch(strip) => {
+        Kind::Patch { strip, writes } => {
+            for target in &writes {
+                write(&mut seen, target);
+            }
             patched(&mut seen, name, &command.inputs.concat(), strip);
             all.push(seen);
         }
-        Kind::Wraps(at) => {
+        Kind::Wraps(wrap) => {
+            for target in &wrap.writes {
+                write(&mut seen, target);
+            }
             all.push(seen);
-            look(command, &words[at..], depth + 1, all);
+            let inner = all.len();
+            look(command, &words[wrap.at..], depth + 1, all);
+            for seen in &mut all[inner..] {
+                if let Some(dir) = &wrap.dir {
+                    seen.dirs.insert(0, dir.clone());
+                }
+                if let Some(why) = &wrap.unknown {
+                    seen.unknown.get_or_insert_with(|| why.clone());
+                }
+            }
         }
         Kind::RunsUnknown(runs) => {
             seen.unknown = Some(format!(
@@ -127,27 +173,74 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
             look_into(name, &text, depth, all);
         }
         Kind::Unknown(why) => {
-            seen.unknown = Some(why);
+            seen.unknown.get_or_insert(why);
             all.push(seen);
+        }
+    }
+    // An assignment in front steers everything the command runs.
+    if let Some(why) = steering(&command.assignments) {
+        for seen in &mut all[start..] {
+            seen.unknown.get_or_insert_with(|| why.clone());
         }
     }
 }
 
+/// Where the system's own programs live; a program named by any other path is the worker's.
+fn is_system_program(path: &str) -> bool {
+    ["/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/"]
+        .iter()
+        .any(|dir| {
+            path.strip_prefix(dir)
+                .is_some_and(|name| !name.contains('/'))
+        })
+}
+
+/// Variables that choose which program runs or make a known one do something else (a search
+/// path, a startup file, a preloaded library, a pager or editor, git's own settings): set on
+/// a command, or for the rest of the line, what runs after them is not known.
+fn steers(variable: &str) -> bool {
+    matches!(
+        variable,
+        "PATH"
+            | "ENV"
+            | "BASH_ENV"
+            | "IFS"
+            | "CDPATH"
+            | "HOME"
+            | "PS4"
+            | "PROMPT_COMMAND"
+            | "SHELLOPTS"
+            | "BASHOPTS"
+            | "EDITOR"
+            | "VISUAL"
+            | "TMPDIR"
+            | "RIPGREP_CONFIG_PATH"
+            | "MAGIC"
+    ) || ["LD_", "GIT_", "BASH_FUNC_", "LESS", "DYLD_"]
+        .iter()
+        .any(|prefix| variable.starts_with(prefix))
+        || variable.ends_with("PAGER")
+}
+
+/// Why the assignments `words` (`NAME=value`) make what runs unknown, if one sets a variable
+/// that [`steers`] or its name is not known.
+fn steering(words: &[Word]) -> Option<String> {
+    words.iter().find_map(|word| {
+        let variable = word
+            .raw
+            .split_once('=')
+            .map_or(word.raw.as_str(), |(name, _)| name);
+        let variable = variable.strip_suffix('+').unwrap_or(variable);
+        steers(variable)
+            .then(|| format!("it sets `{variable}`, which changes what the commands after it run"))
+    })
+}
+
 /// A copy's paths, when all are known.
-fn copies(
-    seen: &mut Seen,
-    name: &str,
-    sources: &[&Word],
-    dest: &Word,
-    moves: bool,
-    symbolic: bool,
-) {
+fn copies(seen: &mut Seen, name: &str, sources: &[Word], dest: &Word, moves: bool, symbolic: bool) {
     let literal = |w: &Word| w.literal.clone();
     match (
-        sources
-            .iter()
-            .map(|w| literal(w))
-            .collect::<Option<Vec<_>>>(),
+        sources.iter().map(literal).collect::<Option<Vec<_>>>(),
         literal(dest),
     ) {
         (Some(sources), Some(dest)) => {
@@ -174,8 +267,14 @@ fn patched(seen: &mut Seen, name: &str, text: &str, strip: Option<usize>) {
         seen.unknown = Some(format!("`{name}` reads a patch this line does not show"));
         return;
     }
-    seen.writes
-        .extend(super::patch::files(text, strip.unwrap_or(0)));
+    let files = super::patch::files(text, strip.unwrap_or(0));
+    if files.is_empty() {
+        seen.unknown = Some(format!(
+            "`{name}` reads a patch that names no file validator can read"
+        ));
+        return;
+    }
+    seen.writes.extend(files);
     if strip.is_none() {
         seen.unknown = Some(format!(
             "`{name}` without `-p` may strip any part of the patch's names"
@@ -222,15 +321,17 @@ fn is_device(path: &str) -> bool {
 }
 
 /// What a program does with its arguments.
-enum Kind<'w> {
+enum Kind {
     /// Writes no file (what it prints may be redirected, which is the redirection's).
     Reads,
     /// Writes these.
     Writes(Vec<Word>),
+    /// Creates these directories.
+    Creates(Vec<Word>),
     /// Copies (moves, links) `sources` to `dest`.
     Copies {
-        sources: Vec<&'w Word>,
-        dest: &'w Word,
+        sources: Vec<Word>,
+        dest: Word,
         moves: bool,
         symbolic: bool,
     },
@@ -238,17 +339,33 @@ enum Kind<'w> {
     /// (`xargs`, `find -exec`): what it writes cannot be told, but what it runs is seen.
     RunsUnknown(Vec<Word>),
     /// Applies a patch fed on its standard input, stripping this many components (`None`: not
-    /// said).
-    Patch(Option<usize>),
-    /// Runs the command that starts at this word (a wrapper).
-    Wraps(usize),
-    /// Runs this script (`sh -c`, `eval`).
+    /// said), and writes `writes` besides (`patch FILE`, `-o OUT`, `-r REJECTS`).
+    Patch {
+        strip: Option<usize>,
+        writes: Vec<Word>,
+    },
+    /// Runs a command of its arguments (a wrapper).
+    Wraps(Wrap),
+    /// Runs this script (`sh -c`, `eval`, `trap`).
     Script(String),
     Unknown(String),
 }
 
-/// Programs that write no file whatever their arguments (their output goes where a redirection
-/// sends it).
+/// What a wrapper runs, and how.
+struct Wrap {
+    /// The word its command starts at, counted from the wrapper's own.
+    at: usize,
+    /// The directory it runs the command in (`env -C`, `sudo -D`).
+    dir: Option<String>,
+    /// What the wrapper itself writes (`time -o FILE`).
+    writes: Vec<Word>,
+    /// Why what it runs may write what cannot be told (it sets a variable that steers it).
+    unknown: Option<String>,
+}
+
+/// Programs that write no file and run no other program whatever their arguments (their
+/// output goes where a redirection sends it). One that does with some option (`sort -o`,
+/// `rg --pre`, `xxd IN OUT`) is not here but read in [`kind`].
 const READ_ONLY: &[&str] = &[
     "cat",
     "head",
@@ -260,20 +377,15 @@ const READ_ONLY: &[&str] = &[
     "dir",
     "pwd",
     "echo",
-    "printf",
     "grep",
     "egrep",
     "fgrep",
-    "rg",
-    "ag",
-    "ack",
     "wc",
     "cut",
     "tr",
     "diff",
     "cmp",
     "comm",
-    "file",
     "stat",
     "du",
     "df",
@@ -284,9 +396,6 @@ const READ_ONLY: &[&str] = &[
     "dirname",
     "realpath",
     "readlink",
-    "test",
-    "[",
-    "[[",
     "true",
     "false",
     ":",
@@ -297,7 +406,6 @@ const READ_ONLY: &[&str] = &[
     "hostname",
     "uname",
     "jq",
-    "xxd",
     "od",
     "hexdump",
     "md5sum",
@@ -306,7 +414,6 @@ const READ_ONLY: &[&str] = &[
     "sha512sum",
     "b2sum",
     "cksum",
-    "tree",
     "nl",
     "fold",
     "column",
@@ -317,17 +424,12 @@ const READ_ONLY: &[&str] = &[
     "cd",
     "pushd",
     "popd",
-    "export",
     "set",
-    "unset",
     "shift",
-    "read",
     "wait",
     "jobs",
     "exit",
     "return",
-    "history",
-    "alias",
     "ps",
     "pgrep",
     "top",
@@ -348,25 +450,36 @@ const READ_ONLY: &[&str] = &[
     "clear",
     "look",
     "numfmt",
-    "shuf",
     "nm",
     "objdump",
     "readelf",
-    "ldd",
     "bc",
     "expr",
-    "let",
-    "local",
-    "declare",
-    "typeset",
-    "readonly",
-    "trap",
     "umask",
     "ulimit",
-    "hash",
     "kill",
     "break",
     "continue",
+];
+
+/// Builtins that evaluate their arguments as names or arithmetic, where bash runs a `$(…)`
+/// written inside an array subscript even in single quotes (`let 'x[$(cmd)]=1'`).
+const EVALUATING: &[&str] = &[
+    "let",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "export",
+    "printf",
+    "read",
+    "unset",
+    "mapfile",
+    "readarray",
+    "getopts",
+    "test",
+    "[",
+    "[[",
 ];
 
 /// Programs that run the command after their own options.
@@ -377,81 +490,283 @@ const WRAPPERS: &[&str] = &[
 
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"];
 
-fn kind<'w>(name: &str, args: &'w [Word]) -> Kind<'w> {
-    let positional = || positional(args).into_iter().cloned().collect::<Vec<_>>();
+/// The options of `cp`, `mv`, `ln` and `install` that take a value or change where things land.
+const COPY: Spec = Spec {
+    short: "tSmog",
+    short_optional: "",
+    long: &[
+        "target-directory",
+        "suffix",
+        "mode",
+        "owner",
+        "group",
+        "no-preserve",
+        "sparse",
+        "strip-program",
+    ],
+    long_flags: &[
+        "parents",
+        "symbolic",
+        "symbolic-link",
+        "directory",
+        "backup",
+        "no-target-directory",
+        "recursive",
+        "force",
+        "verbose",
+    ],
+    stop_at_operand: false,
+};
+
+fn spec(short: &'static str, long: &'static [&'static str]) -> Spec {
+    Spec {
+        short,
+        long,
+        ..Spec::default()
+    }
+}
+
+fn kind(name: &str, args: &[Word]) -> Kind {
     if WRAPPERS.contains(&name) {
         return wrapped(name, args);
     }
     if SHELLS.contains(&name) {
         return shell_script(name, args);
     }
+    if EVALUATING.contains(&name) {
+        return evaluating(name, args);
+    }
+    let operands = |spec: Spec| options::parse(args, spec).operands;
     match name {
-        "eval" => match args
-            .iter()
-            .map(|w| w.literal.clone())
-            .collect::<Option<Vec<_>>>()
-        {
+        "eval" => match literals(args) {
             Some(words) => Kind::Script(words.join(" ")),
             None => Kind::Unknown("`eval` runs words not known before it runs".into()),
         },
-        "tee" | "touch" | "rm" | "rmdir" | "unlink" | "shred" => Kind::Writes(positional()),
-        "truncate" => Kind::Writes(
-            positional_skipping(args, &["-s", "--size", "-r", "--reference"])
-                .into_iter()
-                .cloned()
-                .collect(),
-        ),
-        "chmod" | "chown" | "chgrp" => mode_change(args),
-        "cp" | "install" => copied(args, false, false),
-        "ln" => copied(args, false, has_flag(args, 's', "--symbolic")),
-        "mv" => copied(args, true, false),
+        "trap" => trap(args),
+        "tee" | "rm" | "rmdir" | "unlink" => Kind::Writes(operands(Spec::default())),
+        "shred" => Kind::Writes(operands(spec(
+            "ns",
+            &["iterations", "size", "random-source"],
+        ))),
+        "touch" => Kind::Writes(operands(spec("dtr", &["date", "reference", "time"]))),
+        "truncate" => Kind::Writes(operands(spec("sr", &["size", "reference"]))),
+        "mkdir" => Kind::Creates(operands(spec("m", &["mode"]))),
+        "chmod" => chmod(args),
+        "chown" | "chgrp" => {
+            let parsed = options::parse(args, spec("", &["from", "reference"]));
+            let skip = usize::from(!parsed.has(&["--reference"]));
+            Kind::Writes(parsed.operands.into_iter().skip(skip).collect())
+        }
+        "cp" | "install" | "ln" | "mv" => copied(name, args),
         "dd" => Kind::Writes(args.iter().filter_map(dd_output).collect()),
         "sed" => sed(args),
         "perl" | "ruby" => {
+            Kind::Unknown(format!("`{name}` runs a program that may write anything"))
+        }
+        "sort" => output_or_program(
+            args,
+            spec(
+                "kSTto",
+                &[
+                    "key",
+                    "output",
+                    "buffer-size",
+                    "temporary-directory",
+                    "field-separator",
+                    "parallel",
+                    "batch-size",
+                    "compress-program",
+                    "files0-from",
+                    "random-source",
+                    "sort",
+                ],
+            ),
+            &["--compress-program"],
+        ),
+        "shuf" => output_or_program(
+            args,
+            spec(
+                "ino",
+                &["input-range", "head-count", "output", "random-source"],
+            ),
+            &[],
+        ),
+        "tree" => {
+            let parsed = options::parse(
+                args,
+                spec(
+                    "LPIoHT",
+                    &["charset", "filelimit", "timefmt", "sort", "fromfile"],
+                ),
+            );
+            if parsed.has(&["-R"]) {
+                return Kind::Unknown("`tree -R` writes a listing into each directory".into());
+            }
+            Kind::Writes(parsed.value(&["-o"]).cloned().into_iter().collect())
+        }
+        "xxd" => xxd(args),
+        "uniq" => Kind::Writes(
+            operands(spec("fsw", &["skip-fields", "skip-chars", "check-chars"]))
+                .into_iter()
+                .skip(1)
+                .collect(),
+        ),
+        "rg" | "ag"
             if args.iter().any(|a| {
                 a.literal
                     .as_deref()
-                    .is_some_and(|a| a.starts_with("-i") || a.starts_with("-pi"))
-            }) {
-                Kind::Unknown(format!("`{name} -i` edits files its script names"))
+                    .is_none_or(|a| a.starts_with("--pre") || a.starts_with("--pager"))
+            }) =>
+        {
+            Kind::Unknown(format!("`{name}` runs the program an option names"))
+        }
+        "rg" | "ag" | "printenv" => Kind::Reads,
+        "file" => {
+            let parsed = options::parse(
+                args,
+                spec(
+                    "emfFP",
+                    &[
+                        "magic-file",
+                        "files-from",
+                        "separator",
+                        "exclude",
+                        "parameter",
+                    ],
+                ),
+            );
+            if parsed.has(&["-C", "--compile"]) {
+                Kind::Unknown("`file -C` writes a compiled magic file".into())
             } else {
-                Kind::Unknown(format!("`{name}` runs a program that may write anything"))
+                Kind::Reads
             }
         }
-        "mkdir" => Kind::Reads,
-        "sort" => match option_value(args, &["-o", "--output"]) {
-            Some(target) => Kind::Writes(vec![target.clone()]),
-            None => Kind::Reads,
-        },
-        "uniq" => {
-            let files = positional();
-            Kind::Writes(files.into_iter().skip(1).collect())
-        }
+        // With arguments they change what later commands run (`hash -p ./x cat`,
+        // `alias ls=…`) or write the history file.
+        "hash" | "alias" | "history" if args.is_empty() => Kind::Reads,
+        "hash" | "alias" | "history" => Kind::Unknown(format!(
+            "`{name}` with arguments changes what later commands run or writes a file"
+        )),
         "find" => find(args),
         "git" => git(args),
-        "apply_patch" | "applypatch" => Kind::Patch(Some(0)),
-        "patch" => {
-            if option_value(args, &["-i", "--input"]).is_some() {
-                Kind::Unknown("`patch -i` applies a patch file this line does not show".into())
-            } else {
-                Kind::Patch(strip_option(args))
-            }
-        }
+        "apply_patch" | "applypatch" => Kind::Patch {
+            strip: Some(0),
+            writes: Vec::new(),
+        },
+        "patch" => patch(args),
         name if READ_ONLY.contains(&name) => Kind::Reads,
         _ => Kind::Unknown(format!("validator does not know what `{name}` writes")),
     }
 }
 
-/// `chmod`, `chown`, `chgrp`: the files after the mode or owner (all, with `--reference`).
-fn mode_change(args: &[Word]) -> Kind<'_> {
-    let mut targets: Vec<Word> = positional(args).into_iter().cloned().collect();
-    let by_reference = args.iter().any(|a| {
+/// The literal values of `args`, if all have one.
+fn literals(args: &[Word]) -> Option<Vec<String>> {
+    args.iter().map(|w| w.literal.clone()).collect()
+}
+
+/// A program that reads, unless an option names its output (`-o FILE`) or a program to run.
+fn output_or_program(args: &[Word], spec: Spec, runs: &[&str]) -> Kind {
+    let parsed = options::parse(args, spec);
+    if parsed.has(runs) {
+        return Kind::Unknown("an option names a program it runs".into());
+    }
+    Kind::Writes(parsed.values(&["-o", "--output"]).cloned().collect())
+}
+
+/// `xxd [options] [IN [OUT]]`: OUT is written. Its options are single-dash words (`-cols 8`).
+fn xxd(args: &[Word]) -> Kind {
+    const VALUED: &[&str] = &[
+        "-c",
+        "-cols",
+        "-g",
+        "-groupsize",
+        "-l",
+        "-len",
+        "-n",
+        "-name",
+        "-o",
+        "-offset",
+        "-s",
+        "-seek",
+        "-R",
+    ];
+    let mut operands = Vec::new();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        match word.literal.as_deref() {
+            Some(option) if VALUED.contains(&option) => {
+                words.next();
+            }
+            Some(option) if option.starts_with('-') && option.len() > 1 => {}
+            _ => operands.push(word.clone()),
+        }
+    }
+    Kind::Writes(operands.into_iter().skip(1).take(1).collect())
+}
+
+/// `let`, `declare`, `read`, …: bash runs a substitution inside an array subscript of their
+/// arguments, quoted or not; one that sets a variable that steers later commands makes them
+/// unknown.
+fn evaluating(name: &str, args: &[Word]) -> Kind {
+    let hidden: Vec<&str> = args
+        .iter()
+        .map(|w| w.literal.as_deref().unwrap_or(&w.raw))
+        .filter(|text| text.contains("$(") || text.contains('`'))
+        .collect();
+    if !hidden.is_empty() {
+        return Kind::Script(hidden.join("\n"));
+    }
+    let assignments: Vec<Word> = args
+        .iter()
+        .filter(|w| w.raw.contains('='))
+        .cloned()
+        .collect();
+    match steering(&assignments) {
+        Some(why) => Kind::Unknown(format!("`{name}`: {why}")),
+        None => Kind::Reads,
+    }
+}
+
+/// `trap 'CMD' SIGNALS`: CMD runs later in this shell, as a script of the line.
+fn trap(args: &[Word]) -> Kind {
+    let parsed = options::parse(args, Spec::default());
+    match parsed.operands.first() {
+        None => Kind::Reads,
+        Some(action) => match action.literal.as_deref() {
+            Some("" | "-") => Kind::Reads,
+            Some(script) if parsed.operands.len() > 1 => Kind::Script(script.to_owned()),
+            // `trap SIGNAL` alone resets it.
+            Some(_) => Kind::Reads,
+            None => Kind::Unknown("`trap` sets a command not known before it runs".into()),
+        },
+    }
+}
+
+/// `chmod MODE FILE…`: a mode may look like an option (`-w`, `-x`), and `--reference` takes
+/// its place.
+fn chmod(args: &[Word]) -> Kind {
+    let is_mode = |text: &str| {
+        text.len() > 1
+            && text.starts_with(['-', '+', '='])
+            && text[1..]
+                .chars()
+                .all(|c| "rwxXstugoa,=+-01234567".contains(c))
+    };
+    let mut mode_given = args.iter().any(|a| {
         a.literal
             .as_deref()
             .is_some_and(|a| a.starts_with("--reference"))
     });
-    if !by_reference && !targets.is_empty() {
-        targets.remove(0);
+    let mut targets = Vec::new();
+    let mut options_over = false;
+    for arg in args {
+        match arg.literal.as_deref() {
+            Some("--") if !options_over => options_over = true,
+            Some(text) if !options_over && !mode_given && is_mode(text) => mode_given = true,
+            Some(text) if !options_over && text.starts_with('-') && text.len() > 1 => {}
+            _ if !mode_given => mode_given = true,
+            _ => targets.push(arg.clone()),
+        }
     }
     Kind::Writes(targets)
 }
@@ -478,7 +793,7 @@ fn dd_output(arg: &Word) -> Option<Word> {
 }
 
 /// `find`: what its `-exec` runs, or whether it acts on what it finds (`-delete`, `-fprint`).
-fn find(args: &[Word]) -> Kind<'_> {
+fn find(args: &[Word]) -> Kind {
     let acting = args.iter().any(|a| {
         a.literal.as_deref().is_some_and(|a| {
             matches!(
@@ -504,61 +819,6 @@ fn find(args: &[Word]) -> Kind<'_> {
     }
 }
 
-/// The arguments that are not options (after `--`, all of them).
-fn positional(args: &[Word]) -> Vec<&Word> {
-    let mut out = Vec::new();
-    let mut options_over = false;
-    for arg in args {
-        match arg.literal.as_deref() {
-            Some("--") if !options_over => options_over = true,
-            Some(text) if !options_over && text.starts_with('-') && text.len() > 1 => {}
-            _ => out.push(arg),
-        }
-    }
-    out
-}
-
-/// As [`positional`], the values of `options` (`-s N`, `--size=N`) left out.
-fn positional_skipping<'w>(args: &'w [Word], options: &[&str]) -> Vec<&'w Word> {
-    let mut out = Vec::new();
-    let mut skip_next = false;
-    for arg in args {
-        if skip_next {
-            skip_next = false;
-            continue;
-        }
-        match arg.literal.as_deref() {
-            Some(text) if options.contains(&text) => skip_next = true,
-            Some(text) if text.starts_with('-') && text.len() > 1 => {}
-            _ => out.push(arg),
-        }
-    }
-    out
-}
-
-/// The value of the first of `options` (`-o FILE`, `-oFILE` is not read, `--output=FILE`).
-fn option_value<'w>(args: &'w [Word], options: &[&str]) -> Option<&'w Word> {
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        let Some(text) = arg.literal.as_deref() else {
-            continue;
-        };
-        if options.contains(&text) {
-            return iter.next();
-        }
-        if options
-            .iter()
-            .any(|o| o.starts_with("--") && text.starts_with(&format!("{o}=")))
-        {
-            return Some(arg);
-        }
-    }
-    None
-}
-
-/// `cp`, `install`, `ln`, `mv`: the destination (the last operand, or `-t DIR`), and for `mv`
-/// the sources too, which it removes. A destination that is a directory gets each source's
-/// name inside it; the caller judges both the destination as written and what lands in it.
 /// The command `find -exec`/`-execdir`/`-ok` runs (up to its `;` or `+`), its `{}` a word not
 /// known before it runs.
 fn find_exec(args: &[Word]) -> Option<Vec<Word>> {
@@ -584,26 +844,31 @@ fn find_exec(args: &[Word]) -> Option<Vec<Word>> {
     (!command.is_empty()).then_some(command)
 }
 
-fn copied(args: &[Word], moves: bool, symbolic: bool) -> Kind<'_> {
-    let target_dir = option_value(args, &["-t", "--target-directory"]);
-    let mut operands = positional_skipping(
-        args,
-        &[
-            "-t",
-            "--target-directory",
-            "-S",
-            "--suffix",
-            "-m",
-            "--mode",
-            "-o",
-            "--owner",
-            "-g",
-            "--group",
-        ],
-    );
-    let dest = match target_dir {
+/// `cp`, `install`, `ln`, `mv`: the destination (the last operand, or `-t DIR`), and for `mv`
+/// the sources too, which it removes. A destination that is a directory gets each source's
+/// name inside it; the caller judges both the destination as written and what lands in it.
+fn copied(name: &str, args: &[Word]) -> Kind {
+    let moves = name == "mv";
+    let parsed = options::parse(args, COPY);
+    if parsed.unknown_option {
+        return Kind::Unknown(format!("`{name}` has options not known before it runs"));
+    }
+    if parsed.has(&["--parents", "--strip-program"])
+        || parsed
+            .value(&["-S", "--suffix"])
+            .is_some_and(|suffix| suffix.literal.as_deref().is_none_or(|s| s.contains('/')))
+    {
+        return Kind::Unknown(format!(
+            "`{name}` puts files where its options say, which is not read here"
+        ));
+    }
+    let mut operands = parsed.operands.clone();
+    if name == "install" && parsed.has(&["-d", "--directory"]) {
+        return Kind::Creates(operands);
+    }
+    let dest = match parsed.value(&["-t", "--target-directory"]) {
         // `-t DIR`: a directory, even one written without a trailing `/`.
-        Some(dir) => dir,
+        Some(dir) => dir.clone(),
         None => match operands.pop() {
             Some(dest) => dest,
             None => return Kind::Reads,
@@ -613,119 +878,214 @@ fn copied(args: &[Word], moves: bool, symbolic: bool) -> Kind<'_> {
         sources: operands,
         dest,
         moves,
-        symbolic,
+        symbolic: name == "ln"
+            && (parsed.has(&["-s", "--symbolic"]) || has_flag(args, 's', "--symbolic")),
     }
 }
 
-fn sed(args: &[Word]) -> Kind<'_> {
-    let in_place = args.iter().any(|a| {
-        a.literal.as_deref().is_some_and(|a| {
-            a == "--in-place"
-                || a.starts_with("--in-place=")
-                || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
-        })
-    });
-    let script_given = args.iter().any(|a| {
-        a.literal.as_deref().is_some_and(|a| {
-            matches!(a, "-e" | "-f" | "--expression" | "--file")
-                || a.starts_with("--expression=")
-                || a.starts_with("--file=")
-        })
-    });
-    let mut operands = positional_skipping(
+/// `sed`: `-i` writes its files; a script that runs a program or writes a file (`e`, `w`,
+/// `s///e`), or one this line does not show (`-f FILE`), may write anything.
+fn sed(args: &[Word]) -> Kind {
+    let parsed = options::parse(
         args,
-        &["-e", "-f", "--expression", "--file", "-l", "--line-length"],
+        Spec {
+            short: "efl",
+            short_optional: "i",
+            long: &["expression", "file", "line-length"],
+            long_flags: &[
+                "in-place",
+                "null-data",
+                "separate",
+                "regexp-extended",
+                "quiet",
+                "silent",
+                "sandbox",
+            ],
+            stop_at_operand: false,
+        },
     );
-    let script = if script_given || operands.is_empty() {
-        None
-    } else {
-        Some(operands.remove(0))
-    };
-    // A `w FILE` command in the script writes that file.
-    let writes_in_script = args.iter().any(|a| {
-        let text = a.literal.as_deref().unwrap_or(&a.raw);
-        text.contains("/w ")
-            || text.contains(";w ")
-            || text.starts_with("w ")
-            || text.contains("/W ")
-    });
-    if writes_in_script || script.is_some_and(|s| s.literal.is_none()) {
+    if parsed.unknown_option || parsed.has(&["-f", "--file"]) {
+        return Kind::Unknown("the `sed` script is not known before it runs".into());
+    }
+    let mut operands = parsed.operands.clone();
+    let mut scripts: Vec<&Word> = parsed.values(&["-e", "--expression"]).collect();
+    let first = (scripts.is_empty() && !operands.is_empty()).then(|| operands.remove(0));
+    scripts.extend(first.as_ref());
+    let edits_only = scripts
+        .iter()
+        .all(|script| script.literal.as_deref().is_some_and(sed::only_edits));
+    if !edits_only && !parsed.has(&["--sandbox"]) {
         return Kind::Unknown(
-            "the `sed` script writes files it names, or is not known before it runs".into(),
+            "the `sed` script runs a program or writes a file, or is not known before it runs"
+                .into(),
         );
     }
-    if in_place {
-        Kind::Writes(operands.into_iter().cloned().collect())
-    } else {
-        Kind::Reads
+    let suffix = parsed
+        .options
+        .iter()
+        .find(|o| o.name == "-i" || o.name == "--in-place")
+        .map(|o| o.value.as_ref());
+    match suffix {
+        // A suffix with a `/` puts the backup in another directory.
+        Some(Some(suffix)) if suffix.literal.as_deref().is_none_or(|s| s.contains('/')) => {
+            Kind::Unknown("`sed -i` puts its backups where its suffix says".into())
+        }
+        Some(_) => Kind::Writes(operands),
+        None => Kind::Reads,
     }
 }
 
-fn wrapped(name: &str, args: &[Word]) -> Kind<'static> {
-    // Options each wrapper takes a value for.
-    let valued: &[&str] = match name {
-        "sudo" | "doas" => &[
-            "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "--user", "--group",
-        ],
-        "nice" => &["-n", "--adjustment"],
-        "ionice" => &["-c", "-n", "-p", "--class", "--classdata"],
-        "stdbuf" => &["-i", "-o", "-e"],
-        "timeout" => &["-s", "-k", "--signal", "--kill-after"],
-        "env" => &["-u", "-C", "-S", "--unset", "--chdir", "--split-string"],
-        "xargs" => &[
-            "-a",
+/// `patch`: the file an operand names is the one patched, whatever the diff's names; `-o`
+/// and `-r` write theirs; a patch file, a directory or a backup prefix cannot be followed.
+fn patch(args: &[Word]) -> Kind {
+    let parsed = options::parse(
+        args,
+        spec(
+            "BDdFgiopVrYz",
+            &[
+                "prefix",
+                "ifdef",
+                "directory",
+                "fuzz",
+                "get",
+                "input",
+                "output",
+                "strip",
+                "version-control",
+                "reject-file",
+                "basename-prefix",
+                "suffix",
+                "quoting-style",
+                "reject-format",
+            ],
+        ),
+    );
+    if parsed.unknown_option
+        || parsed.has(&[
+            "-i",
+            "--input",
             "-d",
-            "-E",
-            "-I",
-            "-L",
-            "-n",
-            "-P",
-            "-s",
-            "--arg-file",
-            "--delimiter",
-            "--max-args",
-            "--max-procs",
-        ],
-        "taskset" | "chrt" => &[],
-        _ => &[],
-    };
-    if name == "env"
-        && args.iter().any(|a| {
-            a.literal
-                .as_deref()
-                .is_some_and(|a| a == "-S" || a.starts_with("--split-string"))
-        })
+            "--directory",
+            "-B",
+            "--prefix",
+            "-Y",
+            "--basename-prefix",
+            "-z",
+            "--suffix",
+        ])
+        || parsed.operands.len() > 1
     {
-        return Kind::Unknown("`env -S` splits a string into the command it runs".into());
+        return Kind::Unknown(
+            "`patch` reads a patch file or puts files where its options say, which is not read here"
+                .into(),
+        );
     }
-    let mut at = 0;
-    let mut needs_value = false;
-    let mut positional_seen = 0;
-    while let Some(arg) = args.get(at) {
-        let Some(text) = arg.literal.as_deref() else {
-            return Kind::Unknown(format!("`{name}` runs a command not known before it runs"));
-        };
-        if needs_value {
-            needs_value = false;
-        } else if text == "--" {
-            at += 1;
+    let strip = parsed
+        .value(&["-p", "--strip"])
+        .map(|n| n.literal.as_deref().and_then(|n| n.parse().ok()));
+    let strip = match strip {
+        Some(None) => return Kind::Unknown("`patch -p` strips a number not known here".into()),
+        Some(Some(n)) => Some(n),
+        None => None,
+    };
+    let mut writes = parsed.operands.clone();
+    writes.extend(
+        parsed
+            .values(&["-o", "--output", "-r", "--reject-file"])
+            .cloned(),
+    );
+    Kind::Patch { strip, writes }
+}
+
+fn wrapped(name: &str, args: &[Word]) -> Kind {
+    let spec = match name {
+        "sudo" | "doas" => spec(
+            "ugCDprtTUR",
+            &[
+                "user",
+                "group",
+                "close-from",
+                "chdir",
+                "host",
+                "prompt",
+                "chroot",
+                "role",
+                "type",
+                "command-timeout",
+                "other-user",
+            ],
+        ),
+        "nice" => spec("n", &["adjustment"]),
+        "ionice" => spec("cnpPu", &["class", "classdata", "pid", "pgid", "uid"]),
+        "stdbuf" => spec("ioe", &["input", "output", "error"]),
+        "timeout" => spec("sk", &["signal", "kill-after"]),
+        "env" => spec("uCS", &["unset", "chdir", "split-string"]),
+        "xargs" => Spec {
+            short: "adEILnPs",
+            short_optional: "eil",
+            long: &[
+                "arg-file",
+                "delimiter",
+                "max-args",
+                "max-procs",
+                "max-chars",
+                "process-slot-var",
+            ],
+            ..Spec::default()
+        },
+        "exec" => spec("a", &[]),
+        "time" => spec("fo", &["format", "output"]),
+        _ => Spec::default(),
+    };
+    let parsed = options::parse(
+        args,
+        Spec {
+            stop_at_operand: true,
+            ..spec
+        },
+    );
+    if parsed.unknown_option {
+        return Kind::Unknown(format!("`{name}` runs a command not known before it runs"));
+    }
+    let refused = match name {
+        "env" => parsed
+            .has(&["-S", "--split-string"])
+            .then_some("`env -S` splits a string into the command it runs"),
+        "sudo" | "doas" => parsed
+            .has(&[
+                "-R", "--chroot", "-e", "--edit", "-s", "--shell", "-i", "--login",
+            ])
+            .then_some("`sudo` runs its command through a shell, in another root or as an editor"),
+        "ionice" => parsed
+            .has(&["-p", "--pid", "-P", "--pgid", "-u", "--uid"])
+            .then_some(""),
+        "command" => parsed.has(&["-v", "-V"]).then_some(""),
+        _ => None,
+    };
+    match refused {
+        Some("") => return Kind::Reads,
+        Some(why) => return Kind::Unknown(why.into()),
+        None => {}
+    }
+    let mut at = parsed.rest_at;
+    let mut assignments = Vec::new();
+    while let Some(word) = args.get(at) {
+        let is_assignment = name == "env" && word.raw.contains('=') && !word.raw.starts_with('=');
+        // `timeout DURATION`, `taskset MASK`, `chrt PRIORITY` come before the command.
+        let is_operand = matches!(name, "timeout" | "taskset" | "chrt") && at == parsed.rest_at;
+        if !(is_assignment || is_operand) {
             break;
-        } else if text.starts_with('-') && text.len() > 1 {
-            needs_value = valued.contains(&text);
-        } else if name == "env" && text.contains('=') {
-            // An assignment.
-        } else if name == "timeout" && positional_seen == 0 {
-            // The duration.
-            positional_seen += 1;
-        } else if matches!(name, "taskset" | "chrt") && positional_seen == 0 {
-            positional_seen += 1;
-        } else {
-            break;
+        }
+        if is_assignment {
+            assignments.push(word.clone());
         }
         at += 1;
     }
-    if at >= args.len() {
+    if matches!(name, "taskset" | "chrt") && has_flag(args, 'p', "--pid") {
         return Kind::Reads;
+    }
+    if at >= args.len() {
+        return Kind::Writes(parsed.values(&["-o", "--output"]).cloned().collect());
     }
     if name == "xargs" {
         // Its arguments come at run time: one more word not known before it runs.
@@ -736,11 +1096,30 @@ fn wrapped(name: &str, args: &[Word]) -> Kind<'static> {
         });
         return Kind::RunsUnknown(command);
     }
-    // `Wraps` counts from the wrapper's own word.
-    Kind::Wraps(at + 1)
+    let dir = match parsed.value(&["-C", "--chdir", "-D"]) {
+        Some(dir) if name == "env" || matches!(name, "sudo" | "doas") => match &dir.literal {
+            Some(dir) => Some(dir.clone()),
+            None => {
+                return Kind::Unknown(format!(
+                    "`{name}` runs its command in a directory not known before it runs"
+                ));
+            }
+        },
+        _ => None,
+    };
+    Kind::Wraps(Wrap {
+        at: at + 1,
+        dir,
+        writes: if name == "time" {
+            parsed.values(&["-o", "--output"]).cloned().collect()
+        } else {
+            Vec::new()
+        },
+        unknown: steering(&assignments),
+    })
 }
 
-fn shell_script(name: &str, args: &[Word]) -> Kind<'static> {
+fn shell_script(name: &str, args: &[Word]) -> Kind {
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         match arg.literal.as_deref() {
@@ -763,72 +1142,162 @@ fn shell_script(name: &str, args: &[Word]) -> Kind<'static> {
     ))
 }
 
-/// Which `git` commands change the work tree, and the paths they name where that is known.
-fn git(args: &[Word]) -> Kind<'_> {
-    // Global options before the subcommand (`-C dir`, `-c k=v`).
-    let mut at = 0;
-    while let Some(text) = args.get(at).and_then(|a| a.literal.as_deref()) {
-        if matches!(
-            text,
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace"
-        ) {
-            if text == "-C" || text == "--git-dir" || text == "--work-tree" {
-                return Kind::Unknown("`git` runs on another directory or repository".into());
-            }
-            at += 2;
-        } else if text.starts_with('-') {
-            at += 1;
-        } else {
-            break;
-        }
+/// Which `git` commands change the work tree, and the paths they name where that is known. A
+/// git that runs elsewhere (`-C`, `--work-tree`, `--git-dir`) or is told what to run (`-c`,
+/// `--exec-path`, `--output`, a pager, an upload program) is not a read.
+fn git(args: &[Word]) -> Kind {
+    let global = options::parse(
+        args,
+        Spec {
+            short: "Cc",
+            long: &[
+                "git-dir",
+                "work-tree",
+                "namespace",
+                "config-env",
+                "super-prefix",
+                "attr-source",
+            ],
+            long_flags: &["exec-path", "paginate", "no-pager", "bare"],
+            stop_at_operand: true,
+            ..Spec::default()
+        },
+    );
+    if global.unknown_option
+        || global.has(&[
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--config-env",
+            "--exec-path",
+            "--super-prefix",
+            "--attr-source",
+            "--bare",
+        ])
+    {
+        return Kind::Unknown(
+            "`git` runs on another directory or repository, or with settings that choose what it runs"
+                .into(),
+        );
     }
-    let Some(sub) = args.get(at).and_then(|a| a.literal.as_deref()) else {
+    let Some(sub) = args.get(global.rest_at) else {
         return Kind::Reads;
     };
-    let rest = &args[at + 1..];
+    let Some(sub) = sub.literal.as_deref() else {
+        return Kind::Unknown("the `git` command is not known before it runs".into());
+    };
+    let rest = &args[global.rest_at + 1..];
+    let literal_options = || rest.iter().filter_map(|a| a.literal.as_deref());
+    // Options with which a reading command writes a file or runs a program.
+    let runs = literal_options().any(|a| {
+        [
+            "--ext-diff",
+            "--open-files-in-pager",
+            "-O",
+            "--upload-pack",
+            "--receive-pack",
+            "--exec",
+            "--run",
+        ]
+        .iter()
+        .any(|o| a.starts_with(o))
+    }) || rest
+        .iter()
+        .any(|a| a.literal.is_none() && a.raw.starts_with('-'));
     match sub {
         "status" | "diff" | "log" | "show" | "rev-parse" | "ls-files" | "blame" | "grep"
         | "describe" | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "rev-list" | "help"
         | "version" | "whatchanged" | "name-rev" | "merge-base" | "var" | "check-ignore"
         | "count-objects" | "for-each-ref" | "show-ref" | "verify-commit" | "add" | "commit"
-        | "fetch" | "push" | "tag" | "notes" | "config" | "remote" | "branch" | "bisect"
-        | "fsck" | "gc" | "init" => Kind::Reads,
-        "rm" => Kind::Writes(positional(rest).into_iter().cloned().collect()),
-        "mv" => copied(rest, true, false),
-        "restore" => Kind::Writes(
-            positional_skipping(rest, &["-s", "--source"])
-                .into_iter()
-                .cloned()
-                .collect(),
-        ),
-        "apply" => {
-            if positional(rest).is_empty() {
-                Kind::Patch(Some(strip_option(rest).unwrap_or(1)))
+        | "fetch" | "push" | "tag" | "notes" | "remote" | "branch" | "fsck" | "gc" => {
+            if runs {
+                return Kind::Unknown(format!("`git {sub}` runs a program its options name"));
+            }
+            let parsed = options::parse(rest, spec("", &["output"]));
+            Kind::Writes(parsed.values(&["--output"]).cloned().collect())
+        }
+        "config" => {
+            let reads = literal_options()
+                .any(|a| a.starts_with("--get") || matches!(a, "-l" | "--list" | "get" | "list"));
+            if reads && !runs {
+                Kind::Reads
             } else {
-                Kind::Unknown("`git apply` applies a patch file this line does not show".into())
+                Kind::Unknown("`git config` changes what git runs".into())
+            }
+        }
+        "init" => {
+            let parsed = options::parse(
+                rest,
+                spec(
+                    "b",
+                    &[
+                        "template",
+                        "separate-git-dir",
+                        "initial-branch",
+                        "object-format",
+                        "shared",
+                    ],
+                ),
+            );
+            if parsed.has(&["--template", "--separate-git-dir"]) || parsed.unknown_option {
+                return Kind::Unknown(
+                    "`git init` takes hooks or a repository from elsewhere".into(),
+                );
+            }
+            Kind::Creates(parsed.operands)
+        }
+        "rm" => Kind::Writes(options::parse(rest, Spec::default()).operands),
+        "mv" => copied("mv", rest),
+        "restore" => {
+            let parsed = options::parse(
+                rest,
+                spec("s", &["source", "pathspec-from-file", "conflict"]),
+            );
+            if parsed.has(&["--pathspec-from-file"]) || parsed.unknown_option {
+                return Kind::Unknown(
+                    "`git restore` restores paths this line does not show".into(),
+                );
+            }
+            Kind::Writes(parsed.operands)
+        }
+        "apply" => {
+            let parsed = options::parse(
+                rest,
+                spec(
+                    "pC",
+                    &[
+                        "directory",
+                        "include",
+                        "exclude",
+                        "whitespace",
+                        "build-fake-ancestor",
+                    ],
+                ),
+            );
+            if !parsed.operands.is_empty() {
+                return Kind::Unknown(
+                    "`git apply` applies a patch file this line does not show".into(),
+                );
+            }
+            if parsed.unknown_option || parsed.has(&["--directory", "--unsafe-paths"]) {
+                return Kind::Unknown("`git apply` puts files where its options say".into());
+            }
+            match parsed
+                .value(&["-p"])
+                .map(|n| n.literal.as_deref().and_then(|n| n.parse().ok()))
+            {
+                Some(None) => Kind::Unknown("`git apply -p` strips a number not known here".into()),
+                strip => Kind::Patch {
+                    strip: Some(strip.flatten().unwrap_or(1)),
+                    writes: Vec::new(),
+                },
             }
         }
         other => Kind::Unknown(format!(
             "`git {other}` may change any file in the work tree"
         )),
     }
-}
-
-/// `-pN` or `-p N` or `--strip=N`.
-fn strip_option(args: &[Word]) -> Option<usize> {
-    let mut iter = args.iter().filter_map(|a| a.literal.as_deref());
-    while let Some(arg) = iter.next() {
-        if arg == "-p" {
-            return iter.next().and_then(|n| n.parse().ok());
-        }
-        if let Some(n) = arg
-            .strip_prefix("--strip=")
-            .or_else(|| arg.strip_prefix("-p"))
-        {
-            return n.parse().ok();
-        }
-    }
-    None
 }
 
 #[cfg(test)]

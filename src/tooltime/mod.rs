@@ -5,8 +5,10 @@
 //! the rules, the contract and the paths it names, so it is ready before the agent waits.
 
 mod commands;
+mod options;
 mod patch;
 mod place;
+mod sed;
 
 use std::path::{Path, PathBuf};
 
@@ -32,8 +34,11 @@ pub enum Action {
     Write(Vec<String>),
     /// A shell tool runs this command line.
     Shell(String),
-    /// Anything else (reading, searching, fetching): the rules say nothing of it.
+    /// A tool that writes no file (reading, searching, fetching): the rules say nothing of it.
     Other,
+    /// A tool whose writes cannot be told (one validator does not know): held to
+    /// `tools.unknown`, as a shell command whose writes cannot be told is.
+    Unknown(String),
 }
 
 /// The answer before a tool runs.
@@ -121,6 +126,21 @@ impl<'a> Policy<'a> {
                 None => allowed(Vec::new()),
             },
             Action::Shell(line) => self.decide_shell(line, cwd),
+            Action::Unknown(why) => self.unknown_writes(Decision::Allow, vec![why.clone()]),
+        }
+    }
+
+    /// The answer to a call some of whose writes cannot be told (`unknown`, each why): refused
+    /// under `tools.unknown: deny`, else `decision` (and what changed is looked at after).
+    fn unknown_writes(&self, decision: Decision, unknown: Vec<String>) -> Judged {
+        match unknown.first() {
+            Some(why) if self.tools.unknown == Unknown::Deny => Judged {
+                decision: Decision::Deny(format!(
+                    "validator cannot tell before it runs what this writes ({why}), and the rules refuse such calls (`tools.unknown: deny`); write the files with your file tools, or ask a person to allow the command in the rules"
+                )),
+                unknown,
+            },
+            _ => Judged { decision, unknown },
         }
     }
 
@@ -129,83 +149,99 @@ impl<'a> Policy<'a> {
         let seen = commands::seen(&script);
         let mut asked = None;
         let mut unknown = Vec::new();
+        let refuses_commands = self
+            .tools
+            .commands
+            .iter()
+            .any(|rule| rule.decision != CommandDecision::Allow);
         // Where the next command may run: the agent's directory, moved by each `cd` (see
         // `moved`). Every place a write could land is judged.
         let mut here = vec![cwd.to_path_buf()];
         for command in &seen {
-            let rule = self
-                .tools
-                .commands
-                .iter()
-                .find(|rule| rule.matches(&command.words));
-            if let Some(rule) = rule {
+            let deny = |why: String| Judged {
+                decision: Decision::Deny(why),
+                unknown: unknown.clone(),
+            };
+            if command.unread && refuses_commands {
+                return deny(format!(
+                    "{}, so a command the rules refuse cannot be ruled out; split it into commands that can be read",
+                    command
+                        .unknown
+                        .as_deref()
+                        .unwrap_or("the command line cannot be read whole")
+                ));
+            }
+            let mut allowed = false;
+            if let Some(rule) = self.rule_for(command) {
                 let said = rule_reason(rule, command);
                 match rule.decision {
-                    CommandDecision::Deny => {
-                        return Judged {
-                            decision: Decision::Deny(said),
-                            unknown,
-                        };
-                    }
+                    CommandDecision::Deny => return deny(said),
                     CommandDecision::Ask => {
                         asked.get_or_insert(said);
                     }
-                    CommandDecision::Allow => continue,
+                    // It may run, whatever validator knows of its writes; where it visibly
+                    // writes is still judged.
+                    CommandDecision::Allow => allowed = true,
                 }
             }
+            let places: Vec<PathBuf> = here
+                .iter()
+                .map(|at| command.dirs.iter().fold(at.clone(), |at, dir| at.join(dir)))
+                .collect();
             let refused = command
                 .writes
                 .iter()
-                .flat_map(|path| here.iter().map(move |cwd| (cwd, path)))
+                .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
                 .find_map(|(cwd, path)| self.refuse_write(cwd, path))
                 .or_else(|| {
                     command
                         .copies
                         .iter()
-                        .find_map(|copy| here.iter().find_map(|cwd| self.refuse_copy(cwd, copy)))
+                        .find_map(|copy| places.iter().find_map(|cwd| self.refuse_copy(cwd, copy)))
+                })
+                .or_else(|| {
+                    command
+                        .creates
+                        .iter()
+                        .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
+                        .find_map(|(cwd, path)| self.refuse_place(cwd, path).err())
                 });
             if let Some(why) = refused {
-                return Judged {
-                    decision: Decision::Deny(why),
-                    unknown,
-                };
+                return deny(why);
             }
-            if let Some(why) = &command.unknown {
+            if let Some(why) = command.unknown.as_ref().filter(|_| !allowed) {
                 unknown.push(why.clone());
             }
             if let Err(why) = moved(&mut here, command) {
                 unknown.push(why);
             }
         }
-        if !unknown.is_empty() && self.tools.unknown == Unknown::Deny {
-            return Judged {
-                decision: Decision::Deny(format!(
-                    "validator cannot tell before it runs what this command writes ({}), and the rules refuse such commands (`tools.unknown: deny`); write the files with your file tools, or ask a person to allow the command in the rules",
-                    unknown[0]
-                )),
-                unknown,
-            };
+        self.unknown_writes(asked.map_or(Decision::Allow, Decision::Ask), unknown)
+    }
+
+    /// The first command rule that matches `command`. A program validator does not know may
+    /// run any of its arguments as a command (`flock F git push`, `strace git push`): the
+    /// rules that refuse or ask are matched against each tail of its words too.
+    fn rule_for(&self, command: &Seen) -> Option<&crate::config::tools::CommandRule> {
+        let rules = &self.tools.commands;
+        if let Some(rule) = rules.iter().find(|rule| rule.matches(&command.words)) {
+            return Some(rule);
         }
-        Judged {
-            decision: asked.map_or(Decision::Allow, Decision::Ask),
-            unknown,
-        }
+        command.unknown.as_ref()?;
+        (1..command.words.len()).find_map(|at| {
+            rules.iter().find(|rule| {
+                rule.decision != CommandDecision::Allow && rule.matches(&command.words[at..])
+            })
+        })
     }
 
     /// Why writing `path` (from `cwd`) is refused, if it is: it leaves the task, it is
     /// validator's own, or a scope of the stop's refuses the change (for a directory, the change
     /// of any file in it).
     fn refuse_write(&self, cwd: &Path, path: &str) -> Option<String> {
-        let rel = match place::place(&self.task.dir, cwd, path) {
-            Place::Inside(rel) => rel,
-            Place::Outside(real) => {
-                return Some(format!(
-                    "writing {} is refused: it lands outside the task directory ({}), which the stop would fail; write only inside {}",
-                    name(path),
-                    name(&real.to_string_lossy()),
-                    name(&self.task.dir.to_string_lossy())
-                ));
-            }
+        let rel = match self.refuse_place(cwd, path) {
+            Ok(rel) => rel,
+            Err(why) => return Some(why),
         };
         let real = self.task.dir.join(&rel);
         let is_dir = rel.is_empty()
@@ -224,6 +260,20 @@ impl<'a> Policy<'a> {
         }
     }
 
+    /// Where `path` (from `cwd`) lands in the task, or why it may not be written at all: it
+    /// lands outside the task directory.
+    fn refuse_place(&self, cwd: &Path, path: &str) -> Result<String, String> {
+        match place::place(&self.task.dir, cwd, path) {
+            Place::Inside(rel) => Ok(rel),
+            Place::Outside(real) => Err(format!(
+                "writing {} is refused: it lands outside the task directory ({}), which the stop would fail; write only inside {}",
+                name(path),
+                name(&real.to_string_lossy()),
+                name(&self.task.dir.to_string_lossy())
+            )),
+        }
+    }
+
     /// Why changing the task file `rel` (named `path` by the tool) is refused, if it is.
     fn refuse_file(&self, path: &str, rel: &str) -> Option<String> {
         let shown = if path == rel {
@@ -234,6 +284,13 @@ impl<'a> Policy<'a> {
         if self.task.is_ignored(rel) {
             return Some(format!(
                 "writing {shown} is refused: it is validator's own file, which no worker changes"
+            ));
+        }
+        // A repository's own files choose what git runs (hooks, filters, a pager): a worker
+        // changes them only through git's commands.
+        if rel.split('/').any(|part| part == ".git") {
+            return Some(format!(
+                "writing {shown} is refused: it is inside a `.git` directory, whose hooks and settings choose what git runs; use git's own commands"
             ));
         }
         self.scopes.iter().find_map(|(gate, scope)| {
@@ -558,6 +615,54 @@ pipelines:
         }
         assert!(!refused(&shell("ln -s sub/a.rs src/alias.rs")));
         assert!(!refused(&shell("cd src && echo x > out.rs")));
+    }
+
+    #[test]
+    fn a_command_hidden_behind_a_program_validator_does_not_know_is_still_matched() {
+        let f = fixture(RULES);
+        let shell = |line: &str| decide(&f, Action::Shell(line.to_owned()));
+        for line in [
+            "flock /tmp/l git push",
+            "strace -f git push origin",
+            "watch -n1 git push",
+            "exec -a name git push",
+            "busybox env git push",
+        ] {
+            assert!(refused(&shell(line)), "{line}");
+        }
+        // A program it knows does not run its arguments.
+        assert!(!refused(&shell("echo git push")));
+        assert!(!refused(&shell("grep -r 'git push' src")));
+    }
+
+    #[test]
+    fn directories_made_and_modes_changed_are_judged_where_they_land() {
+        let f = fixture(RULES);
+        let shell = |line: &str| decide(&f, Action::Shell(line.to_owned()));
+        assert!(refused(&shell("mkdir ../x")));
+        assert!(refused(&shell("mkdir -p -m 700 /tmp/elsewhere")));
+        assert!(!refused(&shell("mkdir -p src/new/deeper")));
+        // `-w` is a mode, not an option: the file after it is changed.
+        assert!(refused(&shell("chmod -w src/lock.rs")));
+        assert!(refused(&shell("chmod -x,+w src/lock.rs")));
+        assert!(refused(&shell("echo x > .git/hooks/pre-commit")));
+    }
+
+    #[test]
+    fn a_line_that_cannot_be_read_whole_is_refused_when_the_rules_refuse_commands() {
+        let f = fixture(RULES);
+        let long = format!(
+            "echo {}; git push",
+            "x".repeat(crate::shell::MAX_SCRIPT_BYTES)
+        );
+        assert!(refused(&decide(&f, Action::Shell(long.clone()))));
+        let without = RULES.replace(
+            "    - {match: \"git push\", decision: deny, reason: pushing is for people}\n    - {match: \"./deploy*\", decision: ask}\n",
+            "",
+        );
+        let judged = decide(&fixture(&without), Action::Shell(long));
+        assert_eq!(judged.decision, Decision::Allow, "nothing to rule out");
+        assert!(!judged.unknown.is_empty());
     }
 
     #[test]

@@ -122,7 +122,6 @@ fn the_plain_forms_are_refused() {
 }
 
 #[test]
-#[ignore = "hole: `*** Begin Patch` anywhere in a Bash command makes it a patch naming no file: `git push` runs"]
 fn a_patch_marker_in_a_shell_command_does_not_make_it_a_patch() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -136,7 +135,6 @@ fn a_patch_marker_in_a_shell_command_does_not_make_it_a_patch() {
 }
 
 #[test]
-#[ignore = "hole: a Write whose content holds `*** Begin Patch` is judged by the patch's names, not its file_path"]
 fn a_patch_marker_in_written_content_does_not_hide_the_path() {
     let project = project(STRICT);
     let outside = project.path().join("outside.txt");
@@ -174,7 +172,6 @@ fn substitutions_in_a_here_document_body_are_commands_too() {
 }
 
 #[test]
-#[ignore = "hole: `patch -p1 FILE`, `patch -d DIR`, `patch -o OUT` write elsewhere than the diff's names"]
 fn patch_options_that_choose_the_file_are_followed() {
     let project = project(&open_rules());
     let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-fn a() {}\n+x\n";
@@ -217,7 +214,6 @@ fn a_git_rename_header_names_its_target() {
 }
 
 #[test]
-#[ignore = "hole: git subcommands taken as reads write files: `git diff --output=`, `git config -f`, `git init DIR`, `--work-tree=`"]
 fn git_subcommands_that_write_are_not_reads() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -236,7 +232,6 @@ fn git_subcommands_that_write_are_not_reads() {
 }
 
 #[test]
-#[ignore = "hole: git subcommands taken as reads run configured programs (`-c core.fsmonitor=…`, `bisect run`, `grep -O`)"]
 fn git_that_runs_a_configured_program_is_not_a_read() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -252,7 +247,6 @@ fn git_that_runs_a_configured_program_is_not_a_read() {
 }
 
 #[test]
-#[ignore = "hole: sed's `e` command and `s///e` run shell commands; `sed -f FILE` hides `w` commands"]
 fn sed_scripts_that_run_or_write_are_not_reads() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -267,7 +261,6 @@ fn sed_scripts_that_run_or_write_are_not_reads() {
 }
 
 #[test]
-#[ignore = "hole: a read-only program is known by its basename, so `./cat` (the worker's own) runs; PATH/BASH_ENV/LD_PRELOAD assignments are dropped"]
 fn a_worker_program_named_like_a_reader_is_not_a_reader() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -284,7 +277,6 @@ fn a_worker_program_named_like_a_reader_is_not_a_reader() {
 }
 
 #[test]
-#[ignore = "hole: `trap 'CMD' EXIT` and arithmetic subscripts (`let 'x[$(CMD)]'`) run strings the reader never reads"]
 fn strings_bash_runs_later_are_read() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -299,7 +291,6 @@ fn strings_bash_runs_later_are_read() {
 }
 
 #[test]
-#[ignore = "hole: `env -SCMD` (attached) is taken as an option and the line as a read"]
 fn env_split_string_attached_is_not_a_read() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -309,7 +300,6 @@ fn env_split_string_attached_is_not_a_read() {
 }
 
 #[test]
-#[ignore = "hole: wrappers that change directory (`env -C`, `env --chdir=`, `sudo -D`) are judged from the agent's cwd"]
 fn a_wrapper_changing_directory_is_followed() {
     let project = project(&open_rules());
     assert_shell_refused(
@@ -324,7 +314,6 @@ fn a_wrapper_changing_directory_is_followed() {
 }
 
 #[test]
-#[ignore = "hole: `--opt=VALUE` is judged as a relative path named `--opt=VALUE`, `-tDIR` not at all"]
 fn option_values_are_judged_as_the_paths_they_name() {
     let project = project(&open_rules());
     assert_shell_refused(
@@ -354,7 +343,6 @@ fn a_tilde_after_an_equals_sign_is_not_literal() {
 }
 
 #[test]
-#[ignore = "hole: programs listed as read-only write files or run programs (`xxd IN OUT`, `tree -o`, `history -w`, `rg --pre`, `sort --compress-program`)"]
 fn read_only_programs_that_write_are_not_reads() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -371,7 +359,6 @@ fn read_only_programs_that_write_are_not_reads() {
 }
 
 #[test]
-#[ignore = "hole: a command an `allow` rule matches skips the check of its own redirections"]
 fn an_allowed_command_is_still_held_to_where_it_writes() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -385,7 +372,6 @@ fn an_allowed_command_is_still_held_to_where_it_writes() {
 }
 
 #[test]
-#[ignore = "hole: a tool validator does not know (an MCP write tool) is allowed whatever path it names, even under `unknown: deny`"]
 fn an_unknown_tool_naming_a_path_outside_is_not_allowed() {
     let project = project(STRICT);
     let outside = project.path().join("outside.txt");
