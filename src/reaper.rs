@@ -66,8 +66,13 @@ fn running() -> std::sync::MutexGuard<'static, Option<HashMap<i32, Running>>> {
 /// Held while one command is spawned; [`Spawning::started`] registers it.
 pub struct Spawning(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>);
 
+/// Whether this process ever started a command: a subreaper adopts only its descendants, so
+/// one that started none has nothing to reap (and a tool hook's answer skips the look).
+static EVER_SPAWNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl Spawning {
     pub fn begin() -> Spawning {
+        EVER_SPAWNED.store(true, std::sync::atomic::Ordering::SeqCst);
         Spawning(SPAWNING.read().unwrap_or_else(|p| p.into_inner()))
     }
 
@@ -95,7 +100,9 @@ pub fn finished(pid: i32) {
 /// running ([`Owners`]). Returns how many there were. Cheap when there are none: one read per
 /// thread.
 pub fn reap_adopted() -> usize {
-    if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst) {
+    if !SUBREAPER.load(std::sync::atomic::Ordering::SeqCst)
+        || !EVER_SPAWNED.load(std::sync::atomic::Ordering::SeqCst)
+    {
         return 0;
     }
     let _exclusive = SPAWNING.write().unwrap_or_else(|p| p.into_inner());

@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 
 use super::check::cancel_on_stop_signals;
 use clap::ValueEnum;
+use nix::libc;
 
 use super::{EXIT_HOOK_ERROR, config_path, load};
 use validator::hook::Phase;
@@ -66,24 +67,16 @@ pub(crate) fn hook(
     let agent = validator::hook::Agent::from(agent);
     let answer_by = validator::hook::AnswerBy::new(Instant::now(), deadline);
     let answered = Arc::new(Mutex::new(false));
-    let session = Arc::new(OnceLock::new());
-    let phase = Arc::new(OnceLock::new());
-    let result = cancel_on_stop_signals().and_then(|cancel| {
-        refuse_at_the_deadline(Deadline {
-            agent,
-            answer_by,
-            cancel: Arc::clone(&cancel),
-            answered: Arc::clone(&answered),
-            session: Arc::clone(&session),
-            phase: Arc::clone(&phase),
-        });
-        let called = Called {
-            cancel: &cancel,
-            answer_by,
-            session: &session,
-            phase: &phase,
-        };
-        hook_answer(config, agent, task_dir, task, called)
+    let called = HookCall {
+        config,
+        agent,
+        task_dir,
+        task,
+        answer_by,
+    };
+    let result = read_input(agent, answer_by).and_then(|read| match read {
+        Received::Input(input) => answer(called, &input, &answered),
+        Received::Answered(answer) => Ok(answer),
     });
     let mut said = answered.lock().unwrap_or_else(PoisonError::into_inner);
     if *said {
@@ -107,6 +100,156 @@ pub(crate) fn hook(
             ExitCode::from(EXIT_HOOK_ERROR)
         }
     }
+}
+
+/// What one call of the hook was given on its command line.
+struct HookCall {
+    config: Option<PathBuf>,
+    agent: validator::hook::Agent,
+    task_dir: Option<PathBuf>,
+    task: Option<String>,
+    answer_by: validator::hook::AnswerBy,
+}
+
+/// The hook's input, or the answer already due without it.
+enum Received {
+    Input(Box<validator::hook::Input>),
+    Answered(Option<String>),
+}
+
+/// Reads and parses the hook's input, by the deadline: an input that does not end by then, or
+/// is too long to read whole, is answered as not judged (a stop is refused).
+fn read_input(
+    agent: validator::hook::Agent,
+    answer_by: validator::hook::AnswerBy,
+) -> Result<Received> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        bail!(
+            "`validator hook {}` reads the agent's hook JSON on stdin\n  help: configure it as the agent's stop hook (see examples/hooks), or pipe a JSON object into it",
+            agent.name()
+        );
+    }
+    let input = match read_by(stdin.lock(), answer_by.at, validator::hook::MAX_INPUT)
+        .context("cannot read the hook's input from stdin")?
+    {
+        Bounded::Whole(input) => input,
+        // Too long to read whole: never let such a stop through, never read half of it.
+        Bounded::TooLong => {
+            return Ok(Received::Answered(
+                validator::hook::Answer::too_long_to_judge().to_json(agent),
+            ));
+        }
+        Bounded::Late => {
+            eprintln!(
+                "validator hook {}: the hook's input did not end by its deadline ({}); the stop is refused",
+                agent.name(),
+                validator::duration::format(answer_by.length)
+            );
+            return Ok(Received::Answered(
+                answer_by.not_judged_in_time(None).to_json(agent),
+            ));
+        }
+    };
+    Ok(Received::Input(Box::new(validator::hook::Input::parse(
+        agent, &input,
+    )?)))
+}
+
+/// What reading a bounded input by a deadline gave.
+enum Bounded {
+    Whole(Vec<u8>),
+    TooLong,
+    Late,
+}
+
+/// Reads `reader` to its end, at most `limit` bytes, waiting for more only until `until`: the
+/// agent's pipe is polled, never read blocking, so a writer that never closes it cannot hold
+/// the hook past its deadline (and no thread is started for a call that needs none).
+fn read_by(
+    mut reader: impl Read + std::os::fd::AsFd,
+    until: Instant,
+    limit: usize,
+) -> std::io::Result<Bounded> {
+    use std::os::fd::AsRawFd;
+    let mut input = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(Bounded::Late);
+        }
+        let mut poll = libc::pollfd {
+            fd: reader.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+        if ready < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if ready == 0 {
+            continue;
+        }
+        let read = match reader.read(&mut chunk) {
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if read == 0 {
+            return Ok(Bounded::Whole(input));
+        }
+        input.extend_from_slice(&chunk[..read]);
+        if input.len() > limit {
+            return Ok(Bounded::TooLong);
+        }
+    }
+}
+
+/// Answers one parsed input. A call before a tool runs reads the rules and a few files, and
+/// is answered at once; anything that runs commands (a stop, what a tool changed) runs under
+/// the stop signals and the hook's deadline.
+fn answer(
+    call: HookCall,
+    input: &validator::hook::Input,
+    answered: &Arc<Mutex<bool>>,
+) -> Result<Option<String>> {
+    let phase = call.agent.phase(input.hook_event_name.as_deref());
+    let session = Arc::new(OnceLock::new());
+    let phase_cell = Arc::new(OnceLock::new());
+    let _ = phase_cell.set(phase);
+    if phase == Phase::BeforeTool {
+        let cancel = validator::process::Cancel::one_shot();
+        let called = Called {
+            cancel: &cancel,
+            answer_by: call.answer_by,
+            session: &session,
+            phase: &phase_cell,
+        };
+        return hook_answer(call, input, called);
+    }
+    let cancel = cancel_on_stop_signals()?;
+    refuse_at_the_deadline(Deadline {
+        agent: call.agent,
+        answer_by: call.answer_by,
+        cancel: Arc::clone(&cancel),
+        answered: Arc::clone(answered),
+        session: Arc::clone(&session),
+        phase: Arc::clone(&phase_cell),
+    });
+    let called = Called {
+        cancel: &cancel,
+        answer_by: call.answer_by,
+        session: &session,
+        phase: &phase_cell,
+    };
+    hook_answer(call, input, called)
 }
 
 /// What the hook's deadline is kept with.
@@ -178,34 +321,14 @@ fn refuse_at_the_deadline(deadline: Deadline) {
     });
 }
 
-pub(crate) fn hook_answer(
-    config: Option<PathBuf>,
-    agent: validator::hook::Agent,
-    task_dir: Option<PathBuf>,
-    task: Option<String>,
+fn hook_answer(
+    call: HookCall,
+    input: &validator::hook::Input,
     called: Called<'_>,
 ) -> Result<Option<String>> {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        bail!(
-            "`validator hook {}` reads the agent's hook JSON on stdin\n  help: configure it as the agent's stop hook (see examples/hooks), or pipe a JSON object into it",
-            agent.name()
-        );
-    }
-    let mut input = Vec::new();
-    stdin
-        .lock()
-        .take(validator::hook::MAX_INPUT as u64 + 1)
-        .read_to_end(&mut input)
-        .context("cannot read the hook's input from stdin")?;
-    if input.len() > validator::hook::MAX_INPUT {
-        // Too long to read whole: never let such a stop through, never read half of it.
-        return Ok(validator::hook::Answer::too_long_to_judge().to_json(agent));
-    }
-    let input = validator::hook::Input::parse(agent, &input)?;
-    let phase = agent.phase(input.hook_event_name.as_deref());
-    let _ = called.phase.set(phase);
-    let answered = answer_input(config, agent, task_dir, task, &input, &called);
+    let agent = call.agent;
+    let phase = called.phase.get().copied().unwrap_or(Phase::Stop);
+    let answered = answer_input(call.config, agent, call.task_dir, call.task, input, &called);
     match (answered, phase) {
         (Ok(answer), _) => Ok(answer),
         // A tool call validator cannot judge (broken rules, say) is left to the agent's own

@@ -371,3 +371,52 @@ fn the_example_hooks_answer_by_a_deadline_under_their_agents_timeout() {
         );
     }
 }
+
+#[test]
+fn an_input_that_never_ends_is_answered_by_the_deadline() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let project = Project::new();
+    project.rules(&rules_with(
+        "  timeout: 5m\n  budget: 30m\n",
+        "      - {name: scope, rule: file-scope, allow: ['**']}\n",
+    ));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("validator"))
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "claude", "--deadline", "2s", "--task-dir"])
+        .arg(project.task_dir())
+        .current_dir(project.task_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run validator");
+    // Half an input, and the pipe held open: an agent that never finishes writing.
+    let mut held_open = child.stdin.take().expect("stdin");
+    held_open
+        .write_all(br#"{"session_id": "s", "hook_event_name": "Stop""#)
+        .expect("write");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > HARNESS_LIMIT {
+            let _ = child.kill();
+            panic!("the hook waited on its input past its deadline");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(held_open);
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("read");
+    assert_eq!(status.code(), Some(0));
+    let answer: Value = serde_json::from_str(&stdout).expect("one JSON answer");
+    assert_eq!(answer["decision"], "block", "{answer:#}");
+}
