@@ -159,7 +159,6 @@ fn a_patch_marker_in_written_content_does_not_hide_the_path() {
 }
 
 #[test]
-#[ignore = "hole: a here-document's body is not read for `$(…)`/backquotes, which bash runs"]
 fn substitutions_in_a_here_document_body_are_commands_too() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -341,7 +340,6 @@ fn option_values_are_judged_as_the_paths_they_name() {
 }
 
 #[test]
-#[ignore = "hole: bash expands `~` after `=` (`of=~/x`): taken as a task path named `~/x`"]
 fn a_tilde_after_an_equals_sign_is_not_literal() {
     let project = project(&open_rules());
     assert_shell_refused(
