@@ -191,7 +191,6 @@ fn patch_options_that_choose_the_file_are_followed() {
 }
 
 #[test]
-#[ignore = "hole: a context diff (`*** a/x` / `--- b/x` headers) names no file to patch.rs; GNU patch applies it"]
 fn a_context_diff_names_its_files() {
     let project = project(STRICT);
     assert_shell_refused(
@@ -203,7 +202,6 @@ fn a_context_diff_names_its_files() {
 }
 
 #[test]
-#[ignore = "hole: git's `rename to`/`copy to` headers are not read: `git apply` renames onto a denied path"]
 fn a_git_rename_header_names_its_target() {
     let project = project(STRICT);
     assert_shell_refused(
