@@ -56,8 +56,13 @@ pub struct Command {
     /// The assignments before them (`PATH=./bin ls`), or alone (`PATH=./bin`), as written.
     pub assignments: Vec<Word>,
     pub redirects: Vec<Redirect>,
-    /// The bodies of its here-documents (`<<EOF`) and here-strings (`<<<`), as written.
+    /// The text of its here-documents (`<<EOF`) and here-strings (`<<<`) as the command reads
+    /// it. One that expands when the line runs (an unquoted here-document holding `$` or a
+    /// backquote, a here-string that is not literal) cannot be told before it runs: it is left
+    /// empty, and `inputs_unknown` is set.
     pub inputs: Vec<String>,
+    /// Some of `inputs` expands when the line runs: what the command reads is not known.
+    pub inputs_unknown: bool,
     /// It runs in a shell of its own (inside `( … )`, a substitution, a pipeline, or `&`): a
     /// `cd` there does not move the commands after it.
     pub isolated: bool,
@@ -125,13 +130,25 @@ struct Lexer<'t, 's> {
     parens: usize,
     /// The command before this one was piped into it.
     piped: bool,
-    /// Here-documents whose bodies start after the next newline: delimiter, strip tabs, the
-    /// command they feed (`None` while it is still `current`) and its input slot to fill.
-    pending_heredocs: Vec<(String, bool, Option<usize>, usize)>,
+    /// Here-documents whose bodies start after the next newline.
+    pending_heredocs: Vec<PendingHeredoc>,
     /// The redirection operator whose target the next word is.
     expect_target: Option<String>,
     /// Whether the next word starts a command (reserved words and assignments are read there).
     at_start: bool,
+}
+
+/// A here-document opened on the line being read, whose body starts after its newline.
+struct PendingHeredoc {
+    delimiter: String,
+    /// `<<-`: leading tabs are stripped from the body's lines and the delimiter's.
+    strip_tabs: bool,
+    /// The delimiter is unquoted: the body expands like a double-quoted word (`$…`, backquotes,
+    /// `\`-newline joins lines).
+    expands: bool,
+    /// The command it feeds (`None` while it is still `current`), and its slot in `inputs`.
+    command: Option<usize>,
+    slot: usize,
 }
 
 /// Words that begin or continue a compound command where a command would start: skipped, as
@@ -289,7 +306,12 @@ impl Lexer<'_, '_> {
     /// Reads one word, with its quotes, escapes and substitutions.
     fn word(&mut self) {
         let mut word = Reading::default();
+        // Where a `~` would be expanded: at the start, and after an unquoted `=` or `:` in a
+        // word holding an unquoted `=` (bash expands there in assignment-like words, older bash
+        // and zsh in any such word; not literal either way).
+        let mut tilde_expands = true;
         while let Some(&(_, c)) = self.chars.peek() {
+            let tilde_here = std::mem::take(&mut tilde_expands);
             match c {
                 ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' => break,
                 '<' | '>' => {
@@ -309,7 +331,7 @@ impl Lexer<'_, '_> {
                     word.plain(c);
                     word.dynamic = true;
                 }
-                '~' if word.raw.is_empty() => {
+                '~' if tilde_here => {
                     self.chars.next();
                     word.plain(c);
                     word.dynamic = true;
@@ -325,6 +347,8 @@ impl Lexer<'_, '_> {
                 _ => {
                     self.chars.next();
                     word.plain(c);
+                    word.assigns |= c == '=';
+                    tilde_expands = word.assigns && (c == '=' || c == ':');
                 }
             }
         }
@@ -584,12 +608,20 @@ impl Lexer<'_, '_> {
                 });
                 let slot = self.current.inputs.len();
                 self.current.inputs.push(String::new());
-                self.pending_heredocs
-                    .push((delimiter, op == "<<-", None, slot));
+                self.pending_heredocs.push(PendingHeredoc {
+                    delimiter,
+                    strip_tabs: op == "<<-",
+                    // Any quoting in the delimiter keeps the body literal.
+                    expands: !word.raw.contains(['\'', '"', '\\']),
+                    command: None,
+                    slot,
+                });
                 return;
             }
             if op == "<<<" {
-                self.current.inputs.push(word.literal.unwrap_or(word.raw));
+                // Its substitutions were read with the word; its text is known only if literal.
+                self.current.inputs_unknown |= word.literal.is_none();
+                self.current.inputs.push(word.literal.unwrap_or_default());
                 return;
             }
             self.current.redirects.push(Redirect { op, target: word });
@@ -660,18 +692,44 @@ impl Lexer<'_, '_> {
         }
         let index = self.script.commands.len();
         for pending in &mut self.pending_heredocs {
-            pending.2.get_or_insert(index);
+            pending.command.get_or_insert(index);
         }
         self.script.commands.push(command);
     }
 
     /// After a newline: the bodies of the here-documents opened on the line before it.
     fn read_heredoc_bodies(&mut self) {
-        for (delimiter, strip_tabs, command, slot) in std::mem::take(&mut self.pending_heredocs) {
-            let mut body = String::new();
-            let mut closed = false;
-            loop {
-                let mut line = String::new();
+        for pending in std::mem::take(&mut self.pending_heredocs) {
+            let (body, closed) = self.heredoc_lines(&pending);
+            if !closed {
+                self.script.opaque.push(format!(
+                    "the here-document ending `{}` has no end",
+                    pending.delimiter
+                ));
+            }
+            let text = if pending.expands {
+                self.expanded(&body)
+            } else {
+                Some(body)
+            };
+            if let Some(command) = pending
+                .command
+                .and_then(|command| self.script.commands.get_mut(command))
+            {
+                command.inputs_unknown |= text.is_none();
+                if let Some(input) = command.inputs.get_mut(pending.slot) {
+                    *input = text.unwrap_or_default();
+                }
+            }
+        }
+    }
+
+    /// A here-document's lines up to its delimiter (consumed), and whether the delimiter came.
+    fn heredoc_lines(&mut self, pending: &PendingHeredoc) -> (String, bool) {
+        let mut body = String::new();
+        loop {
+            let mut line = String::new();
+            let ended = loop {
                 let mut ended = false;
                 for (_, c) in self.chars.by_ref() {
                     if c == '\n' {
@@ -680,33 +738,74 @@ impl Lexer<'_, '_> {
                     }
                     line.push(c);
                 }
-                let compared = if strip_tabs {
-                    line.trim_start_matches('\t')
-                } else {
-                    line.as_str()
-                };
-                if compared == delimiter {
-                    closed = true;
-                    break;
+                // In an expanding body bash joins a line ending in an unescaped `\` to the
+                // next before it looks for the delimiter.
+                let trailing = line.chars().rev().take_while(|&c| c == '\\').count();
+                if !(pending.expands && ended && trailing % 2 == 1) {
+                    break ended;
                 }
-                body.push_str(compared);
-                body.push('\n');
-                if !ended {
-                    break;
-                }
+                line.pop();
+            };
+            let compared = if pending.strip_tabs {
+                line.trim_start_matches('\t')
+            } else {
+                line.as_str()
+            };
+            if compared == pending.delimiter {
+                return (body, true);
             }
-            if !closed {
-                self.script
-                    .opaque
-                    .push(format!("the here-document ending `{delimiter}` has no end"));
-            }
-            if let Some(input) = command
-                .and_then(|command| self.script.commands.get_mut(command))
-                .and_then(|command| command.inputs.get_mut(slot))
-            {
-                *input = body;
+            body.push_str(compared);
+            body.push('\n');
+            if !ended {
+                return (body, false);
             }
         }
+    }
+
+    /// An unquoted here-document's body as the command reads it, reading the commands of its
+    /// substitutions as the line's; `None` when anything in it expands.
+    fn expanded(&mut self, body: &str) -> Option<String> {
+        let mut lexer = Lexer {
+            chars: body.char_indices().peekable(),
+            depth: self.depth,
+            script: &mut *self.script,
+            current: Command::default(),
+            parens: 0,
+            piped: false,
+            pending_heredocs: Vec::new(),
+            expect_target: None,
+            at_start: true,
+        };
+        lexer.heredoc_text()
+    }
+
+    /// Reads the rest as an expanding here-document body: like the inside of double quotes,
+    /// except that quotes are characters and only `\$`, `` \` `` and `\\` are escapes.
+    fn heredoc_text(&mut self) -> Option<String> {
+        let mut value = String::new();
+        let mut known = true;
+        while let Some((_, c)) = self.chars.next() {
+            let next = self.chars.peek().map(|&(_, n)| n);
+            match (c, next) {
+                ('\\', Some(escaped @ ('$' | '`' | '\\'))) => {
+                    self.chars.next();
+                    value.push(escaped);
+                }
+                // `$'…'` and `$"…"` are not quoting here: the `$` is a character.
+                ('$', Some('\'' | '"') | None) => value.push('$'),
+                ('$', _) => match self.dollar() {
+                    Some(_) => known = false,
+                    None => value.push('$'),
+                },
+                ('`', _) => {
+                    let inner = self.until('`');
+                    self.nested(&inner.replace("\\`", "`"));
+                    known = false;
+                }
+                _ => value.push(c),
+            }
+        }
+        known.then_some(value)
     }
 }
 
@@ -719,6 +818,8 @@ struct Reading {
     dynamic: bool,
     quoted: bool,
     brace_open: bool,
+    /// An unquoted `=` is in it: a `~` after it or a `:` may expand.
+    assigns: bool,
 }
 
 impl Reading {
@@ -849,6 +950,104 @@ mod tests {
         );
         assert_eq!(script.commands[1].inputs, ["body\n"]);
         assert!(script.opaque.is_empty(), "{:?}", script.opaque);
+    }
+
+    #[test]
+    fn an_unquoted_here_document_runs_its_substitutions_and_its_text_is_not_known() {
+        let script = read(
+            "patch -p1 <<EOF\n--- a/$(git push)\n`touch x`\n${Y:-$(rm y)} $((1 + $(id -u)))\nEOF\n",
+        );
+        let all = words(&script);
+        for command in [
+            vec!["git", "push"],
+            vec!["touch", "x"],
+            vec!["rm", "y"],
+            vec!["id", "-u"],
+        ] {
+            assert!(
+                all.contains(&command.iter().map(|w| (*w).to_owned()).collect()),
+                "{all:?}"
+            );
+        }
+        let patch = script.commands.iter().find(|c| c.words[0].is("patch"));
+        let patch = patch.expect("the patch command");
+        assert!(patch.inputs_unknown);
+        assert_eq!(patch.inputs, [""]);
+        assert!(script.opaque.is_empty(), "{:?}", script.opaque);
+        // A variable alone is enough to make the text unknown; only `\$`, `` \` `` and `\\`
+        // are escapes, and `$'…'`, `$"…"` and quotes are characters there (as bash has it).
+        assert!(read("cat <<EOF\n$HOME\nEOF\n").commands[0].inputs_unknown);
+        let plain = read("cat <<-EOF\n\t\\$x \\` \\\\ \\a $'q' $\"t\" \"q\" 's' $\n\tEOF\n");
+        assert!(!plain.commands[0].inputs_unknown);
+        assert_eq!(
+            plain.commands[0].inputs,
+            ["$x ` \\ \\a $'q' $\"t\" \"q\" 's' $\n"]
+        );
+    }
+
+    #[test]
+    fn a_quoted_here_document_delimiter_keeps_the_body_literal() {
+        for line in [
+            "cat <<'EOF'\n$(rm x) `rm x`\nEOF\n",
+            "cat <<\"EOF\"\n$(rm x) `rm x`\nEOF\n",
+            "cat <<\\EOF\n$(rm x) `rm x`\nEOF\n",
+            "cat <<E'O'F\n$(rm x) `rm x`\nEOF\n",
+        ] {
+            let script = read(line);
+            assert_eq!(words(&script), [vec!["cat"]], "{line}");
+            assert_eq!(script.commands[0].inputs, ["$(rm x) `rm x`\n"], "{line}");
+            assert!(!script.commands[0].inputs_unknown, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_backslash_newline_in_an_unquoted_body_joins_the_delimiter_line() {
+        // bash: the body is `xEOF\nit's\n`; `git push` runs after the second `EOF`.
+        let script = read("cat <<EOF\nx\\\nEOF\nit's\nEOF\ngit push #'\n");
+        assert_eq!(words(&script), [vec!["cat"], vec!["git", "push"]]);
+        assert_eq!(script.commands[0].inputs, ["xEOF\nit's\n"]);
+        // An escaped backslash does not join; a quoted body never does.
+        let script = read("cat <<EOF\nx\\\\\nEOF\necho a\n");
+        assert_eq!(script.commands[0].inputs, ["x\\\n"]);
+        assert_eq!(words(&script)[1], ["echo", "a"]);
+        let script = read("cat <<'EOF'\nx\\\nEOF\necho a\n");
+        assert_eq!(script.commands[0].inputs, ["x\\\n"]);
+    }
+
+    #[test]
+    fn a_here_string_that_expands_is_not_known() {
+        let script = read("patch -p1 <<< \"$(cat x)\"; cat <<< 'plain'");
+        assert_eq!(words(&script)[0], ["cat", "x"]);
+        assert!(script.commands[1].inputs_unknown);
+        assert_eq!(script.commands[1].inputs, [""]);
+        assert!(!script.commands[2].inputs_unknown);
+        assert_eq!(script.commands[2].inputs, ["plain"]);
+    }
+
+    #[test]
+    fn a_tilde_after_an_unquoted_equals_or_colon_in_an_assignment_like_word_is_not_literal() {
+        // bash 5.2 expands in assignment-like words only (`of=~`, `a=b:~`), older bash after
+        // any unquoted `=` (`--target-directory=~`): not literal either way.
+        let script = read(
+            "dd of=~/x a=b:~/y --target-directory=~ a=b=~ x:~/y a\\=~ a='~' a=\\~ \"a\"=~ a~ ~",
+        );
+        assert_eq!(
+            words(&script),
+            [vec![
+                "dd",
+                "?of=~/x",
+                "?a=b:~/y",
+                "?--target-directory=~",
+                "?a=b=~",
+                "x:~/y",
+                "a=~",
+                "a=~",
+                "a=~",
+                "?\"a\"=~",
+                "a~",
+                "?~"
+            ]]
+        );
     }
 
     #[test]

@@ -71,7 +71,8 @@ impl Memory {
     /// Counts `signature` as the latest of `what`: one more if it repeats the last, else 1.
     pub fn repeat(what: &mut Option<Repeat>, signature: String) -> u32 {
         let times = match what {
-            Some(last) if last.signature == signature => last.times + 1,
+            // `times` may come from a state file: at its ceiling it stays there.
+            Some(last) if last.signature == signature => last.times.saturating_add(1),
             _ => 1,
         };
         *what = Some(Repeat { signature, times });
@@ -199,5 +200,14 @@ mod tests {
         assert_eq!(Memory::repeat(&mut memory.refusal, "a".into()), 3);
         assert_eq!(Memory::repeat(&mut memory.refusal, "b".into()), 1);
         assert!(!memory.first_time("x"));
+    }
+
+    #[test]
+    fn a_repeat_count_from_a_state_file_stays_at_its_ceiling() {
+        let mut last = Some(Repeat {
+            signature: "a".into(),
+            times: u32::MAX,
+        });
+        assert_eq!(Memory::repeat(&mut last, "a".into()), u32::MAX);
     }
 }

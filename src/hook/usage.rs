@@ -77,7 +77,12 @@ pub fn count(agent: Agent, input: &Input, usage: &mut Usage) -> u64 {
             }
         }
     }
-    usage.total = usage.sources.values().map(|s| s.counted).sum();
+    // Figures come from the agent's records and the state file: a huge one saturates (and so
+    // trips `max_tokens`), never wraps or panics.
+    usage.total = usage
+        .sources
+        .values()
+        .fold(0, |total: u64, source| total.saturating_add(source.counted));
     usage.total
 }
 
@@ -95,10 +100,14 @@ fn claude_line(line: &Value) -> Option<Counted> {
     let message = line.get("message")?;
     let usage = message.get("usage")?;
     let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
-    let tokens = field("input_tokens")
-        + field("cache_creation_input_tokens")
-        + field("cache_read_input_tokens")
-        + field("output_tokens");
+    let tokens = [
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+    ]
+    .into_iter()
+    .fold(0, |sum: u64, name| sum.saturating_add(field(name)));
     Some(Counted::Message {
         id: message.get("id")?.as_str()?.to_owned(),
         tokens,
@@ -167,7 +176,10 @@ fn read_on(record: &Path, usage: &mut Usage, read: fn(&Value) -> Option<Counted>
             None => {}
         }
     }
-    source.offset += end as u64 + 1;
+    source.offset = source
+        .offset
+        .saturating_add(u64::try_from(end).unwrap_or(u64::MAX))
+        .saturating_add(1);
 }
 
 fn add_once(source: &mut Source, id: String, tokens: u64) {
@@ -258,5 +270,32 @@ mod tests {
         let mut usage = Usage::default();
         read_on(&record, &mut usage, codex_line);
         assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(250));
+    }
+
+    #[test]
+    fn huge_figures_saturate_never_wrap() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("s.jsonl");
+        let max = u64::MAX;
+        std::fs::write(
+            &record,
+            format!(
+                "{{\"message\":{{\"id\":\"a\",\"usage\":{{\"input_tokens\":{max},\"output_tokens\":2}}}}}}\n{{\"message\":{{\"id\":\"b\",\"usage\":{{\"output_tokens\":{max}}}}}}}\n"
+            ),
+        )
+        .unwrap();
+        let mut usage = Usage::default();
+        read_on(&record, &mut usage, claude_line);
+        assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(max));
+        // Counters from a state file add up without wrapping either.
+        usage.sources.insert(
+            "other".into(),
+            Source {
+                counted: max,
+                ..Source::default()
+            },
+        );
+        let input: Input = serde_json::from_str(r#"{"session_id": "s", "cwd": "/"}"#).unwrap();
+        assert_eq!(count(Agent::Gemini, &input, &mut usage), max);
     }
 }

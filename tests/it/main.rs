@@ -32,6 +32,7 @@ mod reasons;
 mod review;
 mod review27_attacks;
 mod review28_attacks;
+mod review28_shell_followups;
 mod rules;
 mod schema_suite;
 mod scope_git;
