@@ -134,7 +134,13 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
             for target in &writes {
                 write(&mut seen, target);
             }
-            patched(&mut seen, name, &command.inputs.concat(), strip);
+            if command.inputs_unknown {
+                seen.unknown = Some(format!(
+                    "`{name}` reads a patch whose text is not known before it runs"
+                ));
+            } else {
+                patched(&mut seen, name, &command.inputs.concat(), strip);
+            }
             all.push(seen);
         }
         Kind::Wraps(wrap) => {
