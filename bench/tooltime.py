@@ -2,7 +2,9 @@
 """What a pre-tool decision costs an agent: `validator hook claude` answering a PreToolUse, timed
 as an agent's hook runner sees it (spawn, stdin, wait for exit), against the floor of any hook,
 `true` spawned the same way with the same stdin. Alternated call by call, so both see the same
-machine.
+machine. A hook written as a command line may be run through a shell by the agent, so the same
+pair is also timed as `sh -c '<command>'`, where both pay for the shell; the target is judged on
+the direct pair.
 
     python3 bench/tooltime.py [--validator target/release/validator] [--calls 300]
 
@@ -15,6 +17,7 @@ out of scope (refused), a shell command whose write is seen, and one that is not
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -89,22 +92,31 @@ def main():
             if done.returncode != 0:
                 sys.exit(f"validator failed: {done.stderr.decode()}")
             answers.append(done.stdout.decode().strip() or "(nothing: allowed)")
-        hook, floor = [], []
+        line = " ".join(shlex.quote(word) for word in env_cmd)
+        series = {
+            "validator hook claude (PreToolUse)": env_cmd,
+            "`true` (the floor of any hook)": ["true"],
+            "sh -c 'validator hook claude'": ["sh", "-c", line],
+            "sh -c true": ["sh", "-c", "true"],
+        }
+        times = {name: [] for name in series}
         for n in range(args.calls):
             stdin = calls[n % len(calls)]
-            hook.append(call(env_cmd, stdin, task)[0] * 1000)
-            floor.append(call(["true"], stdin, task)[0] * 1000)
-        hook_p95, floor_p95 = p95(hook), p95(floor)
+            for name, cmd in series.items():
+                times[name].append(call(cmd, stdin, task)[0] * 1000)
+        names = list(series)
+        hook_p95, floor_p95 = p95(times[names[0]]), p95(times[names[1]])
         ratio = hook_p95 / floor_p95
+        shell_ratio = p95(times[names[2]]) / p95(times[names[3]])
         met = hook_p95 <= 20 and ratio <= 2
         print(f"pre-tool decision, {args.calls} calls over a {args.files}-file repository "
               f"(python pack + tools:), alternating with `true`:")
         print("| | p50 | p95 |")
         print("|---|---|---|")
-        print(f"| validator hook claude (PreToolUse) | {statistics.median(hook):.1f} ms | {hook_p95:.1f} ms |")
-        print(f"| `true` (the floor of any hook) | {statistics.median(floor):.1f} ms | {floor_p95:.1f} ms |")
-        print(f"p95 ratio {ratio:.2f}x; target p95 <= 20 ms and <= 2x the floor: "
-              f"{'met' if met else 'MISSED'}")
+        for name in names:
+            print(f"| {name} | {statistics.median(times[name]):.1f} ms | {p95(times[name]):.1f} ms |")
+        print(f"p95 ratio {ratio:.2f}x direct, {shell_ratio:.2f}x through `sh -c`; "
+              f"target p95 <= 20 ms and <= 2x the floor: {'met' if met else 'MISSED'}")
         for stdin, answer in zip(calls, answers):
             tool = json.loads(stdin)["tool_name"]
             print(f"  {tool}: {answer[:140]}")

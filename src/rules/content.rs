@@ -3,15 +3,16 @@
 //! file lacks is a finding on the file. With `changed_only`, only the files the worker changed
 //! (as `file-scope` counts them: git, else the baseline) are read.
 //!
-//! Patterns are regular expressions compiled once, at load, by the `regex` crate, whose
-//! matching time is linear in the text whatever the pattern (no backtracking), with the
-//! compiled size capped. Files are the worker's: read only inside the task directory, regular
+//! Patterns are regular expressions of the `regex` crate, whose matching time is linear in the
+//! text whatever the pattern (no backtracking), with the compiled size capped: checked when the
+//! rules load (syntax and size), compiled for matching when first matched. Files are the worker's: read only inside the task directory, regular
 //! files only, as bytes (a NUL byte does not hide a banned pattern), and a file past
 //! `max_bytes` fails the gate rather than going unread. The walk and the reads stop at the
 //! gate's deadline, which is then a timeout: a thousand links to one large file cannot keep it
 //! reading past its time, nor pass on the files it got through.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use regex::bytes::{Regex, RegexBuilder};
 use schemars::JsonSchema;
@@ -46,7 +47,7 @@ pub struct ContentPattern {
 
 #[derive(Debug, Clone)]
 struct Check {
-    regex: Regex,
+    regex: Pattern,
     pattern: String,
     message: String,
 }
@@ -282,10 +283,19 @@ impl Content {
     }
 
     fn check(&self, rel: &str, bytes: &[u8], findings: &mut Vec<Finding>) {
+        for check in self.ban.iter().chain(&self.require) {
+            if let Err(why) = check.regex.regex() {
+                findings.push(Finding::in_file(rel, why).with_rule(Some(&check.pattern)));
+                return;
+            }
+        }
         for check in &self.ban {
+            let Ok(regex) = check.regex.regex() else {
+                continue;
+            };
             // Matches come in order: lines are counted once over the file, not per match.
             let mut counted = (0usize, 1usize);
-            for found in check.regex.find_iter(bytes) {
+            for found in regex.find_iter(bytes) {
                 if findings.len() >= MAX_FINDINGS {
                     return;
                 }
@@ -311,7 +321,7 @@ impl Content {
             if findings.len() >= MAX_FINDINGS {
                 return;
             }
-            if !check.regex.is_match(bytes) {
+            if !check.regex.regex().is_ok_and(|regex| regex.is_match(bytes)) {
                 findings.push(
                     Finding::in_file(rel, format!("{} (nothing matches it)", check.message))
                         .with_rule(Some(&check.pattern)),
@@ -321,42 +331,101 @@ impl Content {
     }
 }
 
-/// A pattern of the rules file (`ban`, `require`, `only_if`'s `contains`) compiled as every
-/// such pattern is: `^` and `$` at each line (CR or CRLF ends too), size-limited, and an error
-/// that says why in one line.
-pub(crate) fn compile_pattern(key: &'static str, pattern: &str) -> Result<Regex, KeyError> {
-    RegexBuilder::new(pattern)
-        .multi_line(true)
-        // `^` and `$` at a CR or CRLF line end too: a file with CR line ends runs the same.
-        .crlf(true)
-        .size_limit(MAX_PATTERN_SIZE)
-        .dfa_size_limit(MAX_PATTERN_SIZE)
-        .build()
-        .map_err(|err| {
-            // The regex crate draws the pattern with a caret over lines; its last line says why.
-            let text = err.to_string();
-            let why = text
-                .lines()
-                .rev()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("invalid");
-            KeyError::new(
-                key,
-                format!(
-                    "pattern `{}` does not compile: {}",
-                    one_line(pattern),
-                    one_line(why.trim_start_matches("error: "))
-                ),
-                "write a regular expression in Rust's regex syntax (no look-around or back-references); escape `(`, `.` and `*` meant literally",
-            )
+/// A pattern of the rules file (`ban`, `require`, `only_if`'s `contains`) as every such pattern
+/// is read: `^` and `$` at each line (CR or CRLF ends too), size-limited. Its syntax and size
+/// are checked when the rules load; the matcher (literal prefilters, DFAs) is built when first
+/// matched, as a tool hook loads every gate to judge one call and building them was most of
+/// its cost.
+#[derive(Debug, Clone)]
+pub(crate) struct Pattern {
+    text: String,
+    compiled: OnceLock<Result<Regex, String>>,
+}
+
+impl Pattern {
+    /// The pattern `text`, checked; the error says why in one line.
+    pub(crate) fn new(key: &'static str, text: &str) -> Result<Pattern, KeyError> {
+        check_pattern(text).map_err(|why| pattern_error(key, text, &why))?;
+        Ok(Pattern {
+            text: text.to_owned(),
+            compiled: OnceLock::new(),
         })
+    }
+
+    /// The compiled matcher, or why it cannot be built (the load's check makes that a limit
+    /// the matcher's own engines hit, which a gate reports rather than passes).
+    pub(crate) fn regex(&self) -> Result<&Regex, String> {
+        self.compiled
+            .get_or_init(|| {
+                RegexBuilder::new(&self.text)
+                    .multi_line(true)
+                    // `^` and `$` at a CR or CRLF line end too: a file with CR line ends runs
+                    // the same.
+                    .crlf(true)
+                    .size_limit(MAX_PATTERN_SIZE)
+                    .dfa_size_limit(MAX_PATTERN_SIZE)
+                    .build()
+                    .map_err(|err| last_line(&err.to_string()))
+            })
+            .as_ref()
+            .map_err(|why| {
+                format!(
+                    "pattern `{}` cannot be matched: {why}",
+                    one_line(&self.text)
+                )
+            })
+    }
+}
+
+/// What the `regex` crate would refuse in `pattern`, found without building its matcher: the
+/// syntax (parsed as a bytes regex parses it) and the compiled size (its NFA, under the same
+/// limit).
+fn check_pattern(pattern: &str) -> Result<(), String> {
+    use regex_automata::nfa::thompson;
+    let hir = regex_syntax::ParserBuilder::new()
+        .multi_line(true)
+        .crlf(true)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .map_err(|err| last_line(&err.to_string()))?;
+    thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .utf8(false)
+                .nfa_size_limit(Some(MAX_PATTERN_SIZE)),
+        )
+        .build_from_hir(&hir)
+        .map(drop)
+        .map_err(|err| last_line(&err.to_string()))
+}
+
+/// The regex crates draw the pattern with a caret over lines; their last line says why.
+fn last_line(text: &str) -> String {
+    let why = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("invalid");
+    why.trim_start_matches("error: ").to_owned()
+}
+
+fn pattern_error(key: &'static str, pattern: &str, why: &str) -> KeyError {
+    KeyError::new(
+        key,
+        format!(
+            "pattern `{}` does not compile: {}",
+            one_line(pattern),
+            one_line(why)
+        ),
+        "write a regular expression in Rust's regex syntax (no look-around or back-references); escape `(`, `.` and `*` meant literally",
+    )
 }
 
 fn compile(key: &'static str, written: &ContentPattern) -> Result<Check, KeyError> {
-    let regex = compile_pattern(key, &written.pattern)?;
     Ok(Check {
-        regex,
+        regex: Pattern::new(key, &written.pattern)?,
         pattern: written.pattern.clone(),
         message: written
             .message

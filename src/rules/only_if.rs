@@ -9,7 +9,6 @@
 
 use std::path::Path;
 
-use regex::bytes::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +50,7 @@ struct Presence {
     file: PatternSet,
     /// How deep the walk goes to find `file` (`None`: the glob says `**`).
     depth: Option<usize>,
-    contains: Option<Regex>,
+    contains: Option<super::content::Pattern>,
     key: Option<Vec<String>>,
     written: PresenceSpec,
 }
@@ -76,7 +75,7 @@ impl OnlyIf {
                 let contains = spec
                     .contains
                     .as_deref()
-                    .map(|pattern| super::content::compile_pattern("only_if", pattern))
+                    .map(|pattern| super::content::Pattern::new("only_if", pattern))
                     .transpose()?;
                 if contains.is_some() && spec.key.is_some() {
                     return Err(KeyError::new(
@@ -160,9 +159,13 @@ impl Presence {
             .filter(|entry| self.file.is_match(&entry.rel))
             .any(|entry| match (&self.contains, &self.key) {
                 _ if out_of_time() => true,
-                (Some(regex), _) => {
-                    read(task, &entry.path, deadline).is_none_or(|bytes| regex.is_match(&bytes))
-                }
+                // A pattern whose matcher cannot be built lets the gate run.
+                (Some(pattern), _) => match pattern.regex() {
+                    Ok(regex) => {
+                        read(task, &entry.path, deadline).is_none_or(|bytes| regex.is_match(&bytes))
+                    }
+                    Err(_) => true,
+                },
                 (None, Some(key)) => read(task, &entry.path, deadline)
                     .is_none_or(|bytes| has_key(&entry.rel, &bytes, key)),
                 (None, None) => true,
