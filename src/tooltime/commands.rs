@@ -104,6 +104,32 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         kind(name, args)
     };
     let start = all.len();
+    record(kind, seen, command, words, depth, all);
+    // An assignment in front steers everything the command runs.
+    if let Some(why) = steering(&command.assignments) {
+        for seen in &mut all[start..] {
+            seen.unknown.get_or_insert_with(|| why.clone());
+        }
+    }
+}
+
+/// Adds what `kind` says of the command `words` (its `seen` so far) to `all`, looking into
+/// what it runs.
+fn record(
+    kind: Kind,
+    mut seen: Seen,
+    command: &Command,
+    words: &[Word],
+    depth: usize,
+    all: &mut Vec<Seen>,
+) {
+    let name = seen
+        .words
+        .first()
+        .and_then(|w| w.literal.as_deref())
+        .unwrap_or_default();
+    let name = name.rsplit('/').next().unwrap_or(name).to_owned();
+    let name = name.as_str();
     match kind {
         Kind::Reads => all.push(seen),
         Kind::Writes(targets) => {
@@ -181,12 +207,6 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         Kind::Unknown(why) => {
             seen.unknown.get_or_insert(why);
             all.push(seen);
-        }
-    }
-    // An assignment in front steers everything the command runs.
-    if let Some(why) = steering(&command.assignments) {
-        for seen in &mut all[start..] {
-            seen.unknown.get_or_insert_with(|| why.clone());
         }
     }
 }
@@ -569,6 +589,36 @@ fn kind(name: &str, args: &[Word]) -> Kind {
         "perl" | "ruby" => {
             Kind::Unknown(format!("`{name}` runs a program that may write anything"))
         }
+        "sort" | "shuf" | "tree" | "file" | "rg" | "ag" => reads_unless_told(name, args),
+        "xxd" => xxd(args),
+        "uniq" => Kind::Writes(
+            operands(spec("fsw", &["skip-fields", "skip-chars", "check-chars"]))
+                .into_iter()
+                .skip(1)
+                .collect(),
+        ),
+        // With arguments they change what later commands run (`hash -p ./x cat`,
+        // `alias ls=…`) or write the history file.
+        "hash" | "alias" | "history" if args.is_empty() => Kind::Reads,
+        "hash" | "alias" | "history" => Kind::Unknown(format!(
+            "`{name}` with arguments changes what later commands run or writes a file"
+        )),
+        "find" => find(args),
+        "git" => git(args),
+        "apply_patch" | "applypatch" => Kind::Patch {
+            strip: Some(0),
+            writes: Vec::new(),
+        },
+        "patch" => patch(args),
+        name if READ_ONLY.contains(&name) => Kind::Reads,
+        _ => Kind::Unknown(format!("validator does not know what `{name}` writes")),
+    }
+}
+
+/// Programs that only read unless an option makes them write a file (`sort -o`, `tree -o`)
+/// or run a program (`rg --pre`, `sort --compress-program`).
+fn reads_unless_told(name: &str, args: &[Word]) -> Kind {
+    match name {
         "sort" => output_or_program(
             args,
             spec(
@@ -610,13 +660,6 @@ fn kind(name: &str, args: &[Word]) -> Kind {
             }
             Kind::Writes(parsed.value(&["-o"]).cloned().into_iter().collect())
         }
-        "xxd" => xxd(args),
-        "uniq" => Kind::Writes(
-            operands(spec("fsw", &["skip-fields", "skip-chars", "check-chars"]))
-                .into_iter()
-                .skip(1)
-                .collect(),
-        ),
         "rg" | "ag"
             if args.iter().any(|a| {
                 a.literal
@@ -626,7 +669,7 @@ fn kind(name: &str, args: &[Word]) -> Kind {
         {
             Kind::Unknown(format!("`{name}` runs the program an option names"))
         }
-        "rg" | "ag" | "printenv" => Kind::Reads,
+        "rg" | "ag" => Kind::Reads,
         "file" => {
             let parsed = options::parse(
                 args,
@@ -647,21 +690,7 @@ fn kind(name: &str, args: &[Word]) -> Kind {
                 Kind::Reads
             }
         }
-        // With arguments they change what later commands run (`hash -p ./x cat`,
-        // `alias ls=…`) or write the history file.
-        "hash" | "alias" | "history" if args.is_empty() => Kind::Reads,
-        "hash" | "alias" | "history" => Kind::Unknown(format!(
-            "`{name}` with arguments changes what later commands run or writes a file"
-        )),
-        "find" => find(args),
-        "git" => git(args),
-        "apply_patch" | "applypatch" => Kind::Patch {
-            strip: Some(0),
-            writes: Vec::new(),
-        },
-        "patch" => patch(args),
-        name if READ_ONLY.contains(&name) => Kind::Reads,
-        _ => Kind::Unknown(format!("validator does not know what `{name}` writes")),
+        _ => Kind::Reads,
     }
 }
 
@@ -1004,45 +1033,7 @@ fn patch(args: &[Word]) -> Kind {
 }
 
 fn wrapped(name: &str, args: &[Word]) -> Kind {
-    let spec = match name {
-        "sudo" | "doas" => spec(
-            "ugCDprtTUR",
-            &[
-                "user",
-                "group",
-                "close-from",
-                "chdir",
-                "host",
-                "prompt",
-                "chroot",
-                "role",
-                "type",
-                "command-timeout",
-                "other-user",
-            ],
-        ),
-        "nice" => spec("n", &["adjustment"]),
-        "ionice" => spec("cnpPu", &["class", "classdata", "pid", "pgid", "uid"]),
-        "stdbuf" => spec("ioe", &["input", "output", "error"]),
-        "timeout" => spec("sk", &["signal", "kill-after"]),
-        "env" => spec("uCS", &["unset", "chdir", "split-string"]),
-        "xargs" => Spec {
-            short: "adEILnPs",
-            short_optional: "eil",
-            long: &[
-                "arg-file",
-                "delimiter",
-                "max-args",
-                "max-procs",
-                "max-chars",
-                "process-slot-var",
-            ],
-            ..Spec::default()
-        },
-        "exec" => spec("a", &[]),
-        "time" => spec("fo", &["format", "output"]),
-        _ => Spec::default(),
-    };
+    let spec = wrapper_spec(name);
     let parsed = options::parse(
         args,
         Spec {
@@ -1125,6 +1116,49 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
     })
 }
 
+/// The options of a wrapper that take a value.
+fn wrapper_spec(name: &str) -> Spec {
+    match name {
+        "sudo" | "doas" => spec(
+            "ugCDprtTUR",
+            &[
+                "user",
+                "group",
+                "close-from",
+                "chdir",
+                "host",
+                "prompt",
+                "chroot",
+                "role",
+                "type",
+                "command-timeout",
+                "other-user",
+            ],
+        ),
+        "nice" => spec("n", &["adjustment"]),
+        "ionice" => spec("cnpPu", &["class", "classdata", "pid", "pgid", "uid"]),
+        "stdbuf" => spec("ioe", &["input", "output", "error"]),
+        "timeout" => spec("sk", &["signal", "kill-after"]),
+        "env" => spec("uCS", &["unset", "chdir", "split-string"]),
+        "xargs" => Spec {
+            short: "adEILnPs",
+            short_optional: "eil",
+            long: &[
+                "arg-file",
+                "delimiter",
+                "max-args",
+                "max-procs",
+                "max-chars",
+                "process-slot-var",
+            ],
+            ..Spec::default()
+        },
+        "exec" => spec("a", &[]),
+        "time" => spec("fo", &["format", "output"]),
+        _ => Spec::default(),
+    }
+}
+
 fn shell_script(name: &str, args: &[Word]) -> Kind {
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
@@ -1193,7 +1227,11 @@ fn git(args: &[Word]) -> Kind {
     let Some(sub) = sub.literal.as_deref() else {
         return Kind::Unknown("the `git` command is not known before it runs".into());
     };
-    let rest = &args[global.rest_at + 1..];
+    git_subcommand(sub, &args[global.rest_at + 1..])
+}
+
+/// What `git SUB REST…` changes.
+fn git_subcommand(sub: &str, rest: &[Word]) -> Kind {
     let literal_options = || rest.iter().filter_map(|a| a.literal.as_deref());
     // Options with which a reading command writes a file or runs a program.
     let runs = literal_options().any(|a| {
@@ -1267,42 +1305,43 @@ fn git(args: &[Word]) -> Kind {
             }
             Kind::Writes(parsed.operands)
         }
-        "apply" => {
-            let parsed = options::parse(
-                rest,
-                spec(
-                    "pC",
-                    &[
-                        "directory",
-                        "include",
-                        "exclude",
-                        "whitespace",
-                        "build-fake-ancestor",
-                    ],
-                ),
-            );
-            if !parsed.operands.is_empty() {
-                return Kind::Unknown(
-                    "`git apply` applies a patch file this line does not show".into(),
-                );
-            }
-            if parsed.unknown_option || parsed.has(&["--directory", "--unsafe-paths"]) {
-                return Kind::Unknown("`git apply` puts files where its options say".into());
-            }
-            match parsed
-                .value(&["-p"])
-                .map(|n| n.literal.as_deref().and_then(|n| n.parse().ok()))
-            {
-                Some(None) => Kind::Unknown("`git apply -p` strips a number not known here".into()),
-                strip => Kind::Patch {
-                    strip: Some(strip.flatten().unwrap_or(1)),
-                    writes: Vec::new(),
-                },
-            }
-        }
+        "apply" => git_apply(rest),
         other => Kind::Unknown(format!(
             "`git {other}` may change any file in the work tree"
         )),
+    }
+}
+
+/// `git apply` fed on standard input: the patch's names, stripped as its `-p` says.
+fn git_apply(rest: &[Word]) -> Kind {
+    let parsed = options::parse(
+        rest,
+        spec(
+            "pC",
+            &[
+                "directory",
+                "include",
+                "exclude",
+                "whitespace",
+                "build-fake-ancestor",
+            ],
+        ),
+    );
+    if !parsed.operands.is_empty() {
+        return Kind::Unknown("`git apply` applies a patch file this line does not show".into());
+    }
+    if parsed.unknown_option || parsed.has(&["--directory", "--unsafe-paths"]) {
+        return Kind::Unknown("`git apply` puts files where its options say".into());
+    }
+    match parsed
+        .value(&["-p"])
+        .map(|n| n.literal.as_deref().and_then(|n| n.parse().ok()))
+    {
+        Some(None) => Kind::Unknown("`git apply -p` strips a number not known here".into()),
+        strip => Kind::Patch {
+            strip: Some(strip.flatten().unwrap_or(1)),
+            writes: Vec::new(),
+        },
     }
 }
 
