@@ -680,24 +680,7 @@ pub fn judge(
         )
     });
     let mut verdict = run_stop(rules, task, pipeline, cancel, &mut history);
-    // A run the hook's deadline ended: said first, so the agent and its person read why.
-    if cut
-        && matches!(verdict.verdict, Decision::Fail | Decision::Escalated)
-        && Instant::now() >= answer_by.gates_by()
-    {
-        verdict.reasons.insert(0, answer_by.reason());
-    }
-    if let Some(accepted) = accepted
-        && verdict.verdict == Decision::Escalated
-        && verdict.attempt > accepted
-    {
-        verdict.reasons.push(format!(
-            "{} ends a turn by itself after {accepted} stop-hook blocks in a row ({}), so the breaker trips at stop {} rather than at `max_attempts`; raise that variable to allow more",
-            agent.display_name(),
-            CLAUDE_BLOCK_CAP_VAR,
-            accepted + 1,
-        ));
-    }
+    say_what_cut_it(&mut verdict, agent, cut, accepted, answer_by);
     if let Err(err) = history.save() {
         tracing::error!(
             "the session's attempts cannot be saved, so this stop is not counted: {}",
@@ -721,6 +704,36 @@ pub fn judge(
         verdict,
         answer,
     })
+}
+
+/// Why a stop's run ended as it did when a limit of the hook's own ended it: the deadline cut
+/// the run (said first, so the agent and its person read why), or the agent's own cap on
+/// blocks in a row came before `max_attempts`.
+fn say_what_cut_it(
+    verdict: &mut Verdict,
+    agent: Agent,
+    cut: bool,
+    accepted: Option<u32>,
+    answer_by: AnswerBy,
+) {
+    // A run the hook's deadline ended: said first, so the agent and its person read why.
+    if cut
+        && matches!(verdict.verdict, Decision::Fail | Decision::Escalated)
+        && Instant::now() >= answer_by.gates_by()
+    {
+        verdict.reasons.insert(0, answer_by.reason());
+    }
+    if let Some(accepted) = accepted
+        && verdict.verdict == Decision::Escalated
+        && verdict.attempt > accepted
+    {
+        verdict.reasons.push(format!(
+            "{} ends a turn by itself after {accepted} stop-hook blocks in a row ({}), so the breaker trips at stop {} rather than at `max_attempts`; raise that variable to allow more",
+            agent.display_name(),
+            CLAUDE_BLOCK_CAP_VAR,
+            accepted + 1,
+        ));
+    }
 }
 
 /// The rules a stop is judged under: the agent's own limit of blocks in a row and the hook's
