@@ -137,13 +137,23 @@ impl CommandRule {
         if !program_matches {
             return false;
         }
-        let mut arguments = arguments.iter();
-        rest.iter().all(|wanted| {
-            arguments.any(|argument| match argument.literal.as_deref() {
-                Some(value) => wanted.is_match(value),
-                None => unknown_matches,
+        let matched = |wanted: &[CommandWord]| {
+            let mut arguments = arguments.iter();
+            wanted.iter().all(|wanted| {
+                arguments.any(|argument| match argument.literal.as_deref() {
+                    Some(value) => wanted.is_match(value),
+                    None => unknown_matches,
+                })
             })
-        })
+        };
+        // A program not known before it runs whose text holds the rule's next word may stand
+        // for both (`"$(git --exec-path)"/git-push` is `git push`).
+        let absorbs = program.literal.is_none()
+            && unknown_matches
+            && rest
+                .first()
+                .is_some_and(|next| program.raw.contains(next.glob.glob()));
+        matched(rest) || (absorbs && matched(&rest[1..]))
     }
 }
 
@@ -184,7 +194,8 @@ mod tests {
     }
 
     fn words(line: &str) -> Vec<Word> {
-        crate::shell::read(line).commands.remove(0).words
+        let mut commands = crate::shell::read(line).commands;
+        commands.pop().map(|c| c.words).unwrap_or_default()
     }
 
     #[test]
@@ -212,5 +223,9 @@ mod tests {
         assert!(rule("git push", CommandDecision::Deny).matches(&words("$g push")));
         assert!(!rule("git push", CommandDecision::Deny).matches(&words("$g status")));
         assert!(!rule("git push", CommandDecision::Allow).matches(&words("$g push")));
+        assert!(
+            rule("git push", CommandDecision::Deny)
+                .matches(&words("\"$(git --exec-path)\"/git-push origin"))
+        );
     }
 }

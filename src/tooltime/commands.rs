@@ -40,6 +40,12 @@ pub struct Copy {
     /// `ln -s`: the sources are what the links will point at (relative to the link's own
     /// directory when not absolute), not files copied.
     pub symbolic: bool,
+    /// `ln`, `cp -l`: a hard link shares its source's file, so a write through it lands there.
+    pub hard: bool,
+    /// `-T`: the destination is the copy itself, never a directory it lands in.
+    pub no_target_directory: bool,
+    /// `-b` (`--backup`): the file it replaces is kept beside it, under this suffix.
+    pub backup: Option<String>,
 }
 
 /// Most levels of wrappers and `sh -c` looked through.
@@ -49,8 +55,25 @@ const MAX_DEPTH: usize = 8;
 /// command saying why.
 pub fn seen(script: &Script) -> Vec<Seen> {
     let mut all = Vec::new();
+    let mut keywords_steer = false;
     for command in &script.commands {
+        let start = all.len();
         look(command, &command.words, 0, &mut all);
+        if keywords_steer {
+            for seen in &mut all[start..] {
+                seen.unknown.get_or_insert_with(|| {
+                    "after `set -k`, an assignment among a command's arguments steers it".into()
+                });
+            }
+        }
+        keywords_steer |= sets_keyword(&command.words);
+    }
+    if evaluates_unknown_values(script) {
+        for seen in &mut all {
+            seen.unknown.get_or_insert_with(|| {
+                "it does arithmetic on a variable whose value is not known before it runs, which runs any `$(…)` in that value".into()
+            });
+        }
     }
     for why in &script.opaque {
         all.push(Seen {
@@ -60,6 +83,80 @@ pub fn seen(script: &Script) -> Vec<Seen> {
         });
     }
     all
+}
+
+/// Whether the line gives a variable a value not known before it runs (`read`, `mapfile`,
+/// `x=$(cat f)`) and evaluates arithmetic (`$((x))`, `let`, `[[ $x -eq 1 ]]`, `declare -i`),
+/// where bash runs a `$(…)` inside the value of a variable it meets (`a[$(cmd)]`).
+fn evaluates_unknown_values(script: &Script) -> bool {
+    let words = || {
+        script
+            .commands
+            .iter()
+            .flat_map(|c| c.words.iter().chain(&c.assignments))
+    };
+    let unknown_value = script.commands.iter().any(|command| {
+        command.assignments.iter().any(|a| a.literal.is_none())
+            || command.words.first().is_some_and(|program| {
+                [
+                    "read",
+                    "mapfile",
+                    "readarray",
+                    "getopts",
+                    "printf",
+                    "declare",
+                    "typeset",
+                    "local",
+                    "export",
+                    "readonly",
+                ]
+                .iter()
+                .any(|name| program.is(name))
+            })
+    });
+    let arithmetic = words().any(|word| {
+        word.raw.contains("$((")
+            || word.raw.contains("$[")
+            || word.raw.starts_with("((")
+            || ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"]
+                .iter()
+                .any(|op| word.is(op))
+    }) || script.commands.iter().any(|command| {
+        command.words.first().is_some_and(|program| {
+            program.is("let")
+                || program.is("((")
+                || ((program.is("declare") || program.is("typeset") || program.is("local"))
+                    && command.words[1..].iter().any(|w| {
+                        w.literal
+                            .as_deref()
+                            .is_some_and(|w| w.starts_with('-') && w.contains('i'))
+                    }))
+        })
+    });
+    unknown_value && arithmetic
+}
+
+/// `set -k` (`set -o keyword`): from then on an assignment anywhere among a command's
+/// arguments goes into its environment (`cat f LD_PRELOAD=./x.so`).
+fn sets_keyword(words: &[Word]) -> bool {
+    let Some((program, args)) = words.split_first() else {
+        return false;
+    };
+    program.is("set")
+        && args
+            .iter()
+            .enumerate()
+            .any(|(at, arg)| match arg.literal.as_deref() {
+                Some(flags) if flags.starts_with('-') && !flags.starts_with("--") => {
+                    flags.contains('k')
+                        || (flags.contains('o')
+                            && args.get(at + 1).is_none_or(|next| {
+                                next.literal.as_deref().is_none_or(|n| n == "keyword")
+                            }))
+                }
+                None => true,
+                _ => false,
+            })
 }
 
 fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
@@ -76,6 +173,7 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         if let Some(why) = steering(&command.assignments) {
             seen.unknown.get_or_insert(why);
         }
+        quoted_substitutions(command, depth, all);
     }
     let Some((program, args)) = words.split_first() else {
         all.push(seen);
@@ -94,6 +192,32 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         seen.unknown = Some("wrappers nest too deep to read".into());
         all.push(seen);
         return;
+    }
+    // `git-push` (a path into git's own directory, or a name `exec -a` gives) is `git push`.
+    if let Some(sub) = name.strip_prefix("git-").filter(|sub| !sub.is_empty()) {
+        let mut as_git = vec![
+            Word {
+                raw: program.raw.clone(),
+                literal: Some(path.trim_end_matches(name).to_owned() + "git"),
+            },
+            Word {
+                raw: sub.to_owned(),
+                literal: Some(sub.to_owned()),
+            },
+        ];
+        as_git.extend(args.iter().cloned());
+        let start = all.len();
+        look(command, &as_git, depth + 1, all);
+        if let Some(first) = all.get_mut(start) {
+            first.writes.append(&mut seen.writes);
+            if let Some(why) = seen.unknown.take() {
+                first.unknown.get_or_insert(why);
+            }
+        }
+        return;
+    }
+    if name == "git" {
+        seen.words = git_words(words);
     }
     // `./cat` is the task's own program, whatever its name: only the system's are known.
     let kind = if path.contains('/') && !is_system_program(path) {
@@ -151,9 +275,9 @@ fn record(
             sources,
             dest,
             moves,
-            symbolic,
+            how,
         } => {
-            copies(&mut seen, name, &sources, &dest, moves, symbolic);
+            copies(&mut seen, name, &sources, &dest, moves, how);
             all.push(seen);
         }
         Kind::Patch { strip, writes } => {
@@ -176,6 +300,12 @@ fn record(
             all.push(seen);
             let inner = all.len();
             look(command, &words[wrap.at..], depth + 1, all);
+            // `exec -a NAME CMD`: CMD runs as NAME too (`git-push` is `git push` to git).
+            if let Some(argv0) = &wrap.argv0 {
+                let mut renamed = vec![argv0.clone()];
+                renamed.extend(words[wrap.at + 1..].iter().cloned());
+                look(command, &renamed, depth + 1, all);
+            }
             for seen in &mut all[inner..] {
                 if let Some(dir) = &wrap.dir {
                     seen.dirs.insert(0, dir.clone());
@@ -206,9 +336,190 @@ fn record(
         }
         Kind::Unknown(why) => {
             seen.unknown.get_or_insert(why);
+            let strings = command_strings(&words[1..]);
             all.push(seen);
+            // A program validator does not know may run a string it is given as a command
+            // (`flock F -c 'CMD'`, `watch 'CMD'`, `su -c 'CMD'`): each such string is read as
+            // commands of the line too.
+            for text in strings {
+                look_into(name, &text, depth, all);
+            }
         }
     }
+}
+
+/// The arguments that read as a command line: literal, with a space or a shell operator.
+fn command_strings(args: &[Word]) -> Vec<String> {
+    args.iter()
+        .filter_map(|arg| arg.literal.clone())
+        .filter(|text| text.contains([' ', '\t', '\n', ';', '|', '&']))
+        .collect()
+}
+
+/// A quoted `$(…)` or backquote (`x='a[$(cmd)]'`, `let 'y[$(cmd)]'`) is text now, but bash
+/// runs it later wherever the text is evaluated (arithmetic on a variable holding it, `eval`,
+/// a subscript): the commands in it are read as commands of the line.
+fn quoted_substitutions(command: &Command, depth: usize, all: &mut Vec<Seen>) {
+    let texts = command
+        .words
+        .iter()
+        .chain(&command.assignments)
+        .filter_map(|word| word.literal.as_deref())
+        .filter(|text| text.contains("$(") || text.contains('`'));
+    for text in texts {
+        // An assignment's value is what may be evaluated.
+        let value = text
+            .split_once('=')
+            .filter(|(name, _)| !name.contains("$("))
+            .map_or(text, |(_, value)| value);
+        look_into("bash", value, depth, all);
+    }
+}
+
+/// Git's builtin commands: any other word where the command goes is an alias, which the
+/// repository's or the line's settings may make any command (`-c alias.p=push p`).
+const GIT_BUILTINS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "backfill",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "checkout-index",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "column",
+    "commit",
+    "commit-graph",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "credential",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "difftool",
+    "fetch",
+    "fetch-pack",
+    "filter-branch",
+    "fmt-merge-msg",
+    "for-each-ref",
+    "for-each-repo",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "hash-object",
+    "help",
+    "index-pack",
+    "init",
+    "interpret-trailers",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "maintenance",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-tree",
+    "mergetool",
+    "mktag",
+    "mktree",
+    "multi-pack-index",
+    "mv",
+    "name-rev",
+    "notes",
+    "pack-objects",
+    "pack-refs",
+    "patch-id",
+    "prune",
+    "pull",
+    "push",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "receive-pack",
+    "reflog",
+    "remote",
+    "repack",
+    "replace",
+    "replay",
+    "rerere",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "send-pack",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "sparse-checkout",
+    "stash",
+    "status",
+    "submodule",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "update-index",
+    "update-ref",
+    "upload-pack",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+];
+
+/// A git command's words as the rules match them: a command word that is not a builtin (an
+/// alias) is not known before it runs, so it matches any word of a rule that refuses.
+fn git_words(words: &[Word]) -> Vec<Word> {
+    let mut words = words.to_vec();
+    let global = options::parse(
+        &words[1..],
+        Spec {
+            short: "Cc",
+            long: &[
+                "git-dir",
+                "work-tree",
+                "namespace",
+                "config-env",
+                "super-prefix",
+                "attr-source",
+            ],
+            stop_at_operand: true,
+            ..Spec::default()
+        },
+    );
+    if let Some(sub) = words.get_mut(global.rest_at + 1)
+        && sub
+            .literal
+            .as_deref()
+            .is_some_and(|s| !GIT_BUILTINS.contains(&s))
+    {
+        sub.literal = None;
+    }
+    words
 }
 
 /// Where the system's own programs live; a program named by any other path is the worker's.
@@ -242,7 +553,10 @@ fn steers(variable: &str) -> bool {
             | "TMPDIR"
             | "RIPGREP_CONFIG_PATH"
             | "MAGIC"
-    ) || ["LD_", "GIT_", "BASH_FUNC_", "LESS", "DYLD_"]
+            | "POSIXLY_CORRECT"
+            | "TERMINFO"
+            | "TERMINFO_DIRS"
+    ) || ["LD_", "GIT_", "BASH_FUNC_", "LESS", "DYLD_", "XDG_"]
         .iter()
         .any(|prefix| variable.starts_with(prefix))
         || variable.ends_with("PAGER")
@@ -263,7 +577,7 @@ fn steering(words: &[Word]) -> Option<String> {
 }
 
 /// A copy's paths, when all are known.
-fn copies(seen: &mut Seen, name: &str, sources: &[Word], dest: &Word, moves: bool, symbolic: bool) {
+fn copies(seen: &mut Seen, name: &str, sources: &[Word], dest: &Word, moves: bool, how: How) {
     let literal = |w: &Word| w.literal.clone();
     match (
         sources.iter().map(literal).collect::<Option<Vec<_>>>(),
@@ -276,7 +590,10 @@ fn copies(seen: &mut Seen, name: &str, sources: &[Word], dest: &Word, moves: boo
             seen.copies.push(Copy {
                 sources,
                 dest,
-                symbolic,
+                symbolic: how.symbolic,
+                hard: how.hard,
+                no_target_directory: how.no_target_directory,
+                backup: how.backup,
             });
         }
         _ => {
@@ -359,7 +676,7 @@ enum Kind {
         sources: Vec<Word>,
         dest: Word,
         moves: bool,
-        symbolic: bool,
+        how: How,
     },
     /// Runs the command that starts at this word with arguments not known before it runs
     /// (`xargs`, `find -exec`): what it writes cannot be told, but what it runs is seen.
@@ -377,6 +694,15 @@ enum Kind {
     Unknown(String),
 }
 
+/// How a copy is made: what [`Copy`] says besides its paths.
+#[derive(Default)]
+struct How {
+    symbolic: bool,
+    hard: bool,
+    no_target_directory: bool,
+    backup: Option<String>,
+}
+
 /// What a wrapper runs, and how.
 struct Wrap {
     /// The word its command starts at, counted from the wrapper's own.
@@ -387,6 +713,8 @@ struct Wrap {
     writes: Vec<Word>,
     /// Why what it runs may write what cannot be told (it sets a variable that steers it).
     unknown: Option<String>,
+    /// The name the command runs under (`exec -a NAME`).
+    argv0: Option<Word>,
 }
 
 /// Programs that write no file and run no other program whatever their arguments (their
@@ -476,8 +804,6 @@ const READ_ONLY: &[&str] = &[
     "clear",
     "look",
     "numfmt",
-    "nm",
-    "objdump",
     "readelf",
     "bc",
     "expr",
@@ -516,33 +842,110 @@ const WRAPPERS: &[&str] = &[
 
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"];
 
-/// The options of `cp`, `mv`, `ln` and `install` that take a value or change where things land.
-const COPY: Spec = Spec {
-    short: "tSmog",
-    short_optional: "",
-    long: &[
-        "target-directory",
-        "suffix",
-        "mode",
-        "owner",
-        "group",
-        "no-preserve",
-        "sparse",
-        "strip-program",
-    ],
-    long_flags: &[
-        "parents",
-        "symbolic",
-        "symbolic-link",
-        "directory",
-        "backup",
-        "no-target-directory",
-        "recursive",
-        "force",
-        "verbose",
-    ],
-    stop_at_operand: false,
-};
+/// The options of `cp`, `mv`, `ln` and `install`, each its own: GNU takes any unambiguous
+/// prefix of a long option, so `--o` is `--one-file-system` to `cp` and `--owner` to `install`.
+fn copy_spec(name: &str) -> Spec {
+    type Lists = (
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let (short, long, long_flags): Lists = match name {
+        "cp" => (
+            "tS",
+            &["target-directory", "suffix", "no-preserve", "sparse"],
+            &[
+                "archive",
+                "attributes-only",
+                "backup",
+                "copy-contents",
+                "debug",
+                "dereference",
+                "force",
+                "interactive",
+                "link",
+                "no-clobber",
+                "no-dereference",
+                "no-target-directory",
+                "one-file-system",
+                "parents",
+                "preserve",
+                "recursive",
+                "reflink",
+                "remove-destination",
+                "strip-trailing-slashes",
+                "symbolic-link",
+                "update",
+                "verbose",
+                "context",
+            ],
+        ),
+        "mv" => (
+            "tS",
+            &["target-directory", "suffix"],
+            &[
+                "backup",
+                "debug",
+                "exchange",
+                "force",
+                "interactive",
+                "no-clobber",
+                "no-copy",
+                "no-target-directory",
+                "strip-trailing-slashes",
+                "update",
+                "verbose",
+                "context",
+            ],
+        ),
+        "ln" => (
+            "tS",
+            &["target-directory", "suffix"],
+            &[
+                "backup",
+                "directory",
+                "force",
+                "interactive",
+                "logical",
+                "no-dereference",
+                "no-target-directory",
+                "physical",
+                "relative",
+                "symbolic",
+                "verbose",
+            ],
+        ),
+        _ => (
+            "tSmog",
+            &[
+                "target-directory",
+                "suffix",
+                "mode",
+                "owner",
+                "group",
+                "strip-program",
+            ],
+            &[
+                "backup",
+                "compare",
+                "debug",
+                "directory",
+                "no-target-directory",
+                "preserve-context",
+                "preserve-timestamps",
+                "strip",
+                "verbose",
+                "context",
+            ],
+        ),
+    };
+    Spec {
+        short,
+        long,
+        long_flags,
+        ..Spec::default()
+    }
+}
 
 fn spec(short: &'static str, long: &'static [&'static str]) -> Spec {
     Spec {
@@ -884,14 +1287,17 @@ fn find_exec(args: &[Word]) -> Option<Vec<Word>> {
 /// name inside it; the caller judges both the destination as written and what lands in it.
 fn copied(name: &str, args: &[Word]) -> Kind {
     let moves = name == "mv";
-    let parsed = options::parse(args, COPY);
+    let parsed = options::parse(args, copy_spec(name));
     if parsed.unknown_option {
         return Kind::Unknown(format!("`{name}` has options not known before it runs"));
     }
-    if parsed.has(&["--parents", "--strip-program"])
-        || parsed
-            .value(&["-S", "--suffix"])
-            .is_some_and(|suffix| suffix.literal.as_deref().is_none_or(|s| s.contains('/')))
+    let suffix = parsed
+        .value(&["-S", "--suffix"])
+        .map(|suffix| suffix.literal.clone());
+    if parsed.has(&["--parents", "--strip-program", "--exchange"])
+        || suffix
+            .as_ref()
+            .is_some_and(|s| s.as_deref().is_none_or(|s| s.contains('/')))
     {
         return Kind::Unknown(format!(
             "`{name}` puts files where its options say, which is not read here"
@@ -909,12 +1315,36 @@ fn copied(name: &str, args: &[Word]) -> Kind {
             None => return Kind::Reads,
         },
     };
+    let symbolic = match name {
+        "ln" => parsed.has(&["-s", "--symbolic"]),
+        "cp" => parsed.has(&["-s", "--symbolic-link"]),
+        _ => false,
+    };
+    let numbered = parsed.options.iter().any(|o| {
+        o.name == "--backup"
+            && o.value
+                .as_ref()
+                .is_some_and(|v| v.is("numbered") || v.is("t"))
+    });
+    // The file replaced is kept under the suffix (`~` unless said; numbered backups end
+    // `.~N~`, judged as the first).
+    let backup = parsed
+        .has(&["-b", "--backup"])
+        .then(|| match suffix.flatten() {
+            Some(suffix) => suffix,
+            None if numbered => ".~1~".to_owned(),
+            None => "~".to_owned(),
+        });
     Kind::Copies {
         sources: operands,
         dest,
         moves,
-        symbolic: name == "ln"
-            && (parsed.has(&["-s", "--symbolic"]) || has_flag(args, 's', "--symbolic")),
+        how: How {
+            symbolic,
+            hard: !symbolic && (name == "ln" || (name == "cp" && parsed.has(&["-l", "--link"]))),
+            no_target_directory: parsed.has(&["-T", "--no-target-directory"]),
+            backup,
+        },
     }
 }
 
@@ -1044,10 +1474,19 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
     if parsed.unknown_option {
         return Kind::Unknown(format!("`{name}` runs a command not known before it runs"));
     }
+    // `env -S 'CMD ARGS'`: the string is split into the command it runs.
+    if name == "env" && parsed.has(&["-S", "--split-string"]) {
+        return match (
+            parsed
+                .value(&["-S", "--split-string"])
+                .and_then(|w| w.literal.clone()),
+            literals(&args[parsed.rest_at..]),
+        ) {
+            (Some(split), Some(rest)) => Kind::Script(format!("{split} {}", rest.join(" "))),
+            _ => Kind::Unknown("`env -S` splits a string not known before it runs".into()),
+        };
+    }
     let refused = match name {
-        "env" => parsed
-            .has(&["-S", "--split-string"])
-            .then_some("`env -S` splits a string into the command it runs"),
         "sudo" | "doas" => parsed
             .has(&[
                 "-R", "--chroot", "-e", "--edit", "-s", "--shell", "-i", "--login",
@@ -1113,6 +1552,7 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
             Vec::new()
         },
         unknown: steering(&assignments),
+        argv0: parsed.value(&["-a"]).filter(|_| name == "exec").cloned(),
     })
 }
 
@@ -1232,23 +1672,7 @@ fn git(args: &[Word]) -> Kind {
 
 /// What `git SUB REST…` changes.
 fn git_subcommand(sub: &str, rest: &[Word]) -> Kind {
-    let literal_options = || rest.iter().filter_map(|a| a.literal.as_deref());
-    // Options with which a reading command writes a file or runs a program.
-    let runs = literal_options().any(|a| {
-        [
-            "--ext-diff",
-            "--open-files-in-pager",
-            "-O",
-            "--upload-pack",
-            "--receive-pack",
-            "--exec",
-            "--run",
-        ]
-        .iter()
-        .any(|o| a.starts_with(o))
-    }) || rest
-        .iter()
-        .any(|a| a.literal.is_none() && a.raw.starts_with('-'));
+    let runs = git_runs_or_writes(sub, rest);
     match sub {
         "status" | "diff" | "log" | "show" | "rev-parse" | "ls-files" | "blame" | "grep"
         | "describe" | "shortlog" | "reflog" | "ls-tree" | "cat-file" | "rev-list" | "help"
@@ -1258,18 +1682,10 @@ fn git_subcommand(sub: &str, rest: &[Word]) -> Kind {
             if runs {
                 return Kind::Unknown(format!("`git {sub}` runs a program its options name"));
             }
-            let parsed = options::parse(rest, spec("", &["output"]));
-            Kind::Writes(parsed.values(&["--output"]).cloned().collect())
+            Kind::Writes(git_outputs(rest))
         }
-        "config" => {
-            let reads = literal_options()
-                .any(|a| a.starts_with("--get") || matches!(a, "-l" | "--list" | "get" | "list"));
-            if reads && !runs {
-                Kind::Reads
-            } else {
-                Kind::Unknown("`git config` changes what git runs".into())
-            }
-        }
+        "config" if !runs && git_config_reads(rest) => Kind::Reads,
+        "config" => Kind::Unknown("`git config` changes what git runs".into()),
         "init" => {
             let parsed = options::parse(
                 rest,
@@ -1310,6 +1726,92 @@ fn git_subcommand(sub: &str, rest: &[Word]) -> Kind {
             "`git {other}` may change any file in the work tree"
         )),
     }
+}
+
+/// Whether a reading git command is told to run a program: an external diff, a pager for `grep`, an upload or receive program, `bisect run`. git takes any
+/// unambiguous prefix of a long option (`--upl=`) and clustered short ones (`-iO…`), so any
+/// prefix counts, and an option not known before it runs does too.
+fn git_runs_or_writes(sub: &str, rest: &[Word]) -> bool {
+    const LONG: &[&str] = &[
+        "ext-diff",
+        "open-files-in-pager",
+        "upload-pack",
+        "receive-pack",
+        "exec",
+        "run",
+    ];
+    rest.iter().any(|arg| match arg.literal.as_deref() {
+        None => arg.raw.starts_with('-') || arg.raw.starts_with('$'),
+        Some("--") | Some("-") => false,
+        Some(long) if long.starts_with("--") => {
+            let name = long[2..].split('=').next().unwrap_or_default();
+            name.len() >= 2 && LONG.iter().any(|option| option.starts_with(name))
+        }
+        Some(short) if short.starts_with('-') => sub == "grep" && short[1..].contains('O'),
+        Some(_) => false,
+    })
+}
+
+/// The files `--output FILE` (or any prefix of it, `--out=FILE`) names.
+fn git_outputs(rest: &[Word]) -> Vec<Word> {
+    let mut outputs = Vec::new();
+    let mut words = rest.iter();
+    while let Some(word) = words.next() {
+        let Some(long) = word.literal.as_deref().and_then(|w| w.strip_prefix("--")) else {
+            continue;
+        };
+        let (name, value) = match long.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (long, None),
+        };
+        if name.len() < 2 || !"output".starts_with(name) {
+            continue;
+        }
+        match value {
+            Some(value) => outputs.push(Word {
+                raw: value.to_owned(),
+                literal: Some(value.to_owned()),
+            }),
+            None => outputs.extend(words.next().cloned()),
+        }
+    }
+    outputs
+}
+
+/// Whether `git config REST` only reads: a `get`/`list` form (`--get*`, `-l`, `--list`, or the
+/// newer `get`/`list` as its first word), never a key and a value to set.
+fn git_config_reads(rest: &[Word]) -> bool {
+    let Some(words) = literals(rest) else {
+        return false;
+    };
+    let options: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .filter(|w| w.starts_with('-'))
+        .collect();
+    let operands: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !w.starts_with('-'))
+        .collect();
+    let sets = options.iter().any(|o| {
+        [
+            "--add",
+            "--unset",
+            "--replace-all",
+            "--rename-section",
+            "--remove-section",
+            "--edit",
+            "-e",
+        ]
+        .iter()
+        .any(|set| set.starts_with(o) && o.len() > 2 || o == set)
+    });
+    let get_option = options
+        .iter()
+        .any(|o| o.starts_with("--get") || *o == "-l" || *o == "--list");
+    let get_word = matches!(operands.first(), Some(&"get" | &"list"));
+    !sets && (get_option || get_word)
 }
 
 /// `git apply` fed on standard input: the patch's names, stripped as its `-p` says.

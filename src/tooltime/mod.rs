@@ -212,11 +212,43 @@ impl<'a> Policy<'a> {
             if let Some(why) = command.unknown.as_ref().filter(|_| !allowed) {
                 unknown.push(why.clone());
             }
+            if let Some(why) = self.foreign_repository(command, &places) {
+                unknown.push(why);
+            }
             if let Err(why) = moved(&mut here, command) {
                 unknown.push(why);
             }
         }
         self.unknown_writes(asked.map_or(Decision::Allow, Decision::Ask), unknown)
+    }
+
+    /// Why git run where `command` runs would use a repository the worker may have written (a
+    /// directory below the task that git takes for one: a `.git`, or `HEAD`, `objects` and
+    /// `refs` side by side), whose settings choose programs git runs (`core.fsmonitor`).
+    fn foreign_repository(&self, command: &Seen, places: &[PathBuf]) -> Option<String> {
+        let program = command.words.first()?.literal.as_deref()?;
+        if program.rsplit('/').next() != Some("git") {
+            return None;
+        }
+        let root = self.task.dir.as_path();
+        places.iter().find_map(|place| {
+            let place = resolve_cwd(place);
+            place
+                .ancestors()
+                .take_while(|dir| dir.starts_with(root) && *dir != root)
+                .find(|dir| {
+                    dir.join(".git").symlink_metadata().is_ok()
+                        || (dir.join("HEAD").is_file()
+                            && dir.join("objects").is_dir()
+                            && dir.join("refs").is_dir())
+                })
+                .map(|dir| {
+                    format!(
+                        "git would run on the repository at {}, inside the task, whose settings may run any program",
+                        name(&dir.to_string_lossy())
+                    )
+                })
+        })
     }
 
     /// The first command rule that matches `command`. A program validator does not know may
@@ -325,7 +357,24 @@ impl<'a> Policy<'a> {
     /// stop fails).
     fn refuse_copy(&self, cwd: &Path, copy: &Copy) -> Option<String> {
         let dest = cwd.join(&copy.dest);
-        let into_dir = copy.dest.ends_with('/') || dest.is_dir() || copy.sources.len() > 1;
+        let into_dir = !copy.no_target_directory
+            && (copy.dest.ends_with('/') || dest.is_dir() || copy.sources.len() > 1);
+        // A hard link is its source's file: a write through it lands there.
+        if copy.hard
+            && let Some(why) = copy
+                .sources
+                .iter()
+                .find_map(|source| self.refuse_place(cwd, source).err())
+        {
+            return Some(format!("linking to it is refused: {why}"));
+        }
+        if let Some(suffix) = &copy.backup
+            && let Some(why) = copy.sources.iter().find_map(|source| {
+                self.refuse_write(cwd, &format!("{}{suffix}", landing(copy, source, into_dir)))
+            })
+        {
+            return Some(why);
+        }
         if copy.symbolic {
             return copy.sources.iter().find_map(|target| {
                 let link = landing(copy, target, into_dir);
@@ -377,7 +426,9 @@ pub fn patch_files(text: &str) -> Vec<String> {
 /// Where `source` lands in a copy: under its own name in the destination when that is a
 /// directory, else at the destination.
 fn landing(copy: &Copy, source: &str, into_dir: bool) -> String {
-    if !into_dir {
+    // `dir/.` is the directory's contents: they land in the destination itself.
+    let contents = source.trim_end_matches('/');
+    if !into_dir || contents == "." || contents.ends_with("/.") {
         return copy.dest.clone();
     }
     let file_name = Path::new(source)

@@ -26,14 +26,23 @@ pub(super) fn only_edits(script: &str) -> bool {
         let followed = match command {
             '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x'
             | 'z' | 'F' => true,
-            // Text, a file read or a comment: to the end of the line.
-            'a' | 'i' | 'c' | '#' | 'r' | 'R' => {
+            // Text: to the end of the line, a backslash-newline going on.
+            'a' | 'i' | 'c' => {
                 to_line_end(&mut chars);
                 true
             }
-            // A label or a number: to the next `;` (GNU sed ends them there too).
+            // A comment or a file name: to the end of the line, a backslash included.
+            '#' | 'r' | 'R' => {
+                while chars.next_if(|c| *c != '\n').is_some() {}
+                true
+            }
+            // A label, a version or a number: to a `;` or whitespace (GNU sed ends them at
+            // either, and what follows whitespace is read as a command).
             ':' | 'b' | 't' | 'T' | 'v' | 'q' | 'Q' | 'l' | 'L' => {
-                while chars.next_if(|c| !matches!(c, ';' | '\n' | '}')).is_some() {}
+                while chars
+                    .next_if(|c| !matches!(c, ';' | '}') && !c.is_whitespace())
+                    .is_some()
+                {}
                 true
             }
             's' => substitution(&mut chars),
@@ -41,7 +50,8 @@ pub(super) fn only_edits(script: &str) -> bool {
                 let Some(delimiter) = chars.next() else {
                     return false;
                 };
-                part(&mut chars, delimiter) && part(&mut chars, delimiter)
+                part(&mut chars, delimiter, Brackets::Plain)
+                    && part(&mut chars, delimiter, Brackets::Plain)
             }
             // `e`, `w`, `W`, and anything unknown.
             _ => false,
@@ -66,7 +76,7 @@ fn address(chars: &mut Peekable<Chars<'_>>) -> bool {
         }
         Some('/') => {
             chars.next();
-            if !part(chars, '/') {
+            if !part(chars, '/', Brackets::Hold) {
                 return false;
             }
             while chars.next_if(|c| matches!(c, 'I' | 'M')).is_some() {}
@@ -76,7 +86,7 @@ fn address(chars: &mut Peekable<Chars<'_>>) -> bool {
             let Some(delimiter) = chars.next() else {
                 return false;
             };
-            if !part(chars, delimiter) {
+            if !part(chars, delimiter, Brackets::Hold) {
                 return false;
             }
             while chars.next_if(|c| matches!(c, 'I' | 'M')).is_some() {}
@@ -91,7 +101,10 @@ fn substitution(chars: &mut Peekable<Chars<'_>>) -> bool {
     let Some(delimiter) = chars.next() else {
         return false;
     };
-    if delimiter == '\n' || delimiter == '\\' || !part(chars, delimiter) || !part(chars, delimiter)
+    if delimiter == '\n'
+        || delimiter == '\\'
+        || !part(chars, delimiter, Brackets::Hold)
+        || !part(chars, delimiter, Brackets::Plain)
     {
         return false;
     }
@@ -107,15 +120,23 @@ fn substitution(chars: &mut Peekable<Chars<'_>>) -> bool {
     true
 }
 
-/// Up to and past an unescaped `delimiter` (one inside a bracket expression does not end the
-/// part, as in GNU sed); false if it never comes.
-fn part(chars: &mut Peekable<Chars<'_>>, delimiter: char) -> bool {
+/// Whether a `[` opens a bracket expression in a part: in a regular expression it does (and a
+/// delimiter inside does not end the part, as in GNU sed); in a replacement or `y`'s lists it
+/// is a plain character.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Brackets {
+    Hold,
+    Plain,
+}
+
+/// Up to and past an unescaped `delimiter`; false if it never comes.
+fn part(chars: &mut Peekable<Chars<'_>>, delimiter: char, brackets: Brackets) -> bool {
     while let Some(c) = chars.next() {
         match c {
             '\\' => {
                 chars.next();
             }
-            '[' => {
+            '[' if brackets == Brackets::Hold => {
                 // `[]…]` and `[^]…]` hold a `]` first; `[:alpha:]` nests.
                 chars.next_if_eq(&'^');
                 chars.next_if_eq(&']');
@@ -187,6 +208,13 @@ mod tests {
             "q;w out",
             ":a;w out",
             "ba;e touch p",
+            "s/x/[/\nw ../p\ns/y/]/",
+            "y/[/x/\nw ../p\ny/]/z/",
+            "b x w ../p\n:x",
+            ":x w ../p",
+            "v 4.2 w ../p",
+            "#x\\\nw ../p",
+            "1r f\\\nw ../p",
             "s/a",
             "K",
         ] {

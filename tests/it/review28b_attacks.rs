@@ -1,6 +1,6 @@
 //! Second adversarial review of tool-time enforcement (issue 28, after its fixes): tool calls a
 //! hostile worker makes to get a write or a command past `validator hook claude`'s pre-tool
-//! answer. Each `#[ignore = "hole: …"]` test asserts the correct answer and fails on the code
+//! answer. Each test asserts the correct answer; each failed on the code
 //! as reviewed; each attack was first run against the real program (GNU sed 4.9, bash 5.2,
 //! git 2.47, coreutils, binutils) in a temp dir and seen to run or write what it says.
 //!
@@ -121,7 +121,6 @@ fn the_plain_forms_are_refused() {
 /// parts of `y` a `[` is an ordinary character, so the scanner, looking for its `]`, swallows
 /// the commands between.
 #[test]
-#[ignore = "hole: sed scanner treats `[` in an s replacement or y as a bracket and skips a `w`/`e` command"]
 fn sed_a_bracket_outside_a_regex_does_not_hide_commands() {
     assert_refused(
         &strict(),
@@ -136,7 +135,6 @@ fn sed_a_bracket_outside_a_regex_does_not_hide_commands() {
 /// GNU sed ends a label (`:`, `b`, `t`, `T`) and `v`'s version at whitespace: what follows on
 /// the line is the next command.
 #[test]
-#[ignore = "hole: sed labels and `v` end at whitespace in GNU sed, the scanner reads on to `;`"]
 fn sed_a_label_ends_at_whitespace() {
     assert_refused(
         &strict(),
@@ -152,7 +150,6 @@ fn sed_a_label_ends_at_whitespace() {
 /// A comment and an `r`/`R` file name end at the newline in GNU sed, `\` or not: the next line
 /// is a command, not more of the comment.
 #[test]
-#[ignore = "hole: a `\\`-newline does not continue a sed comment or r filename, the scanner says it does"]
 fn sed_a_backslash_does_not_continue_a_comment_or_a_file_name() {
     assert_refused(
         &strict(),
@@ -170,7 +167,6 @@ fn sed_a_backslash_does_not_continue_a_comment_or_a_file_name() {
 /// runs its `$(…)`: `$((x))`, `$[x]`, `${a[x]}`, `let x`, an assignment to a `declare -i`.
 /// The value may come from a quoted assignment on the line or from a file validator never sees.
 #[test]
-#[ignore = "hole: arithmetic on a variable runs a $(…) in its value (`x='a[$(cmd)]'; echo $((x))`)"]
 fn arithmetic_on_a_variable_runs_the_substitution_in_its_value() {
     assert_refused(
         &strict(),
@@ -192,7 +188,6 @@ fn arithmetic_on_a_variable_runs_the_substitution_in_its_value() {
 /// `set -k` puts every `NAME=value` word of a later command into its environment, wherever it
 /// stands: the variables that steer a program are set without standing in front.
 #[test]
-#[ignore = "hole: after `set -k` an assignment among the arguments steers the program (LD_PRELOAD, GIT_CONFIG_*)"]
 fn set_k_makes_assignments_among_the_arguments_steer() {
     assert_refused(
         &strict(),
@@ -207,7 +202,6 @@ fn set_k_makes_assignments_among_the_arguments_steer() {
 /// on `git status`); `POSIXLY_CORRECT` makes getopt stop at the first operand, so `-t DIR`
 /// after one is a source and the last operand the destination.
 #[test]
-#[ignore = "hole: XDG_CONFIG_HOME and POSIXLY_CORRECT are not steering variables"]
 fn xdg_config_home_and_posixly_correct_steer() {
     let project = strict();
     std::fs::create_dir_all(project.path().join("outdir")).expect("mkdir");
@@ -226,7 +220,6 @@ fn xdg_config_home_and_posixly_correct_steer() {
 
 /// `nm --plugin SO` loads and runs a shared object; binutils read options from `@FILE` too.
 #[test]
-#[ignore = "hole: nm (READ_ONLY) loads a plugin: `nm --plugin ./src/evil.so`, `nm @src/opts`"]
 fn nm_runs_the_plugin_it_is_given() {
     let project = strict();
     project.file("src/opts", "--plugin ./src/evil.so\n");
@@ -244,7 +237,6 @@ fn nm_runs_the_plugin_it_is_given() {
 /// `git config NAME VALUE VALUE-PATTERN` sets NAME; a `list` or `get` word anywhere among its
 /// arguments made it a read.
 #[test]
-#[ignore = "hole: `git config core.fsmonitor 'touch ../pwned' list` is read as a read and sets the fsmonitor"]
 fn git_config_setting_with_a_list_word_is_not_a_read() {
     assert_refused(
         &strict(),
@@ -259,7 +251,6 @@ fn git_config_setting_with_a_list_word_is_not_a_read() {
 /// taking a value after flags: `--upl` is `--upload-pack`, `--open` is
 /// `--open-files-in-pager`, `-iOCMD` is `-i -OCMD`.
 #[test]
-#[ignore = "hole: abbreviated/clustered git options that run a program (--upl=, --open=, -iOcmd)"]
 fn git_options_that_run_a_program_abbreviated_or_clustered() {
     assert_refused(
         &strict(),
@@ -275,7 +266,6 @@ fn git_options_that_run_a_program_abbreviated_or_clustered() {
 /// discovery, whatever its name: its `config` (which only `.git/…` is protected from) chooses
 /// what `git status` runs there.
 #[test]
-#[ignore = "hole: a git directory not named .git (src/evil/{HEAD,config,…}) steers git run inside it"]
 fn a_git_directory_not_named_dot_git_is_not_a_plain_directory() {
     let project = strict();
     project
@@ -297,7 +287,6 @@ fn a_git_directory_not_named_dot_git_is_not_a_plain_directory() {
 /// A hard link to a file outside the task is that file: writing it later writes outside. A
 /// symbolic link made by `cp -s`, or by `ln` under an abbreviated `--sym`, points outside.
 #[test]
-#[ignore = "hole: hard links (ln, cp -l) and cp -s / ln --sym links to files outside the task are allowed"]
 fn links_to_files_outside_the_task_are_refused() {
     let project = open();
     let outside = project.path().join("outside.txt");
@@ -318,7 +307,6 @@ fn links_to_files_outside_the_task_are_refused() {
 /// `cp -rT DIR DEST` and `cp -r DIR/. DEST` copy DIR's contents into DEST itself, not into
 /// `DEST/DIR`: here over the readonly `src/lock.rs`.
 #[test]
-#[ignore = "hole: cp -rT and cp -r DIR/. copy contents into the destination itself, judged as DEST/DIR"]
 fn copying_a_directorys_contents_lands_in_the_destination_itself() {
     let project = strict();
     project.file("tests/t/lock.rs", "// replaced\n");
@@ -335,7 +323,6 @@ fn copying_a_directorys_contents_lands_in_the_destination_itself() {
 /// `cp --o` is cp's `--one-file-system` (cp has no `--owner`), but the spec shared with
 /// `install` reads it as `--owner` taking the source as its value.
 #[test]
-#[ignore = "hole: `cp --o SRC DEST` read as install's --owner, DEST judged as a copy of nothing"]
 fn cp_abbreviations_are_cps_own() {
     assert_refused(
         &strict(),
@@ -349,7 +336,6 @@ fn cp_abbreviations_are_cps_own() {
 /// A backup (`-b`) lands beside the destination under its suffix: here a `.pem` the scope
 /// denies.
 #[test]
-#[ignore = "hole: cp/mv -b -S SUFFIX backups are not judged (creates src/k.pem, denied by the scope)"]
 fn a_backup_is_judged_where_it_lands() {
     let project = strict();
     project.file("src/k", "k\n");
@@ -367,7 +353,6 @@ fn a_backup_is_judged_where_it_lands() {
 /// git runs `push` under another name the line shows: an alias given on the command line or in
 /// the environment, `argv[0]` set to `git-push`, or the dashed program itself.
 #[test]
-#[ignore = "hole: git push run through a -c alias, GIT_CONFIG_* alias, exec -a git-push, or git-core/git-push"]
 fn git_push_under_another_name_is_still_git_push() {
     assert_refused(
         &allowing(),
@@ -387,7 +372,6 @@ fn git_push_under_another_name_is_still_git_push() {
 /// is a shell script (`sh -c '…'`, `flock -c`, `watch '…'`, `script -c`, `su -c`) or `env -S`'s
 /// string is never read as the commands it runs.
 #[test]
-#[ignore = "hole: `flock F sh -c 'git push'`, `watch 'git push'`, `env -S 'git push'` … pass a git push deny rule"]
 fn a_command_string_given_to_an_unknown_program_is_read() {
     assert_refused(
         &allowing(),
