@@ -97,6 +97,8 @@ pub struct Held {
     path: PathBuf,
     _lock: Option<Flock<std::fs::File>>,
     pub session: Session,
+    /// The record as read: one the call did not change is not written again.
+    read: Vec<u8>,
 }
 
 impl Held {
@@ -108,18 +110,21 @@ impl Held {
         let _ = std::fs::create_dir_all(&dir);
         let path = dir.join(format!("{key}.json"));
         let lock = lock(&dir.join(format!("{key}.lock")));
-        let session = match crate::files::read(&path, MAX_SESSION_BYTES, crate::files::Links::Refuse)
-        {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
+        let read = crate::files::read(&path, MAX_SESSION_BYTES, crate::files::Links::Refuse)
+            .unwrap_or_default();
+        let session = if read.is_empty() {
+            Session::default()
+        } else {
+            serde_json::from_slice(&read).unwrap_or_else(|err| {
                 tracing::warn!(path = %path.display(), %err, "a session's record is damaged; starting it afresh");
                 Session::default()
-            }),
-            Err(_) => Session::default(),
+            })
         };
         Held {
             path,
             _lock: lock,
             session,
+            read,
         }
     }
 
@@ -134,6 +139,9 @@ impl Held {
 
     pub fn save(self) {
         let bytes = serde_json::to_vec(&self.session).unwrap_or_default();
+        if bytes == self.read {
+            return;
+        }
         if let Err(err) = crate::atomic::replace_unsynced(&self.path, &bytes) {
             tracing::warn!("a session's record cannot be saved: {err}");
         }

@@ -404,7 +404,8 @@ struct Setting<'r> {
     contract: Option<crate::contract::Contract>,
     /// The agent whose memory this is in the session record ("" for the session's own).
     agent_key: String,
-    events: EventLog,
+    /// Opened when there is something to log: most calls are allowed and log nothing.
+    events: std::cell::OnceCell<EventLog>,
     session: String,
 }
 
@@ -421,7 +422,7 @@ impl<'r> Setting<'r> {
             task,
             contract,
             agent_key: input.subagent().unwrap_or_default().to_owned(),
-            events: EventLog::open_or_discard(&rules.state, rules.events),
+            events: std::cell::OnceCell::new(),
             session: input.session_key(),
         })
     }
@@ -437,7 +438,9 @@ impl<'r> Setting<'r> {
     }
 
     fn record(&self, event: Event<'_>) {
-        self.events.record(Some(&self.session), None, event);
+        self.events
+            .get_or_init(|| EventLog::open_or_discard(&self.rules.state, self.rules.events))
+            .record(Some(&self.session), None, event);
     }
 }
 
