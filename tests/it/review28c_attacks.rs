@@ -1,0 +1,245 @@
+//! Third adversarial review of tool-time enforcement (issue 28, after review 28b's fixes) and
+//! of the load-time pattern check. Each test asserts the correct answer and is ignored with
+//! the hole or false refusal it shows; each attack was first run against the real program
+//! (bash 5.2, git 2.47) in a temp dir and seen to push.
+//!
+//! `ALLOW` is the default `tools.unknown: allow` with a `git push` deny rule: every way of
+//! running git push the line shows must be refused, and ordinary work must not be.
+
+use serde_json::{Value, json};
+
+use crate::common::{self, Project, validator};
+
+const RULES: &str = r#"version: 1
+state: state
+defaults:
+  strikes: 10
+  max_attempts: 10
+tools:
+  commands:
+    - {match: "git push", decision: deny, reason: pushing is for people}
+pipelines:
+  - name: main
+    gates:
+      - {name: scope, rule: file-scope, allow: ["**"]}
+"#;
+
+/// The default `tools.unknown: allow`: only the deny rule refuses.
+fn allowing() -> Project {
+    let project = Project::new();
+    project.rules(RULES).file("src/lib.rs", "fn a() {}\n");
+    common::commit_all(&project.task_dir());
+    project
+}
+
+/// Whether Claude Code refuses this shell line on validator's `PreToolUse` answer.
+fn refused(project: &Project, line: &str) -> bool {
+    let input = json!({
+        "session_id": "s1",
+        "transcript_path": project.path().join("transcript.jsonl"),
+        "cwd": project.task_dir(),
+        "permission_mode": "acceptEdits",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": line, "description": "d"},
+        "tool_use_id": "toolu_1",
+    });
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "claude"])
+        .current_dir(project.task_dir())
+        .env("CLAUDE_PROJECT_DIR", project.task_dir())
+        .write_stdin(input.to_string())
+        .output()
+        .expect("run validator");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "validator answers, never fails: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice::<Value>(&output.stdout)
+        .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
+}
+
+fn assert_refused(project: &Project, lines: &[&str]) {
+    let let_through: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|line| !refused(project, line))
+        .collect();
+    assert!(
+        let_through.is_empty(),
+        "let through before they ran: {let_through:#?}"
+    );
+}
+
+fn assert_allowed(project: &Project, lines: &[&str]) {
+    let refused: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|line| refused(project, line))
+        .collect();
+    assert!(refused.is_empty(), "refused ordinary work: {refused:#?}");
+}
+
+/// The baseline: the plain and already-covered forms are refused, ordinary work is not.
+#[test]
+fn the_baseline_holds() {
+    let project = allowing();
+    assert_refused(
+        &project,
+        &[
+            "git push origin main",
+            "git rebase --exec 'git push origin main' HEAD~1",
+            "bash -c 'git push origin main'",
+            "eval 'git push origin main'",
+        ],
+    );
+    assert_allowed(
+        &project,
+        &[
+            "git commit -m 'use $(pwd)'",
+            "for ((i=0;i<3;i++)); do echo $i; done",
+            "cargo test",
+            "python -m pytest",
+            "mkdir -p build",
+            "ls | head",
+            "grep -rn x src",
+            "test -n \"$HOME\"",
+        ],
+    );
+}
+
+// --- holes: git push the line shows, let through under `unknown: allow` -------------------
+
+/// `git rebase --exec=CMD` and `-xCMD` run CMD after each commit, as `--exec CMD` does (a
+/// branch was pushed so); only the separate-word form is read.
+#[test]
+#[ignore = "hole: git rebase --exec='git push' / -x'git push' (attached value) is not read as a command"]
+fn rebase_exec_with_an_attached_value_is_read() {
+    assert_refused(
+        &allowing(),
+        &[
+            "git rebase --exec='git push origin main' HEAD~1",
+            "git rebase -x'git push origin main' HEAD~1",
+        ],
+    );
+}
+
+/// A shell given its script on stdin by a here-document or here-string runs it: the text is
+/// on the line, as plain as `bash -c`'s (each pushed a branch).
+#[test]
+#[ignore = "hole: bash <<< 'git push' / a here-document fed to bash, sh -s or . /dev/stdin is not read"]
+fn a_script_fed_to_a_shell_on_stdin_is_read() {
+    assert_refused(
+        &allowing(),
+        &[
+            "bash <<'EOF'\ngit push origin main\nEOF\n",
+            "bash <<< 'git push origin main'",
+            "sh <<< 'git push origin main'",
+            "bash -s <<< 'git push origin main'",
+            ". /dev/stdin <<< 'git push origin main'",
+        ],
+    );
+}
+
+/// Inside double quotes `$'…'` is not ANSI-C quoting: `"git $'\x70ush'"` is that text, which
+/// eval then reads with `$'\x70ush'` decoded to `push` (a branch was pushed so).
+#[test]
+#[ignore = "hole: eval \"git $'\\x70ush'\" — $' inside double quotes is misread, the eval string never judged"]
+fn ansi_c_quoting_inside_double_quotes_is_literal_text() {
+    assert_refused(&allowing(), &["eval \"git $'\\x70ush' origin main\""]);
+}
+
+/// With `expand_aliases`, an alias defined on one line is expanded on the next (bash reads a
+/// `-c` string or an eval command by command): `p` is `git push` (a branch was pushed so).
+#[test]
+#[ignore = "hole: shopt -s expand_aliases; alias p='git push' on one line, p on the next"]
+fn an_alias_defined_on_an_earlier_line_is_what_it_stands_for() {
+    assert_refused(
+        &allowing(),
+        &["shopt -s expand_aliases\nalias p='git push origin main'\np\n"],
+    );
+}
+
+/// `git send-pack` is the plumbing `git push` runs: it updates the remote's refs (a branch
+/// was pushed so). `git http-push` and `git push-to-checkout` are already refused.
+#[test]
+#[ignore = "hole: git send-pack REMOTE main pushes and is not matched as git push"]
+fn git_send_pack_is_a_push() {
+    assert_refused(&allowing(), &["git send-pack ../remote.git main"]);
+}
+
+// --- false refusals under the default rules ---------------------------------------------
+
+/// An unquoted `[` is a literal program (no closing bracket in its word): `[ -n "$X" ]` is
+/// `test`, which `test -n "$X"` already shows. It is read as a program not known, which then
+/// matches `git push` with `$X` standing for `push`.
+#[test]
+#[ignore = "false refusal: [ -n \"$X\" ] / [[ $X == y ]] refused by the `git push` rule (`[` read as an unknown program)"]
+fn a_test_bracket_with_a_variable_is_not_git_push() {
+    assert_allowed(
+        &allowing(),
+        &[
+            "[ -n \"$HOME\" ] && echo ok",
+            "if [ -z \"$X\" ]; then echo empty; fi",
+            "[[ $X == y ]] && echo y",
+        ],
+    );
+}
+
+/// A word not known before it runs can stand for `push` only where git reads its command:
+/// after `commit -m`, `add` or `log`, it is a message, a path or a revision. Claude Code's own
+/// commit form (a message from a here-document in `$(…)`) is refused by the `git push` rule.
+#[test]
+#[ignore = "false refusal: git commit -m \"$(cat <<'EOF' …)\", git add \"$f\", git log \"$X\" refused by the `git push` rule"]
+fn a_variable_after_a_builtin_git_command_is_not_push() {
+    assert_allowed(
+        &allowing(),
+        &[
+            "git commit -m \"$(cat <<'EOF'\nfeat: x\n\nbody\nEOF\n)\"",
+            "git commit -m \"$MSG\"",
+            "for f in src/*.rs; do git add \"$f\"; done",
+            "git log \"$X\"",
+            "git diff \"$(git merge-base HEAD main)\"",
+        ],
+    );
+}
+
+// --- content patterns: checked at load, compiled when first matched --------------------
+
+/// The load check is the forward NFA alone; the `regex` crate builds more under the same
+/// limit, so `\w{30}` passes `rules check` yet can never be matched (the gate then fails every
+/// file it reads: no PASS, but the rules file is called valid). The module doc says a pattern
+/// the matcher refuses is refused at load.
+#[test]
+#[ignore = "hole (low): `\\w{30}` passes the load check (rules check: valid) but its matcher cannot be built"]
+fn a_pattern_the_matcher_cannot_build_is_refused_at_load() {
+    let project = Project::new();
+    project.rules(&common::pipeline(
+        "      - {name: c, rule: content, files: [\"**/*.py\"], ban: [{pattern: '\\w{30}'}]}\n",
+    ));
+    let (code, stderr) = common::rules_check(&project.rules_path());
+    assert_ne!(code, Some(0), "called valid: {stderr}");
+}
+
+/// What held: a pattern whose matcher cannot be built fails the gate on a file it reads,
+/// never passes it.
+#[test]
+fn a_pattern_that_cannot_be_matched_never_passes() {
+    let project = Project::new();
+    project
+        .rules(&common::pipeline(
+            "      - {name: c, rule: content, files: [\"**/*.py\"], require: [{pattern: '\\w{30}'}]}\n",
+        ))
+        .file("a.py", "x\n");
+    let (_, verdict) = project.verdict();
+    assert_eq!(
+        common::gate(&verdict, "c")["outcome"],
+        "fail",
+        "{verdict:#}"
+    );
+    assert_eq!(verdict["verdict"], "FAIL");
+}
