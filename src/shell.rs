@@ -326,10 +326,17 @@ impl Lexer<'_, '_> {
                     break;
                 }
                 '\'' | '"' | '\\' | '$' | '`' => self.piece(c, &mut word),
-                '*' | '?' | '[' => {
+                '*' | '?' => {
                     self.chars.next();
                     word.plain(c);
                     word.dynamic = true;
+                }
+                // `[…]` matches file names; a `[` no `]` follows is itself (`[ -n "$X" ]`).
+                '[' | ']' => {
+                    self.chars.next();
+                    word.plain(c);
+                    word.bracket_open |= c == '[';
+                    word.dynamic |= c == ']' && word.bracket_open;
                 }
                 '~' if tilde_here => {
                     self.chars.next();
@@ -818,6 +825,8 @@ struct Reading {
     dynamic: bool,
     quoted: bool,
     brace_open: bool,
+    /// An unquoted `[` is in it: a `]` after it makes a glob.
+    bracket_open: bool,
     /// An unquoted `=` is in it: a `~` after it or a `:` may expand.
     assigns: bool,
 }

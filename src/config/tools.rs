@@ -120,6 +120,34 @@ impl CommandRule {
     /// that refuses or asks, the program's included, and none of one that allows, so neither
     /// can be slipped past by hiding a word.
     pub fn matches(&self, words: &[Word]) -> bool {
+        self.matches_at(words, None)
+    }
+
+    /// As [`CommandRule::matches`], for a program whose subcommand is known to be the word at
+    /// `subcommand` (git's, past its own options): a rule's first argument that names a
+    /// subcommand (`push`, no glob, no `-`) is matched against that word alone, so a word not
+    /// known before it runs further on (`git commit -m "$MSG"`) cannot stand for it.
+    pub fn matches_at(&self, words: &[Word], subcommand: Option<usize>) -> bool {
+        if let (Some(at), Some((_, rest))) = (subcommand, self.words.split_first())
+            && let Some(named) = rest.first().filter(|word| word.names_a_subcommand())
+            && let Some(sub) = words.get(at)
+        {
+            let sub_matches = match sub.literal.as_deref() {
+                Some(sub) => named.is_match(sub),
+                None => self.decision != CommandDecision::Allow,
+            };
+            if !sub_matches {
+                return false;
+            }
+            // The rest of the rule among the words after the subcommand.
+            let mut after: Vec<Word> = words[..1].to_vec();
+            after.extend(words[at + 1..].iter().cloned());
+            let rest_rule = CommandRule {
+                words: [&self.words[..1], &rest[1..]].concat(),
+                ..self.clone()
+            };
+            return rest_rule.matches(&after);
+        }
         let unknown_matches = self.decision != CommandDecision::Allow;
         let Some((program, arguments)) = words.split_first() else {
             return false;
@@ -171,6 +199,12 @@ impl CommandWord {
             glob,
             matcher: OnceLock::new(),
         }
+    }
+
+    /// A plain word: no glob, not an option (`push`, `run`).
+    fn names_a_subcommand(&self) -> bool {
+        let text = self.glob.glob();
+        !text.starts_with('-') && !text.contains(['*', '?', '[', '{', '\\'])
     }
 
     fn is_match(&self, word: &str) -> bool {

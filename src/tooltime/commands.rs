@@ -28,6 +28,8 @@ pub struct Seen {
     pub unknown: Option<String>,
     /// Part of the line could not be read, so a command the rules refuse may be in it.
     pub unread: bool,
+    /// Where its subcommand is among `words`, when the program has one (git).
+    pub subcommand: Option<usize>,
     /// It runs in a shell of its own (see [`crate::shell::Command::isolated`]).
     pub isolated: bool,
 }
@@ -217,7 +219,7 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         return;
     }
     if name == "git" {
-        seen.words = git_words(words);
+        (seen.words, seen.subcommand) = git_words(words);
     }
     // `./cat` is the task's own program, whatever its name: only the system's are known.
     let kind = if path.contains('/') && !is_system_program(path) {
@@ -491,9 +493,10 @@ const GIT_BUILTINS: &[&str] = &[
     "write-tree",
 ];
 
-/// A git command's words as the rules match them: a command word that is not a builtin (an
-/// alias) is not known before it runs, so it matches any word of a rule that refuses.
-fn git_words(words: &[Word]) -> Vec<Word> {
+/// A git command's words as the rules match them, and where its subcommand is: a command
+/// word that is not a builtin (an alias) is not known before it runs, so it matches any word
+/// of a rule that refuses.
+fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
     let mut words = words.to_vec();
     let global = options::parse(
         &words[1..],
@@ -511,7 +514,8 @@ fn git_words(words: &[Word]) -> Vec<Word> {
             ..Spec::default()
         },
     );
-    if let Some(sub) = words.get_mut(global.rest_at + 1)
+    let at = global.rest_at + 1;
+    if let Some(sub) = words.get_mut(at)
         && sub
             .literal
             .as_deref()
@@ -519,7 +523,9 @@ fn git_words(words: &[Word]) -> Vec<Word> {
     {
         sub.literal = None;
     }
-    words
+    // Options not known before it runs may hide where the subcommand is.
+    let known = !global.unknown_option && at < words.len();
+    (words, known.then_some(at))
 }
 
 /// Where the system's own programs live; a program named by any other path is the worker's.

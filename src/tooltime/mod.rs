@@ -256,7 +256,10 @@ impl<'a> Policy<'a> {
     /// rules that refuse or ask are matched against each tail of its words too.
     fn rule_for(&self, command: &Seen) -> Option<&crate::config::tools::CommandRule> {
         let rules = &self.tools.commands;
-        if let Some(rule) = rules.iter().find(|rule| rule.matches(&command.words)) {
+        if let Some(rule) = rules
+            .iter()
+            .find(|rule| rule.matches_at(&command.words, command.subcommand))
+        {
             return Some(rule);
         }
         command.unknown.as_ref()?;

@@ -178,7 +178,6 @@ fn git_send_pack_is_a_push() {
 /// `test`, which `test -n "$X"` already shows. It is read as a program not known, which then
 /// matches `git push` with `$X` standing for `push`.
 #[test]
-#[ignore = "false refusal: [ -n \"$X\" ] / [[ $X == y ]] refused by the `git push` rule (`[` read as an unknown program)"]
 fn a_test_bracket_with_a_variable_is_not_git_push() {
     assert_allowed(
         &allowing(),
@@ -194,7 +193,6 @@ fn a_test_bracket_with_a_variable_is_not_git_push() {
 /// after `commit -m`, `add` or `log`, it is a message, a path or a revision. Claude Code's own
 /// commit form (a message from a here-document in `$(…)`) is refused by the `git push` rule.
 #[test]
-#[ignore = "false refusal: git commit -m \"$(cat <<'EOF' …)\", git add \"$f\", git log \"$X\" refused by the `git push` rule"]
 fn a_variable_after_a_builtin_git_command_is_not_push() {
     assert_allowed(
         &allowing(),
