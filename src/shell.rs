@@ -507,6 +507,11 @@ impl Lexer<'_, '_> {
                         }
                     }
                 }
+                // Inside double quotes `$'…'` is not ANSI-C quoting: a `$` and a quote.
+                '$' if self.chars.peek().is_some_and(|&(_, next)| next == '\'') => {
+                    raw.push('$');
+                    value.push('$');
+                }
                 '$' => {
                     raw.push('$');
                     match self.dollar() {

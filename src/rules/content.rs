@@ -389,15 +389,24 @@ fn check_pattern(pattern: &str) -> Result<(), String> {
         .build()
         .parse(pattern)
         .map_err(|err| last_line(&err.to_string()))?;
-    thompson::Compiler::new()
-        .configure(
-            thompson::Config::new()
-                .utf8(false)
-                .nfa_size_limit(Some(MAX_PATTERN_SIZE)),
-        )
-        .build_from_hir(&hir)
-        .map(drop)
-        .map_err(|err| last_line(&err.to_string()))
+    // The matcher builds the NFA both ways (the reverse one finds where a match starts).
+    for reverse in [false, true] {
+        thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .utf8(false)
+                    .reverse(reverse)
+                    .which_captures(if reverse {
+                        thompson::WhichCaptures::None
+                    } else {
+                        thompson::WhichCaptures::All
+                    })
+                    .nfa_size_limit(Some(MAX_PATTERN_SIZE)),
+            )
+            .build_from_hir(&hir)
+            .map_err(|err| last_line(&err.to_string()))?;
+    }
+    Ok(())
 }
 
 /// The regex crates draw the pattern with a caret over lines; their last line says why.

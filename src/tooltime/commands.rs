@@ -222,7 +222,9 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         (seen.words, seen.subcommand) = git_words(words);
     }
     // `./cat` is the task's own program, whatever its name: only the system's are known.
-    let kind = if path.contains('/') && !is_system_program(path) {
+    let kind = if let Some(script) = script_on_stdin(name, args, command) {
+        Kind::Script(script)
+    } else if path.contains('/') && !is_system_program(path) {
         Kind::Unknown(format!(
             "`{path}` is a program of its own, not the system's `{name}`"
         ))
@@ -353,8 +355,19 @@ fn record(
 /// The arguments that read as a command line: literal, with a space or a shell operator.
 fn command_strings(args: &[Word]) -> Vec<String> {
     args.iter()
-        .filter_map(|arg| arg.literal.clone())
+        .filter_map(|arg| arg.literal.as_deref())
+        .flat_map(|text| {
+            // An option's value too: `--exec=CMD`, `-xCMD`.
+            let value = text
+                .strip_prefix('-')
+                .map(|option| match option.split_once('=') {
+                    Some((_, value)) => value,
+                    None => option.get(1..).unwrap_or_default(),
+                });
+            std::iter::once(text).chain(value)
+        })
         .filter(|text| text.contains([' ', '\t', '\n', ';', '|', '&']))
+        .map(str::to_owned)
         .collect()
 }
 
@@ -515,6 +528,10 @@ fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
         },
     );
     let at = global.rest_at + 1;
+    // `send-pack` is what `push` runs: the rules see it as `push`.
+    if let Some(sub) = words.get_mut(at).filter(|sub| sub.is("send-pack")) {
+        sub.literal = Some("push".into());
+    }
     if let Some(sub) = words.get_mut(at)
         && sub
             .literal
@@ -526,6 +543,27 @@ fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
     // Options not known before it runs may hide where the subcommand is.
     let known = !global.unknown_option && at < words.len();
     (words, known.then_some(at))
+}
+
+/// The script a shell reads on its standard input (`bash <<< 'CMD'`, `sh -s <<EOF`,
+/// `. /dev/stdin <<EOF`), when this line shows it.
+fn script_on_stdin(name: &str, args: &[Word], command: &Command) -> Option<String> {
+    if command.inputs.is_empty() || command.inputs_unknown {
+        return None;
+    }
+    let reads_stdin = if SHELLS.contains(&name) && name != "busybox" {
+        let parsed = options::parse(args, Spec::default());
+        !parsed.options.iter().any(|o| o.name.contains('c'))
+            && (parsed.operands.is_empty() || parsed.has(&["-s"]))
+    } else {
+        matches!(name, "." | "source")
+            && args.first().is_some_and(|file| {
+                file.literal
+                    .as_deref()
+                    .is_some_and(|f| matches!(f, "/dev/stdin" | "/proc/self/fd/0" | "/dev/fd/0"))
+            })
+    };
+    reads_stdin.then(|| command.inputs.concat())
 }
 
 /// Where the system's own programs live; a program named by any other path is the worker's.
@@ -1008,8 +1046,18 @@ fn kind(name: &str, args: &[Word]) -> Kind {
         ),
         // With arguments they change what later commands run (`hash -p ./x cat`,
         // `alias ls=…`) or write the history file.
-        "hash" | "alias" | "history" if args.is_empty() => Kind::Reads,
-        "hash" | "alias" | "history" => Kind::Unknown(format!(
+        // An alias runs its value wherever its name is used after it.
+        "alias" => match literals(args) {
+            Some(args) => Kind::Script(
+                args.iter()
+                    .filter_map(|arg| arg.split_once('=').map(|(_, value)| value))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            None => Kind::Unknown("`alias` defines a command not known before it runs".into()),
+        },
+        "hash" | "history" if args.is_empty() => Kind::Reads,
+        "hash" | "history" => Kind::Unknown(format!(
             "`{name}` with arguments changes what later commands run or writes a file"
         )),
         "find" => find(args),

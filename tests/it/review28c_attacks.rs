@@ -117,7 +117,6 @@ fn the_baseline_holds() {
 /// `git rebase --exec=CMD` and `-xCMD` run CMD after each commit, as `--exec CMD` does (a
 /// branch was pushed so); only the separate-word form is read.
 #[test]
-#[ignore = "hole: git rebase --exec='git push' / -x'git push' (attached value) is not read as a command"]
 fn rebase_exec_with_an_attached_value_is_read() {
     assert_refused(
         &allowing(),
@@ -131,7 +130,6 @@ fn rebase_exec_with_an_attached_value_is_read() {
 /// A shell given its script on stdin by a here-document or here-string runs it: the text is
 /// on the line, as plain as `bash -c`'s (each pushed a branch).
 #[test]
-#[ignore = "hole: bash <<< 'git push' / a here-document fed to bash, sh -s or . /dev/stdin is not read"]
 fn a_script_fed_to_a_shell_on_stdin_is_read() {
     assert_refused(
         &allowing(),
@@ -148,7 +146,6 @@ fn a_script_fed_to_a_shell_on_stdin_is_read() {
 /// Inside double quotes `$'…'` is not ANSI-C quoting: `"git $'\x70ush'"` is that text, which
 /// eval then reads with `$'\x70ush'` decoded to `push` (a branch was pushed so).
 #[test]
-#[ignore = "hole: eval \"git $'\\x70ush'\" — $' inside double quotes is misread, the eval string never judged"]
 fn ansi_c_quoting_inside_double_quotes_is_literal_text() {
     assert_refused(&allowing(), &["eval \"git $'\\x70ush' origin main\""]);
 }
@@ -156,7 +153,6 @@ fn ansi_c_quoting_inside_double_quotes_is_literal_text() {
 /// With `expand_aliases`, an alias defined on one line is expanded on the next (bash reads a
 /// `-c` string or an eval command by command): `p` is `git push` (a branch was pushed so).
 #[test]
-#[ignore = "hole: shopt -s expand_aliases; alias p='git push' on one line, p on the next"]
 fn an_alias_defined_on_an_earlier_line_is_what_it_stands_for() {
     assert_refused(
         &allowing(),
@@ -167,7 +163,6 @@ fn an_alias_defined_on_an_earlier_line_is_what_it_stands_for() {
 /// `git send-pack` is the plumbing `git push` runs: it updates the remote's refs (a branch
 /// was pushed so). `git http-push` and `git push-to-checkout` are already refused.
 #[test]
-#[ignore = "hole: git send-pack REMOTE main pushes and is not matched as git push"]
 fn git_send_pack_is_a_push() {
     assert_refused(&allowing(), &["git send-pack ../remote.git main"]);
 }
@@ -213,7 +208,6 @@ fn a_variable_after_a_builtin_git_command_is_not_push() {
 /// file it reads: no PASS, but the rules file is called valid). The module doc says a pattern
 /// the matcher refuses is refused at load.
 #[test]
-#[ignore = "hole (low): `\\w{30}` passes the load check (rules check: valid) but its matcher cannot be built"]
 fn a_pattern_the_matcher_cannot_build_is_refused_at_load() {
     let project = Project::new();
     project.rules(&common::pipeline(
@@ -223,8 +217,8 @@ fn a_pattern_the_matcher_cannot_build_is_refused_at_load() {
     assert_ne!(code, Some(0), "called valid: {stderr}");
 }
 
-/// What held: a pattern whose matcher cannot be built fails the gate on a file it reads,
-/// never passes it.
+/// A pattern whose matcher cannot be built never lets the run pass: it is refused when the
+/// rules load (and, were one to get past that, the gate fails every file it reads).
 #[test]
 fn a_pattern_that_cannot_be_matched_never_passes() {
     let project = Project::new();
@@ -233,11 +227,6 @@ fn a_pattern_that_cannot_be_matched_never_passes() {
             "      - {name: c, rule: content, files: [\"**/*.py\"], require: [{pattern: '\\w{30}'}]}\n",
         ))
         .file("a.py", "x\n");
-    let (_, verdict) = project.verdict();
-    assert_eq!(
-        common::gate(&verdict, "c")["outcome"],
-        "fail",
-        "{verdict:#}"
-    );
-    assert_eq!(verdict["verdict"], "FAIL");
+    let output = project.check().output().expect("run validator");
+    assert_ne!(output.status.code(), Some(0), "a run passed");
 }
