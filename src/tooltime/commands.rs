@@ -511,22 +511,7 @@ const GIT_BUILTINS: &[&str] = &[
 /// of a rule that refuses.
 fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
     let mut words = words.to_vec();
-    let global = options::parse(
-        &words[1..],
-        Spec {
-            short: "Cc",
-            long: &[
-                "git-dir",
-                "work-tree",
-                "namespace",
-                "config-env",
-                "super-prefix",
-                "attr-source",
-            ],
-            stop_at_operand: true,
-            ..Spec::default()
-        },
-    );
+    let global = options::parse(&words[1..], GIT_GLOBAL);
     let at = global.rest_at + 1;
     // `send-pack` is what `push` runs: the rules see it as `push`.
     if let Some(sub) = words.get_mut(at).filter(|sub| sub.is("send-pack")) {
@@ -1676,27 +1661,27 @@ fn shell_script(name: &str, args: &[Word]) -> Kind {
     ))
 }
 
+/// git's own options, before its command.
+const GIT_GLOBAL: Spec = Spec {
+    short: "Cc",
+    short_optional: "",
+    long: &[
+        "git-dir",
+        "work-tree",
+        "namespace",
+        "config-env",
+        "super-prefix",
+        "attr-source",
+    ],
+    long_flags: &["exec-path", "paginate", "no-pager", "bare"],
+    stop_at_operand: true,
+};
+
 /// Which `git` commands change the work tree, and the paths they name where that is known. A
 /// git that runs elsewhere (`-C`, `--work-tree`, `--git-dir`) or is told what to run (`-c`,
 /// `--exec-path`, `--output`, a pager, an upload program) is not a read.
 fn git(args: &[Word]) -> Kind {
-    let global = options::parse(
-        args,
-        Spec {
-            short: "Cc",
-            long: &[
-                "git-dir",
-                "work-tree",
-                "namespace",
-                "config-env",
-                "super-prefix",
-                "attr-source",
-            ],
-            long_flags: &["exec-path", "paginate", "no-pager", "bare"],
-            stop_at_operand: true,
-            ..Spec::default()
-        },
-    );
+    let global = options::parse(args, GIT_GLOBAL);
     if global.unknown_option
         || global.has(&[
             "-C",

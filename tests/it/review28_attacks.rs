@@ -8,9 +8,12 @@
 //! so a refusal there can only come from the write landing outside the task (never from a name
 //! the scope happens not to allow).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::common::{self, Project, validator};
+use crate::common::pre_tool::{
+    answer as hook, assert_shell_refused, input as pre, refuses as refused,
+};
+use crate::common::{self, Project};
 
 const STRICT: &str = r#"version: 1
 state: state
@@ -41,68 +44,6 @@ fn project(rules: &str) -> Project {
         .file("src/lock.rs", "// locked\n");
     common::commit_all(&project.task_dir());
     project
-}
-
-/// The hook's answer: exit code and stdout.
-fn hook(project: &Project, agent: &str, input: &Value) -> (i32, String, String) {
-    let output = validator()
-        .arg("-c")
-        .arg(project.rules_path())
-        .args(["hook", agent])
-        .current_dir(project.task_dir())
-        .env("CLAUDE_PROJECT_DIR", project.task_dir())
-        .write_stdin(input.to_string())
-        .output()
-        .expect("run validator");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-fn pre(project: &Project, tool: &str, tool_input: Value) -> Value {
-    json!({
-        "session_id": "s1",
-        "transcript_path": project.path().join("transcript.jsonl"),
-        "cwd": project.task_dir(),
-        "permission_mode": "acceptEdits",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-        "tool_use_id": "toolu_1",
-    })
-}
-
-/// Whether Claude Code refuses the call on this answer.
-fn refused(answer: &(i32, String, String)) -> bool {
-    let (code, stdout, stderr) = answer;
-    assert_eq!(*code, 0, "validator answers, never fails: {stderr}");
-    serde_json::from_str::<Value>(stdout)
-        .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
-}
-
-/// Each shell line must be refused by Claude Code's `PreToolUse` answer.
-fn assert_shell_refused(project: &Project, lines: &[&str]) {
-    let let_through: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|line| {
-            !refused(&hook(
-                project,
-                "claude",
-                &pre(
-                    project,
-                    "Bash",
-                    json!({"command": line, "description": "d"}),
-                ),
-            ))
-        })
-        .collect();
-    assert!(
-        let_through.is_empty(),
-        "let through before they ran: {let_through:#?}"
-    );
 }
 
 /// The baseline these attacks are measured against: the plain forms are refused.

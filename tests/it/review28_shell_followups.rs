@@ -3,9 +3,8 @@
 //! delimiter, a patch whose here-document or here-string expands, a git name written with C
 //! escapes). Each drives the real binary with the input Claude Code's `PreToolUse` sends.
 
-use serde_json::{Value, json};
-
-use crate::common::{self, Project, validator};
+use crate::common::pre_tool::shell_refused as refused;
+use crate::common::{self, Project};
 
 const RULES: &str = r#"version: 1
 state: state
@@ -33,35 +32,6 @@ fn project(unknown: &str) -> Project {
 }
 
 /// Whether Claude Code refuses this shell line on validator's answer.
-fn refused(project: &Project, line: &str) -> bool {
-    let input = json!({
-        "session_id": "s1",
-        "transcript_path": project.path().join("transcript.jsonl"),
-        "cwd": project.task_dir(),
-        "permission_mode": "acceptEdits",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": line, "description": "d"},
-        "tool_use_id": "toolu_1",
-    });
-    let output = validator()
-        .arg("-c")
-        .arg(project.rules_path())
-        .args(["hook", "claude"])
-        .current_dir(project.task_dir())
-        .env("CLAUDE_PROJECT_DIR", project.task_dir())
-        .write_stdin(input.to_string())
-        .output()
-        .expect("run validator");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "validator answers, never fails"
-    );
-    serde_json::from_slice::<Value>(&output.stdout)
-        .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
-}
-
 #[test]
 fn a_backslash_newline_does_not_end_a_here_document_early() {
     // bash joins `x\` to the `EOF` under it, so the body runs on to the second `EOF` and

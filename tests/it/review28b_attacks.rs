@@ -8,9 +8,8 @@
 //! `ALLOW` (the default `unknown: allow`) is where a `git push` deny rule must still catch every
 //! way of running git push that the line shows.
 
-use serde_json::{Value, json};
-
-use crate::common::{self, Project, validator};
+use crate::common::pre_tool::assert_shell_refused as assert_refused;
+use crate::common::{self, Project};
 
 const RULES: &str = r#"version: 1
 state: state
@@ -55,48 +54,6 @@ fn project(unknown: &str, scope: &str) -> Project {
 }
 
 /// Whether Claude Code refuses this shell line on validator's `PreToolUse` answer.
-fn refused(project: &Project, line: &str) -> bool {
-    let input = json!({
-        "session_id": "s1",
-        "transcript_path": project.path().join("transcript.jsonl"),
-        "cwd": project.task_dir(),
-        "permission_mode": "acceptEdits",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": line, "description": "d"},
-        "tool_use_id": "toolu_1",
-    });
-    let output = validator()
-        .arg("-c")
-        .arg(project.rules_path())
-        .args(["hook", "claude"])
-        .current_dir(project.task_dir())
-        .env("CLAUDE_PROJECT_DIR", project.task_dir())
-        .write_stdin(input.to_string())
-        .output()
-        .expect("run validator");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "validator answers, never fails: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice::<Value>(&output.stdout)
-        .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
-}
-
-fn assert_refused(project: &Project, lines: &[&str]) {
-    let let_through: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|line| !refused(project, line))
-        .collect();
-    assert!(
-        let_through.is_empty(),
-        "let through before they ran: {let_through:#?}"
-    );
-}
-
 /// The baseline: the plain forms are refused in each setting.
 #[test]
 fn the_plain_forms_are_refused() {

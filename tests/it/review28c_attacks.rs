@@ -6,9 +6,10 @@
 //! `ALLOW` is the default `tools.unknown: allow` with a `git push` deny rule: every way of
 //! running git push the line shows must be refused, and ordinary work must not be.
 
-use serde_json::{Value, json};
-
-use crate::common::{self, Project, validator};
+use crate::common::pre_tool::{
+    assert_shell_allowed as assert_allowed, assert_shell_refused as assert_refused,
+};
+use crate::common::{self, Project};
 
 const RULES: &str = r#"version: 1
 state: state
@@ -33,57 +34,6 @@ fn allowing() -> Project {
 }
 
 /// Whether Claude Code refuses this shell line on validator's `PreToolUse` answer.
-fn refused(project: &Project, line: &str) -> bool {
-    let input = json!({
-        "session_id": "s1",
-        "transcript_path": project.path().join("transcript.jsonl"),
-        "cwd": project.task_dir(),
-        "permission_mode": "acceptEdits",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": line, "description": "d"},
-        "tool_use_id": "toolu_1",
-    });
-    let output = validator()
-        .arg("-c")
-        .arg(project.rules_path())
-        .args(["hook", "claude"])
-        .current_dir(project.task_dir())
-        .env("CLAUDE_PROJECT_DIR", project.task_dir())
-        .write_stdin(input.to_string())
-        .output()
-        .expect("run validator");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "validator answers, never fails: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice::<Value>(&output.stdout)
-        .is_ok_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
-}
-
-fn assert_refused(project: &Project, lines: &[&str]) {
-    let let_through: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|line| !refused(project, line))
-        .collect();
-    assert!(
-        let_through.is_empty(),
-        "let through before they ran: {let_through:#?}"
-    );
-}
-
-fn assert_allowed(project: &Project, lines: &[&str]) {
-    let refused: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|line| refused(project, line))
-        .collect();
-    assert!(refused.is_empty(), "refused ordinary work: {refused:#?}");
-}
-
 /// The baseline: the plain and already-covered forms are refused, ordinary work is not.
 #[test]
 fn the_baseline_holds() {

@@ -85,19 +85,7 @@ fn hook(project: &Project, agent: &str, input: &Value) -> Reply {
     }
 }
 
-/// Claude Code's `PreToolUse` for `tool` with `tool_input`.
-fn pre(project: &Project, tool: &str, tool_input: Value) -> Value {
-    json!({
-        "session_id": "s1",
-        "transcript_path": project.path().join("transcript.jsonl"),
-        "cwd": project.task_dir(),
-        "permission_mode": "acceptEdits",
-        "hook_event_name": "PreToolUse",
-        "tool_name": tool,
-        "tool_input": tool_input,
-        "tool_use_id": "toolu_1",
-    })
-}
+use crate::common::pre_tool::input as pre;
 
 fn post(project: &Project, tool: &str, tool_input: Value, response: Value) -> Value {
     let mut input = pre(project, tool, tool_input);

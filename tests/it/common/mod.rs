@@ -8,6 +8,8 @@ use assert_cmd::Command;
 use serde_json::Value;
 use tempfile::TempDir;
 
+pub mod pre_tool;
+
 pub struct Project {
     pub root: TempDir,
 }
