@@ -167,6 +167,9 @@ const READ_TOOLS: &[&str] = &[
     "askuserquestion",
     "listmcpresourcestool",
     "readmcpresourcetool",
+    "enterplanmode",
+    "skill",
+    "slashcommand",
     // Codex CLI
     "read_file",
     "list_dir",
@@ -174,6 +177,9 @@ const READ_TOOLS: &[&str] = &[
     "view_image",
     "update_plan",
     "web_search",
+    "list_mcp_resources",
+    "list_mcp_resource_templates",
+    "read_mcp_resource",
     // Gemini CLI
     "read_many_files",
     "list_directory",
