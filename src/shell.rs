@@ -117,6 +117,8 @@ fn read_into(text: &str, depth: usize, script: &mut Script) {
         pending_heredocs: Vec::new(),
         expect_target: None,
         at_start: true,
+        cases: 0,
+        expect_pattern: false,
     };
     lexer.run();
 }
@@ -136,6 +138,10 @@ struct Lexer<'t, 's> {
     expect_target: Option<String>,
     /// Whether the next word starts a command (reserved words and assignments are read there).
     at_start: bool,
+    /// `case` statements open (read up to `in`, not yet closed by `esac`).
+    cases: usize,
+    /// A `case` pattern comes next (after `in`, or after an arm's `;;`).
+    expect_pattern: bool,
 }
 
 /// A here-document opened on the line being read, whose body starts after its newline.
@@ -161,6 +167,10 @@ const RESERVED: &[&str] = &[
 impl Lexer<'_, '_> {
     fn run(&mut self) {
         while let Some(&(_, c)) = self.chars.peek() {
+            if self.expect_pattern && !matches!(c, ' ' | '\t' | '\n' | '#') {
+                self.case_pattern();
+                continue;
+            }
             match c {
                 ' ' | '\t' => {
                     self.chars.next();
@@ -180,6 +190,54 @@ impl Lexer<'_, '_> {
         if !self.pending_heredocs.is_empty() {
             self.script.opaque.push("a here-document has no end".into());
         }
+        if self.cases > 0 {
+            self.script
+                .opaque
+                .push("a `case` statement has no `esac`".into());
+        }
+    }
+
+    /// A `case` arm's pattern (`a|b)`, `(a))`), up to its `)`; or the `esac` that ends the
+    /// statement. A substitution in the pattern is read as commands.
+    fn case_pattern(&mut self) {
+        let rest: String = self.chars.clone().take(5).map(|(_, c)| c).collect();
+        if rest.starts_with("esac")
+            && rest[4..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_alphanumeric() && c != '_')
+        {
+            for _ in 0..4 {
+                self.chars.next();
+            }
+            self.cases -= 1;
+            self.expect_pattern = false;
+            return;
+        }
+        self.eat('(');
+        let mut text = String::new();
+        let mut quote = None;
+        while let Some((_, c)) = self.chars.next() {
+            match (quote, c) {
+                (None, ')') => break,
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(open), c) if c == open => quote = None,
+                (_, '\\') => {
+                    text.push(c);
+                    if let Some((_, escaped)) = self.chars.next() {
+                        text.push(escaped);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            text.push(c);
+        }
+        if text.contains("$(") || text.contains('`') {
+            self.nested(&text);
+        }
+        self.expect_pattern = false;
+        self.at_start = true;
     }
 
     fn skip_comment(&mut self) {
@@ -205,7 +263,12 @@ impl Lexer<'_, '_> {
                 self.expect(op);
                 return;
             }
-            ('&', Some('&')) | ('|', Some('|')) | (';', Some(';')) => {
+            (';', Some(';')) => {
+                self.chars.next();
+                self.eat('&');
+                self.end_arm();
+            }
+            ('&', Some('&')) | ('|', Some('|')) => {
                 self.chars.next();
             }
             ('|', Some('&')) => {
@@ -215,6 +278,7 @@ impl Lexer<'_, '_> {
             (';', Some('&')) => {
                 self.chars.next();
                 self.eat('&');
+                self.end_arm();
             }
             ('|' | '&', _) => apart = true,
             ('(', _) => self.parens += 1,
@@ -234,6 +298,13 @@ impl Lexer<'_, '_> {
         }
         // The next command reads this one's output through the pipe: a shell of its own too.
         self.piped = c == '|' && apart;
+    }
+
+    /// `;;`, `;&` or `;;&`: inside a `case`, the next arm's pattern comes next.
+    fn end_arm(&mut self) {
+        if self.cases > 0 {
+            self.expect_pattern = true;
+        }
     }
 
     fn eat(&mut self, expected: char) -> bool {
@@ -641,6 +712,10 @@ impl Lexer<'_, '_> {
         }
         if self.at_start {
             if let Some(text) = word.literal.as_deref() {
+                if text == "esac" && self.cases > 0 {
+                    self.cases -= 1;
+                    return;
+                }
                 if RESERVED.contains(&text) {
                     return;
                 }
@@ -674,9 +749,8 @@ impl Lexer<'_, '_> {
             text.push(c);
             self.chars.next();
             if stop_at_in && (text.ends_with(" in") || text.ends_with("\tin")) {
-                self.script
-                    .opaque
-                    .push("a `case` statement is not read pattern by pattern".into());
+                self.cases += 1;
+                self.expect_pattern = true;
                 break;
             }
         }
@@ -787,6 +861,8 @@ impl Lexer<'_, '_> {
             pending_heredocs: Vec::new(),
             expect_target: None,
             at_start: true,
+            cases: 0,
+            expect_pattern: false,
         };
         lexer.heredoc_text()
     }
@@ -860,6 +936,31 @@ fn is_assignment(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_statement_is_read_arm_by_arm() {
+        for text in [
+            "case \"$1\" in start) git push;; stop|halt) rm -rf x ;; *) echo no;; esac",
+            "case $x in\n  (a) git push\n  ;;\n  b) rm -rf x\nesac\n",
+            "case $x in a) git push;& b) rm -rf x;;& esac; echo after",
+        ] {
+            let script = read(text);
+            assert!(script.opaque.is_empty(), "{text}: {:?}", script.opaque);
+            let programs: Vec<Vec<String>> = words(&script);
+            assert!(
+                programs.contains(&vec!["git".into(), "push".into()]),
+                "{text}: {programs:?}"
+            );
+            assert!(
+                programs.contains(&vec!["rm".into(), "-rf".into(), "x".into()]),
+                "{text}: {programs:?}"
+            );
+        }
+        // A pattern's substitution runs; an unclosed case cannot be read whole.
+        let script = read("case a in $(git push)) ;; esac");
+        assert!(words(&script).contains(&vec!["git".into(), "push".into()]));
+        assert!(!read("case a in a) echo").opaque.is_empty());
+    }
 
     fn words(script: &Script) -> Vec<Vec<String>> {
         script
