@@ -281,6 +281,30 @@ impl Lexer<'_, '_> {
                 self.end_arm();
             }
             ('|' | '&', _) => apart = true,
+            // `(( expr ))` where a command starts: arithmetic, where `>` compares.
+            ('(', Some('(')) if self.at_start && self.current.words.is_empty() => {
+                self.chars.next();
+                let inner = self.balanced(')');
+                if self.eat(')') {
+                    if inner.contains("$(") || inner.contains('`') {
+                        self.nested(&inner);
+                    }
+                    self.at_start = false;
+                    self.current.words.push(Word {
+                        raw: "((".into(),
+                        literal: Some("((".into()),
+                    });
+                    self.current.words.push(Word {
+                        literal: Some(inner.clone()),
+                        raw: inner,
+                    });
+                    return;
+                }
+                // `((cmd) )`: two subshells, the inner one read as commands of its own.
+                self.parens += 1;
+                self.nested(&inner);
+                return;
+            }
             ('(', _) => self.parens += 1,
             _ => {}
         }

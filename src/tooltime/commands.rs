@@ -30,6 +30,10 @@ pub struct Seen {
     pub unread: bool,
     /// Where its subcommand is among `words`, when the program has one (git).
     pub subcommand: Option<usize>,
+    /// Read out of a string a program validator does not know was given (`watch 'CMD'`): it
+    /// may be a command line, or an awk or python program. Only a command rule naming its
+    /// program holds it; what it would write is not judged.
+    pub speculative: bool,
     /// It runs in a shell of its own (see [`crate::shell::Command::isolated`]).
     pub isolated: bool,
 }
@@ -346,7 +350,11 @@ fn record(
             // (`flock F -c 'CMD'`, `watch 'CMD'`, `su -c 'CMD'`): each such string is read as
             // commands of the line too.
             for text in strings {
+                let start = all.len();
                 look_into(name, &text, depth, all);
+                for seen in &mut all[start..] {
+                    seen.speculative = true;
+                }
             }
         }
     }
@@ -1427,6 +1435,7 @@ fn sed(args: &[Word]) -> Kind {
     let suffix = parsed
         .options
         .iter()
+        .rev()
         .find(|o| o.name == "-i" || o.name == "--in-place")
         .map(|o| o.value.as_ref());
     match suffix {
@@ -1434,7 +1443,23 @@ fn sed(args: &[Word]) -> Kind {
         Some(Some(suffix)) if suffix.literal.as_deref().is_none_or(|s| s.contains('/')) => {
             Kind::Unknown("`sed -i` puts its backups where its suffix says".into())
         }
-        Some(_) => Kind::Writes(operands),
+        // A suffix with a `*` names the backup after the file in other ways.
+        Some(Some(suffix)) if suffix.literal.as_deref().is_some_and(|s| s.contains('*')) => {
+            Kind::Unknown("`sed -i` names its backups as its suffix says".into())
+        }
+        // The backup is the file's name and the suffix, beside it.
+        Some(Some(suffix)) => {
+            let suffix = suffix.literal.clone().unwrap_or_default();
+            let backups: Vec<Word> = operands
+                .iter()
+                .map(|file| Word {
+                    raw: format!("{}{suffix}", file.raw),
+                    literal: file.literal.as_ref().map(|f| format!("{f}{suffix}")),
+                })
+                .collect();
+            Kind::Writes(operands.into_iter().chain(backups).collect())
+        }
+        Some(None) => Kind::Writes(operands),
         None => Kind::Reads,
     }
 }
@@ -1661,6 +1686,22 @@ fn shell_script(name: &str, args: &[Word]) -> Kind {
     ))
 }
 
+/// Paths git is given: a pathspec with a glob or magic (`src/l*`, `:(glob)…`, `:/`) names
+/// what git matches, not itself.
+fn pathspecs(operands: Vec<Word>) -> Kind {
+    let expands = operands.iter().any(|operand| {
+        operand
+            .literal
+            .as_deref()
+            .is_some_and(|path| path.starts_with(':') || path.contains(['*', '?', '[']))
+    });
+    if expands {
+        Kind::Unknown("a pathspec git matches against the files, which is not read here".into())
+    } else {
+        Kind::Writes(operands)
+    }
+}
+
 /// git's own options, before its command.
 const GIT_GLOBAL: Spec = Spec {
     short: "Cc",
@@ -1746,7 +1787,7 @@ fn git_subcommand(sub: &str, rest: &[Word]) -> Kind {
             }
             Kind::Creates(parsed.operands)
         }
-        "rm" => Kind::Writes(options::parse(rest, Spec::default()).operands),
+        "rm" => pathspecs(options::parse(rest, Spec::default()).operands),
         "mv" => copied("mv", rest),
         "restore" => {
             let parsed = options::parse(
@@ -1758,7 +1799,7 @@ fn git_subcommand(sub: &str, rest: &[Word]) -> Kind {
                     "`git restore` restores paths this line does not show".into(),
                 );
             }
-            Kind::Writes(parsed.operands)
+            pathspecs(parsed.operands)
         }
         "apply" => git_apply(rest),
         other => Kind::Unknown(format!(
@@ -1916,7 +1957,7 @@ mod tests {
             ("cp -t dir a b", vec!["dir<-a,b"]),
             ("rm -rf build dist", vec!["build", "dist"]),
             ("sed -i 's/a/b/' x.py y.py", vec!["x.py", "y.py"]),
-            ("sed -i.bak -e 's/a/b/' x.py", vec!["x.py"]),
+            ("sed -i.bak -e 's/a/b/' x.py", vec!["x.py", "x.py.bak"]),
             ("touch a; truncate -s 0 b", vec!["a", "b"]),
             ("dd if=/dev/zero of=disk.img bs=1", vec!["disk.img"]),
             ("sudo -u root rm x", vec!["x"]),

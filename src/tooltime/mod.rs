@@ -184,6 +184,10 @@ impl<'a> Policy<'a> {
                     CommandDecision::Allow => allowed = true,
                 }
             }
+            // A string read as if it were a command line only answers to the command rules.
+            if command.speculative {
+                continue;
+            }
             let places: Vec<PathBuf> = here
                 .iter()
                 .map(|at| command.dirs.iter().fold(at.clone(), |at, dir| at.join(dir)))
@@ -256,6 +260,10 @@ impl<'a> Policy<'a> {
     /// rules that refuse or ask are matched against each tail of its words too.
     fn rule_for(&self, command: &Seen) -> Option<&crate::config::tools::CommandRule> {
         let rules = &self.tools.commands;
+        // A command read out of a string stands for itself only when its program is known.
+        if command.speculative && command.words.first()?.literal.is_none() {
+            return None;
+        }
         if let Some(rule) = rules
             .iter()
             .find(|rule| rule.matches_at(&command.words, command.subcommand))
@@ -263,11 +271,14 @@ impl<'a> Policy<'a> {
             return Some(rule);
         }
         command.unknown.as_ref()?;
-        (1..command.words.len()).find_map(|at| {
-            rules.iter().find(|rule| {
-                rule.decision != CommandDecision::Allow && rule.matches(&command.words[at..])
+        // A tail is a command only from a word known before it runs.
+        (1..command.words.len())
+            .filter(|at| command.words[*at].literal.is_some())
+            .find_map(|at| {
+                rules.iter().find(|rule| {
+                    rule.decision != CommandDecision::Allow && rule.matches(&command.words[at..])
+                })
             })
-        })
     }
 
     /// Why writing `path` (from `cwd`) is refused, if it is: it leaves the task, it is

@@ -87,7 +87,6 @@ fn the_baseline_holds() {
 /// no file `1`), and `$3`/`{print` are not a command that could be `git push`. Filtering rows
 /// with awk is among the commonest things an agent runs.
 #[test]
-#[ignore = "false refusal: an awk program is read as a shell line (`>` as a redirection, `$1` as a command)"]
 fn an_awk_program_is_not_a_shell_line() {
     assert_allowed(
         &default_policy(),
@@ -106,7 +105,6 @@ fn an_awk_program_is_not_a_shell_line() {
 
 /// Code given to an interpreter with `-c`/`-e` is that language's text: `1 > 0` compares.
 #[test]
-#[ignore = "false refusal: `python -c`/`node -e`/`perl -e` code is read as a shell line"]
 fn interpreter_code_is_not_a_shell_line() {
     assert_allowed(
         &default_policy(),
@@ -120,7 +118,6 @@ fn interpreter_code_is_not_a_shell_line() {
 
 /// `(( i > 3 ))` is bash arithmetic: `>` compares, no file `3` is written.
 #[test]
-#[ignore = "false refusal: `>` inside `(( … ))` is read as a redirection to a file"]
 fn a_comparison_in_arithmetic_is_not_a_redirection() {
     assert_allowed(
         &default_policy(),
@@ -133,7 +130,6 @@ fn a_comparison_in_arithmetic_is_not_a_redirection() {
 
 /// `xargs -I{} echo {}` runs `echo`, whatever the input: the program is on the line.
 #[test]
-#[ignore = "false refusal: `xargs -I{} PROGRAM` is matched by the `git push` deny rule"]
 fn xargs_with_a_replacement_string_runs_the_program_it_names() {
     assert_allowed(
         &default_policy(),
@@ -148,7 +144,6 @@ fn xargs_with_a_replacement_string_runs_the_program_it_names() {
 /// A `case` statement is refused whenever a deny rule exists ("cannot be read whole"); rare in
 /// an agent's one-off lines (2 of ~350 probed), common in scripts it writes and then runs.
 #[test]
-#[ignore = "false refusal: a `case` statement cannot be read whole while deny rules exist"]
 fn a_case_statement_of_plain_commands_runs() {
     assert_allowed(
         &default_policy(),
@@ -165,7 +160,6 @@ fn a_case_statement_of_plain_commands_runs() {
 /// deletes the readonly src/lock.rs, `git rm 'src/k.*'` the denied src/k.pem, and `git restore`
 /// overwrites src/lock.rs; validator judges the quoted pattern as a literal file name.
 #[test]
-#[ignore = "hole: a git pathspec glob is judged as a literal name, not as the files it matches"]
 fn a_git_pathspec_glob_is_judged_by_what_it_matches() {
     assert_refused(
         &strict(),
@@ -184,7 +178,6 @@ fn a_git_pathspec_glob_is_judged_by_what_it_matches() {
 /// src/lib.rs.pem, `-i.rs` on src/lock overwrites the readonly src/lock.rs. Only a suffix with
 /// `/` is refused; the backup's own name is never judged.
 #[test]
-#[ignore = "hole: a `sed -i` backup next to the file is not judged where it lands"]
 fn a_sed_backup_is_judged_where_it_lands() {
     assert_refused(
         &strict(),
