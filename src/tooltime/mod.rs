@@ -312,7 +312,7 @@ impl<'a> Policy<'a> {
         match place::place(&self.task.dir, cwd, path) {
             Place::Inside(rel) => Ok(rel),
             Place::Outside(real) => Err(format!(
-                "writing {} is refused: it lands outside the task directory ({}), which the stop would fail; write only inside {}",
+                "writing {} is refused: it lands outside the task directory ({}), where this task may not write; write only inside {}",
                 name(path),
                 name(&real.to_string_lossy()),
                 name(&self.task.dir.to_string_lossy())
