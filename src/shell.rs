@@ -260,7 +260,7 @@ impl Lexer<'_, '_> {
                 // `&>file`, `&>>file`: both streams to a file.
                 self.chars.next();
                 let op = if self.eat('>') { "&>>" } else { "&>" };
-                self.expect(op);
+                self.target_of(op);
                 return;
             }
             (';', Some(';')) => {
@@ -386,10 +386,10 @@ impl Lexer<'_, '_> {
                 }
             }
         };
-        self.expect(op);
+        self.target_of(op);
     }
 
-    fn expect(&mut self, op: &str) {
+    fn target_of(&mut self, op: &str) {
         if self.expect_target.is_some() {
             self.script
                 .opaque

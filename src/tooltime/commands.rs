@@ -306,22 +306,7 @@ fn record(
                 write(&mut seen, target);
             }
             all.push(seen);
-            let inner = all.len();
-            look(command, &words[wrap.at..], depth + 1, all);
-            // `exec -a NAME CMD`: CMD runs as NAME too (`git-push` is `git push` to git).
-            if let Some(argv0) = &wrap.argv0 {
-                let mut renamed = vec![argv0.clone()];
-                renamed.extend(words[wrap.at + 1..].iter().cloned());
-                look(command, &renamed, depth + 1, all);
-            }
-            for seen in &mut all[inner..] {
-                if let Some(dir) = &wrap.dir {
-                    seen.dirs.insert(0, dir.clone());
-                }
-                if let Some(why) = &wrap.unknown {
-                    seen.unknown.get_or_insert_with(|| why.clone());
-                }
-            }
+            look_through(&wrap, command, words, depth, all);
         }
         Kind::RunsUnknown(runs) => {
             seen.unknown = Some(format!(
@@ -356,6 +341,27 @@ fn record(
                     seen.speculative = true;
                 }
             }
+        }
+    }
+}
+
+/// What a wrapper runs, as commands of the line: in the wrapper's directory, under the name
+/// it gives (`exec -a`), unknown where the wrapper steers it.
+fn look_through(wrap: &Wrap, command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
+    let inner = all.len();
+    look(command, &words[wrap.at..], depth + 1, all);
+    // `exec -a NAME CMD`: CMD runs as NAME too (`git-push` is `git push` to git).
+    if let Some(argv0) = &wrap.argv0 {
+        let mut renamed = vec![argv0.clone()];
+        renamed.extend(words[wrap.at + 1..].iter().cloned());
+        look(command, &renamed, depth + 1, all);
+    }
+    for seen in &mut all[inner..] {
+        if let Some(dir) = &wrap.dir {
+            seen.dirs.insert(0, dir.clone());
+        }
+        if let Some(why) = &wrap.unknown {
+            seen.unknown.get_or_insert_with(|| why.clone());
         }
     }
 }
@@ -882,99 +888,11 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"];
 /// The options of `cp`, `mv`, `ln` and `install`, each its own: GNU takes any unambiguous
 /// prefix of a long option, so `--o` is `--one-file-system` to `cp` and `--owner` to `install`.
 fn copy_spec(name: &str) -> Spec {
-    type Lists = (
-        &'static str,
-        &'static [&'static str],
-        &'static [&'static str],
-    );
-    let (short, long, long_flags): Lists = match name {
-        "cp" => (
-            "tS",
-            &["target-directory", "suffix", "no-preserve", "sparse"],
-            &[
-                "archive",
-                "attributes-only",
-                "backup",
-                "copy-contents",
-                "debug",
-                "dereference",
-                "force",
-                "interactive",
-                "link",
-                "no-clobber",
-                "no-dereference",
-                "no-target-directory",
-                "one-file-system",
-                "parents",
-                "preserve",
-                "recursive",
-                "reflink",
-                "remove-destination",
-                "strip-trailing-slashes",
-                "symbolic-link",
-                "update",
-                "verbose",
-                "context",
-            ],
-        ),
-        "mv" => (
-            "tS",
-            &["target-directory", "suffix"],
-            &[
-                "backup",
-                "debug",
-                "exchange",
-                "force",
-                "interactive",
-                "no-clobber",
-                "no-copy",
-                "no-target-directory",
-                "strip-trailing-slashes",
-                "update",
-                "verbose",
-                "context",
-            ],
-        ),
-        "ln" => (
-            "tS",
-            &["target-directory", "suffix"],
-            &[
-                "backup",
-                "directory",
-                "force",
-                "interactive",
-                "logical",
-                "no-dereference",
-                "no-target-directory",
-                "physical",
-                "relative",
-                "symbolic",
-                "verbose",
-            ],
-        ),
-        _ => (
-            "tSmog",
-            &[
-                "target-directory",
-                "suffix",
-                "mode",
-                "owner",
-                "group",
-                "strip-program",
-            ],
-            &[
-                "backup",
-                "compare",
-                "debug",
-                "directory",
-                "no-target-directory",
-                "preserve-context",
-                "preserve-timestamps",
-                "strip",
-                "verbose",
-                "context",
-            ],
-        ),
+    let (short, long, long_flags) = match name {
+        "cp" => ("tS", CP_VALUED, CP_FLAGS),
+        "mv" => ("tS", &CP_VALUED[..2], MV_FLAGS),
+        "ln" => ("tS", &CP_VALUED[..2], LN_FLAGS),
+        _ => ("tSmog", INSTALL_VALUED, INSTALL_FLAGS),
     };
     Spec {
         short,
@@ -983,6 +901,80 @@ fn copy_spec(name: &str) -> Spec {
         ..Spec::default()
     }
 }
+
+const CP_VALUED: &[&str] = &["target-directory", "suffix", "no-preserve", "sparse"];
+const INSTALL_VALUED: &[&str] = &[
+    "target-directory",
+    "suffix",
+    "mode",
+    "owner",
+    "group",
+    "strip-program",
+];
+const CP_FLAGS: &[&str] = &[
+    "archive",
+    "attributes-only",
+    "backup",
+    "copy-contents",
+    "debug",
+    "dereference",
+    "force",
+    "interactive",
+    "link",
+    "no-clobber",
+    "no-dereference",
+    "no-target-directory",
+    "one-file-system",
+    "parents",
+    "preserve",
+    "recursive",
+    "reflink",
+    "remove-destination",
+    "strip-trailing-slashes",
+    "symbolic-link",
+    "update",
+    "verbose",
+    "context",
+];
+const MV_FLAGS: &[&str] = &[
+    "backup",
+    "debug",
+    "exchange",
+    "force",
+    "interactive",
+    "no-clobber",
+    "no-copy",
+    "no-target-directory",
+    "strip-trailing-slashes",
+    "update",
+    "verbose",
+    "context",
+];
+const LN_FLAGS: &[&str] = &[
+    "backup",
+    "directory",
+    "force",
+    "interactive",
+    "logical",
+    "no-dereference",
+    "no-target-directory",
+    "physical",
+    "relative",
+    "symbolic",
+    "verbose",
+];
+const INSTALL_FLAGS: &[&str] = &[
+    "backup",
+    "compare",
+    "debug",
+    "directory",
+    "no-target-directory",
+    "preserve-context",
+    "preserve-timestamps",
+    "strip",
+    "verbose",
+    "context",
+];
 
 fn spec(short: &'static str, long: &'static [&'static str]) -> Spec {
     Spec {
