@@ -68,6 +68,8 @@ pub mod process;
 #[doc(hidden)]
 pub mod progress;
 #[doc(hidden)]
+pub mod reading;
+#[doc(hidden)]
 pub mod reaper;
 #[doc(hidden)]
 pub mod rules;

@@ -9,7 +9,8 @@
 
 use std::path::Path;
 
-use validator::rules::{MAX_FINDINGS, findings, review, test_names};
+use validator::reading::{MAX_FINDINGS, findings, test_names};
+use validator::rules::review;
 use validator::signal::{MAX_BODY, Signal};
 
 /// Text as the validator reads it from a file: tool output is read lossily, and the loaders

@@ -7,12 +7,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{
-    About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, findings, test_names,
-};
+use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
 use crate::duration;
 use crate::globs::PatternSet;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
+use crate::reading::{findings, test_names};
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;

@@ -13,7 +13,6 @@ pub mod command;
 pub mod content;
 pub mod dependencies;
 pub mod exists;
-pub mod findings;
 mod git;
 pub mod only_if;
 #[doc(hidden)]
@@ -23,7 +22,6 @@ pub mod schema;
 pub mod scope;
 pub mod spec;
 pub mod status;
-pub mod test_names;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -37,8 +35,7 @@ use crate::task::Task;
 pub use crate::taskdir::{Deadline, Stopped};
 use crate::verdict::{Finding, GateOutcome};
 
-/// Most findings one gate keeps; beyond this a verdict would stop being readable.
-pub const MAX_FINDINGS: usize = 200;
+pub use crate::reading::MAX_FINDINGS;
 
 /// What a rule needs to know about the run it is part of.
 pub struct Context<'a> {

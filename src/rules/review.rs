@@ -27,11 +27,10 @@ use std::path::{Component, Path, PathBuf};
 
 use super::command::{env_from_spec, is_executable, on_path, relative_findings, tail};
 use super::scope::{self, Problem};
-use super::{
-    About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, findings,
-};
+use super::{About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
 use crate::duration;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
+use crate::reading::findings;
 use crate::rules::spec::GateSpec;
 use crate::taskdir;
 use crate::text::name;

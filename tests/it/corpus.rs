@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use validator::rules::findings;
+use validator::reading::findings;
 
 /// The corpus of `kind`: the committed one, or the one `$VALIDATOR_CORPUS_DIR` holds (the same
 /// truth beside outputs captured afresh by `tests/corpus/live.sh`).
@@ -229,7 +229,7 @@ fn held_out_failed_tests_are_measured() {
 /// (failed tests, named, invented, outcomes right, outputs, problems) over the corpus `kind`,
 /// with the table printed.
 fn measure_tests(kind: &str) -> (usize, usize, usize, usize, usize, Vec<String>) {
-    use validator::rules::test_names;
+    use validator::reading::test_names;
     let mut rows: Vec<(String, Named)> = Vec::new();
     let mut problems = Vec::new();
     for (name, dir) in cases(kind) {

@@ -214,7 +214,7 @@ fn checkstyle(text: &str) -> Option<Vec<Finding>> {
             }
             continue;
         };
-        let attribute = |name: &str| crate::rules::test_names::attribute(element, name);
+        let attribute = |name: &str| crate::reading::test_names::attribute(element, name);
         match element.local_name().as_ref() {
             "checkstyle" => is_checkstyle = true,
             "file" => file = attribute("name"),
