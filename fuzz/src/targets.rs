@@ -76,10 +76,35 @@ pub fn signal_body(data: &[u8]) {
 /// A linter's output in any format `findings::FORMATS` lists: a file, when named, is not
 /// empty; a line, when given, counts from 1 and comes with its file; every finding says
 /// something.
+///
+/// The general reader is asked about files as a task would answer: a path whose name ends in
+/// an even byte exists, any other does not, so both of its branches are explored; a finding it
+/// makes names a file that exists.
 pub fn findings(data: &[u8]) {
+    struct EvenNames;
+    impl findings::Files for EvenNames {
+        fn is_file(&self, path: &str) -> bool {
+            path.bytes().last().is_some_and(|b| b % 2 == 0)
+        }
+    }
     let stripped = findings::strip_ansi(&text(data));
     assert!(!stripped.contains('\u{1b}'), "an escape survived stripping");
-    for finding in findings::parse(&stripped) {
+    let known = findings::parse(&stripped);
+    let read = findings::read(&stripped, findings::Only::default(), &EvenNames).findings;
+    for finding in &read {
+        let general = !known
+            .iter()
+            .any(|k| k.file == finding.file && k.line == finding.line);
+        assert!(
+            !general
+                || finding
+                    .file
+                    .as_deref()
+                    .is_some_and(|f| findings::Files::is_file(&EvenNames, f)),
+            "a location of a file that does not exist: {finding:?}"
+        );
+    }
+    for finding in known.into_iter().chain(read) {
         assert!(finding.file.as_deref().is_none_or(|f| !f.trim().is_empty()));
         assert!(finding.line.is_none_or(|line| line > 0), "{finding:?}");
         assert!(

@@ -473,12 +473,17 @@ impl Command {
         };
         match parse {
             Parse::Findings => {
-                let mut found = findings::parse_as(text, self.format);
+                let files = TaskFiles {
+                    task_dir: &ctx.task.dir,
+                    cwd,
+                };
+                let read = findings::read(text, self.format, &files);
+                let mut found = read.findings;
                 let mut note = String::new();
                 if let Some(report) = &self.report {
                     match read_report(ctx, report, before) {
                         Ok(document) => {
-                            found.extend(findings::parse_as(&document, self.format));
+                            found.extend(findings::read(&document, self.format, &files).findings);
                             findings::dedup(&mut found);
                         }
                         Err(why) => note = format!(" (report {report}: {why})"),
@@ -501,6 +506,12 @@ impl Command {
                     // findings instead of leaving the worker the output's tail.
                     (0, true) => format!(
                         "`{program}` exited with {code}; no finding could be read from its output (an option for `file:line:col: message`, SARIF or checkstyle output lets validator list them)"
+                    ),
+                    // A clean exit over lines that read as warnings is not called clean.
+                    (0, false) if read.unread > 0 => format!(
+                        "exit 0; {} line{} not read as findings",
+                        read.unread,
+                        plural(read.unread)
                     ),
                     (0, false) => "clean".to_string(),
                     (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
@@ -715,6 +726,26 @@ pub(super) fn relative_findings(
         }
     }
     found
+}
+
+/// The task's files as the general reader of tool output asks for them: a path the tool
+/// printed, from the directory it ran in, naming a regular file that really lies in the task
+/// (links followed only while they stay inside).
+struct TaskFiles<'a> {
+    task_dir: &'a Path,
+    cwd: &'a Path,
+}
+
+impl findings::Files for TaskFiles<'_> {
+    fn is_file(&self, path: &str) -> bool {
+        let written = normalize(&self.cwd.join(path));
+        if !written.starts_with(self.task_dir) {
+            return false;
+        }
+        written.canonicalize().is_ok_and(|real| {
+            real.starts_with(self.task_dir) && real.metadata().is_ok_and(|m| m.is_file())
+        })
+    }
 }
 
 /// Resolves `.` and `..` without touching the file system (the file may not exist).

@@ -47,6 +47,54 @@ fn relative(file: &str, cwd: &str) -> String {
     file.trim_start_matches("./").to_owned()
 }
 
+/// The files of the project a capture ran on, as the general reader asks of a task: the
+/// committed fixture standing where the tool saw it (`cwd` is the fixture's root, or a folder
+/// in it).
+struct Fixture {
+    /// Where the fixture is committed, if it is.
+    root: Option<PathBuf>,
+    /// Where the tool saw the fixture's root, and the directory it ran in.
+    seen_root: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Fixture {
+    fn of(kind: &str, meta: &Value) -> Fixture {
+        let name = meta["fixture"].as_str().unwrap_or_default();
+        let cwd = PathBuf::from(meta["cwd"].as_str().unwrap_or_default());
+        let seen_root = cwd
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == name))
+            .map_or_else(|| cwd.clone(), Path::to_path_buf);
+        let root = corpus(kind).join("fixtures").join(name);
+        Fixture {
+            root: (!name.is_empty() && root.is_dir()).then_some(root),
+            seen_root,
+            cwd,
+        }
+    }
+}
+
+impl findings::Files for Fixture {
+    fn is_file(&self, path: &str) -> bool {
+        let Some(root) = &self.root else {
+            return false;
+        };
+        let mut seen = PathBuf::new();
+        for part in self.cwd.join(path).components() {
+            match part {
+                std::path::Component::ParentDir => {
+                    seen.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => seen.push(other),
+            }
+        }
+        seen.strip_prefix(&self.seen_root)
+            .is_ok_and(|rel| root.join(rel).is_file())
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     truth: usize,
@@ -94,8 +142,13 @@ fn measure_findings(kind: &str) -> (Tally, Vec<String>) {
         let truth = truth.as_array().cloned().unwrap_or_default();
         let output = std::fs::read(dir.join("output.txt")).expect("output.txt");
         let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
+        let fixture = Fixture::of(kind, &meta);
         let mut parsed: Vec<Option<validator::verdict::Finding>> =
-            findings::parse(&text).into_iter().map(Some).collect();
+            findings::read(&text, findings::Only::default(), &fixture)
+                .findings
+                .into_iter()
+                .map(Some)
+                .collect();
         let tally = by_tool.entry(name.clone()).or_default();
         for expected in &truth {
             tally.truth += 1;

@@ -37,15 +37,62 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    pub fn scan(output: &str, only: Only) -> Vec<Finding> {
+    /// The findings of `lines`, each with the index of the line it was read at, and which
+    /// lines a known format took (a finding's, or one inside a block it is reading).
+    pub fn scan(lines: &[&str], only: Only) -> (Vec<(usize, Finding)>, Vec<bool>) {
         let mut scanner = Scanner {
             only,
             ..Scanner::default()
         };
-        for line in output.lines() {
+        let mut at = Vec::new();
+        let mut claimed = Vec::with_capacity(lines.len());
+        // A rustc or shellcheck block runs from its location to the next blank line.
+        let mut in_block = false;
+        for (index, line) in lines.iter().enumerate() {
+            let before = scanner.state();
+            let block_before = scanner.block_mark();
             scanner.line(line.trim_end());
+            at.resize(scanner.found.len(), index);
+            let block_now = scanner.block_mark();
+            if line.trim().is_empty() {
+                in_block = false;
+            } else if block_now != block_before && (block_now.0.is_some() || block_now.1.is_some())
+            {
+                in_block = true;
+            }
+            claimed.push(scanner.state() != before || in_block || scanner.in_block());
         }
-        scanner.found
+        (at.into_iter().zip(scanner.found).collect(), claimed)
+    }
+
+    /// What a line can change: a finding added or grown, a block or list begun or ended.
+    fn state(&self) -> (usize, usize, bool, bool, bool, Option<u64>) {
+        let last = self.found.last();
+        (
+            self.found.len(),
+            last.map_or(0, |f| f.message.len() + usize::from(f.rule.is_some())),
+            self.header.is_some(),
+            self.shellcheck.is_some(),
+            self.biome.is_some(),
+            self.list_file.as_deref().map(|file| {
+                use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+                BuildHasherDefault::<DefaultHasher>::default().hash_one(file)
+            }),
+        )
+    }
+
+    /// Which rustc or shellcheck block is open, if one is.
+    fn block_mark(&self) -> (Option<usize>, Option<(usize, u32)>) {
+        (
+            self.block,
+            self.shellcheck.as_ref().map(|s| (s.0.len(), s.1)),
+        )
+    }
+
+    /// Inside a block a known format is reading: its lines are its context (source lines,
+    /// notes, related spans), never findings of their own.
+    fn in_block(&self) -> bool {
+        self.header.is_some() || self.biome.is_some()
     }
 
     fn push(&mut self, finding: Finding) {
@@ -414,9 +461,11 @@ mod tests {
     use super::*;
 
     fn shown(output: &str) -> Vec<String> {
-        Scanner::scan(output, Only::default())
+        let lines: Vec<&str> = output.lines().collect();
+        Scanner::scan(&lines, Only::default())
+            .0
             .iter()
-            .map(ToString::to_string)
+            .map(|(_, f)| f.to_string())
             .collect()
     }
 

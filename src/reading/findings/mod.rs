@@ -10,8 +10,11 @@
 //! runner, and nothing in it is opened here (paths are made relative to the task afterwards).
 
 mod blocks;
+mod general;
 mod lines;
 mod structured;
+
+pub use general::{Files, NoFiles};
 
 use crate::verdict::Finding;
 
@@ -61,22 +64,57 @@ impl Only {
     }
 }
 
+/// What a tool's output said: its findings, and how many lines read as a diagnostic (a
+/// severity word) without giving one, so a clean exit is not called clean when it is not.
+#[derive(Debug, Default)]
+pub struct Read {
+    pub findings: Vec<Finding>,
+    pub unread: usize,
+}
+
 /// Finds every finding in `output` (already capped in size by the process runner), each once,
-/// in the order the tool printed them.
+/// in the order the tool printed them, by the known formats alone.
 pub fn parse(output: &str) -> Vec<Finding> {
     parse_as(output, Only::default())
 }
 
 /// [`parse`], reading only the formats `only` allows.
 pub fn parse_as(output: &str, only: Only) -> Vec<Finding> {
-    let mut found = structured::parse(output, only)
+    read(output, only, &NoFiles).findings
+}
+
+/// Every finding in `output`: the known formats first; the lines none of them claims read by
+/// the general reader, whose locations count only where `files` says the file exists. A named
+/// `format:` reads that format alone.
+pub fn read(output: &str, only: Only, files: &dyn Files) -> Read {
+    if let Some(found) = structured::parse(output, only)
         .or_else(|| only.allows("formatter").then(|| go_files(output)).flatten())
-        .unwrap_or_else(|| blocks::Scanner::scan(output, only));
+    {
+        return finish(found, 0);
+    }
+    let lines: Vec<&str> = output.lines().collect();
+    let (mut found, claimed) = blocks::Scanner::scan(&lines, only);
+    let mut unread = 0;
+    if only == Only::default() {
+        let mut known = general::Known::new(files);
+        unread = general::read(&lines, &claimed, &mut found, &mut known);
+    }
+    // Nothing read at all: every line that reads as a diagnostic went unread.
+    if found.is_empty() {
+        unread = lines.iter().filter(|l| general::is_diagnostic(l)).count();
+    }
+    finish(found.into_iter().map(|(_, f)| f).collect(), unread)
+}
+
+fn finish(mut found: Vec<Finding>, unread: usize) -> Read {
     for finding in &mut found {
         tidy(finding);
     }
     dedup(&mut found);
-    found
+    Read {
+        findings: found,
+        unread,
+    }
 }
 
 /// `gofmt -l`: nothing but the names of the Go files it would change, one a line.

@@ -1,0 +1,696 @@
+//! The general reader: output no known format claims, read as a person reads it. A location is
+//! any `path:line[:col]`, `path(line,col)`, `path, line N` or `line N … path` whose path names a
+//! real file of the task (asked of [`Files`]); a file named alone on a line heads the
+//! `line:col message` rows under it; a location with no words of its own (a snippet frame's
+//! `╭─[path:3:5]`, `Location: path:3`) takes its message from the block it frames. A location
+//! whose file does not exist is never a finding: that is what keeps this reader from inventing
+//! any, whatever a worker's files make a tool print.
+
+use super::lines::{self, described};
+use crate::verdict::Finding;
+
+/// Whether a path as a tool printed it (relative to the directory the tool ran in, or
+/// absolute) names a regular file of the task. Implementations need not remember answers or
+/// bound their number: [`Known`] does both.
+pub trait Files {
+    fn is_file(&self, path: &str) -> bool;
+}
+
+/// Knows no file: the general reader finds nothing (for callers with no task at hand).
+pub struct NoFiles;
+
+impl Files for NoFiles {
+    fn is_file(&self, _: &str) -> bool {
+        false
+    }
+}
+
+/// Most distinct paths asked of the file system for one output: a hostile output naming a
+/// million paths costs this many lookups, then is read as naming no file.
+const MAX_LOOKUPS: usize = 4096;
+
+/// Paths tried on one line (each location's path, grown word by word over spaces).
+const MAX_TRIES_PER_LINE: usize = 24;
+
+/// Words a path holding spaces may span.
+const MAX_PATH_WORDS: usize = 6;
+
+/// [`Files`] asked once per path, and at most [`MAX_LOOKUPS`] times.
+pub struct Known<'a> {
+    files: &'a dyn Files,
+    answers: std::collections::HashMap<String, bool>,
+}
+
+impl<'a> Known<'a> {
+    pub fn new(files: &'a dyn Files) -> Self {
+        Known {
+            files,
+            answers: std::collections::HashMap::new(),
+        }
+    }
+
+    fn is_file(&mut self, path: &str) -> bool {
+        let path = path.strip_prefix("file://").unwrap_or(path);
+        if path.is_empty() || path.contains("://") || path.len() > 4096 || path.contains('\0') {
+            return false;
+        }
+        if let Some(&known) = self.answers.get(path) {
+            return known;
+        }
+        if self.answers.len() >= MAX_LOOKUPS {
+            return false;
+        }
+        let answer = self.files.is_file(path);
+        self.answers.insert(path.to_owned(), answer);
+        answer
+    }
+}
+
+/// One line's location: the file, line and column, and the byte range of the line it took.
+struct Place {
+    file: String,
+    line: u32,
+    column: Option<u32>,
+    start: usize,
+    end: usize,
+}
+
+/// What the reader remembers of the lines before.
+#[derive(Default)]
+struct Context {
+    /// A file named alone on a line, heading the rows under it, and whether a row was read.
+    group: Option<(String, bool)>,
+    /// The first line of the current block (lines since the last blank one), for a location
+    /// that has no words of its own, and whether a finding has taken it already.
+    header: Option<(String, bool)>,
+}
+
+/// How long a finding's message may grow by the notes folded into it.
+const MAX_NOTES_CHARS: usize = 400;
+
+/// Reads the lines not `claimed` by a known format into `found` (the known formats' findings,
+/// each with the index of its line; kept in the order of the lines), and says how many lines
+/// that read as a diagnostic (a severity word) gave no finding.
+///
+/// A location indented under a finding (tsc's related information, a note naming another
+/// place) is part of that finding, and a location with no words of its own at a place already
+/// found (a summary's `2  src/a.ts:2`) is that finding again.
+pub fn read(
+    lines: &[&str],
+    claimed: &[bool],
+    found: &mut Vec<(usize, Finding)>,
+    known: &mut Known<'_>,
+) -> usize {
+    let mut unread = 0;
+    let mut context = Context::default();
+    let known_found = found.len();
+    let mut next_known = 0;
+    // The finding the lines below may be notes of (its position in `found`) and its indent.
+    let mut last: Option<(usize, usize)> = None;
+    for (index, line) in lines.iter().enumerate() {
+        while next_known < known_found && found[next_known].0 <= index {
+            last = Some((next_known, indent_of(lines[found[next_known].0])));
+            next_known += 1;
+        }
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            context.header = None;
+            continue;
+        }
+        if claimed.get(index).copied().unwrap_or(false) {
+            // A known format's file heading still heads rows that format cannot read.
+            context.header = None;
+            context.group = group_heading(trimmed, line.starts_with(char::is_whitespace), known)
+                .map(|file| (file, false));
+            continue;
+        }
+        let indent = indent_of(line);
+        let Some((finding, bare)) =
+            read_line(line, lines.get(index + 1).copied(), &mut context, known)
+        else {
+            if is_diagnostic(trimmed) {
+                unread += 1;
+            }
+            if indent == 0 && has_letters(trimmed) && !is_snippet(trimmed) {
+                last = None;
+            }
+            continue;
+        };
+        if let Some((at, _)) = last.filter(|(_, under)| indent > *under) {
+            let message = &mut found[at].1.message;
+            if message.len() < MAX_NOTES_CHARS {
+                message.push_str("; ");
+                message.push_str(trimmed);
+            }
+            continue;
+        }
+        if bare
+            && found
+                .iter()
+                .any(|(_, f)| f.file == finding.file && f.line == finding.line)
+        {
+            continue;
+        }
+        last = Some((found.len(), indent));
+        found.push((index, finding));
+    }
+    if found.len() > known_found {
+        found.sort_by_key(|(index, _)| *index);
+    }
+    unread
+}
+
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// A line of source quoted under a finding: its number, then the code (`8 const x = 1;`,
+/// `1 │ let x`).
+fn is_snippet(line: &str) -> bool {
+    number(line).is_some_and(|(_, rest)| rest.starts_with([' ', '│', '|']))
+}
+
+/// The finding on `line`, if it is one, and whether it is a bare location (its message taken
+/// from the lines around it).
+fn read_line(
+    line: &str,
+    next: Option<&str>,
+    context: &mut Context,
+    known: &mut Known<'_>,
+) -> Option<(Finding, bool)> {
+    let trimmed = line.trim();
+    let indented = line.len() != line.trim_start().len();
+    if is_stack_frame(trimmed) {
+        return None;
+    }
+    if let Some(place) = locate(trimmed, known) {
+        context.group = None;
+        let before = &trimmed[..place.start];
+        let after = &trimmed[place.end..];
+        let finding = Finding::at(place.file, place.line, place.column, "");
+        if let Some(text) = words_of(after) {
+            remember_header(context, trimmed, true);
+            return Some((with_severity_of(described(finding, text), before), false));
+        }
+        if let Some(text) = words_of(before).filter(|t| !is_label(t)) {
+            remember_header(context, trimmed, true);
+            return Some((described(finding, trim_preposition(text)), false));
+        }
+        // A bare location: the block's first line says what it is, or the line under it does.
+        let below = next
+            .filter(|n| !indented && n.len() != n.trim_start().len())
+            .and_then(|n| words_of(n.trim()));
+        if let Some(text) = below {
+            return Some((described(finding, text), true));
+        }
+        return match &mut context.header {
+            Some((text, taken)) if !*taken => {
+                *taken = true;
+                Some((described(finding, text), true))
+            }
+            // A second frame of one diagnostic (a related span) is not a finding of its own.
+            Some(_) => None,
+            None => Some((finding, true)),
+        };
+    }
+    if let Some(finding) = group_row(trimmed, indented, context) {
+        return Some((finding, false));
+    }
+    if let Some(file) = group_heading(trimmed, indented, known) {
+        context.group = Some((file, false));
+        return None;
+    }
+    // A line at the margin that is not a row ends a group that has rows (a summary follows).
+    if !indented && context.group.as_ref().is_some_and(|(_, rows)| *rows) && has_letters(trimmed) {
+        context.group = None;
+    }
+    remember_header(context, trimmed, false);
+    None
+}
+
+/// The first line of a block is its header; a later line only when the header was a finding
+/// of its own (so a bare frame under it does not repeat it).
+fn remember_header(context: &mut Context, line: &str, is_finding: bool) {
+    match &context.header {
+        None => context.header = Some((line.to_owned(), is_finding)),
+        Some((_, true)) if !is_finding => context.header = Some((line.to_owned(), false)),
+        Some(_) => {}
+    }
+}
+
+/// The first location on `line` whose file exists.
+fn locate(line: &str, known: &mut Known<'_>) -> Option<Place> {
+    let mut tries = 0;
+    let bytes = line.as_bytes();
+    for (at, &byte) in bytes.iter().enumerate() {
+        if tries >= MAX_TRIES_PER_LINE {
+            return None;
+        }
+        let place = match byte {
+            b':' => after_colon(line, at),
+            b'(' => after_paren(line, at),
+            b',' | b' ' => after_line_word(line, at),
+            _ => continue,
+        };
+        let Some((line_no, column, end)) = place else {
+            continue;
+        };
+        for start in path_starts(line, at) {
+            tries += 1;
+            let file = unquoted(&line[start..at]);
+            if known.is_file(file) {
+                return Some(Place {
+                    file: file.to_owned(),
+                    line: line_no,
+                    column,
+                    start,
+                    end,
+                });
+            }
+            if tries >= MAX_TRIES_PER_LINE {
+                return None;
+            }
+        }
+    }
+    line_word_then_path(line, known)
+}
+
+/// `:12` or `:12:5` (not `:12.5`, a version or a time with fractions).
+fn after_colon(line: &str, colon: usize) -> Option<(u32, Option<u32>, usize)> {
+    let rest = &line[colon + 1..];
+    let (line_no, after) = number(rest)?;
+    let (column, after) = match after.strip_prefix(':').and_then(number) {
+        Some((column, after)) => (Some(column), after),
+        None => (None, after),
+    };
+    if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' && after.len() > 1) {
+        return None;
+    }
+    Some((line_no, column, line.len() - after.len()))
+}
+
+/// `(12)`, `(12,5)`, `(12:5)`.
+fn after_paren(line: &str, open: usize) -> Option<(u32, Option<u32>, usize)> {
+    let rest = &line[open + 1..];
+    let (line_no, after) = number(rest)?;
+    let (column, after) = match after.strip_prefix([',', ':']).and_then(number) {
+        Some((column, after)) => (Some(column), after),
+        None => (None, after),
+    };
+    let after = after.strip_prefix(')')?;
+    Some((line_no, column, line.len() - after.len()))
+}
+
+/// `, line 12`, ` line 12, column 5`, `: line 12, col 5` right after a path.
+fn after_line_word(line: &str, at: usize) -> Option<(u32, Option<u32>, usize)> {
+    let rest = line[at..].trim_start_matches([',', ':', ' ']);
+    let rest = strip_word(rest, "line")?;
+    let (line_no, after) = number(rest.trim_start())?;
+    let (column, after) = column_after(after);
+    Some((line_no, column, line.len() - after.len()))
+}
+
+/// `, column 5`, `, col 5`, `:5` after a line number.
+fn column_after(text: &str) -> (Option<u32>, &str) {
+    let rest = text.trim_start_matches([',', ' ']);
+    let rest = strip_word(rest, "column")
+        .or_else(|| strip_word(rest, "col"))
+        .map(str::trim_start)
+        .or_else(|| text.strip_prefix(':'));
+    match rest.and_then(number) {
+        Some((column, after)) => (Some(column), after),
+        None => (None, text),
+    }
+}
+
+/// `text` after `word` (any case) and a space.
+fn strip_word<'t>(text: &'t str, word: &str) -> Option<&'t str> {
+    let head = text.get(..word.len())?;
+    let rest = &text[word.len()..];
+    (head.eq_ignore_ascii_case(word) && rest.starts_with(' ')).then_some(rest)
+}
+
+/// `line 12[, column 5]` somewhere, and a file named elsewhere on the line (`Unused variable at
+/// line 3, column 5 in src/a.py`).
+fn line_word_then_path(line: &str, known: &mut Known<'_>) -> Option<Place> {
+    let lower = line.to_ascii_lowercase();
+    let at = lower
+        .match_indices("line ")
+        .find(|(at, _)| *at == 0 || !lower.as_bytes()[at - 1].is_ascii_alphanumeric())?
+        .0;
+    let (line_no, after) = number(&line[at + 5..])?;
+    let (column, after) = column_after(after);
+    let end = line.len() - after.len();
+    let mut tries = 0;
+    for (start, word) in words_with_offsets(line) {
+        if (at..end).contains(&start) {
+            continue;
+        }
+        let file = unquoted(word.trim_end_matches([',', ':', ';', '.', ')']));
+        if file.is_empty() || !lines::looks_like_path(file) {
+            continue;
+        }
+        tries += 1;
+        if tries > MAX_TRIES_PER_LINE {
+            return None;
+        }
+        if known.is_file(file) {
+            // The message is what is left: the location phrase and the path taken out.
+            let (first, second) = if start < at {
+                ((start, start + word.len()), (at, end))
+            } else {
+                ((at, end), (start, start + word.len()))
+            };
+            return Some(Place {
+                file: file.to_owned(),
+                line: line_no,
+                column,
+                start: first.0,
+                end: first.1.max(if second.0 - first.1 <= 4 {
+                    second.1
+                } else {
+                    first.1
+                }),
+            });
+        }
+    }
+    None
+}
+
+/// Where the path ending at `end` may start: the word before it, then that word with the words
+/// before it (a path holding spaces), longest last.
+fn path_starts(line: &str, end: usize) -> Vec<usize> {
+    let head = &line[..end];
+    let mut starts = Vec::new();
+    let mut cut = head.len();
+    for _ in 0..MAX_PATH_WORDS {
+        let start = head[..cut].rfind(' ').map_or(0, |space| space + 1);
+        let start = start + leading_marks(&head[start..end]);
+        if start < end {
+            starts.push(start);
+        }
+        match head[..cut].rfind(' ') {
+            Some(space) => cut = space,
+            None => break,
+        }
+        if cut == 0 {
+            break;
+        }
+    }
+    starts
+}
+
+/// Bytes of marks that open a path without being part of it: `(`, `[`, quotes, a frame's
+/// `╭─[`; a path starts with a letter, a digit, `.`, `/`, `_` or `~`.
+fn leading_marks(word: &str) -> usize {
+    word.len()
+        - word
+            .trim_start_matches(|c: char| {
+                !(c.is_alphanumeric() || matches!(c, '.' | '/' | '_' | '~'))
+            })
+            .len()
+}
+
+/// A path as written between quotes.
+fn unquoted(path: &str) -> &str {
+    let path = path.trim_end_matches(['"', '\'', '`']);
+    path.trim_start_matches(['"', '\'', '`'])
+}
+
+fn words_with_offsets(line: &str) -> impl Iterator<Item = (usize, &str)> {
+    line.split(' ')
+        .scan(0, |offset, word| {
+            let start = *offset;
+            *offset += word.len() + 1;
+            Some((start, word))
+        })
+        .filter(|(_, word)| !word.is_empty())
+        .map(|(start, word)| {
+            let marks = leading_marks(word);
+            (start + marks, &word[marks..])
+        })
+}
+
+/// A row under a file heading: `12:5  message`, `12  message`, `line 12, col 5: message`,
+/// ` 12 | ERROR | message` (a table).
+fn group_row(line: &str, indented: bool, context: &mut Context) -> Option<Finding> {
+    let (file, rows) = context.group.as_mut()?;
+    let text = line
+        .strip_prefix(['L', 'l'])
+        .and_then(|t| t.strip_prefix("ine ").or(Some(t)))
+        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or(line);
+    let (line_no, after) = number(text)?;
+    let (column, after) = match after.strip_prefix([':', ',', '.']).map(str::trim_start) {
+        Some(rest) => {
+            let rest = strip_word(rest, "col")
+                .or_else(|| strip_word(rest, "column"))
+                .map_or(rest, str::trim_start);
+            match number(rest) {
+                Some((column, after)) => (Some(column), after),
+                None => (None, after),
+            }
+        }
+        None => (None, after),
+    };
+    // Without a column only an indented row is one: `3 problems` at the margin is prose.
+    if column.is_none() && !indented {
+        return None;
+    }
+    if !after.starts_with([' ', '\t', ':', '|', ',']) {
+        return None;
+    }
+    let mut text = after.trim_start_matches([' ', '\t', ':', ',']);
+    // A table: `| ERROR | [x] message`.
+    let mut severity = None;
+    if let Some(rest) = text.strip_prefix('|') {
+        let (cell, rest) = rest.split_once('|').unwrap_or(("", rest));
+        severity = Some(cell.trim().to_ascii_lowercase()).filter(|s| !s.is_empty());
+        text = rest
+            .trim_start()
+            .strip_prefix("[x]")
+            .unwrap_or(rest)
+            .trim_start();
+        text = text.strip_prefix("[ ]").unwrap_or(text).trim_start();
+    }
+    let text = words_of(text)?;
+    *rows = true;
+    let finding = described(Finding::at(file.clone(), line_no, column, ""), text);
+    Some(match severity {
+        Some(severity) if finding.severity.is_none() => finding.with_severity(Some(&severity)),
+        _ => finding,
+    })
+}
+
+/// A line that names one existing file and nothing else of substance: `src/a.py`,
+/// `src/a.py:`, `FILE: /abs/src/a.php`, `--- src/a.py ---`, `src/a.py (3 problems)`.
+fn group_heading(line: &str, indented: bool, known: &mut Known<'_>) -> Option<String> {
+    if indented && !line.contains('/') {
+        return None;
+    }
+    let bare = line
+        .trim_matches(|c: char| c == '-' || c == '=' || c == '>' || c == '<' || c == ' ')
+        .trim_end_matches(':');
+    let bare = match bare.split_once(": ") {
+        Some((label, rest)) if is_label(label) => rest.trim(),
+        _ => bare,
+    };
+    let bare = match bare.rsplit_once(" (") {
+        Some((path, count)) if count.ends_with(')') => path,
+        _ => bare,
+    };
+    let bare = unquoted(bare);
+    (lines::looks_like_path(bare) || bare.contains(' ') && bare.contains('.'))
+        .then_some(())
+        .filter(|()| known.is_file(bare))
+        .map(|()| bare.to_owned())
+}
+
+/// `Location`, `File`, `at`, `in`, `-->`: a word that only says a location follows.
+fn is_label(text: &str) -> bool {
+    let word = text.trim().trim_end_matches(':').to_ascii_lowercase();
+    matches!(
+        word.as_str(),
+        "location" | "file" | "at" | "in" | "path" | "source" | "where" | "loc" | "from"
+    ) || text.chars().all(|c| !c.is_alphanumeric())
+}
+
+/// `… at`, `… in`: a preposition the location completed.
+fn trim_preposition(text: &str) -> &str {
+    for word in [" at", " in", " on", " from", " of"] {
+        if let Some(rest) = text.strip_suffix(word) {
+            return rest.trim_end();
+        }
+    }
+    text
+}
+
+/// The text with its separators trimmed, if it says something (has a letter).
+fn words_of(text: &str) -> Option<&str> {
+    let text = text
+        .trim()
+        .trim_start_matches([':', '-', '—', ',', '|', ']', ')', '>', ' ', '\t'])
+        .trim_end_matches([':', '-', '—', ',', '|', '[', '(', '<', ' ']);
+    has_letters(text).then_some(text.trim())
+}
+
+fn has_letters(text: &str) -> bool {
+    text.chars().any(char::is_alphabetic)
+}
+
+/// A severity said before the location: `[ERROR] src/a.py:3: msg`, `WARN src/a.py:3 msg`.
+fn with_severity_of(finding: Finding, before: &str) -> Finding {
+    if finding.severity.is_some() {
+        return finding;
+    }
+    let word = before
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .find(|w| !w.is_empty() && is_severity(w));
+    match word {
+        Some(word) => finding.with_severity(Some(&word.to_ascii_lowercase())),
+        None => finding,
+    }
+}
+
+fn is_severity(word: &str) -> bool {
+    matches!(
+        word.to_ascii_lowercase().as_str(),
+        "error" | "warning" | "warn" | "info" | "note" | "hint" | "fatal" | "critical"
+    )
+}
+
+/// A frame of a stack trace or traceback: where a crashed program was, not a finding.
+fn is_stack_frame(line: &str) -> bool {
+    line.starts_with("at ") && (line.ends_with(')') || line.contains(".js:"))
+        || line.starts_with("File \"") && line.contains(", in ")
+        || line.starts_with("from ") && line.contains(":in ")
+        || line.contains(":in `")
+        || line.contains(":in '")
+}
+
+/// A line a person would read as a diagnostic: a severity word that is not a zero count.
+pub fn is_diagnostic(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(i, word)| {
+        matches!(
+            *word,
+            "error" | "errors" | "warning" | "warnings" | "warn" | "fatal"
+        ) && !(i > 0 && matches!(words[i - 1], "0" | "no"))
+    })
+}
+
+fn number(text: &str) -> Option<(u32, &str)> {
+    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    let value: u32 = text[..digits].parse().ok()?;
+    (value > 0).then_some((value, &text[digits..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The files of a pretend task.
+    struct Task(&'static [&'static str]);
+
+    impl Files for Task {
+        fn is_file(&self, path: &str) -> bool {
+            self.0.contains(&path.trim_start_matches("./"))
+        }
+    }
+
+    fn shown(output: &str, files: &'static [&'static str]) -> Vec<String> {
+        let lines: Vec<&str> = output.lines().collect();
+        let task = Task(files);
+        let mut known = Known::new(&task);
+        let mut found = Vec::new();
+        read(&lines, &[], &mut found, &mut known);
+        found.into_iter().map(|(_, f)| f.to_string()).collect()
+    }
+
+    #[test]
+    fn a_location_inside_a_sentence() {
+        assert_eq!(
+            shown(
+                "[ERROR] src/a.py:3: bad thing\nUnused variable 'x' at line 4, column 5 in src/a.py\nsrc/a.py: line 7, col 2, Missing semicolon.\n",
+                &["src/a.py"]
+            ),
+            [
+                "src/a.py:3: error: bad thing",
+                "src/a.py:4:5: Unused variable 'x'",
+                "src/a.py:7:2: Missing semicolon."
+            ]
+        );
+    }
+
+    #[test]
+    fn a_file_that_does_not_exist_is_never_a_finding() {
+        assert!(
+            shown(
+                "[ERROR] src/fake.py:3: bad thing\nsrc/fake.py\n  3:1 error x\n",
+                &["src/a.py"]
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn rows_under_a_file_heading() {
+        assert_eq!(
+            shown(
+                "src/a.py\n  3:5  error  Missing semicolon  semi\n  9:1  warning  Too long\n\n2 problems\n",
+                &["src/a.py"]
+            ),
+            [
+                "src/a.py:3:5: error: Missing semicolon  semi",
+                "src/a.py:9:1: warning: Too long"
+            ]
+        );
+        assert_eq!(
+            shown(
+                "FILE: /t/src/a.php\n-----\nFOUND 1 ERROR\n-----\n 2 | ERROR | [x] Missing doc comment\n-----\n",
+                &["/t/src/a.php"]
+            ),
+            ["/t/src/a.php:2: error: Missing doc comment"]
+        );
+    }
+
+    #[test]
+    fn a_frame_takes_its_message_from_the_block() {
+        assert_eq!(
+            shown(
+                "  × Expected a semicolon\n   ╭─[src/a.ts:1:5]\n 1 │ let x = 1 let y\n   ╰────\n\n>> Issue: [B602] shell=True\n   Severity: High\n   Location: ./a.py:5:0\n",
+                &["src/a.ts", "a.py"]
+            ),
+            [
+                "src/a.ts:1:5: × Expected a semicolon",
+                "./a.py:5: >> Issue: [B602] shell=True"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_path_holding_spaces() {
+        assert_eq!(
+            shown("my dir/a b.py:1:8: F401 unused\n", &["my dir/a b.py"]),
+            ["my dir/a b.py:1:8: unused [F401]"]
+        );
+    }
+
+    #[test]
+    fn stack_frames_are_not_findings() {
+        assert!(
+            shown(
+                "    at Object.<anonymous> (src/a.js:3:5)\n  File \"a.py\", line 3, in <module>\n",
+                &["src/a.js", "a.py"]
+            )
+            .is_empty()
+        );
+    }
+}
