@@ -168,9 +168,12 @@ impl Command {
         let format = match spec.format.as_deref() {
             None => findings::Only::default(),
             Some(name) => findings::Only::named(name).ok_or_else(|| {
-                let help = match crate::text::closest(name, findings::FORMATS.iter().copied()) {
+                let help = match crate::text::closest(name, findings::format_names()) {
                     Some(near) => format!("did you mean `{near}`?"),
-                    _ => format!("write auto or one of: {}", findings::FORMATS.join(", ")),
+                    _ => format!(
+                        "write auto or one of: {}",
+                        findings::format_names().collect::<Vec<_>>().join(", ")
+                    ),
                 };
                 KeyError::new(
                     "format",

@@ -18,25 +18,122 @@ pub use general::{Files, NoFiles};
 
 use crate::verdict::Finding;
 
+/// One format validator reads: its name (`format:` in a gate), what it matches, a line of it as
+/// a real tool printed it, and the tools it came from. Adding a tool's format is a row here,
+/// its reader, and the row's example read back by the test below.
+pub struct Format {
+    pub name: &'static str,
+    pub matches: &'static str,
+    pub example: &'static str,
+    pub from: &'static str,
+}
+
 /// The formats validator reads, by the names `docs/reasons.md` gives them (a test holds the
-/// two together). Auto-detection tries every one.
-pub const FORMATS: &[&str] = &[
-    "gnu",
-    "located-space",
-    "paren",
-    "dash",
-    "rustc",
-    "stylish",
-    "compact",
-    "shellcheck",
-    "biome",
-    "github",
-    "formatter",
-    "cargo-json",
-    "sarif",
-    "checkstyle",
-    "rdjson",
+/// two together). Auto-detection tries every one; `general` reads what none of the others
+/// claims.
+pub const FORMATS: &[Format] = &[
+    Format {
+        name: "gnu",
+        matches: "`file:line[:col]: [severity:] message [code]`",
+        example: "src/a.py:3:1: F401 `os` imported but unused",
+        from: "gcc, ruff concise, flake8, mypy, go vet, staticcheck, shellcheck -f gcc",
+    },
+    Format {
+        name: "located-space",
+        matches: "`file:line[:col] CODE message`",
+        example: "README.md:3 MD022/blanks-around-headings Headings should be surrounded",
+        from: "markdownlint, markdownlint-cli2, hadolint",
+    },
+    Format {
+        name: "paren",
+        matches: "`file(line,col): error CODE: message`",
+        example: "src/a.ts(2,3): error TS2322: Type 'string' is not assignable",
+        from: "tsc in a pipe, MSBuild-style tools",
+    },
+    Format {
+        name: "dash",
+        matches: "`file:line:col - severity CODE: message`",
+        example: "src/a.ts:2:3 - error TS2322: Type 'string' is not assignable",
+        from: "tsc --pretty, pyright",
+    },
+    Format {
+        name: "rustc",
+        matches: "a header (`error[E0308]: msg`, `F401 msg`) over `--> file:line:col`",
+        example: "error[E0308]: mismatched types\n --> src/main.rs:3:5",
+        from: "rustc, clippy, ruff's default, ruff format --check",
+    },
+    Format {
+        name: "stylish",
+        matches: "a file name over indented `line:col severity message rule` rows",
+        example: "src/a.js\n  1:7  error  'x' is assigned a value but never used  no-unused-vars",
+        from: "eslint's default, yamllint's default, ruff grouped",
+    },
+    Format {
+        name: "compact",
+        matches: "`file: line N, col M, Error - message (rule)`",
+        example: "src/a.js: line 1, col 7, Error - 'x' is never used (no-unused-vars)",
+        from: "eslint compact",
+    },
+    Format {
+        name: "shellcheck",
+        matches: "`In file line N:`, the source line, `^-- SC2086 (info): message`",
+        example: "In s.sh line 3:\necho $1\n     ^-- SC2086 (info): Double quote to prevent globbing",
+        from: "shellcheck's default",
+    },
+    Format {
+        name: "biome",
+        matches: "`file:line:col rule ━━━` over `✖ message`",
+        example: "src/a.js:1:7 lint/style/useConst ━━━━━━━━━━\n\n  ✖ This let declares a variable that is only assigned once.",
+        from: "biome lint and check",
+    },
+    Format {
+        name: "github",
+        matches: "`::error file=..,line=..,col=..,title=..::message`",
+        example: "::error title=Ruff (F401),file=src/a.py,line=1,col=8::src/a.py:1:8: F401 unused",
+        from: "ruff, biome, yamllint GitHub output",
+    },
+    Format {
+        name: "formatter",
+        matches: "the files a formatter would change, one finding each",
+        example: "Would reformat: src/a.py",
+        from: "cargo fmt --check, ruff format --check, prettier --check, black --check, gofmt -l",
+    },
+    Format {
+        name: "cargo-json",
+        matches: "`--message-format=json` lines amid other output",
+        example: r#"{"reason":"compiler-message","message":{"message":"unused variable: `x`","level":"warning","code":{"code":"unused_variables"},"spans":[{"file_name":"src/main.rs","line_start":2,"column_start":9,"is_primary":true}]}}"#,
+        from: "cargo build, check, clippy",
+    },
+    Format {
+        name: "sarif",
+        matches: "a SARIF 2.1.0 document",
+        example: r#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"ruff"}},"results":[{"ruleId":"F401","message":{"text":"unused"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"src/a.py"},"region":{"startLine":1}}}]}]}]}"#,
+        from: "ruff, eslint, biome, hadolint",
+    },
+    Format {
+        name: "checkstyle",
+        matches: "a checkstyle XML document",
+        example: r#"<checkstyle><file name="src/a.js"><error line="1" column="7" severity="error" message="unused" source="eslint.rules.no-unused-vars"/></file></checkstyle>"#,
+        from: "eslint, biome, shellcheck, hadolint",
+    },
+    Format {
+        name: "rdjson",
+        matches: "reviewdog's rdjson document, or rdjsonl lines",
+        example: r#"{"diagnostics":[{"message":"unused","location":{"path":"src/a.py","range":{"start":{"line":1}}}}]}"#,
+        from: "ruff, eslint, biome",
+    },
+    Format {
+        name: "general",
+        matches: "any location of a file the task holds: `path:line[:col]` or `path(line,col)` anywhere on a line, `path, line N`, `line N … path`, a file named alone over `line:col message` rows, a snippet frame (`╭─[path:l:c]`, `Location: path:l`) under its block's first line",
+        example: "[ERROR] src/a.py:3: something is wrong",
+        from: "what no other format claims (the general reader)",
+    },
 ];
+
+/// The formats' names, for a gate's `format:`.
+pub fn format_names() -> impl Iterator<Item = &'static str> {
+    FORMATS.iter().map(|f| f.name)
+}
 
 /// Removes terminal control sequences of every kind (CSI colours, OSC titles and links,
 /// charset shifts such as rustfmt's `ESC ( B`), which colourful tools emit even into pipes.
@@ -55,7 +152,10 @@ impl Only {
         if name == "auto" {
             return Some(Only(None));
         }
-        FORMATS.iter().find(|f| **f == name).map(|f| Only(Some(f)))
+        FORMATS
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| Only(Some(f.name)))
     }
 
     /// Whether the format `name` is read.
@@ -95,7 +195,7 @@ pub fn read(output: &str, only: Only, files: &dyn Files) -> Read {
     let lines: Vec<&str> = output.lines().collect();
     let (mut found, claimed) = blocks::Scanner::scan(&lines, only);
     let mut unread = 0;
-    if only == Only::default() {
+    if only.allows("general") {
         let mut known = general::Known::new(files);
         unread = general::read(&lines, &claimed, &mut found, &mut known);
     }
@@ -232,10 +332,31 @@ mod tests {
     #[test]
     fn the_reference_lists_every_format() {
         let reference = include_str!("../../../docs/reasons.md");
-        for format in FORMATS {
+        for format in format_names() {
             assert!(
                 reference.contains(&format!("| `{format}` |")),
                 "docs/reasons.md has no row for `{format}`"
+            );
+        }
+    }
+
+    /// Each row's example, read by that format alone, is a finding.
+    #[test]
+    fn every_format_reads_its_own_example() {
+        struct Named;
+        impl Files for Named {
+            fn is_file(&self, path: &str) -> bool {
+                path == "src/a.py"
+            }
+        }
+        for format in FORMATS {
+            let only = Only::named(format.name).unwrap_or_default();
+            let found = read(format.example, only, &Named).findings;
+            assert!(
+                found.iter().any(|f| f.file.is_some()),
+                "`{}` does not read its own example: {:?}",
+                format.name,
+                format.example
             );
         }
     }
