@@ -366,7 +366,7 @@ fn line_word_then_path(line: &str, known: &mut Known<'_>) -> Option<Place> {
                 line: line_no,
                 column,
                 start: first.0,
-                end: first.1.max(if second.0 - first.1 <= 4 {
+                end: first.1.max(if second.0.saturating_sub(first.1) <= 4 {
                     second.1
                 } else {
                     first.1
