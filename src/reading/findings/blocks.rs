@@ -108,7 +108,7 @@ impl Scanner {
             .or_else(|| trimmed.strip_prefix("┌─ "))
         {
             if let (Some(header), Some(found)) =
-                (self.header.take(), lines::location(location.trim()))
+                (self.header.take(), framed_location(location.trim()))
             {
                 let finding = Finding {
                     message: header.message,
@@ -307,6 +307,29 @@ impl Scanner {
     }
 }
 
+/// The location a `-->` frame points at: `file:line[:col]` to the end of the line, where the
+/// marker leaves no doubt, so the file may hold spaces (`--> my dir/a b.py:1:8`).
+fn framed_location(text: &str) -> Option<Finding> {
+    if let Some(found) = lines::location(text) {
+        return Some(found);
+    }
+    let numbers = |s: &str| !s.is_empty() && s.len() <= 9 && s.bytes().all(|b| b.is_ascii_digit());
+    let (head, last) = text.rsplit_once(':')?;
+    let (file, line, column) = match head.rsplit_once(':') {
+        Some((file, line)) if numbers(line) => (file, line, Some(last)),
+        _ => (head, last, None),
+    };
+    if !numbers(line) || column.is_some_and(|c| !numbers(c)) || file.trim() != file {
+        return None;
+    }
+    if !lines::looks_like_path(&file.replace(' ', "_")) {
+        return None;
+    }
+    let line: u32 = line.parse().ok().filter(|n| *n > 0)?;
+    let column = column.and_then(|c| c.parse().ok());
+    Some(Finding::at(file, line, column, ""))
+}
+
 /// A rustc-style header: `error[E0308]: msg`, `warning: msg`, ruff's `F401 [*] msg`,
 /// `invalid-syntax: msg`; never cargo's summaries (`aborting due to`, `generated 3 warnings`).
 fn header(line: &str) -> Option<Header> {
@@ -467,6 +490,14 @@ mod tests {
             .iter()
             .map(|(_, f)| f.to_string())
             .collect()
+    }
+
+    #[test]
+    fn a_frame_points_at_a_file_holding_spaces() {
+        assert_eq!(
+            shown("F401 [*] `os` imported but unused\n --> my dir/a b.py:1:8\n  |\n"),
+            ["my dir/a b.py:1:8: `os` imported but unused [F401]"]
+        );
     }
 
     #[test]
