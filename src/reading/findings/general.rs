@@ -80,10 +80,13 @@ struct Place {
 struct Context {
     /// A file named alone on a line, heading the rows under it, and whether a row was read.
     group: Option<(String, bool)>,
-    /// The first line of the current block (lines since the last blank one), for a location
-    /// that has no words of its own, and whether a finding has taken it already.
-    header: Option<(String, bool)>,
+    /// Lines that said what a finding is (its own line, or the header a frame took): a frame
+    /// under one of them again is a related span of the same diagnostic.
+    taken: std::collections::HashSet<usize>,
 }
+
+/// How far above a frame its diagnostic's header may be.
+const MAX_HEADER_DISTANCE: usize = 16;
 
 /// How long a finding's message may grow by the notes folded into it.
 const MAX_NOTES_CHARS: usize = 400;
@@ -114,20 +117,16 @@ pub fn read(
         }
         let trimmed = line.trim();
         if trimmed.is_empty() {
-            context.header = None;
             continue;
         }
         if claimed.get(index).copied().unwrap_or(false) {
             // A known format's file heading still heads rows that format cannot read.
-            context.header = None;
             context.group = group_heading(trimmed, line.starts_with(char::is_whitespace), known)
                 .map(|file| (file, false));
             continue;
         }
         let indent = indent_of(line);
-        let Some((finding, bare)) =
-            read_line(line, lines.get(index + 1).copied(), &mut context, known)
-        else {
+        let Some((finding, bare)) = read_line(lines, index, claimed, &mut context, known) else {
             if is_diagnostic(trimmed) {
                 unread += 1;
             }
@@ -170,14 +169,16 @@ fn is_snippet(line: &str) -> bool {
     number(line).is_some_and(|(_, rest)| rest.starts_with([' ', '│', '|']))
 }
 
-/// The finding on `line`, if it is one, and whether it is a bare location (its message taken
-/// from the lines around it).
+/// The finding on line `index`, if it is one, and whether it is a bare location whose message
+/// came from a header above it.
 fn read_line(
-    line: &str,
-    next: Option<&str>,
+    lines: &[&str],
+    index: usize,
+    claimed: &[bool],
     context: &mut Context,
     known: &mut Known<'_>,
 ) -> Option<(Finding, bool)> {
+    let line = lines[index];
     let trimmed = line.trim();
     let indented = line.len() != line.trim_start().len();
     if is_stack_frame(trimmed) {
@@ -189,27 +190,28 @@ fn read_line(
         let after = &trimmed[place.end..];
         let finding = Finding::at(place.file, place.line, place.column, "");
         if let Some(text) = words_of(after) {
-            remember_header(context, trimmed, true);
+            context.taken.insert(index);
             return Some((with_severity_of(described(finding, text), before), false));
         }
         if let Some(text) = words_of(before).filter(|t| !is_label(t)) {
-            remember_header(context, trimmed, true);
+            context.taken.insert(index);
             return Some((described(finding, trim_preposition(text)), false));
         }
-        // A bare location: the block's first line says what it is, or the line under it does.
-        let below = next
-            .filter(|n| !indented && n.len() != n.trim_start().len())
+        // A bare location: the line under it says what it is (a two-line form), or the header
+        // of the block it frames does.
+        let below = lines
+            .get(index + 1)
+            .filter(|n| !indented && n.starts_with(char::is_whitespace))
             .and_then(|n| words_of(n.trim()));
         if let Some(text) = below {
-            return Some((described(finding, text), true));
+            return Some((described(finding, text), false));
         }
-        return match &mut context.header {
-            Some((text, taken)) if !*taken => {
-                *taken = true;
-                Some((described(finding, text), true))
+        return match header_above(lines, index, claimed) {
+            Some(at) if context.taken.contains(&at) => None,
+            Some(at) => {
+                context.taken.insert(at);
+                Some((described(finding, lines[at].trim()), true))
             }
-            // A second frame of one diagnostic (a related span) is not a finding of its own.
-            Some(_) => None,
             None => Some((finding, true)),
         };
     }
@@ -224,18 +226,23 @@ fn read_line(
     if !indented && context.group.as_ref().is_some_and(|(_, rows)| *rows) && has_letters(trimmed) {
         context.group = None;
     }
-    remember_header(context, trimmed, false);
     None
 }
 
-/// The first line of a block is its header; a later line only when the header was a finding
-/// of its own (so a bare frame under it does not repeat it).
-fn remember_header(context: &mut Context, line: &str, is_finding: bool) {
-    match &context.header {
-        None => context.header = Some((line.to_owned(), is_finding)),
-        Some((_, true)) if !is_finding => context.header = Some((line.to_owned(), false)),
-        Some(_) => {}
+/// The header of the block a frame on line `index` belongs to: the nearest line above it, in
+/// its block, less indented than it, that says something and is not quoted source.
+fn header_above(lines: &[&str], index: usize, claimed: &[bool]) -> Option<usize> {
+    let indent = indent_of(lines[index]);
+    for at in (index.saturating_sub(MAX_HEADER_DISTANCE)..index).rev() {
+        let line = lines[at];
+        if line.trim().is_empty() || claimed.get(at).copied().unwrap_or(false) {
+            return None;
+        }
+        if indent_of(line) < indent && has_letters(line) && !is_snippet(line.trim()) {
+            return Some(at);
+        }
     }
+    None
 }
 
 /// The first location on `line` whose file exists.
