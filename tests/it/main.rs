@@ -29,6 +29,7 @@ mod metrics;
 mod private_index;
 mod progress;
 mod reading_general;
+mod reading_linters;
 mod reasons;
 mod review;
 mod review27_attacks;

@@ -24,6 +24,12 @@ pub struct Scanner {
     header: Option<Header>,
     /// The finding a rustc-style block made last, which its `= note:` lines may name.
     block: Option<usize>,
+    /// Whether that block still runs: no blank line since its `-->`, so a `note:`, `help:` or
+    /// `info:` line (with its own `-->`) is a part of it.
+    block_open: bool,
+    /// Whether the finding made last showed its source with a caret under it (gcc, clang,
+    /// cppcheck): the `file:line:col: note:` lines after it explain it.
+    caret_shown: bool,
     /// The file an eslint-stylish or yamllint list is under.
     list_file: Option<String>,
     /// shellcheck: the file and line of `In file line N:`, and the source line under it.
@@ -97,6 +103,18 @@ impl Scanner {
 
     fn push(&mut self, finding: Finding) {
         self.found.push(finding);
+        self.block_open = false;
+        self.caret_shown = false;
+    }
+
+    /// Adds a note's text to the message of the finding it explains, so it is said with it and
+    /// not counted again; a message grows only so far.
+    fn fold_into(finding: &mut Finding, note: &str) {
+        let note = note.trim();
+        if !note.is_empty() && finding.message.len() < MAX_FOLDED_CHARS {
+            finding.message.push_str("; ");
+            finding.message.push_str(note);
+        }
     }
 
     fn line(&mut self, line: &str) {
@@ -118,6 +136,7 @@ impl Scanner {
                 .with_rule(header.rule.as_deref());
                 self.block = Some(self.found.len());
                 self.push(finding);
+                self.block_open = true;
             }
             return;
         }
@@ -132,8 +151,7 @@ impl Scanner {
             }
             return;
         }
-        if trimmed.is_empty() {
-            self.list_file = None;
+        if self.explains(line, trimmed) {
             return;
         }
         if let Some(found) = structured::json_line(trimmed, self.only) {
@@ -143,6 +161,7 @@ impl Scanner {
         if let Some(header) = header(line).filter(|_| self.only.allows("rustc")) {
             self.header = Some(header);
             self.block = None;
+            self.block_open = false;
             return;
         }
         if let Some(found) = self
@@ -178,25 +197,7 @@ impl Scanner {
             }
         }
         if let Some(found) = lines::read(line, self.only) {
-            self.block = None;
-            // A note without a code of its own, at the very place of the finding before it, is
-            // part of it (mypy's hints, its overload listings): said with it, not counted again.
-            // A note with its code (shellcheck's) is a finding of its own.
-            if let Some(last) = self.found.last_mut().filter(|last| {
-                found.severity.as_deref() == Some("note")
-                    && found.rule.is_none()
-                    && last.file == found.file
-                    && last.line == found.line
-                    && last.column == found.column
-                    && last.severity.as_deref() != Some("note")
-            }) {
-                if last.message.len() < MAX_FOLDED_CHARS {
-                    last.message.push_str("; ");
-                    last.message.push_str(&found.message);
-                }
-                return;
-            }
-            self.push(found);
+            self.one_line(found);
             return;
         }
         let heading = trimmed.strip_suffix(':').unwrap_or(trimmed);
@@ -217,6 +218,55 @@ impl Scanner {
                 }
             }
         }
+    }
+
+    /// Whether `line` is a part of what was said before it rather than anything of its own: a
+    /// blank line (which ends a list and a block), a caret under a finding's source, a block's
+    /// sub-diagnostic (rustc's `note:`/`help:`, ty's `info:`, each maybe with a `-->` of its
+    /// own), which is said with the finding above it.
+    fn explains(&mut self, line: &str, trimmed: &str) -> bool {
+        if trimmed.is_empty() {
+            self.list_file = None;
+            self.block_open = false;
+            self.caret_shown = false;
+            return true;
+        }
+        if is_caret_line(trimmed) {
+            self.caret_shown = !self.found.is_empty();
+            return true;
+        }
+        let Some(note) = sub_diagnostic(line).filter(|_| self.block_open) else {
+            return false;
+        };
+        if let Some(finding) = self.block.and_then(|i| self.found.get_mut(i)) {
+            Self::fold_into(finding, note);
+        }
+        true
+    }
+
+    /// A one-line finding, or a note on the one before it. A note without a code of its own is
+    /// part of the finding before it when it is at that very place (mypy's hints, its overload
+    /// listings) or follows the source that finding showed with its caret (gcc's, clang-tidy's
+    /// and cppcheck's notes, wherever they point): said with it, not counted again. A note with
+    /// its code (shellcheck's) is a finding of its own, and so is a note alone (mypy's
+    /// `reveal_type`).
+    fn one_line(&mut self, found: Finding) {
+        self.block = None;
+        self.block_open = false;
+        let caret_shown = self.caret_shown;
+        if let Some(last) = self.found.last_mut().filter(|last| {
+            is_note(found.severity.as_deref())
+                && found.rule.is_none()
+                && !is_note(last.severity.as_deref())
+                && (caret_shown
+                    || last.file == found.file
+                        && last.line == found.line
+                        && last.column == found.column)
+        }) {
+            Self::fold_into(last, &found.message);
+            return;
+        }
+        self.push(found);
     }
 
     /// shellcheck's default: `In s.sh line 3:`, the source line, then one or more
@@ -380,12 +430,30 @@ fn header(line: &str) -> Option<Header> {
 
 /// A rule's name written where rustc writes the level: lower case words joined by `-`.
 fn is_rule_word(word: &str) -> bool {
-    !matches!(word, "error" | "warning" | "note" | "help")
+    !matches!(word, "error" | "warning" | "note" | "help" | "info")
         && word.len() > 2
         && word.starts_with(|c: char| c.is_ascii_lowercase())
         && word
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Whether a severity is one of the words tools give the lines that explain a finding.
+fn is_note(severity: Option<&str>) -> bool {
+    matches!(severity, Some("note" | "help"))
+}
+
+/// A source line's marker under the code a finding points at: `^`, `~~~^~~~`, `^~~~~`.
+fn is_caret_line(trimmed: &str) -> bool {
+    trimmed.starts_with(['^', '~']) && trimmed.chars().all(|c| matches!(c, '^' | '~' | ' '))
+}
+
+/// The text of a sub-diagnostic line at the start of a line: `note: ...`, `help: ...`,
+/// `info: ...`.
+fn sub_diagnostic(line: &str) -> Option<&str> {
+    ["note: ", "help: ", "info: "]
+        .iter()
+        .find_map(|label| line.strip_prefix(label))
 }
 
 /// The lint a rustc block's notes name: `= note: `#[warn(unused_variables)]` on by default`,
@@ -503,7 +571,10 @@ mod tests {
     #[test]
     fn ruff_full_reads_as_a_header_over_its_location() {
         let out = "F401 [*] `os` imported but unused\n --> a.py:1:8\n  |\n1 | import os\n  |        ^^\n  |\nhelp: Remove unused import: `os`\n\nFound 1 error.\n";
-        assert_eq!(shown(out), ["a.py:1:8: `os` imported but unused [F401]"]);
+        assert_eq!(
+            shown(out),
+            ["a.py:1:8: `os` imported but unused; Remove unused import: `os` [F401]"]
+        );
     }
 
     #[test]
@@ -511,7 +582,40 @@ mod tests {
         let out = "error[E0061]: takes 1 argument\n --> src/main.rs:4:5\n  |\nnote: function defined here\n --> src/main.rs:1:4\n";
         assert_eq!(
             shown(out),
-            ["src/main.rs:4:5: error: takes 1 argument [E0061]"]
+            ["src/main.rs:4:5: error: takes 1 argument; function defined here [E0061]"]
+        );
+    }
+
+    #[test]
+    fn notes_after_a_finding_and_its_caret_are_part_of_it() {
+        // cppcheck: a finding, its source and caret, then notes that point elsewhere.
+        let out = "src/a.c:10:12: error: Buffer is accessed out of bounds: p [bufferAccessOutOfBounds]\n    strcpy(p, \"hello\");\n           ^\nsrc/a.c:9:13: note: Assign p, buffer with size 10\n    char *p = malloc(10);\n            ^\nsrc/a.c:10:12: note: Buffer overrun\n    strcpy(p, \"hello\");\n           ^~~~\nsrc/a.c:11:9: style: Unused variable: x [unusedVariable]\n";
+        assert_eq!(
+            shown(out),
+            [
+                "src/a.c:10:12: error: Buffer is accessed out of bounds: p; Assign p, buffer with size 10; Buffer overrun [bufferAccessOutOfBounds]",
+                "src/a.c:11:9: style: Unused variable: x [unusedVariable]",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_note_alone_or_with_its_own_code_is_a_finding() {
+        // mypy's `reveal_type` note follows another file's error with no source shown;
+        // shellcheck's info-level checks are notes with codes.
+        let out = "app.py:7: error: Incompatible types  [assignment]\npkg/util.py:16: note: Revealed type is \"list[str]\"\ns.sh:3:6: warning: Quote this. [SC2086]\ns.sh:3:6: note: Double quote to prevent globbing. [SC2086]\n";
+        assert_eq!(shown(out).len(), 4, "{:?}", shown(out));
+    }
+
+    #[test]
+    fn a_blocks_sub_diagnostic_with_its_own_place_is_part_of_it() {
+        // ty: an `info:` with a `-->` into the Python environment; a blank line ends the block.
+        let out = "error[missing-argument]: No argument for `Loader`\n --> job.py:5:12\n  |\n5 |     yaml.load(f)\n  |     ^^^^^^^^^\ninfo: Parameter declared here\n  --> /venv/yaml/__init__.py:74:18\n   |\n\nnote: a note of the run, not of the finding\n";
+        assert_eq!(
+            shown(out),
+            [
+                "job.py:5:12: error: No argument for `Loader`; Parameter declared here [missing-argument]"
+            ]
         );
     }
 

@@ -178,8 +178,9 @@ fn number(text: &str) -> Option<(u32, &str)> {
 
 /// Fills in the severity, the code and the message from the text after a location, wherever
 /// the tool put them: `error: msg`, `[error] msg (rule)`, `E302 msg`, `C0114: msg (symbol)`,
-/// `DL3008 warning: msg`, `error TS2322: msg`, `msg  [code]`, `msg [Error/no-unused-vars]`,
-/// `msg (SA4006)`.
+/// `DL3008 warning: msg`, `error TS2322: msg`, `error[rule] msg`, `C: Layout/Cop: msg`,
+/// `(W211) msg`, `B404[bandit]: LOW: msg`, `error - msg (Sniff.Code)`, `msg  [code]`,
+/// `msg [Error/no-unused-vars]`, `msg (rule) [error]`, `msg  [category] [4]`, `msg (SA4006)`.
 pub fn described(mut finding: Finding, text: &str) -> Finding {
     let mut text = text.trim();
     let mut severity: Option<&str> = None;
@@ -199,28 +200,44 @@ pub fn described(mut finding: Finding, text: &str) -> Finding {
         }
     }
     if severity.is_none() {
-        if let Some((word, after)) = severity_word(text) {
+        if let Some((word, code, after)) = severity_with_code(text) {
+            // ty's concise format: `error[unresolved-reference] msg`.
+            severity = Some(word);
+            rule = rule.or(Some(code.to_owned()));
+            text = after;
+        } else if let Some((word, after)) = severity_word(text).or_else(|| severity_letter(text)) {
             severity = Some(word);
             text = after;
         }
     }
-    // A leading code: `E302 msg`, `C0114: msg`, `TS2322: msg`, `DL3008 warning: msg`.
-    if let Some(first) = text.split_whitespace().next().filter(|_| rule.is_none()) {
-        let bare = first.trim_end_matches(':');
-        if is_code(bare) {
-            rule = Some(bare.to_owned());
-            text = text[first.len()..].trim_start();
+    // `error - msg` (phpcs emacs), after the severity.
+    if severity.is_some() {
+        text = text.strip_prefix("- ").unwrap_or(text);
+    }
+    text = without_fix_mark(text);
+    // A leading code: `E302 msg`, `C0114: msg`, `TS2322: msg`, `DL3008 warning: msg`,
+    // `Layout/SpaceAfterComma: msg`, `(W211) msg`, `B404[bandit]: LOW: msg`.
+    if rule.is_none() {
+        if let Some((code, after)) = leading_code(text) {
+            rule = Some(code.to_owned());
+            text = after;
             if severity.is_none() {
-                if let Some((word, after)) = severity_word(text) {
+                if let Some((word, after)) = severity_word(text).or_else(|| level_word(text)) {
                     severity = Some(word);
                     text = after;
                 }
             }
         }
     }
-    // ruff's mark for a finding it can fix.
-    text = text.strip_prefix("[*] ").unwrap_or(text);
+    text = without_fix_mark(text);
     if rule.is_none() {
+        // stylelint's unix format: `msg (rule) [error]`, the severity after the rule.
+        if let Some((message, word)) = trailing_code(text).filter(|(_, word)| is_severity(word)) {
+            severity = severity.or(Some(word));
+            text = message;
+        }
+        // cpplint: `msg  [readability/casting] [4]`, its confidence last.
+        text = without_trailing_number(text);
         if let Some((message, code)) = trailing_code(text) {
             text = message;
             if let Some((level, code)) = code.split_once('/').filter(|(l, _)| is_severity(l)) {
@@ -238,6 +255,94 @@ pub fn described(mut finding: Finding, text: &str) -> Finding {
     });
     finding.message = text.trim().to_owned();
     finding.with_severity(severity).with_rule(rule.as_deref())
+}
+
+/// The marks tools put before a message they can fix: ruff's `[*]`, rubocop's `[Correctable]`.
+fn without_fix_mark(text: &str) -> &str {
+    text.strip_prefix("[*] ")
+        .or_else(|| text.strip_prefix("[Correctable] "))
+        .unwrap_or(text)
+}
+
+/// The code a message starts with, and the message after it: `E302 msg`, `C0114: msg`,
+/// `Layout/SpaceAfterComma: msg` (rubocop's cops, only with their colon), `(W211) msg`
+/// (luacheck), `B404[bandit]: msg` (bandit's custom format).
+fn leading_code(text: &str) -> Option<(&str, &str)> {
+    let first = text.split_whitespace().next()?;
+    let after = text[first.len()..].trim_start();
+    let bare = first.trim_end_matches(':');
+    if is_code(bare) {
+        return Some((bare, after));
+    }
+    if let Some(code) = first.strip_prefix('(').and_then(|w| w.strip_suffix(')')) {
+        return is_code(code).then_some((code, after));
+    }
+    if let Some(code) = first
+        .strip_suffix("]:")
+        .and_then(|w| w.split_once('['))
+        .map(|(code, _)| code)
+    {
+        return is_code(code).then_some((code, after));
+    }
+    let cop = first.strip_suffix(':')?;
+    let mut parts = cop.split('/');
+    let named = parts.clone().count() >= 2
+        && parts.all(|part| {
+            part.starts_with(|c: char| c.is_ascii_uppercase())
+                && part.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+    named.then_some((cop, after))
+}
+
+/// `error[rule] msg` or `error[rule]: msg`: a severity word with its rule in brackets.
+fn severity_with_code(text: &str) -> Option<(&str, &str, &str)> {
+    let (word, rest) = text.split_once('[')?;
+    if !is_severity(word) {
+        return None;
+    }
+    let (code, after) = rest.split_once(']')?;
+    let after = after.strip_prefix(':').unwrap_or(after);
+    let wordlike = !code.is_empty()
+        && code
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '/' | '.'));
+    (wordlike && after.starts_with(' ')).then(|| (word, code, after.trim_start()))
+}
+
+/// rubocop's `C: msg`: the letter of a severity, with its colon.
+fn severity_letter(text: &str) -> Option<(&'static str, &str)> {
+    let mut chars = text.chars();
+    let word = match chars.next()? {
+        'C' => "convention",
+        'W' => "warning",
+        'E' => "error",
+        'F' => "fatal",
+        'R' => "refactor",
+        'I' => "info",
+        _ => return None,
+    };
+    let rest = chars.as_str().strip_prefix(": ")?;
+    Some((word, rest.trim_start()))
+}
+
+/// `LOW: msg` (bandit's custom format): a level word, only with its colon.
+fn level_word(text: &str) -> Option<(&str, &str)> {
+    let (word, rest) = text.split_once(": ")?;
+    matches!(
+        word.to_ascii_lowercase().as_str(),
+        "low" | "medium" | "high" | "critical"
+    )
+    .then(|| (word, rest.trim_start()))
+}
+
+/// `msg [4]` → `msg`: a number in brackets at the end (cpplint's confidence) is not the code.
+fn without_trailing_number(text: &str) -> &str {
+    text.strip_suffix(']')
+        .and_then(|t| t.rsplit_once('['))
+        .filter(|(message, n)| {
+            !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && !message.trim().is_empty()
+        })
+        .map_or(text, |(message, _)| message.trim_end())
 }
 
 /// A rule's name as tools write it in brackets: `document-start`, `truthy`.
@@ -287,15 +392,13 @@ fn github(line: &str) -> Option<Finding> {
     // The message may repeat the place: `app.py:1:8: F401 ...` (ruff), `1:1 [rule] ...`
     // (yamllint).
     if let Some((inner, _)) = located(message) {
-        return Some(
-            Finding {
-                file: Some(file),
-                line: line_no.or(inner.line),
-                column: column.or(inner.column),
-                ..inner
-            }
-            .with_severity(Some(command)),
-        );
+        let finding = Finding {
+            file: Some(file),
+            line: line_no.or(inner.line),
+            column: column.or(inner.column),
+            ..inner
+        };
+        return Some(titled(finding, title.as_deref()).with_severity(Some(command)));
     }
     let message = message
         .split_once(' ')
@@ -305,15 +408,34 @@ fn github(line: &str) -> Option<Finding> {
     finding.file = Some(file);
     finding.line = line_no;
     finding.column = column;
-    if finding.rule.is_none() {
-        // `ruff (F401)`, `lint/style/useConst`
-        let title = title.unwrap_or_default();
-        let rule = trailing_code(&title)
-            .map(|(_, code)| code.to_owned())
-            .or_else(|| (!title.contains(' ') && !title.is_empty()).then_some(title));
-        finding = finding.with_rule(rule.as_deref());
+    Some(titled(finding, title.as_deref()).with_severity(Some(command)))
+}
+
+/// A GitHub annotation's finding with the rule its `title=` names, when its message named none:
+/// `ruff (F401)` and `ty (unresolved-reference)` name it in parentheses, `lint/style/useConst`
+/// and `eslint(no-unused-vars)` (oxlint) are it whole. A message that starts by repeating the
+/// rule (`unresolved-reference: Name ...`) is the rest.
+fn titled(mut finding: Finding, title: Option<&str>) -> Finding {
+    let title = title.unwrap_or_default().trim();
+    if finding.rule.is_some() || title.is_empty() {
+        return finding;
     }
-    Some(finding.with_severity(Some(command)))
+    let rule = if title.contains(char::is_whitespace) {
+        match trailing_code(title) {
+            Some((_, code)) => code,
+            None => return finding,
+        }
+    } else {
+        title
+    };
+    if let Some(rest) = finding
+        .message
+        .strip_prefix(rule)
+        .and_then(|rest| rest.strip_prefix(": "))
+    {
+        finding.message = rest.trim_start().to_owned();
+    }
+    finding.with_rule(Some(rule))
 }
 
 /// eslint's compact format: `file: line 1, col 7, Error - message (rule)`.
@@ -399,11 +521,15 @@ fn trailing_code(text: &str) -> Option<(&str, &str)> {
     let start = text.rfind(open)?;
     let code = &text[start + 1..text.len() - close.len_utf8()];
     let message = text[..start].trim_end();
+    // In brackets a rule may carry its plugin in parentheses: `[Warning/eslint(no-unused-vars)]`.
+    let parenthesised = |c: char| close == ']' && matches!(c, '(' | ')');
     let wordlike = !code.is_empty()
-        && code.len() <= 64
-        && code
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '/' | '.' | ':'))
+        && code.len() <= 100
+        && code.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '/' | '.' | ':')
+                || parenthesised(c)
+        })
         && code.chars().any(|c| c.is_ascii_alphabetic());
     (wordlike && !message.is_empty()).then_some((message, code))
 }
@@ -600,6 +726,94 @@ mod tests {
                     "this value of x is never used",
                 ),
             ),
+            (
+                "app.rb:9:20: C: [Correctable] Layout/SpaceBeforeSemicolon: Space found before semicolon.",
+                (
+                    "app.rb",
+                    9,
+                    Some(20),
+                    Some("convention"),
+                    Some("Layout/SpaceBeforeSemicolon"),
+                    "Space found before semicolon.",
+                ),
+            ),
+            (
+                "app.py:17:16: error[unresolved-reference] Name `x` used when not defined",
+                (
+                    "app.py",
+                    17,
+                    Some(16),
+                    Some("error"),
+                    Some("unresolved-reference"),
+                    "Name `x` used when not defined",
+                ),
+            ),
+            (
+                "/t/a.css:3:3: Unknown property \"colr\" (property-no-unknown) [error]",
+                (
+                    "/t/a.css",
+                    3,
+                    Some(3),
+                    Some("error"),
+                    Some("property-no-unknown"),
+                    "Unknown property \"colr\"",
+                ),
+            ),
+            (
+                "src/a.js:6:9: 'empty' is never used. [Warning/eslint(no-unused-vars)]",
+                (
+                    "src/a.js",
+                    6,
+                    Some(9),
+                    Some("warning"),
+                    Some("eslint(no-unused-vars)"),
+                    "'empty' is never used.",
+                ),
+            ),
+            (
+                "/t/a.php:3:20: error - Expected 1 space; 0 found (Squiz.Functions.FunctionDeclarationArgumentSpacing.NoSpaceBeforeArg)",
+                (
+                    "/t/a.php",
+                    3,
+                    Some(20),
+                    Some("error"),
+                    Some("Squiz.Functions.FunctionDeclarationArgumentSpacing.NoSpaceBeforeArg"),
+                    "Expected 1 space; 0 found",
+                ),
+            ),
+            (
+                "main.lua:1:7: (W211) unused variable 'unused'",
+                (
+                    "main.lua",
+                    1,
+                    Some(7),
+                    None,
+                    Some("W211"),
+                    "unused variable 'unused'",
+                ),
+            ),
+            (
+                "/t/app.py:7: B602[bandit]: HIGH: subprocess call with shell=True identified.",
+                (
+                    "/t/app.py",
+                    7,
+                    None,
+                    Some("high"),
+                    Some("B602"),
+                    "subprocess call with shell=True identified.",
+                ),
+            ),
+            (
+                "src/a.cpp:9:  Using C-style cast.  [readability/casting] [4]",
+                (
+                    "src/a.cpp",
+                    9,
+                    None,
+                    None,
+                    Some("readability/casting"),
+                    "Using C-style cast.",
+                ),
+            ),
         ];
         for (line, want) in cases {
             let got = read_all(line);
@@ -615,6 +829,35 @@ mod tests {
                 *want,
                 "{line}"
             );
+        }
+    }
+
+    #[test]
+    fn github_annotations_take_their_rule_from_the_title() {
+        let cases = [
+            // oxlint: the title is the rule whole.
+            (
+                "::warning file=src/a.js,line=5,col=3,title=eslint(no-debugger)::src/a.js:5:3: `debugger` is not allowed",
+                "eslint(no-debugger)",
+                "`debugger` is not allowed",
+            ),
+            // ty: the rule in parentheses, repeated at the start of the message.
+            (
+                "::error title=ty (unresolved-reference),file=/t/app.py,line=17,col=16::app.py:17:16: unresolved-reference: Name `x` used",
+                "unresolved-reference",
+                "Name `x` used",
+            ),
+            // zizmor: a place of its own in the message, a bare rule as the title.
+            (
+                "::error file=.github/workflows/ci.yml,line=3,title=dangerous-triggers::ci.yml:3: insecure trigger",
+                "dangerous-triggers",
+                "insecure trigger",
+            ),
+        ];
+        for (line, rule, message) in cases {
+            let found = read(line, Only::default()).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(found.rule.as_deref(), Some(rule), "{line}");
+            assert_eq!(found.message, message, "{line}");
         }
     }
 

@@ -46,7 +46,14 @@ fn document(text: &str, only: super::Only) -> Option<Vec<Finding>> {
             .and_then(Value::as_array)
             .filter(|_| only.allows("rdjson"))
         {
-            return Some(diagnostics.iter().filter_map(rdjson).collect());
+            // A diagnostic without a severity has the document's (ruff writes it once there).
+            let default = self::text(&document, "/severity");
+            return Some(
+                diagnostics
+                    .iter()
+                    .filter_map(|d| rdjson(d, default))
+                    .collect(),
+            );
         }
         return None;
     }
@@ -69,7 +76,7 @@ pub fn json_line(line: &str, only: super::Only) -> Option<Vec<Finding>> {
     let cargo = only.allows("cargo-json");
     if !cargo {
         return (value.get("location").is_some() && value.get("message").is_some())
-            .then(|| rdjson(&value).into_iter().collect());
+            .then(|| rdjson(&value, None).into_iter().collect());
     }
     if value.get("reason").and_then(Value::as_str) == Some("compiler-message") {
         return Some(rustc(value.get("message")?).into_iter().collect());
@@ -82,7 +89,7 @@ pub fn json_line(line: &str, only: super::Only) -> Option<Vec<Finding>> {
         return Some(Vec::new());
     }
     if value.get("location").is_some() && value.get("message").is_some() && only.allows("rdjson") {
-        return Some(rdjson(&value).into_iter().collect());
+        return Some(rdjson(&value, None).into_iter().collect());
     }
     None
 }
@@ -141,6 +148,7 @@ fn sarif_run(run: &Value) -> Vec<Finding> {
     let Some(results) = run.get("results").and_then(Value::as_array) else {
         return Vec::new();
     };
+    let rules = SarifRules::of(run);
     results
         .iter()
         .map(|result| {
@@ -148,7 +156,7 @@ fn sarif_run(run: &Value) -> Vec<Finding> {
             let location = result.pointer("/locations/0/physicalLocation");
             let file = location.and_then(|l| text(l, "/artifactLocation/uri"));
             let mut finding = Finding::new(message)
-                .with_severity(text(result, "/level"))
+                .with_severity(Some(rules.level_of(result)))
                 .with_rule(text(result, "/ruleId"));
             finding.file = file.map(file_uri);
             finding.line = location.and_then(|l| number(l, "/region/startLine"));
@@ -156,6 +164,56 @@ fn sarif_run(run: &Value) -> Vec<Finding> {
             finding
         })
         .collect()
+}
+
+/// The default levels a SARIF run's driver declares for its rules
+/// (`rules[].defaultConfiguration.level`), by index and by id, read once per run.
+struct SarifRules<'a> {
+    by_index: Vec<Option<&'a str>>,
+    by_id: std::collections::HashMap<&'a str, &'a str>,
+}
+
+impl<'a> SarifRules<'a> {
+    fn of(run: &'a Value) -> Self {
+        let rules = run
+            .pointer("/tool/driver/rules")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let by_index: Vec<Option<&str>> = rules
+            .iter()
+            .map(|rule| text(rule, "/defaultConfiguration/level"))
+            .collect();
+        let by_id = rules
+            .iter()
+            .zip(&by_index)
+            .filter_map(|(rule, level)| Some((text(rule, "/id")?, (*level)?)))
+            .collect();
+        SarifRules { by_index, by_id }
+    }
+
+    /// A result's level as SARIF defines it when the result says none: `none` for a result
+    /// whose `kind` is not `fail`, else its rule's default level, else `warning`.
+    fn level_of(&self, result: &'a Value) -> &'a str {
+        if let Some(level) = text(result, "/level") {
+            return level;
+        }
+        if text(result, "/kind").is_some_and(|kind| kind != "fail") {
+            return "none";
+        }
+        let by_index = result
+            .pointer("/ruleIndex")
+            .or_else(|| result.pointer("/rule/index"))
+            .and_then(Value::as_u64)
+            .and_then(|i| usize::try_from(i).ok())
+            .and_then(|i| self.by_index.get(i).copied().flatten());
+        by_index
+            .or_else(|| {
+                let id = text(result, "/ruleId").or_else(|| text(result, "/rule/id"))?;
+                self.by_id.get(id).copied()
+            })
+            .unwrap_or("warning")
+    }
 }
 
 /// A SARIF artifact URI as a path: `file:///t/a.py` → `/t/a.py`, `src/a%20b.py` → `src/a b.py`.
@@ -181,9 +239,9 @@ fn file_uri(uri: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn rdjson(diagnostic: &Value) -> Option<Finding> {
+fn rdjson(diagnostic: &Value, default_severity: Option<&str>) -> Option<Finding> {
     let mut finding = Finding::new(text(diagnostic, "/message")?)
-        .with_severity(text(diagnostic, "/severity"))
+        .with_severity(text(diagnostic, "/severity").or(default_severity))
         .with_rule(text(diagnostic, "/code/value"));
     finding.file = text(diagnostic, "/location/path").map(str::to_owned);
     finding.line = number(diagnostic, "/location/range/start/line");
@@ -192,12 +250,27 @@ fn rdjson(diagnostic: &Value) -> Option<Finding> {
 }
 
 /// A checkstyle `source` as its rule: `eslint.rules.no-unused-vars` → `no-unused-vars`,
-/// `ShellCheck.SC2086` → `SC2086` (the last dotted part, as Java checkstyle names checks).
+/// `ShellCheck.SC2086` and `jshint.W104` → the code, a Java check's package path
+/// (`com.puppycrawl.tools.checkstyle.checks.FooCheck`) → `FooCheck`; a name whose every part
+/// counts is kept whole (phpcs's `PSR12.Files.FileHeader.SpacingAfterBlock`, biome's
+/// `lint/style/useConst`).
 fn checkstyle_rule(source: &str) -> &str {
-    match source.rsplit_once('.') {
-        Some((_, last)) if !last.is_empty() && !source.contains('/') => last,
-        _ => source,
+    if source.contains('/') {
+        return source;
     }
+    if let Some((_, rule)) = source.split_once(".rules.").filter(|(_, r)| !r.is_empty()) {
+        return rule;
+    }
+    let Some((package, last)) = source.rsplit_once('.').filter(|(_, l)| !l.is_empty()) else {
+        return source;
+    };
+    let java_package = package
+        .split('.')
+        .all(|part| part.starts_with(|c: char| c.is_ascii_lowercase()));
+    if super::lines::is_code(last) || java_package && package.contains('.') {
+        return last;
+    }
+    source
 }
 
 /// `<file name=".."><error line="3" column="5" severity="error" message=".." source=".."/>`.
@@ -262,6 +335,58 @@ mod tests {
     }
 
     #[test]
+    fn a_sarif_result_without_a_level_has_the_sarif_default() {
+        let sarif = r#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"t","rules":[{"id":"R1"},{"id":"R2","defaultConfiguration":{"level":"error"}}]}},"results":[
+            {"ruleId":"R1","message":{"text":"a"}},
+            {"ruleId":"R2","message":{"text":"b"}},
+            {"ruleId":"X","ruleIndex":1,"message":{"text":"c"}},
+            {"ruleId":"R2","level":"note","message":{"text":"d"}},
+            {"ruleId":"R2","kind":"pass","message":{"text":"e"}}]}]}"#;
+        let found = parse(sarif, super::super::Only::default()).unwrap_or_default();
+        let levels: Vec<Option<&str>> = found.iter().map(|f| f.severity.as_deref()).collect();
+        assert_eq!(
+            levels,
+            [
+                Some("warning"),
+                Some("error"),
+                Some("error"),
+                Some("note"),
+                Some("none")
+            ]
+        );
+    }
+
+    #[test]
+    fn checkstyle_sources_are_cut_only_where_a_part_is_the_tools_name() {
+        for (source, rule) in [
+            ("eslint.rules.no-unused-vars", "no-unused-vars"),
+            ("ShellCheck.SC2086", "SC2086"),
+            ("jshint.W104", "W104"),
+            (
+                "com.puppycrawl.tools.checkstyle.checks.whitespace.WhitespaceAroundCheck",
+                "WhitespaceAroundCheck",
+            ),
+            (
+                "PSR12.Files.FileHeader.SpacingAfterBlock",
+                "PSR12.Files.FileHeader.SpacingAfterBlock",
+            ),
+            ("lint/style/useConst", "lint/style/useConst"),
+            ("DL3008", "DL3008"),
+        ] {
+            assert_eq!(checkstyle_rule(source), rule);
+        }
+    }
+
+    #[test]
+    fn rdjson_diagnostics_take_the_documents_severity() {
+        let rd = r#"{"source":{"name":"ruff"},"severity":"WARNING","diagnostics":[{"message":"bad","location":{"path":"a.py","range":{"start":{"line":1}}},"code":{"value":"F401"}}]}"#;
+        assert_eq!(
+            parse(rd, super::super::Only::default()).unwrap_or_default()[0].to_string(),
+            "a.py:1: warning: bad [F401]"
+        );
+    }
+
+    #[test]
     fn cargo_json_lines_read_the_primary_span() {
         let line = r#"{"reason":"compiler-message","message":{"message":"unused variable: `x`","code":{"code":"unused_variables"},"level":"warning","spans":[{"file_name":"src/main.rs","line_start":2,"column_start":9,"is_primary":true}],"children":[]}}"#;
         let found = json_line(line, super::super::Only::default()).unwrap_or_default();
@@ -283,7 +408,7 @@ mod tests {
         let out = "warning: `ruff` is a preview command\n{\"version\":\"2.1.0\",\"runs\":[{\"results\":[{\"ruleId\":\"F401\",\"message\":{\"text\":\"unused\"},\"locations\":[{\"physicalLocation\":{\"artifactLocation\":{\"uri\":\"a.py\"},\"region\":{\"startLine\":1}}}]}]}]}\n";
         assert_eq!(
             parse(out, super::super::Only::default()).unwrap_or_default()[0].to_string(),
-            "a.py:1: unused [F401]"
+            "a.py:1: warning: unused [F401]"
         );
     }
 
