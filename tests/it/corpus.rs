@@ -392,3 +392,30 @@ fn measure_tests(kind: &str) -> (usize, usize, usize, usize, usize, Vec<String>)
     }
     (truth, found, invented, outcomes, rows.len(), problems)
 }
+
+/// Prints what validator reads from one corpus output: `CORPUS_SHOW=<dir> cargo test --test it
+/// corpus::show -- --nocapture --ignored`.
+#[test]
+#[ignore = "a tool for looking, not a check"]
+fn show() {
+    let Ok(name) = std::env::var("CORPUS_SHOW") else {
+        return;
+    };
+    for (case, dir) in cases("findings") {
+        if !case.starts_with(&name) {
+            continue;
+        }
+        let meta = read_json(&dir.join("meta.json"));
+        let output = std::fs::read(dir.join("output.txt")).expect("output.txt");
+        let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
+        let read = findings::read(
+            &text,
+            findings::Only::default(),
+            &Fixture::of("findings", &meta),
+        );
+        println!("== {case} ({} unread)", read.unread);
+        for f in read.findings {
+            println!("  {f}  [severity {:?}]", f.severity);
+        }
+    }
+}

@@ -54,6 +54,8 @@ impl Scanner {
         let mut claimed = Vec::with_capacity(lines.len());
         // A rustc or shellcheck block runs from its location to the next blank line.
         let mut in_block = false;
+        // A header waiting for its location: the line is the header's only if one follows.
+        let mut waiting: Option<usize> = None;
         for (index, line) in lines.iter().enumerate() {
             let before = scanner.state();
             let block_before = scanner.block_mark();
@@ -66,18 +68,32 @@ impl Scanner {
             {
                 in_block = true;
             }
-            claimed.push(scanner.state() != before || in_block || scanner.in_block());
+            if let Some(header) = waiting.take() {
+                if scanner.found.len() == before.0 {
+                    claimed[header] = false;
+                }
+            }
+            // Every line but a header's location drops a waiting header, so a header now
+            // waiting is this line.
+            if scanner.header.is_some() {
+                waiting = Some(index);
+            }
+            claimed.push(
+                scanner.state() != before
+                    || in_block
+                    || scanner.header.is_some()
+                    || scanner.biome.is_some(),
+            );
         }
         (at.into_iter().zip(scanner.found).collect(), claimed)
     }
 
     /// What a line can change: a finding added or grown, a block or list begun or ended.
-    fn state(&self) -> (usize, usize, bool, bool, bool, Option<u64>) {
+    fn state(&self) -> (usize, usize, bool, bool, Option<u64>) {
         let last = self.found.last();
         (
             self.found.len(),
             last.map_or(0, |f| f.message.len() + usize::from(f.rule.is_some())),
-            self.header.is_some(),
             self.shellcheck.is_some(),
             self.biome.is_some(),
             self.list_file.as_deref().map(|file| {
@@ -93,12 +109,6 @@ impl Scanner {
             self.block,
             self.shellcheck.as_ref().map(|s| (s.0.len(), s.1)),
         )
-    }
-
-    /// Inside a block a known format is reading: its lines are its context (source lines,
-    /// notes, related spans), never findings of their own.
-    fn in_block(&self) -> bool {
-        self.header.is_some() || self.biome.is_some()
     }
 
     fn push(&mut self, finding: Finding) {

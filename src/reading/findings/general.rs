@@ -104,7 +104,7 @@ pub fn read(
     found: &mut Vec<(usize, Finding)>,
     known: &mut Known<'_>,
 ) -> usize {
-    let mut unread = 0;
+    let mut unread = Vec::new();
     let mut context = Context::default();
     let known_found = found.len();
     let mut next_known = 0;
@@ -128,7 +128,7 @@ pub fn read(
         let indent = indent_of(line);
         let Some((finding, bare)) = read_line(lines, index, claimed, &mut context, known) else {
             if is_diagnostic(trimmed) {
-                unread += 1;
+                unread.push(index);
             }
             if indent == 0 && has_letters(trimmed) && !is_snippet(trimmed) {
                 last = None;
@@ -144,19 +144,23 @@ pub fn read(
             continue;
         }
         if bare
-            && found
-                .iter()
-                .any(|(_, f)| f.file == finding.file && f.line == finding.line)
+            && found.iter().any(|(_, f)| {
+                f.file == finding.file
+                    && f.line == finding.line
+                    && (finding.column.is_none() || f.column == finding.column)
+            })
         {
             continue;
         }
         last = Some((found.len(), indent));
-        found.push((index, finding));
+        found.push((index, polished(finding)));
     }
     if found.len() > known_found {
         found.sort_by_key(|(index, _)| *index);
     }
-    unread
+    // A header a frame below it took was read after all.
+    unread.retain(|index| !context.taken.contains(index));
+    unread.len()
 }
 
 fn indent_of(line: &str) -> usize {
@@ -188,9 +192,22 @@ fn read_line(
         context.group = None;
         let before = &trimmed[..place.start];
         let after = &trimmed[place.end..];
-        let finding = Finding::at(place.file, place.line, place.column, "");
+        // A column 0 is no column (0-based tools print it for the line's start).
+        let finding = Finding::at(place.file, place.line, place.column.filter(|c| *c > 0), "");
+        let under = lines
+            .get(index + 1)
+            .filter(|n| indent_of(n) > indent_of(line))
+            .and_then(|n| words_of(n.trim()));
         if let Some(text) = words_of(after) {
             context.taken.insert(index);
+            // `path:7 in function `load`:` over an indented message: the message is the
+            // line under it, said where.
+            if let (true, Some(message)) = (after.trim_end().ends_with(':'), under) {
+                let within = text;
+                let mut finding = described(finding, message);
+                finding.message = format!("{} ({})", finding.message, within.trim());
+                return Some((with_severity_of(finding, before), false));
+            }
             return Some((with_severity_of(described(finding, text), before), false));
         }
         if let Some(text) = words_of(before).filter(|t| !is_label(t)) {
@@ -199,11 +216,7 @@ fn read_line(
         }
         // A bare location: the line under it says what it is (a two-line form), or the header
         // of the block it frames does.
-        let below = lines
-            .get(index + 1)
-            .filter(|n| !indented && n.starts_with(char::is_whitespace))
-            .and_then(|n| words_of(n.trim()));
-        if let Some(text) = below {
+        if let Some(text) = under.filter(|_| !indented) {
             return Some((described(finding, text), false));
         }
         return match header_above(lines, index, claimed) {
@@ -215,7 +228,7 @@ fn read_line(
             None => Some((finding, true)),
         };
     }
-    if let Some(finding) = group_row(trimmed, indented, context) {
+    if let Some(finding) = group_row(trimmed, indented, lines.get(index + 1), context) {
         return Some((finding, false));
     }
     if let Some(file) = group_heading(trimmed, indented, known) {
@@ -262,9 +275,14 @@ fn locate(line: &str, known: &mut Known<'_>) -> Option<Place> {
         let Some((line_no, column, end)) = place else {
             continue;
         };
-        for start in path_starts(line, at) {
+        // `path: line 3`, `"path", line 3`: the path ends before its separator.
+        let path_end = match byte {
+            b',' | b' ' => line[..at].trim_end_matches([':', ',', ' ']).len(),
+            _ => at,
+        };
+        for start in path_starts(line, path_end) {
             tries += 1;
-            let file = unquoted(&line[start..at]);
+            let file = unquoted(&line[start..path_end]);
             if known.is_file(file) {
                 return Some(Place {
                     file: file.to_owned(),
@@ -439,25 +457,22 @@ fn words_with_offsets(line: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 /// A row under a file heading: `12:5  message`, `12  message`, `line 12, col 5: message`,
-/// ` 12 | ERROR | message` (a table).
-fn group_row(line: &str, indented: bool, context: &mut Context) -> Option<Finding> {
+/// `L:  12 | P:   5 | CODE | message`, ` 12 | ERROR | message` (a table).
+fn group_row(
+    line: &str,
+    indented: bool,
+    next: Option<&&str>,
+    context: &mut Context,
+) -> Option<Finding> {
     let (file, rows) = context.group.as_mut()?;
-    let text = line
-        .strip_prefix(['L', 'l'])
-        .and_then(|t| t.strip_prefix("ine ").or(Some(t)))
-        .filter(|t| t.starts_with(|c: char| c.is_ascii_digit()))
-        .unwrap_or(line);
-    let (line_no, after) = number(text)?;
-    let (column, after) = match after.strip_prefix([':', ',', '.']).map(str::trim_start) {
-        Some(rest) => {
-            let rest = strip_word(rest, "col")
-                .or_else(|| strip_word(rest, "column"))
-                .map_or(rest, str::trim_start);
-            match number(rest) {
-                Some((column, after)) => (Some(column), after),
-                None => (None, after),
-            }
-        }
+    let (line_no, after) = number(strip_label(line))?;
+    let (column, after) = match after
+        .trim_start_matches([' ', '\t'])
+        .strip_prefix([':', ',', '.', '|'])
+        .map(|rest| strip_label(rest.trim_start()))
+        .and_then(number)
+    {
+        Some((column, rest)) => (Some(column), rest),
         None => (None, after),
     };
     // Without a column only an indented row is one: `3 problems` at the margin is prose.
@@ -468,25 +483,62 @@ fn group_row(line: &str, indented: bool, context: &mut Context) -> Option<Findin
         return None;
     }
     let mut text = after.trim_start_matches([' ', '\t', ':', ',']);
-    // A table: `| ERROR | [x] message`.
-    let mut severity = None;
-    if let Some(rest) = text.strip_prefix('|') {
-        let (cell, rest) = rest.split_once('|').unwrap_or(("", rest));
-        severity = Some(cell.trim().to_ascii_lowercase()).filter(|s| !s.is_empty());
-        text = rest
-            .trim_start()
-            .strip_prefix("[x]")
-            .unwrap_or(rest)
-            .trim_start();
-        text = text.strip_prefix("[ ]").unwrap_or(text).trim_start();
+    // A table's cells before the message: a severity, a code.
+    let (mut severity, mut rule) = (None, None);
+    while let Some(rest) = text.strip_prefix('|') {
+        let (cell, rest) = rest.split_once('|').unwrap_or((rest, ""));
+        let cell = cell.trim();
+        if is_severity(cell) && severity.is_none() {
+            severity = Some(cell.to_ascii_lowercase());
+        } else if lines::is_code(cell) && rule.is_none() {
+            rule = Some(cell.to_owned());
+        } else {
+            text = cell;
+            break;
+        }
+        text = rest.trim_start();
     }
-    let text = words_of(text)?;
+    let text = text.trim_start();
+    let text = text.strip_prefix("[x]").unwrap_or(text).trim_start();
+    let text = text.strip_prefix("[ ]").unwrap_or(text);
+    // A row that quotes the source, with a caret line under it that says what is wrong there
+    // (`L7 |<div id="a" id="b">` over `     ^ Duplicate attribute (attr-no-duplication)`).
+    let caret = next
+        .map(|n| n.trim())
+        .and_then(|n| n.strip_prefix('^'))
+        .and_then(words_of);
+    let text = caret.or_else(|| words_of(text))?;
     *rows = true;
     let finding = described(Finding::at(file.clone(), line_no, column, ""), text);
-    Some(match severity {
+    let finding = match severity {
         Some(severity) if finding.severity.is_none() => finding.with_severity(Some(&severity)),
         _ => finding,
+    };
+    Some(match rule {
+        Some(rule) if finding.rule.is_none() => finding.with_rule(Some(&rule)),
+        _ => finding,
     })
+}
+
+/// The text after a label that says a number follows: `L:`, `Line`, `Ln`, `P:`, `Pos`, `C:`,
+/// `Col`, `Column` (any case).
+fn strip_label(text: &str) -> &str {
+    let word_end = text
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(text.len());
+    let word = text[..word_end].to_ascii_lowercase();
+    if !matches!(
+        word.as_str(),
+        "l" | "ln" | "line" | "p" | "pos" | "c" | "col" | "column"
+    ) {
+        return text;
+    }
+    let rest = text[word_end..].trim_start_matches([':', '.']).trim_start();
+    if rest.starts_with(|c: char| c.is_ascii_digit()) {
+        rest
+    } else {
+        text
+    }
 }
 
 /// A line that names one existing file and nothing else of substance: `src/a.py`,
@@ -507,10 +559,94 @@ fn group_heading(line: &str, indented: bool, known: &mut Known<'_>) -> Option<St
         _ => bare,
     };
     let bare = unquoted(bare);
-    (lines::looks_like_path(bare) || bare.contains(' ') && bare.contains('.'))
+    if (lines::looks_like_path(bare) || bare.contains(' ') && bare.contains('.'))
+        && known.is_file(bare)
+    {
+        return Some(bare.to_owned());
+    }
+    // `== [path] FAIL`, `"path" (3 issues)`: a bracketed or quoted path among a few words.
+    let inner = ['[', '"', '\'', '`'].iter().find_map(|open| {
+        let close = if *open == '[' { ']' } else { *open };
+        let (_, rest) = line.split_once(*open)?;
+        let (inner, after) = rest.split_once(close)?;
+        (after.split_whitespace().count() <= 3).then_some(inner)
+    })?;
+    (lines::looks_like_path(inner) || inner.contains(' ') && inner.contains('.'))
         .then_some(())
-        .filter(|()| known.is_file(bare))
-        .map(|()| bare.to_owned())
+        .filter(|()| known.is_file(inner))
+        .map(|()| inner.to_owned())
+}
+
+/// A finding's message as the general reader found it, with what a person would read out of
+/// it: a leading severity mark (`✖`, `⚠`, `!`), a label (`>> Issue:`), a leading rule
+/// (`[B404:blacklist]`, `eslint(no-unused-vars):`), a trailing rule set apart by spaces
+/// (`Unknown property "colr"   property-no-unknown`), and runs of spaces made one.
+fn polished(mut finding: Finding) -> Finding {
+    let mut text = finding.message.trim();
+    let mut severity = None;
+    let mut rule = None;
+    if let Some((mark, rest)) = text.split_once(' ') {
+        severity = match mark {
+            "✖" | "×" | "✘" | "❌" => Some("error"),
+            "⚠" | "!" | "⚠️" => Some("warning"),
+            "ℹ" | "i" => Some("info"),
+            _ => None,
+        };
+        if severity.is_some() {
+            text = rest.trim_start();
+        }
+    }
+    text = text.trim_start_matches(['>', ' ']);
+    if let Some((label, rest)) = text.split_once(": ") {
+        if matches!(
+            label.to_ascii_lowercase().as_str(),
+            "issue" | "problem" | "finding" | "violation" | "diagnostic"
+        ) {
+            text = rest.trim_start();
+        }
+    }
+    if let Some((inside, rest)) = text.strip_prefix('[').and_then(|t| t.split_once(']')) {
+        let code = inside
+            .split([':', ',', '('])
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if lines::is_code(code) {
+            rule = Some(code.to_owned());
+            text = rest.trim_start();
+        }
+    }
+    if rule.is_none() {
+        if let Some((first, rest)) = text.split_once(": ") {
+            if first.ends_with(')') && first.contains('(') && !first.contains(' ') {
+                rule = Some(first.to_owned());
+                text = rest.trim_start();
+            }
+        }
+    }
+    let mut message = text.to_owned();
+    if rule.is_none() && finding.rule.is_none() {
+        if let Some((head, last)) = message.rsplit_once("  ") {
+            let last = last.trim();
+            let rule_like = last.len() > 2
+                && last.contains(['-', '/'])
+                && last
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-/@._".contains(c));
+            if rule_like && has_letters(head) {
+                rule = Some(last.to_owned());
+                message = head.trim_end().to_owned();
+            }
+        }
+    }
+    finding.message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if finding.severity.is_none() {
+        finding = finding.with_severity(severity);
+    }
+    if finding.rule.is_none() {
+        finding = finding.with_rule(rule.as_deref());
+    }
+    finding
 }
 
 /// `Location`, `File`, `at`, `in`, `-->`: a word that only says a location follows.
@@ -586,7 +722,8 @@ pub fn is_diagnostic(line: &str) -> bool {
         matches!(
             *word,
             "error" | "errors" | "warning" | "warnings" | "warn" | "fatal"
-        ) && !(i > 0 && matches!(words[i - 1], "0" | "no"))
+        ) && !(i > 0
+            && (matches!(words[i - 1], "no") || words[i - 1].bytes().all(|b| b.is_ascii_digit())))
     })
 }
 
@@ -595,8 +732,9 @@ fn number(text: &str) -> Option<(u32, &str)> {
     if digits == 0 || digits > 9 {
         return None;
     }
+    // Line 0 is the whole file (cpplint's `file:0:`); `tidy` makes it a finding without a line.
     let value: u32 = text[..digits].parse().ok()?;
-    (value > 0).then_some((value, &text[digits..]))
+    Some((value, &text[digits..]))
 }
 
 #[cfg(test)]
@@ -655,7 +793,7 @@ mod tests {
                 &["src/a.py"]
             ),
             [
-                "src/a.py:3:5: error: Missing semicolon  semi",
+                "src/a.py:3:5: error: Missing semicolon semi",
                 "src/a.py:9:1: warning: Too long"
             ]
         );
@@ -676,8 +814,8 @@ mod tests {
                 &["src/a.ts", "a.py"]
             ),
             [
-                "src/a.ts:1:5: × Expected a semicolon",
-                "./a.py:5: >> Issue: [B602] shell=True"
+                "src/a.ts:1:5: error: Expected a semicolon",
+                "./a.py:5: shell=True [B602]"
             ]
         );
     }
