@@ -8,12 +8,20 @@
 //! verdicts (a closing summary where there is one, never a test's captured output), so text a
 //! test prints cannot name a test. JUnit XML reports are read by [`from_junit`], and a test a
 //! report and the console both name is one test ([`same_test`]).
+//!
+//! The native runners' readers do the same: `ruby` (RSpec, minitest), `php` (PHPUnit), `cpp`
+//! (GoogleTest, ctest, Catch2, and a C or C++ build that failed) and `lua` (busted). Where a
+//! runner's closing line counts its failures, names that do not add up to it name none.
 
+mod cpp;
 mod go;
 mod js;
 mod jvm;
 mod libtest;
+mod lua;
+mod php;
 mod python;
+mod ruby;
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
@@ -114,6 +122,10 @@ pub fn from_output(output: &str) -> Report {
     go::read(&lines, &mut report);
     js::read(&lines, &mut report);
     jvm::read(&lines, &mut report);
+    ruby::read(&lines, &mut report);
+    php::read(&lines, &mut report);
+    cpp::read(&lines, &mut report);
+    lua::read(&lines, &mut report);
     // Named failures mean the tests ran; a cause found beside them was one test's.
     if !report.failed.is_empty() {
         report.could_not_run = None;
