@@ -266,3 +266,31 @@ fn floods_of_each_native_format_read_in_one_pass() {
         assert!(report.failed.len() <= validator::reading::MAX_FINDINGS);
     }
 }
+
+#[test]
+fn a_phpunit_junit_log_names_tests_by_their_php_class() {
+    // PHPUnit's real log (phpunit-junit), written by the gate's command; the console names
+    // nothing, so the names are the log's.
+    let log = case_dir("phpunit-junit").join("junit.xml");
+    let gates = [format!(
+        "      - {{name: tests, rule: test, run: {}, junit: junit.xml}}\n",
+        serde_json::json!([
+            "sh",
+            "-c",
+            "cp \"$0\" junit.xml && echo 'FAILURES!' && exit 2",
+            log.display().to_string()
+        ])
+    )];
+    let (code, verdict) = project(&gates).verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let test = gate(&verdict, "tests");
+    let said = messages(test);
+    assert_eq!(said.len(), 5, "{test:#}");
+    for name in truth("phpunit-junit") {
+        assert!(
+            said.iter()
+                .any(|m| m.starts_with(&format!("test failed: {name}"))),
+            "`{name}` not named: {test:#}"
+        );
+    }
+}
