@@ -30,6 +30,7 @@ mod private_index;
 mod progress;
 mod reading_general;
 mod reading_linters;
+mod reading_native_runners;
 mod reasons;
 mod review;
 mod review27_attacks;

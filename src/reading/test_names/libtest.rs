@@ -28,7 +28,9 @@ pub fn read(lines: &[&str], report: &mut Report) {
         read_nextest(lines, report);
     } else if libtest {
         for binary in lines.split(|l| starts_binary(l)) {
-            read_libtest(binary, report);
+            for run in runs(binary) {
+                read_libtest(run, report);
+            }
         }
     }
     if !libtest && !nextest {
@@ -48,6 +50,25 @@ fn is_running(line: &str) -> bool {
 fn starts_binary(line: &str) -> bool {
     let trimmed = line.trim_start();
     trimmed.starts_with("Running ") && trimmed.ends_with(')') || trimmed.starts_with("Doc-tests ")
+}
+
+/// The test binaries' runs in `lines`: `cargo test -q` prints no `Running` line before each
+/// binary, so one binary's run ends at its `test result:` line when the next line but blank
+/// ones (and cargo's `error: test failed, to rerun pass …`) is another's `running N tests`.
+fn runs<'a, 'b>(lines: &'b [&'a str]) -> Vec<&'b [&'a str]> {
+    let mut runs = Vec::new();
+    let (mut start, mut after_result) = (0, false);
+    for (at, line) in lines.iter().enumerate() {
+        if is_running(line) && after_result {
+            runs.push(&lines[start..at]);
+            start = at;
+        }
+        if !line.is_empty() && !line.starts_with("error: test failed, to rerun pass ") {
+            after_result = line.starts_with("test result: ");
+        }
+    }
+    runs.push(&lines[start..]);
+    runs
 }
 
 /// One test binary's output. Its closing `test result:` line is its last; a test's own output
@@ -107,9 +128,14 @@ fn read_binary(lines: &[&str], report: &mut Report) {
             i = j.max(i + 1);
             continue;
         }
+        // `test x ... FAILED`, and `x --- FAILED` under `--quiet`.
         if let Some(name) = line
             .strip_prefix("test ")
             .and_then(|rest| rest.strip_suffix(" ... FAILED"))
+            .or_else(|| {
+                line.strip_suffix(" --- FAILED")
+                    .filter(|n| !n.contains(' '))
+            })
         {
             let name = name.trim();
             if reported.len() < MAX_FINDINGS {
@@ -286,6 +312,16 @@ mod tests {
     fn quiet_cargo_test_names_from_its_list() {
         let out = "running 2 tests\n.F\nfailures:\n\n---- t::x stdout ----\nthread 't::x' panicked at src/lib.rs:3:9:\nboom\n\n\nfailures:\n    t::x\n\ntest result: FAILED. 1 passed; 1 failed;\n";
         assert_eq!(names(out), ["t::x"]);
+    }
+
+    #[test]
+    fn quiet_cargo_test_names_every_binarys_list() {
+        // No `Running` lines under `-q`: the library's failures, then an integration binary's,
+        // then doc tests that passed.
+        let out = "\nrunning 2 tests\n.F\nfailures:\n\n---- t::x stdout ----\nboom\n\nfailures:\n    t::x\n\ntest result: FAILED. 1 passed; 1 failed;\n\nerror: test failed, to rerun pass `--lib`\n\nrunning 1 test\nintegration_fails --- FAILED\nfailures:\n\nfailures:\n    integration_fails\n\ntest result: FAILED. 0 passed; 1 failed;\n\n\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed;\n\n";
+        assert_eq!(names(out), ["t::x", "integration_fails"]);
+        let cut = "running 2 tests\n.F 1/2\nt::y --- FAILED\n";
+        assert_eq!(names(cut), ["t::y"]);
     }
 
     #[test]

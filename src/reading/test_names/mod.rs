@@ -8,12 +8,20 @@
 //! verdicts (a closing summary where there is one, never a test's captured output), so text a
 //! test prints cannot name a test. JUnit XML reports are read by [`from_junit`], and a test a
 //! report and the console both name is one test ([`same_test`]).
+//!
+//! The native runners' readers do the same: `ruby` (RSpec, minitest), `php` (PHPUnit), `cpp`
+//! (GoogleTest, ctest, Catch2, and a C or C++ build that failed) and `lua` (busted). Where a
+//! runner's closing line counts its failures, names that do not add up to it name none.
 
+mod cpp;
 mod go;
 mod js;
 mod jvm;
 mod libtest;
+mod lua;
+mod php;
 mod python;
+mod ruby;
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
@@ -114,6 +122,10 @@ pub fn from_output(output: &str) -> Report {
     go::read(&lines, &mut report);
     js::read(&lines, &mut report);
     jvm::read(&lines, &mut report);
+    ruby::read(&lines, &mut report);
+    php::read(&lines, &mut report);
+    cpp::read(&lines, &mut report);
+    lua::read(&lines, &mut report);
     // Named failures mean the tests ran; a cause found beside them was one test's.
     if !report.failed.is_empty() {
         report.could_not_run = None;
@@ -209,6 +221,9 @@ pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
             Event::Start(element) if element.local_name().as_ref() == "testcase" => {
                 let case = Case {
                     classname: attribute(element, "classname").unwrap_or_default(),
+                    // PHPUnit writes the class as PHP names it (`App\Tests\CalcTest`) in
+                    // `class`, and with dots for `\` in `classname`.
+                    php_class: attribute(element, "class"),
                     name: attribute(element, "name").unwrap_or_default(),
                 };
                 let test = Failed {
@@ -248,6 +263,7 @@ pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
 struct Case {
     classname: String,
     name: String,
+    php_class: Option<String>,
 }
 
 /// A JUnit test case named as its runner names it on the console, from the conventions of the
@@ -255,10 +271,14 @@ struct Case {
 /// `tests/test_a.py::TestC::test_b`), Surefire (`com.x.CalcTest` + `adds` →
 /// `com.x.CalcTest.adds`), node --test (nested `<testsuite>`s → `suite > test`), vitest
 /// (`suite > test` already), go's reporters and nextest (the name alone: the package or binary
-/// is not part of it), mocha's xunit (the suite titles joined by spaces, read as a path); any
-/// other as `classname::name`.
+/// is not part of it), mocha's xunit (the suite titles joined by spaces, read as a path),
+/// PHPUnit (`App\Tests\CalcTest` + `testAdds` → `App\Tests\CalcTest::testAdds`); any other
+/// as `classname::name`.
 fn junit_name(root: &str, suites: &[String], case: &Case) -> String {
     let (class, name) = (case.classname.as_str(), case.name.as_str());
+    if let Some(php_class) = case.php_class.as_deref().filter(|c| !c.is_empty()) {
+        return format!("{php_class}::{name}");
+    }
     if root == "pytest tests" || suites.first().is_some_and(|s| s == "pytest") {
         let parts: Vec<&str> = class.split('.').filter(|p| !p.is_empty()).collect();
         let module_end = parts
@@ -420,6 +440,11 @@ mod tests {
         assert_eq!(found[0].message.as_deref(), Some("expected 401"));
         assert_eq!(found[1].name, "crashes");
         assert!(from_junit("<testsuite><testcase").is_err());
+        let phpunit = r#"<testsuite name="App\Tests\CalcTest"><testcase name="testSquare with data set &quot;a::b&quot;" class="App\Tests\CalcTest" classname="App.Tests.CalcTest"><failure type="X">f</failure></testcase></testsuite>"#;
+        assert_eq!(
+            from_junit(phpunit).unwrap()[0].name,
+            "App\\Tests\\CalcTest::testSquare with data set \"a::b\""
+        );
     }
 
     #[test]

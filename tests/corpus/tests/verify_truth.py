@@ -27,6 +27,8 @@ def junit_fails(path, kind):
                         out.append(("%s" % n if kind == "jest" else f"{cn} {n}").strip())
                     elif kind == "maven":
                         out.append(f"{cn}.{n}")
+                    elif kind == "phpunit":
+                        out.append(f"{ch.get('class')}::{n}")
                     else:
                         out.append(n)
     walk(root if root.tag == "testsuites" else ET.Element("x", {}), [])
@@ -34,7 +36,8 @@ def junit_fails(path, kind):
         walk(ET.ElementTree(ET.fromstring(f"<w>{ET.tostring(root, encoding='unicode')}</w>")).getroot(), [])
     return out
 kinds = {"nextest": "nextest", "pytest": "pytest", "gotestsum": "go", "node": "node", "jest": "jest",
-         "vitest": "vitest", "mocha": "mocha", "maven": "maven"}
+         "vitest": "vitest", "mocha": "mocha", "maven": "maven",
+         "phpunit": "phpunit"}
 bad = 0
 for d in sorted(os.listdir(D)):
     p = f"{D}/{d}"
