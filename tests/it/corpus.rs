@@ -53,6 +53,8 @@ fn relative(file: &str, cwd: &str) -> String {
 struct Fixture {
     /// Where the fixture is committed, if it is.
     root: Option<PathBuf>,
+    /// Or the list of its files, for a real project not committed (`fixtures/<name>.files`).
+    listed: Option<std::collections::HashSet<String>>,
     /// Where the tool saw the fixture's root, and the directory it ran in.
     seen_root: PathBuf,
     cwd: PathBuf,
@@ -67,8 +69,12 @@ impl Fixture {
             .find(|a| a.file_name().is_some_and(|n| n == name))
             .map_or_else(|| cwd.clone(), Path::to_path_buf);
         let root = corpus(kind).join("fixtures").join(name);
+        let listed = std::fs::read_to_string(corpus(kind).join(format!("fixtures/{name}.files")))
+            .ok()
+            .map(|list| list.lines().map(str::to_owned).collect());
         Fixture {
             root: (!name.is_empty() && root.is_dir()).then_some(root),
+            listed,
             seen_root,
             cwd,
         }
@@ -77,9 +83,9 @@ impl Fixture {
 
 impl findings::Files for Fixture {
     fn is_file(&self, path: &str) -> bool {
-        let Some(root) = &self.root else {
+        if self.root.is_none() && self.listed.is_none() {
             return false;
-        };
+        }
         let mut seen = PathBuf::new();
         for part in self.cwd.join(path).components() {
             match part {
@@ -90,8 +96,14 @@ impl findings::Files for Fixture {
                 other => seen.push(other),
             }
         }
-        seen.strip_prefix(&self.seen_root)
-            .is_ok_and(|rel| root.join(rel).is_file())
+        let Ok(rel) = seen.strip_prefix(&self.seen_root) else {
+            return false;
+        };
+        match (&self.root, &self.listed) {
+            (Some(root), _) => root.join(rel).is_file(),
+            (None, Some(listed)) => listed.contains(rel.to_string_lossy().as_ref()),
+            (None, None) => false,
+        }
     }
 }
 
