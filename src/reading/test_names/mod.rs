@@ -14,6 +14,7 @@ mod js;
 mod jvm;
 mod libtest;
 mod python;
+mod tap;
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
@@ -114,6 +115,7 @@ pub fn from_output(output: &str) -> Report {
     go::read(&lines, &mut report);
     js::read(&lines, &mut report);
     jvm::read(&lines, &mut report);
+    tap::read(&lines, &mut report);
     // Named failures mean the tests ran; a cause found beside them was one test's.
     if !report.failed.is_empty() {
         report.could_not_run = None;
