@@ -28,6 +28,7 @@ mod layers;
 mod metrics;
 mod private_index;
 mod progress;
+mod reading_js_runners;
 mod reasons;
 mod review;
 mod review27_attacks;
