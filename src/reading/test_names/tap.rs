@@ -34,6 +34,10 @@ pub fn read(lines: &[&str], report: &mut Report) {
     if prove::read(lines, report) {
         return;
     }
+    // Another runner's reader named this output's failures: TAP in it is what a test printed.
+    if !report.failed.is_empty() {
+        return;
+    }
     if let Some(stream) = Stream::parse(lines) {
         stream.report(lines, report);
     }
@@ -252,13 +256,14 @@ impl Frame {
 }
 
 impl Stream {
-    /// The TAP stream in `lines`, if there is one: after the first `TAP version` line, or, if
-    /// there is none, a stream with a plan at the margin.
+    /// The TAP stream in `lines`, if there is one: after the first `TAP version` line at the
+    /// margin (every runner writes it there; one indented is another runner's report of what
+    /// a test printed), or, if there is none, a stream with a plan at the margin.
     fn parse(lines: &[&str]) -> Option<Stream> {
         let version = lines
             .iter()
-            .position(|l| matches!(classify(l.trim_start_matches(' ')), Tap::Version));
-        let (start, base) = version.map_or((0, 0), |at| (at + 1, indent_of(lines[at])));
+            .position(|l| matches!(classify(l), Tap::Version));
+        let (start, base) = version.map_or((0, 0), |at| (at + 1, 0));
         let mut stream = Stream {
             frames: vec![Frame {
                 indent: base,
@@ -934,5 +939,20 @@ mod stream_tests {
             report.could_not_run.as_deref(),
             Some("bats_load_safe: Could not find '/t/helper'[.bash]")
         );
+    }
+}
+
+#[cfg(test)]
+mod printed_tap_tests {
+    use super::super::names;
+
+    #[test]
+    fn tap_another_runner_shows_as_a_test_s_output_names_nothing() {
+        // jest shows a test's console.log indented under its `console.log` header.
+        let jest = "FAIL __tests__/a.test.js\n  ● Test suite failed to run\n\n    Cannot find module 'x'\n\n  console.log\n    TAP version 13\n    not ok 1 - fake\n    1..1\n\nTest Suites: 1 failed, 1 total\nTests:       0 total\n";
+        assert!(names(jest).is_empty(), "{:?}", names(jest));
+        // pytest -s prints it raw, but pytest's own summary named the run's failures.
+        let pytest = "tests/test_a.py \nTAP version 13\nnot ok 1 - fake\n1..1\nF\n=========================== short test summary info ============================\nFAILED tests/test_a.py::test_real - assert 1 == 2\n============================== 1 failed in 0.01s ===============================\n";
+        assert_eq!(names(pytest), ["tests/test_a.py::test_real"]);
     }
 }
