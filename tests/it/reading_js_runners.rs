@@ -170,7 +170,8 @@ fn floods_of_tap_and_of_runner_summaries_cost_one_pass() {
     // Shapes that would make a TAP or runner reader look back or compare every line with
     // every other: points all numbered alike, subtests opened and closed over and over, an
     // unclosed YAML block, prove diagnostics nested and never claimed, uvu progress lines,
-    // AVA rules, jasmine entries. Each is read in one pass (seconds, not minutes).
+    // AVA rules, jasmine entries, and long titles nested deep over many failures (each name is
+    // cut, not a copy of the whole path). Each is read in one pass (seconds, not minutes).
     let shapes = [
         r##"echo "TAP version 13"; seq 1 60000 | sed "s|.*|not ok 1 - same|"; echo "1..60000""##,
         r##"echo "TAP version 14"; for i in $(seq 1 3000); do echo "# Subtest: s$i"; echo "    not ok 1 - x"; echo "    1..1"; echo "not ok $i - s$i"; done; echo "1..3000""##,
@@ -179,6 +180,7 @@ fn floods_of_tap_and_of_runner_summaries_cost_one_pass() {
         r##"seq 1 40000 | sed "s|.*| s  ✘   (0 / 1)\n  FAIL  s  \"t&\"|"; printf "  Total:     40000\n  Passed:    0\n""##,
         r##"seq 1 40000 | sed "s|.*|  ─\n\n  heading &\n|"; echo "  ─"; echo "  40000 tests failed""##,
         r##"echo "Failures:"; seq 1 40000 | sed "s|.*|&) spec &\n  Message:\n    x|"; echo "40000 specs, 40000 failures""##,
+        r##"N=$(printf 'n%.0s' $(seq 1 4000)); echo "TAP version 14"; ind=""; for d in $(seq 1 60); do echo "$ind# Subtest: $N"; ind="$ind    "; done; for i in $(seq 1 1500); do echo "${ind}not ok $i - x$i"; done; echo "${ind}1..1500"; for d in $(seq 1 60); do ind="${ind#    }"; echo "${ind}not ok 1 - $N"; echo "${ind}1..1"; done"##,
     ];
     let gates: Vec<String> = shapes
         .iter()

@@ -129,7 +129,7 @@ fn node_spec(lines: &[&str], report: &mut Report) {
                 .take(3),
             3,
         );
-        report.add(Failed::named(&titles.join(" > ")).because(message));
+        report.add(Failed::named(&super::tap::path_name(&titles)).because(message));
     }
 }
 
@@ -304,7 +304,7 @@ fn mocha(lines: &[&str], report: &mut Report) {
                 .take_while(|l| !l.trim_start().starts_with("at ") && !l.trim().is_empty()),
             2,
         );
-        report.add(Failed::named(&titles.join(" > ")).because(message));
+        report.add(Failed::named(&super::tap::path_name(&titles)).because(message));
         i = j;
     }
 }

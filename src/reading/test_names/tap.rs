@@ -30,6 +30,31 @@ use crate::reading::MAX_FINDINGS;
 /// would make naming cost its depth for every failure).
 const MAX_DEPTH: usize = 64;
 
+/// Longest name made of a path, in bytes: a long title nested over many failures would
+/// otherwise be copied whole into each of them.
+const MAX_NAME_BYTES: usize = 2048;
+
+/// A test's path joined with ` > `, cut at [`MAX_NAME_BYTES`] (on a character boundary) with
+/// no more of the path read than that.
+pub(super) fn path_name<S: AsRef<str>>(parts: &[S]) -> String {
+    let mut name = String::new();
+    for part in parts {
+        if !name.is_empty() {
+            name.push_str(" > ");
+        }
+        let part = part.as_ref();
+        let mut end = MAX_NAME_BYTES.saturating_sub(name.len()).min(part.len());
+        while !part.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.push_str(&part[..end]);
+        if end < part.len() {
+            break;
+        }
+    }
+    name
+}
+
 pub fn read(lines: &[&str], report: &mut Report) {
     if prove::read(lines, report) {
         return;
@@ -474,7 +499,7 @@ impl Stream {
                 .child
                 .is_some_and(|child| self.failures(trust, child, path, found));
             if !below {
-                found.push((path.join(" > "), frame, at));
+                found.push((path_name(path), frame, at));
             }
             path.pop();
         }
@@ -954,5 +979,19 @@ mod printed_tap_tests {
         // pytest -s prints it raw, but pytest's own summary named the run's failures.
         let pytest = "tests/test_a.py \nTAP version 13\nnot ok 1 - fake\n1..1\nF\n=========================== short test summary info ============================\nFAILED tests/test_a.py::test_real - assert 1 == 2\n============================== 1 failed in 0.01s ===============================\n";
         assert_eq!(names(pytest), ["tests/test_a.py::test_real"]);
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    #[test]
+    fn a_path_name_is_cut_on_a_character_boundary() {
+        assert_eq!(super::path_name(&["a", "b c"]), "a > b c");
+        let long = "ü".repeat(super::MAX_NAME_BYTES);
+        let name = super::path_name(&["x", long.as_str(), "never read"]);
+        assert!(
+            name.len() <= super::MAX_NAME_BYTES && name.starts_with("x > ü"),
+            "{name}"
+        );
     }
 }

@@ -13,6 +13,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::super::{Failed, Report, joined};
+use super::MAX_DEPTH;
+use crate::reading::MAX_FINDINGS;
 
 /// Reads prove's output; false when `lines` are not prove's (its `Result:` line is missing).
 pub fn read(lines: &[&str], report: &mut Report) -> bool {
@@ -30,7 +32,7 @@ pub fn read(lines: &[&str], report: &mut Report) -> bool {
     };
     let files = summary(&lines[start + 1..end]);
     let mut placed: HashMap<&str, Vec<&Diagnostic>> = HashMap::new();
-    let diagnostics = failures(&lines[..start]);
+    let (diagnostics, names) = failures(&lines[..start]);
     for diagnostic in &diagnostics {
         placed
             .entry(diagnostic.file.as_str())
@@ -47,8 +49,14 @@ pub fn read(lines: &[&str], report: &mut Report) -> bool {
         }
         for diagnostic in here {
             for leaf in &diagnostic.leaves {
-                let mut test = Failed::named(&format!("{} > {}", file.name, leaf.path))
-                    .because(leaf.message.clone());
+                if report.failed.len() >= MAX_FINDINGS {
+                    return true;
+                }
+                let path: Vec<&str> = std::iter::once(file.name.as_str())
+                    .chain(leaf.path.iter().map(|&n| names[n].as_str()))
+                    .collect();
+                let mut test =
+                    Failed::named(&super::path_name(&path)).because(leaf.message.clone());
                 test.file = Some(leaf.file.clone());
                 test.line = Some(leaf.line);
                 report.add(test);
@@ -138,7 +146,7 @@ fn count(list: &str) -> u64 {
         .filter(|r| !r.is_empty())
         .map(|range| match range.split_once('-') {
             Some((from, to)) => match (from.trim().parse::<u64>(), to.trim().parse::<u64>()) {
-                (Ok(from), Ok(to)) if to >= from => to - from + 1,
+                (Ok(from), Ok(to)) if to >= from => (to - from).saturating_add(1),
                 _ => 0,
             },
             None => u64::from(range.parse::<u64>().is_ok()),
@@ -154,16 +162,19 @@ struct Diagnostic {
 }
 
 struct Leaf {
-    path: String,
+    /// The names from the outermost subtest down, as places in the diagnostics' names.
+    path: Vec<usize>,
     file: String,
     line: u32,
     message: Option<String>,
 }
 
-/// Test::More's failure diagnostics, subtests folded into their parents by indentation. A
-/// subtest's failures count only once its own `# Looks like you failed N tests of M.` (at
-/// their indentation) says there were N of them, and only for the failure that follows them.
-fn failures(lines: &[&str]) -> Vec<Diagnostic> {
+/// Test::More's failure diagnostics, subtests folded into their parents by indentation, and
+/// the names they hold. A subtest's failures count only once its own `# Looks like you failed
+/// N tests of M.` (at their indentation) says there were N of them, and only for the failure
+/// that follows them. Diagnostics nested deeper than any runner nests are not read.
+fn failures(lines: &[&str]) -> (Vec<Diagnostic>, Vec<String>) {
+    let mut names: Vec<String> = Vec::new();
     // Diagnostics inside subtests, not yet claimed by their parent: (indentation, confirmed
     // by the subtest's count, leaves).
     let mut open: Vec<(usize, bool, Vec<Leaf>)> = Vec::new();
@@ -183,9 +194,13 @@ fn failures(lines: &[&str]) -> Vec<Diagnostic> {
             }
             continue;
         }
-        let Some((depth, name, file, at)) = diagnostic(line, lines.get(i + 1).copied()) else {
+        let Some((depth, name, file, at)) = diagnostic(line, lines.get(i + 1).copied())
+            .filter(|(depth, ..)| *depth <= 4 * MAX_DEPTH)
+        else {
             continue;
         };
+        names.push(name);
+        let name = names.len() - 1;
         let from = open
             .iter()
             .rposition(|(d, _, _)| *d <= depth)
@@ -208,7 +223,7 @@ fn failures(lines: &[&str]) -> Vec<Diagnostic> {
                 3,
             );
             vec![Leaf {
-                path: name.clone(),
+                path: vec![name],
                 file: file.clone(),
                 line: at,
                 message,
@@ -216,9 +231,9 @@ fn failures(lines: &[&str]) -> Vec<Diagnostic> {
         } else {
             children
                 .into_iter()
-                .map(|leaf| Leaf {
-                    path: format!("{name} > {}", leaf.path),
-                    ..leaf
+                .map(|mut leaf| {
+                    leaf.path.insert(0, name);
+                    leaf
                 })
                 .collect()
         };
@@ -229,7 +244,7 @@ fn failures(lines: &[&str]) -> Vec<Diagnostic> {
             open.push((depth, false, leaves));
         }
     }
-    top
+    (top, names)
 }
 
 /// `# Looks like you failed N tests of M.`: (indentation, N).
