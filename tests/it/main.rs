@@ -31,6 +31,7 @@ mod progress;
 mod reading_general;
 mod reading_linters;
 mod reading_native_runners;
+mod reading_js_runners;
 mod reasons;
 mod review;
 mod review27_attacks;

@@ -22,6 +22,7 @@ mod lua;
 mod php;
 mod python;
 mod ruby;
+mod tap;
 
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
@@ -126,6 +127,7 @@ pub fn from_output(output: &str) -> Report {
     php::read(&lines, &mut report);
     cpp::read(&lines, &mut report);
     lua::read(&lines, &mut report);
+    tap::read(&lines, &mut report);
     // Named failures mean the tests ran; a cause found beside them was one test's.
     if !report.failed.is_empty() {
         report.could_not_run = None;
