@@ -3,15 +3,15 @@
 //! failed: a, b, c" or "the tests could not run: ModuleNotFoundError: No module named 'x'",
 //! not a 1 MiB log.
 //!
-//! Each runner's reader (`libtest`: cargo test and nextest; `python`: pytest and unittest;
-//! `go`; `js`: node --test, jest, vitest, mocha; `jvm`: Maven's build) looks only where its runner prints its own
-//! verdicts (a closing summary where there is one, never a test's captured output), so text a
-//! test prints cannot name a test. JUnit XML reports are read by [`from_junit`], and a test a
-//! report and the console both name is one test ([`same_test`]).
-//!
-//! The native runners' readers do the same: `ruby` (RSpec, minitest), `php` (PHPUnit), `cpp`
-//! (GoogleTest, ctest, Catch2, and a C or C++ build that failed) and `lua` (busted). Where a
-//! runner's closing line counts its failures, names that do not add up to it name none.
+//! Each runner family's reader looks only where its runner prints its own verdicts (a closing
+//! summary where there is one, never a test's captured output), so text a test prints cannot
+//! name a test: `libtest` (cargo test, nextest), `python` (pytest, unittest), `go`, `js` (node
+//! --test, jest, vitest, mocha, AVA, jasmine, uvu: the runner whose summary comes last),
+//! `tap` (any TAP stream, 13, 14 or without a version, and prove), `jvm` (Maven's build),
+//! `ruby` (RSpec, minitest), `php` (PHPUnit), `cpp` (GoogleTest, ctest, Catch2, and a C or C++
+//! build that failed) and `lua` (busted). Where a runner's closing line counts its failures,
+//! names that do not add up to it name none. JUnit XML reports are read by [`from_junit`], and
+//! a test a report and the console both name is one test ([`same_test`]).
 
 mod cpp;
 mod go;
