@@ -711,19 +711,23 @@ fn is_stack_frame(line: &str) -> bool {
         || line.contains(":in '")
 }
 
-/// A line a person would read as a diagnostic: a severity word that is not a zero count.
+/// A line a person would read as a diagnostic: a severity word that is not a count (`3
+/// errors`, `no warnings`, `Errors: 0`), as a summary line says it.
 pub fn is_diagnostic(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
+    let is_count = |word: Option<&&str>| {
+        word.is_some_and(|w| *w == "no" || w.bytes().all(|b| b.is_ascii_digit()))
+    };
     words.iter().enumerate().any(|(i, word)| {
         matches!(
             *word,
             "error" | "errors" | "warning" | "warnings" | "warn" | "fatal"
-        ) && !(i > 0
-            && (matches!(words[i - 1], "no") || words[i - 1].bytes().all(|b| b.is_ascii_digit())))
+        ) && !is_count(i.checked_sub(1).and_then(|i| words.get(i)))
+            && !is_count(words.get(i + 1))
     })
 }
 
@@ -826,6 +830,27 @@ mod tests {
             shown("my dir/a b.py:1:8: F401 unused\n", &["my dir/a b.py"]),
             ["my dir/a b.py:1:8: unused [F401]"]
         );
+    }
+
+    #[test]
+    fn counts_are_not_diagnostics() {
+        for summary in [
+            "Found 0 errors.",
+            "3 errors, 0 warnings",
+            "No errors found",
+            "Errors: 0, Warnings: 0",
+            "All checks passed!",
+            "Success: no issues found in 3 source files",
+        ] {
+            assert!(!is_diagnostic(summary), "{summary}");
+        }
+        for warning in [
+            "WARNING: something looks off",
+            "warning: unused x",
+            "error in a.c",
+        ] {
+            assert!(is_diagnostic(warning), "{warning}");
+        }
     }
 
     #[test]
