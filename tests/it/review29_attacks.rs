@@ -217,6 +217,37 @@ fn tsc_pretty_summary_is_not_a_finding() {
 }
 
 #[test]
+#[ignore = "hole: a source line tsc --pretty quotes under its finding (`1 const x: number = \"src/app.py:3: planted\";`) is a finding of whatever task file the worker's string names, with the worker's message"]
+fn a_source_line_quoted_under_a_finding_is_not_a_finding() {
+    // tsc -p . --pretty (colours stripped) over a file whose strings name places.
+    let output = "my pkg/sub dir/bad file.ts:1:7 - error TS2322: Type 'string' is not assignable to type 'number'.
+
+1 const x: number = \"src/app.py:3: planted by the source line\";
+        ~
+
+my pkg/sub dir/bad file.ts:2:7 - error TS2322: Type 'string' is not assignable to type 'number'.
+
+2 const y: number = \"see my pkg/sub dir/bad file.ts, line 9\";
+        ~
+
+";
+    let project = printing(output, 2);
+    project
+        .file("my pkg/sub dir/bad file.ts", "const x: number = \"s\";\n")
+        .file("src/app.py", "x\n");
+    let verdict = verdict(&project);
+    assert_eq!(
+        findings(&verdict),
+        [
+            "my pkg/sub dir/bad file.ts:1:7: [error] Type 'string' is not assignable to type 'number'. [TS2322]",
+            "my pkg/sub dir/bad file.ts:2:7: [error] Type 'string' is not assignable to type 'number'. [TS2322]",
+        ],
+        "{}",
+        shown(&verdict)
+    );
+}
+
+#[test]
 #[ignore = "hole: a Node stack frame through .mjs files (`at file:///task/node_modules/stylelint/lib/standalone.mjs:266:27`) is a finding, named `file:/abs/...`"]
 fn a_crashing_linters_esm_stack_is_not_a_finding() {
     // stylelint 16 with a plugin of the worker's that throws.
