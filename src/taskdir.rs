@@ -269,6 +269,25 @@ pub fn resolve_inside(task: &Task, rel: &str) -> Result<PathBuf, String> {
     Ok(real)
 }
 
+/// Whether `rel` (relative to the open directory `dir`) names a regular file that lies beneath
+/// it, links followed only while they stay beneath: one `openat2` with `RESOLVE_BENEATH`, so a
+/// chain of links costs the kernel's bounded walk, not a `readlink` per component. Nothing is
+/// opened for reading (`O_PATH`). Where the kernel has no `openat2`, the path is resolved and
+/// checked as [`resolve_inside`] does.
+pub fn is_file_beneath(dir: &File, dir_path: &Path, rel: &Path) -> bool {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    match openat2(dir, rel, how) {
+        Ok(fd) => File::from(fd).metadata().is_ok_and(|m| m.is_file()),
+        Err(nix::errno::Errno::ENOSYS) => dir_path.join(rel).canonicalize().is_ok_and(|real| {
+            real.starts_with(dir_path) && real.metadata().is_ok_and(|m| m.is_file())
+        }),
+        Err(_) => false,
+    }
+}
+
 /// Opens a file for reading only if it really lies inside the task directory, and reads at most
 /// `cap` bytes. `Ok(None)` means the file is larger than `cap`; it was not read whole.
 pub fn read_capped(task: &Task, path: &Path, cap: u64) -> Result<Option<Vec<u8>>, String> {

@@ -476,10 +476,7 @@ impl Command {
         };
         match parse {
             Parse::Findings => {
-                let files = TaskFiles {
-                    task_dir: &ctx.task.dir,
-                    cwd,
-                };
+                let files = TaskFiles::new(&ctx.task.dir, cwd);
                 let read = findings::read(text, self.format, &files);
                 let mut found = read.findings;
                 let mut note = String::new();
@@ -733,21 +730,37 @@ pub(super) fn relative_findings(
 
 /// The task's files as the general reader of tool output asks for them: a path the tool
 /// printed, from the directory it ran in, naming a regular file that really lies in the task
-/// (links followed only while they stay inside).
+/// (links followed only while they stay inside; see [`taskdir::is_file_beneath`]).
 struct TaskFiles<'a> {
     task_dir: &'a Path,
     cwd: &'a Path,
+    /// The task directory, opened once for every lookup.
+    opened: Option<std::fs::File>,
+}
+
+impl<'a> TaskFiles<'a> {
+    fn new(task_dir: &'a Path, cwd: &'a Path) -> Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_DIRECTORY)
+            .open(task_dir)
+            .ok();
+        TaskFiles {
+            task_dir,
+            cwd,
+            opened,
+        }
+    }
 }
 
 impl findings::Files for TaskFiles<'_> {
     fn is_file(&self, path: &str) -> bool {
         let written = normalize(&self.cwd.join(path));
-        if !written.starts_with(self.task_dir) {
+        let (Ok(rel), Some(dir)) = (written.strip_prefix(self.task_dir), &self.opened) else {
             return false;
-        }
-        written.canonicalize().is_ok_and(|real| {
-            real.starts_with(self.task_dir) && real.metadata().is_ok_and(|m| m.is_file())
-        })
+        };
+        !rel.as_os_str().is_empty() && taskdir::is_file_beneath(dir, self.task_dir, rel)
     }
 }
 

@@ -35,10 +35,17 @@ const MAX_TRIES_PER_LINE: usize = 24;
 /// Words a path holding spaces may span.
 const MAX_PATH_WORDS: usize = 6;
 
-/// [`Files`] asked once per path, and at most [`MAX_LOOKUPS`] times.
+/// The longest all of one output's lookups may take together: a task whose links make each
+/// lookup slow (a deep chain of them) cannot hold a verdict back; past it every path is read as
+/// naming no file.
+const MAX_LOOKUP_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// [`Files`] asked once per path, at most [`MAX_LOOKUPS`] times and for at most
+/// [`MAX_LOOKUP_TIME`].
 pub struct Known<'a> {
     files: &'a dyn Files,
     answers: std::collections::HashMap<String, bool>,
+    spent: std::time::Duration,
 }
 
 impl<'a> Known<'a> {
@@ -46,6 +53,7 @@ impl<'a> Known<'a> {
         Known {
             files,
             answers: std::collections::HashMap::new(),
+            spent: std::time::Duration::ZERO,
         }
     }
 
@@ -57,10 +65,12 @@ impl<'a> Known<'a> {
         if let Some(&known) = self.answers.get(path) {
             return known;
         }
-        if self.answers.len() >= MAX_LOOKUPS {
+        if self.answers.len() >= MAX_LOOKUPS || self.spent >= MAX_LOOKUP_TIME {
             return false;
         }
+        let started = std::time::Instant::now();
         let answer = self.files.is_file(path);
+        self.spent += started.elapsed();
         self.answers.insert(path.to_owned(), answer);
         answer
     }
@@ -80,6 +90,9 @@ struct Place {
 struct Context {
     /// A file named alone on a line, heading the rows under it, and whether a row was read.
     group: Option<(String, bool)>,
+    /// Inside a stack trace (`goroutine 1 [running]:`, `Traceback (most recent call last):`)
+    /// until its blank line: its locations are where a program crashed, not findings.
+    trace: bool,
     /// Lines that said what a finding is (its own line, or the header a frame took): a frame
     /// under one of them again is a related span of the same diagnostic.
     taken: std::collections::HashSet<usize>,
@@ -108,6 +121,12 @@ pub fn read(
     let mut context = Context::default();
     let known_found = found.len();
     let mut next_known = 0;
+    // Where findings are, to know a bare location already found without a search.
+    type Place = (Option<String>, Option<u32>);
+    let mut lines_found: std::collections::HashSet<Place> = found
+        .iter()
+        .map(|(_, f)| (f.file.clone(), f.line))
+        .collect();
     // The finding the lines below may be notes of (its position in `found`) and its indent.
     let mut last: Option<(usize, usize)> = None;
     for (index, line) in lines.iter().enumerate() {
@@ -117,6 +136,13 @@ pub fn read(
         }
         let trimmed = line.trim();
         if trimmed.is_empty() {
+            context.trace = false;
+            continue;
+        }
+        if starts_trace(trimmed) {
+            context.trace = true;
+        }
+        if context.trace {
             continue;
         }
         if claimed.get(index).copied().unwrap_or(false) {
@@ -143,15 +169,12 @@ pub fn read(
             }
             continue;
         }
-        if bare
-            && found.iter().any(|(_, f)| {
-                f.file == finding.file
-                    && f.line == finding.line
-                    && (finding.column.is_none() || f.column == finding.column)
-            })
-        {
+        let place = (finding.file.clone(), finding.line);
+        // A bare location without a column at a line already found is a summary's row.
+        if bare && finding.column.is_none() && lines_found.contains(&place) {
             continue;
         }
+        lines_found.insert(place);
         last = Some((found.len(), indent));
         found.push((index, polished(finding)));
     }
@@ -188,12 +211,21 @@ fn read_line(
     if is_stack_frame(trimmed) {
         return None;
     }
-    if let Some(place) = locate(trimmed, known) {
+    // A line of quoted source (`12 | code`, `1 const x = "a.py:3"`) names places only in the
+    // code it quotes; under a file heading it may still be a row.
+    let place = if is_snippet(trimmed) {
+        None
+    } else {
+        locate(trimmed, known)
+    };
+    if let Some(place) = place {
         context.group = None;
         let before = &trimmed[..place.start];
         let after = &trimmed[place.end..];
-        // A column 0 is no column (0-based tools print it for the line's start).
-        let finding = Finding::at(place.file, place.line, place.column.filter(|c| *c > 0), "");
+        if is_stack_frame_after(after) || is_log_stamp(before) || is_summary(before) {
+            return None;
+        }
+        let finding = Finding::at(place.file, place.line, place.column, "");
         let under = lines
             .get(index + 1)
             .filter(|n| indent_of(n) > indent_of(line))
@@ -269,7 +301,10 @@ fn locate(line: &str, known: &mut Known<'_>) -> Option<Place> {
         let place = match byte {
             b':' => after_colon(line, at),
             b'(' => after_paren(line, at),
-            b',' | b' ' => after_line_word(line, at),
+            // Only where a run of separators starts: each run is looked past once.
+            b',' | b' ' if at == 0 || !matches!(bytes[at - 1], b',' | b' ' | b':') => {
+                after_line_word(line, at)
+            }
             _ => continue,
         };
         let Some((line_no, column, end)) = place else {
@@ -283,7 +318,8 @@ fn locate(line: &str, known: &mut Known<'_>) -> Option<Place> {
         for start in path_starts(line, path_end) {
             tries += 1;
             let file = unquoted(&line[start..path_end]);
-            if known.is_file(file) {
+            let file = file.strip_prefix("file://").unwrap_or(file);
+            if known.is_file(file) && !in_dependencies(file) {
                 return Some(Place {
                     file: file.to_owned(),
                     line: line_no,
@@ -547,6 +583,14 @@ fn group_heading(line: &str, indented: bool, known: &mut Known<'_>) -> Option<St
     if indented && !line.contains('/') {
         return None;
     }
+    // A line that holds a location (`a.py:3`) or a sentence is not a heading: nothing to ask.
+    let has_location = line
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b':' && w[1].is_ascii_digit());
+    if has_location || line.split_whitespace().count() > 8 {
+        return None;
+    }
     let bare = line
         .trim_matches(|c: char| c == '-' || c == '=' || c == '>' || c == '<' || c == ' ')
         .trim_end_matches(':');
@@ -629,7 +673,6 @@ fn polished(mut finding: Finding) -> Finding {
         if let Some((head, last)) = message.rsplit_once("  ") {
             let last = last.trim();
             let rule_like = last.len() > 2
-                && last.contains(['-', '/'])
                 && last
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-/@._".contains(c));
@@ -704,11 +747,76 @@ fn is_severity(word: &str) -> bool {
 
 /// A frame of a stack trace or traceback: where a crashed program was, not a finding.
 fn is_stack_frame(line: &str) -> bool {
-    line.starts_with("at ") && (line.ends_with(')') || line.contains(".js:"))
+    // `at fn (path:1:2)`, `at path:1:2`, `at async file:///x.mjs:3:9` (JavaScript, Java)
+    let at_frame = line.strip_prefix("at ").is_some_and(|rest| {
+        rest.ends_with(')')
+            || rest
+                .rsplit_once(':')
+                .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    });
+    // `#0 /x/Runner.php(4): Runner->check()`, `#1 0x55d in main a.c:3` (PHP, gdb)
+    let numbered_frame = line
+        .strip_prefix('#')
+        .and_then(|rest| rest.split_once(' '))
+        .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    at_frame
+        || numbered_frame
         || line.starts_with("File \"") && line.contains(", in ")
         || line.starts_with("from ") && line.contains(":in ")
         || line.contains(":in `")
         || line.contains(":in '")
+        || line.starts_with("thrown in ")
+}
+
+/// The line that opens a stack trace or traceback.
+fn starts_trace(line: &str) -> bool {
+    line.starts_with("goroutine ") && line.ends_with("]:")
+        || line.starts_with("Traceback (most recent call last)")
+        || line == "Stack trace:"
+        || line == "stack backtrace:"
+        || line.starts_with("Exception in thread ")
+}
+
+/// What follows a location in a frame of a Go panic's stack: `+0x86`.
+fn is_stack_frame_after(after: &str) -> bool {
+    after
+        .trim()
+        .strip_prefix("+0x")
+        .is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A timestamp alone before the location (`2026/11/27 04:53:23 main.go:14: …`): the tool's own
+/// log line, naming its own source, not a finding in the task.
+fn is_log_stamp(before: &str) -> bool {
+    let before = before.trim();
+    !before.is_empty()
+        && before.bytes().any(|b| b.is_ascii_digit())
+        && before
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b" /:-.TZ+,".contains(&b))
+}
+
+/// A summary's words before the location (`Found 2 errors in the same file, starting at:`).
+fn is_summary(before: &str) -> bool {
+    let lower = before.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words.windows(2).any(|pair| {
+        pair[0].bytes().all(|b| b.is_ascii_digit())
+            && ["error", "warning", "problem", "issue", "finding"]
+                .iter()
+                .any(|w| pair[1].starts_with(w))
+    })
+}
+
+/// A path inside a project's dependencies (`node_modules/`, `site-packages/`, `vendor/`):
+/// what a crashing tool's trace walks through, never the worker's to fix.
+fn in_dependencies(path: &str) -> bool {
+    path.split('/').any(|part| {
+        matches!(
+            part,
+            "node_modules" | "site-packages" | "dist-packages" | ".venv" | "vendor" | ".tox"
+        )
+    })
 }
 
 /// A line a person would read as a diagnostic: a severity word that is not a count (`3
@@ -722,12 +830,23 @@ pub fn is_diagnostic(line: &str) -> bool {
     let is_count = |word: Option<&&str>| {
         word.is_some_and(|w| *w == "no" || w.bytes().all(|b| b.is_ascii_digit()))
     };
+    // A command line echoed (`> eslint --max-warnings 0 .`, `cargo clippy -- -D warnings`)
+    // names options, not problems.
+    let options = line.split_whitespace().any(|w| {
+        w.starts_with('-')
+            && w.len() > 1
+            && w[1..].starts_with(|c: char| c.is_alphabetic() || c == '-')
+    });
+    if options || line.trim_start().starts_with(['>', '$', '+']) {
+        return false;
+    }
     words.iter().enumerate().any(|(i, word)| {
         matches!(
             *word,
             "error" | "errors" | "warning" | "warnings" | "warn" | "fatal"
         ) && !is_count(i.checked_sub(1).and_then(|i| words.get(i)))
             && !is_count(words.get(i + 1))
+            && !words[i.saturating_sub(3)..i].contains(&"no")
     })
 }
 
@@ -797,7 +916,7 @@ mod tests {
                 &["src/a.py"]
             ),
             [
-                "src/a.py:3:5: error: Missing semicolon semi",
+                "src/a.py:3:5: error: Missing semicolon [semi]",
                 "src/a.py:9:1: warning: Too long"
             ]
         );
@@ -819,7 +938,7 @@ mod tests {
             ),
             [
                 "src/a.ts:1:5: error: Expected a semicolon",
-                "./a.py:5: shell=True [B602]"
+                "./a.py:5:0: shell=True [B602]"
             ]
         );
     }
