@@ -476,7 +476,7 @@ impl Command {
         };
         match parse {
             Parse::Findings => {
-                let files = TaskFiles::new(&ctx.task.dir, cwd);
+                let files = TaskFiles::new(&ctx.task.dir, cwd, &self.argv);
                 let read = findings::read(text, self.format, &files);
                 let mut found = read.findings;
                 let mut note = String::new();
@@ -736,20 +736,34 @@ struct TaskFiles<'a> {
     cwd: &'a Path,
     /// The task directory, opened once for every lookup.
     opened: Option<std::fs::File>,
+    /// The command's arguments that name directories of the task (relative, as written).
+    given_dirs: Vec<String>,
 }
 
 impl<'a> TaskFiles<'a> {
-    fn new(task_dir: &'a Path, cwd: &'a Path) -> Self {
+    fn new(task_dir: &'a Path, cwd: &'a Path, argv: &[String]) -> Self {
         use std::os::unix::fs::OpenOptionsExt;
         let opened = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(nix::libc::O_DIRECTORY)
             .open(task_dir)
             .ok();
+        let given_dirs = argv
+            .iter()
+            .skip(1)
+            .filter(|arg| !arg.starts_with('-') && !arg.starts_with('/') && *arg != ".")
+            .filter(|arg| {
+                let dir = normalize(&cwd.join(arg));
+                dir.starts_with(task_dir) && dir.is_dir()
+            })
+            .take(16)
+            .cloned()
+            .collect();
         TaskFiles {
             task_dir,
             cwd,
             opened,
+            given_dirs,
         }
     }
 }
@@ -761,6 +775,10 @@ impl findings::Files for TaskFiles<'_> {
             return false;
         };
         !rel.as_os_str().is_empty() && taskdir::is_file_beneath(dir, self.task_dir, rel)
+    }
+
+    fn given_dirs(&self) -> &[String] {
+        &self.given_dirs
     }
 }
 

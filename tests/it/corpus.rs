@@ -58,6 +58,8 @@ struct Fixture {
     /// Where the tool saw the fixture's root, and the directory it ran in.
     seen_root: PathBuf,
     cwd: PathBuf,
+    /// The command's arguments that name directories of the fixture.
+    given_dirs: Vec<String>,
 }
 
 impl Fixture {
@@ -72,16 +74,35 @@ impl Fixture {
         let listed = std::fs::read_to_string(corpus(kind).join(format!("fixtures/{name}.files")))
             .ok()
             .map(|list| list.lines().map(str::to_owned).collect());
-        Fixture {
+        let mut fixture = Fixture {
             root: (!name.is_empty() && root.is_dir()).then_some(root),
             listed,
             seen_root,
             cwd,
-        }
+            given_dirs: Vec::new(),
+        };
+        let command = meta["command"].as_str().unwrap_or_default();
+        fixture.given_dirs = shell_words::split(command)
+            .unwrap_or_default()
+            .into_iter()
+            .skip(1)
+            .filter(|arg| !arg.starts_with('-') && arg != ".")
+            .filter(|arg| {
+                fixture
+                    .root
+                    .as_ref()
+                    .is_some_and(|root| root.join(arg).is_dir())
+            })
+            .collect();
+        fixture
     }
 }
 
 impl findings::Files for Fixture {
+    fn given_dirs(&self) -> &[String] {
+        &self.given_dirs
+    }
+
     fn is_file(&self, path: &str) -> bool {
         if self.root.is_none() && self.listed.is_none() {
             return false;

@@ -115,3 +115,44 @@ fn a_clean_exit_over_warnings_it_could_not_read_says_so() {
     let clean = linted("All checks passed!\nFound 0 errors.\n", 0, &[]);
     assert_eq!(gate(&clean, "lint")["summary"], "clean", "{clean:#}");
 }
+
+#[test]
+fn a_tool_naming_files_under_the_folder_it_was_given_is_read_at_them() {
+    // `djlint templates` names `index.html`, meaning templates/index.html.
+    let project = project(&[lint(
+        "lint",
+        r#"["sh", "-c", 'cat ../out.txt; exit 1', "templates"]"#,
+        "",
+    )]);
+    project.root_file(
+        "out.txt",
+        "index.html\n───────\nH005 1:0 Html tag should have a non-empty lang attribute. <html>\nH009 3:10 Tag names should be lowercase. /H1\n\nLinted 1 file, found 2 errors.\n",
+    );
+    project.file("templates/index.html", "<html>\n");
+    let verdict = project.verdict().1;
+    assert_eq!(
+        findings(&verdict),
+        [
+            "templates/index.html:1:Html tag should have a non-empty lang attribute. <html>",
+            "templates/index.html:3:Tag names should be lowercase. /H1"
+        ],
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn ranges_and_sentences_under_a_file_heading_are_read() {
+    let verdict = linted(
+        "README.md\n  3:39-3:48  warning  `obviously` may be insensitive  obvious  retext-equality\n\nIn docs/a b.md\n=====\nThis is very unique.\n        ^^^^\n\"very\" is a weasel word on line 3 at column 8\n",
+        1,
+        &[("README.md", "x\n"), ("docs/a b.md", "y\n")],
+    );
+    assert_eq!(
+        findings(&verdict),
+        [
+            "README.md:3:`obviously` may be insensitive obvious",
+            "docs/a b.md:3:\"very\" is a weasel word"
+        ],
+        "{verdict:#}"
+    );
+}

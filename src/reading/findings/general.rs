@@ -14,6 +14,13 @@ use crate::verdict::Finding;
 /// bound their number: [`Known`] does both.
 pub trait Files {
     fn is_file(&self, path: &str) -> bool;
+
+    /// The directories (from where the tool ran) the tool was given to check: a tool that
+    /// names files relative to the directory it was given (`djlint templates` printing
+    /// `index.html`) names them under one of these.
+    fn given_dirs(&self) -> &[String] {
+        &[]
+    }
 }
 
 /// Knows no file: the general reader finds nothing (for callers with no task at hand).
@@ -55,6 +62,23 @@ impl<'a> Known<'a> {
             answers: std::collections::HashMap::new(),
             spent: std::time::Duration::ZERO,
         }
+    }
+
+    /// The file `path` names, as the task names it from where the tool ran: `path` itself, or
+    /// `path` under one of the directories the tool was given (a relative path only).
+    fn find(&mut self, path: &str) -> Option<String> {
+        if self.is_file(path) {
+            return Some(path.to_owned());
+        }
+        if path.starts_with('/') {
+            return None;
+        }
+        let files = self.files;
+        files
+            .given_dirs()
+            .iter()
+            .map(|dir| format!("{}/{path}", dir.trim_end_matches('/')))
+            .find(|under| self.is_file(under))
     }
 
     fn is_file(&mut self, path: &str) -> bool {
@@ -137,6 +161,8 @@ pub fn read(
         let trimmed = line.trim();
         if trimmed.is_empty() {
             context.trace = false;
+            // A blank line ends a file's rows (a summary or another tool's lines follow).
+            context.group = None;
             continue;
         }
         if starts_trace(trimmed) {
@@ -152,7 +178,7 @@ pub fn read(
             continue;
         }
         let indent = indent_of(line);
-        let Some((finding, bare)) = read_line(lines, index, claimed, &mut context, known) else {
+        let Some((finding, kind)) = read_line(lines, index, claimed, &mut context, known) else {
             if is_diagnostic(trimmed) {
                 unread.push(index);
             }
@@ -161,7 +187,8 @@ pub fn read(
             }
             continue;
         };
-        if let Some((at, _)) = last.filter(|(_, under)| indent > *under) {
+        let bare = kind == Kind::Bare;
+        if let Some((at, _)) = last.filter(|(_, under)| indent > *under && kind != Kind::Row) {
             let message = &mut found[at].1.message;
             if message.len() < MAX_NOTES_CHARS {
                 message.push_str("; ");
@@ -196,15 +223,23 @@ fn is_snippet(line: &str) -> bool {
     number(line).is_some_and(|(_, rest)| rest.starts_with([' ', '│', '|']))
 }
 
-/// The finding on line `index`, if it is one, and whether it is a bare location whose message
-/// came from a header above it.
+/// How a finding was read: a location on its line, a bare one whose message came from a header
+/// above it, or a row under a file heading (never a note of the row above it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Located,
+    Bare,
+    Row,
+}
+
+/// The finding on line `index`, if it is one, and how it was read.
 fn read_line(
     lines: &[&str],
     index: usize,
     claimed: &[bool],
     context: &mut Context,
     known: &mut Known<'_>,
-) -> Option<(Finding, bool)> {
+) -> Option<(Finding, Kind)> {
     let line = lines[index];
     let trimmed = line.trim();
     let indented = line.len() != line.trim_start().len();
@@ -238,38 +273,51 @@ fn read_line(
                 let within = text;
                 let mut finding = described(finding, message);
                 finding.message = format!("{} ({})", finding.message, within.trim());
-                return Some((with_severity_of(finding, before), false));
+                return Some((with_severity_of(finding, before), Kind::Located));
             }
-            return Some((with_severity_of(described(finding, text), before), false));
+            return Some((
+                with_severity_of(described(finding, text), before),
+                Kind::Located,
+            ));
         }
         if let Some(text) = words_of(before).filter(|t| !is_label(t)) {
             context.taken.insert(index);
-            return Some((described(finding, trim_preposition(text)), false));
+            return Some((described(finding, trim_preposition(text)), Kind::Located));
         }
         // A bare location: the line under it says what it is (a two-line form), or the header
         // of the block it frames does.
         if let Some(text) = under.filter(|_| !indented) {
-            return Some((described(finding, text), false));
+            return Some((described(finding, text), Kind::Located));
         }
         return match header_above(lines, index, claimed) {
             Some(at) if context.taken.contains(&at) => None,
             Some(at) => {
                 context.taken.insert(at);
-                Some((described(finding, lines[at].trim()), true))
+                Some((described(finding, lines[at].trim()), Kind::Bare))
             }
-            None => Some((finding, true)),
+            None => Some((finding, Kind::Bare)),
         };
     }
     if let Some(finding) = group_row(trimmed, indented, lines.get(index + 1), context) {
-        return Some((finding, false));
+        return Some((finding, Kind::Row));
+    }
+    // Under a file heading, a sentence that says where (`… on line 3 at column 16`).
+    if let (Some((file, rows)), Some((at, end, line_no, column))) = (
+        context.group.as_mut(),
+        // Not a table's continuation (`|   | … on line 2.`): a sentence of its own.
+        line_phrase(trimmed)
+            .filter(|(_, end, _, _)| !has_letters(&trimmed[*end..]) && !trimmed.starts_with('|')),
+    ) {
+        let message = format!("{} {}", &trimmed[..at], &trimmed[end..]);
+        if let Some(text) = words_of(trim_preposition(message.trim())) {
+            *rows = true;
+            let finding = described(Finding::at(file.clone(), line_no, column, ""), text);
+            return Some((finding, Kind::Row));
+        }
     }
     if let Some(file) = group_heading(trimmed, indented, known) {
         context.group = Some((file, false));
         return None;
-    }
-    // A line at the margin that is not a row ends a group that has rows (a summary follows).
-    if !indented && context.group.as_ref().is_some_and(|(_, rows)| *rows) && has_letters(trimmed) {
-        context.group = None;
     }
     None
 }
@@ -298,30 +346,32 @@ fn locate(line: &str, known: &mut Known<'_>) -> Option<Place> {
         if tries >= MAX_TRIES_PER_LINE {
             return None;
         }
+        // `path: line 3`, `"path", line 3`: the path ends before its separator.
+        let worded = |at| after_line_word(line, at).map(|place| (place, at));
         let place = match byte {
-            b':' => after_colon(line, at),
-            b'(' => after_paren(line, at),
+            b':' => after_colon(line, at)
+                .map(|place| (place, at))
+                .or_else(|| worded(at)),
+            b'(' => after_paren(line, at).map(|place| (place, at)),
             // Only where a run of separators starts: each run is looked past once.
-            b',' | b' ' if at == 0 || !matches!(bytes[at - 1], b',' | b' ' | b':') => {
-                after_line_word(line, at)
-            }
+            b',' | b' ' if at == 0 || !matches!(bytes[at - 1], b',' | b' ' | b':') => worded(at),
             _ => continue,
         };
-        let Some((line_no, column, end)) = place else {
+        let Some(((line_no, column, end), at)) = place else {
             continue;
         };
-        // `path: line 3`, `"path", line 3`: the path ends before its separator.
-        let path_end = match byte {
-            b',' | b' ' => line[..at].trim_end_matches([':', ',', ' ']).len(),
-            _ => at,
+        let path_end = match bytes[at] {
+            b'(' => at,
+            b':' if end > at && bytes[at + 1].is_ascii_digit() => at,
+            _ => at - (line[..at].len() - line[..at].trim_end_matches([',', ' ', '"']).len()),
         };
         for start in path_starts(line, path_end) {
             tries += 1;
             let file = unquoted(&line[start..path_end]);
             let file = file.strip_prefix("file://").unwrap_or(file);
-            if known.is_file(file) && !in_dependencies(file) {
+            if let Some(file) = known.find(file).filter(|f| !in_dependencies(f)) {
                 return Some(Place {
-                    file: file.to_owned(),
+                    file,
                     line: line_no,
                     column,
                     start,
@@ -374,6 +424,7 @@ fn after_line_word(line: &str, at: usize) -> Option<(u32, Option<u32>, usize)> {
 /// `, column 5`, `, col 5`, `:5` after a line number.
 fn column_after(text: &str) -> (Option<u32>, &str) {
     let rest = text.trim_start_matches([',', ' ']);
+    let rest = strip_word(rest, "at").map_or(rest, str::trim_start);
     let rest = strip_word(rest, "column")
         .or_else(|| strip_word(rest, "col"))
         .map(str::trim_start)
@@ -394,14 +445,7 @@ fn strip_word<'t>(text: &'t str, word: &str) -> Option<&'t str> {
 /// `line 12[, column 5]` somewhere, and a file named elsewhere on the line (`Unused variable at
 /// line 3, column 5 in src/a.py`).
 fn line_word_then_path(line: &str, known: &mut Known<'_>) -> Option<Place> {
-    let lower = line.to_ascii_lowercase();
-    let at = lower
-        .match_indices("line ")
-        .find(|(at, _)| *at == 0 || !lower.as_bytes()[at - 1].is_ascii_alphanumeric())?
-        .0;
-    let (line_no, after) = number(&line[at + 5..])?;
-    let (column, after) = column_after(after);
-    let end = line.len() - after.len();
+    let (at, end, line_no, column) = line_phrase(line)?;
     let mut tries = 0;
     for (start, word) in words_with_offsets(line) {
         if (at..end).contains(&start) {
@@ -436,6 +480,21 @@ fn line_word_then_path(line: &str, known: &mut Known<'_>) -> Option<Place> {
         }
     }
     None
+}
+
+/// `line 12[, column 5]` (`line 3 at column 16`) as a word of the line: where the phrase starts
+/// and ends, the line and the column.
+fn line_phrase(line: &str) -> Option<(usize, usize, u32, Option<u32>)> {
+    let lower = line.to_ascii_lowercase();
+    let (at, line_no, after) = lower
+        .match_indices("line ")
+        .filter(|(at, _)| *at == 0 || !lower.as_bytes()[at - 1].is_ascii_alphanumeric())
+        .find_map(|(at, _)| number(&line[at + 5..]).map(|(n, after)| (at, n, after)))?;
+    if after.starts_with(|c: char| c.is_alphanumeric()) {
+        return None;
+    }
+    let (column, after) = column_after(after);
+    Some((at, line.len() - after.len(), line_no, column))
 }
 
 /// Where the path ending at `end` may start: the word before it, then that word with the words
@@ -501,6 +560,11 @@ fn group_row(
     context: &mut Context,
 ) -> Option<Finding> {
     let (file, rows) = context.group.as_mut()?;
+    // `H005 1:0 message`: a code before the place.
+    let (code, line) = match line.split_once(' ') {
+        Some((code, rest)) if lines::is_code(code) => (Some(code), rest.trim_start()),
+        _ => (None, line),
+    };
     let (line_no, after) = number(strip_label(line))?;
     let (column, after) = match after
         .trim_start_matches([' ', '\t'])
@@ -511,6 +575,14 @@ fn group_row(
         Some((column, rest)) => (Some(column), rest),
         None => (None, after),
     };
+    // A range's end (`3:39-3:48`, `3:39-48`) says no more than its start.
+    let after = match after.strip_prefix('-').and_then(number) {
+        Some((_, rest)) => rest
+            .strip_prefix(':')
+            .and_then(number)
+            .map_or(rest, |(_, rest)| rest),
+        None => after,
+    };
     // Without a column only an indented row is one: `3 problems` at the margin is prose.
     if column.is_none() && !indented {
         return None;
@@ -520,7 +592,7 @@ fn group_row(
     }
     let mut text = after.trim_start_matches([' ', '\t', ':', ',']);
     // A table's cells before the message: a severity, a code.
-    let (mut severity, mut rule) = (None, None);
+    let (mut severity, mut rule) = (None, code.map(str::to_owned));
     while let Some(rest) = text.strip_prefix('|') {
         let (cell, rest) = rest.split_once('|').unwrap_or((rest, ""));
         let cell = cell.trim();
@@ -594,8 +666,8 @@ fn group_heading(line: &str, indented: bool, known: &mut Known<'_>) -> Option<St
     let bare = line
         .trim_matches(|c: char| c == '-' || c == '=' || c == '>' || c == '<' || c == ' ')
         .trim_end_matches(':');
-    let bare = match bare.split_once(": ") {
-        Some((label, rest)) if is_label(label) => rest.trim(),
+    let bare = match bare.split_once(": ").or_else(|| bare.split_once(' ')) {
+        Some((label, rest)) if is_label(label) && has_letters(label) => rest.trim(),
         _ => bare,
     };
     let bare = match bare.rsplit_once(" (") {
@@ -603,10 +675,10 @@ fn group_heading(line: &str, indented: bool, known: &mut Known<'_>) -> Option<St
         _ => bare,
     };
     let bare = unquoted(bare);
-    if (lines::looks_like_path(bare) || bare.contains(' ') && bare.contains('.'))
-        && known.is_file(bare)
-    {
-        return Some(bare.to_owned());
+    if lines::looks_like_path(bare) || bare.contains(' ') && bare.contains('.') {
+        if let Some(file) = known.find(bare) {
+            return Some(file);
+        }
     }
     // `== [path] FAIL`, `"path" (3 issues)`: a bracketed or quoted path among a few words.
     let inner = ['[', '"', '\'', '`'].iter().find_map(|open| {
@@ -616,9 +688,8 @@ fn group_heading(line: &str, indented: bool, known: &mut Known<'_>) -> Option<St
         (after.split_whitespace().count() <= 3).then_some(inner)
     })?;
     (lines::looks_like_path(inner) || inner.contains(' ') && inner.contains('.'))
-        .then_some(())
-        .filter(|()| known.is_file(inner))
-        .map(|()| inner.to_owned())
+        .then(|| known.find(inner))
+        .flatten()
 }
 
 /// A finding's message as the general reader found it, with what a person would read out of
