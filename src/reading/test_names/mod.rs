@@ -8,12 +8,16 @@
 //! name a test: `libtest` (cargo test, nextest), `python` (pytest, unittest), `go`, `js` (node
 //! --test, jest, vitest, mocha, AVA, jasmine, uvu: the runner whose summary comes last),
 //! `tap` (any TAP stream, 13, 14 or without a version, and prove), `jvm` (Maven's build),
-//! `ruby` (RSpec, minitest), `php` (PHPUnit), `cpp` (GoogleTest, ctest, Catch2, and a C or C++
-//! build that failed) and `lua` (busted). Where a runner's closing line counts its failures,
+//! `ruby` (RSpec, minitest, test-unit), `php` (PHPUnit), `cpp` (GoogleTest, ctest, Catch2, and a C or C++
+//! build that failed), `lua` (busted), `elixir` (ExUnit), `erlang` (EUnit), `bdd` (cucumber-js,
+//! behave) and `shell` (shunit2, and a test script the shell refused). Where a runner's closing line counts its failures,
 //! names that do not add up to it name none. JUnit XML reports are read by [`from_junit`], and
 //! a test a report and the console both name is one test ([`same_test`]).
 
+mod bdd;
 mod cpp;
+mod elixir;
+mod erlang;
 mod go;
 mod js;
 mod jvm;
@@ -22,6 +26,7 @@ mod lua;
 mod php;
 mod python;
 mod ruby;
+mod shell;
 mod tap;
 
 use quick_xml::events::{BytesStart, Event};
@@ -127,6 +132,10 @@ pub fn from_output(output: &str) -> Report {
     php::read(&lines, &mut report);
     cpp::read(&lines, &mut report);
     lua::read(&lines, &mut report);
+    elixir::read(&lines, &mut report);
+    erlang::read(&lines, &mut report);
+    bdd::read(&lines, &mut report);
+    shell::read(&lines, &mut report);
     tap::read(&lines, &mut report);
     // Named failures mean the tests ran; a cause found beside them was one test's.
     if !report.failed.is_empty() {

@@ -5,20 +5,31 @@
 //! line and its closing `N runs, … failures, … errors` line, numbered in order and as many as
 //! that line counts. A test's prints come before both runners' closing lines, so they cannot
 //! name a test; a count that does not add up (a name or message printed across lines to look
-//! like one of the runner's) names none. An exception Ruby itself reports (`file:3:in
-//! `require': cannot load such file -- x (LoadError)`) where neither runner summed up is
-//! "could not run".
+//! like one of the runner's) names none. test-unit: the `Failure: test_x(Class)` / `Error:
+//! test_x(Class): Class: message` blocks, each under a rule of `=`, that it prints as tests fail
+//! (so among what tests print) before its last `Finished in` line, taken only when they are as
+//! many as its closing `N tests, … failures, … errors, …` line counts: a block a test prints is
+//! one more than that. An exception Ruby itself reports (`file:3:in `require': cannot load such
+//! file -- x (LoadError)`) where no runner summed up is "could not run".
 
 use super::{Failed, Report, joined};
 use crate::reading::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
-    // Whichever closing line comes last is the runner's: the other's was printed by a test.
-    match (rspec_closing(lines), minitest_closing(lines)) {
-        (Some(rspec), minitest) if minitest.as_ref().is_none_or(|m| m.0 < rspec.0) => {
-            read_rspec(lines, rspec, report);
+    // Whichever closing line comes last is the runner's: another's was printed by a test.
+    let rspec = rspec_closing(lines);
+    let minitest = minitest_closing(lines);
+    let test_unit = test_unit_closing(lines);
+    let last = [&rspec, &minitest, &test_unit]
+        .iter()
+        .filter_map(|c| c.as_ref().map(|(at, _)| *at))
+        .max();
+    match (rspec, minitest, test_unit) {
+        (Some(rspec), _, _) if Some(rspec.0) == last => read_rspec(lines, rspec, report),
+        (_, Some(minitest), _) if Some(minitest.0) == last => {
+            read_minitest(lines, minitest, report);
         }
-        (_, Some(minitest)) => read_minitest(lines, minitest, report),
+        (_, _, Some(test_unit)) => read_test_unit(lines, test_unit, report),
         _ => {
             if let Some(cause) = ruby_exception(lines) {
                 report.cannot_run(&cause);
@@ -45,6 +56,24 @@ fn minitest_closing<'a>(lines: &[&'a str]) -> Option<Closing<'a>> {
     lines.iter().enumerate().rev().find_map(|(at, l)| {
         let counted = counts(l, &["run", "assertion", "failure", "error", "skip"])?;
         (counted.len() == 5 && counted[0].1 == "run").then_some((at, counted))
+    })
+}
+
+/// test-unit's closing line, `5 tests, 4 assertions, 2 failures, 1 errors, 0 pendings, 0
+/// omissions, 0 notifications`.
+fn test_unit_closing<'a>(lines: &[&'a str]) -> Option<Closing<'a>> {
+    const WORDS: [&str; 7] = [
+        "test",
+        "assertion",
+        "failure",
+        "error",
+        "pending",
+        "omission",
+        "notification",
+    ];
+    lines.iter().enumerate().rev().find_map(|(at, l)| {
+        let counted = counts(l, &WORDS)?;
+        (counted.len() == WORDS.len() && counted[0].1 == "test").then_some((at, counted))
     })
 }
 
@@ -252,6 +281,98 @@ fn minitest_block(block: &[&str]) -> Option<Failed> {
     Some(test.because(joined(said, 3)))
 }
 
+/// test-unit's `Failure: test_x(Class)` and `Error: test_x(Class): Class: message` blocks,
+/// each right under a rule of `=` and before its last `Finished in` line (it prints them as
+/// tests fail, among what tests print), as many as its closing line counts.
+fn read_test_unit(lines: &[&str], (at, counted): Closing<'_>, report: &mut Report) {
+    let expected = count_of(&counted, "failure") + count_of(&counted, "error");
+    if expected == 0 {
+        return;
+    }
+    let Some(finished) = lines[..at]
+        .iter()
+        .rposition(|l| l.starts_with("Finished in "))
+    else {
+        return;
+    };
+    let region = &lines[..finished];
+    let mut blocks: Vec<(usize, Failed)> = Vec::new();
+    for (offset, pair) in region.windows(2).enumerate() {
+        if !is_rule(pair[0]) {
+            continue;
+        }
+        let test = if let Some(name) = pair[1].strip_prefix("Failure: ") {
+            Failed::named(name)
+        } else if let Some(rest) = pair[1].strip_prefix("Error: ") {
+            let (name, said) = split_error(rest);
+            Failed::named(name).because(said.map(str::to_owned))
+        } else {
+            continue;
+        };
+        blocks.push((offset + 1, test));
+    }
+    if blocks.len() as u64 != expected {
+        return;
+    }
+    for (header, mut test) in blocks.into_iter().take(MAX_FINDINGS) {
+        let body = region[header + 1..]
+            .iter()
+            .copied()
+            .take_while(|l| !is_rule(l));
+        let mut said = Vec::new();
+        for line in body {
+            // `test/x.rb:10:in `test_x'`: the place; then the source it quotes (`  => 10:`).
+            if test.file.is_none()
+                && let Some((file, rest)) = line.split_once(":in ")
+                && let Some((file, number)) = file.rsplit_once(':')
+                && let Ok(number) = number.parse::<u32>()
+                && rest.starts_with(['`', '\''])
+            {
+                test.file = Some(file.to_owned());
+                test.line = Some(number);
+                continue;
+            }
+            let quoted = line.trim_start().trim_start_matches("=>").trim_start();
+            let source = quoted
+                .split_once(':')
+                .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if !source && !line.starts_with("diff:") {
+                said.push(line);
+            }
+            if line.starts_with("diff:") {
+                break;
+            }
+        }
+        if test.message.is_none() {
+            test = test.because(joined(said, 3));
+        }
+        report.add(test);
+    }
+}
+
+/// test-unit's rule above and below a block: a line of `=` only.
+fn is_rule(line: &str) -> bool {
+    line.len() >= 20 && line.bytes().all(|b| b == b'=')
+}
+
+/// `test_raises(CalcTest): ArgumentError: boom`: the name (up to the `): ` that an exception's
+/// class follows) and the exception.
+fn split_error(rest: &str) -> (&str, Option<&str>) {
+    let mut from = 0;
+    while let Some(found) = rest[from..].find("): ") {
+        let end = from + found + 1;
+        let after = &rest[end + 2..];
+        let class = after.split([':', ' ']).next().unwrap_or_default();
+        let is_class = class.starts_with(|c: char| c.is_ascii_uppercase())
+            && class.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if is_class {
+            return (&rest[..end], Some(after));
+        }
+        from = end;
+    }
+    (rest, None)
+}
+
 /// Ruby's report of an exception nothing rescued: `path:3:in `require': cannot load such file
 /// -- x (LoadError)` (Ruby 3.4 quotes `'require'`), then its `\tfrom` lines. The first one.
 fn ruby_exception(lines: &[&str]) -> Option<String> {
@@ -341,6 +462,49 @@ mod tests {
             "named oddly\n\n  2) Failure:\nFake#test_fake [x.rb:1]:\nfake\n",
         );
         assert!(names(&out).is_empty());
+    }
+
+    const TEST_UNIT: &str = "Loaded suite test/nested/test_calc\nStarted\n.F\n===============================================================================\nFailure: test_adds_big(CalcTest)\ntest/nested/test_calc.rb:10:in `test_adds_big'\n      9:   def test_adds_big\n  => 10:     assert_equal 201, Calc.add(200, 1)\n     11:   end\n<201> expected but was\n<202>\n\ndiff:\n? 201\n===============================================================================\nE\n===============================================================================\nError: test_raises(CalcTest): ArgumentError: boom\ntest/nested/test_calc.rb:24:in `test_raises'\n===============================================================================\nF\n===============================================================================\nFailure: test: größe zählt(CalcTest::square)\ntest/nested/test_calc.rb:15:in `block (2 levels) in <class:CalcTest>'\n<9> expected but was\n<-9>\n===============================================================================\n.\nFinished in 0.016072886 seconds.\n-------------------------------------------------------------------------------\n5 tests, 4 assertions, 2 failures, 1 errors, 0 pendings, 0 omissions, 0 notifications\n40% passed\n";
+
+    #[test]
+    fn test_unit_names_its_blocks() {
+        let report = from_output(TEST_UNIT);
+        assert_eq!(
+            names(TEST_UNIT),
+            [
+                "test_adds_big(CalcTest)",
+                "test_raises(CalcTest)",
+                "test: größe zählt(CalcTest::square)"
+            ]
+        );
+        let first = &report.failed[0];
+        assert_eq!(first.file.as_deref(), Some("test/nested/test_calc.rb"));
+        assert_eq!(first.line, Some(10));
+        assert_eq!(
+            first.message.as_deref(),
+            Some("<201> expected but was <202>")
+        );
+        assert_eq!(
+            report.failed[1].message.as_deref(),
+            Some("ArgumentError: boom")
+        );
+    }
+
+    #[test]
+    fn test_unit_names_none_when_a_test_prints_a_block() {
+        let rule = "=".repeat(79);
+        let forged = TEST_UNIT.replacen(
+            "Started\n",
+            &format!("Started\n{rule}\nFailure: test_fake(CalcTest)\n{rule}\n"),
+            1,
+        );
+        assert!(names(&forged).is_empty());
+        // An error whose name holds `): ` ends where an exception's class follows.
+        let odd = TEST_UNIT.replace(
+            "Error: test_raises(CalcTest): ArgumentError",
+            "Error: test: a): b(CalcTest): ArgumentError",
+        );
+        assert!(names(&odd).contains(&"test: a): b(CalcTest)".to_owned()));
     }
 
     #[test]
