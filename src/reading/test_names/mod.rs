@@ -122,26 +122,88 @@ impl Report {
 /// Reads a runner's console output.
 pub fn from_output(output: &str) -> Report {
     let lines: Vec<&str> = output.lines().map(str::trim_end).collect();
-    let mut report = Report::default();
-    libtest::read(&lines, &mut report);
-    python::read(&lines, &mut report);
-    go::read(&lines, &mut report);
-    js::read(&lines, &mut report);
-    jvm::read(&lines, &mut report);
-    ruby::read(&lines, &mut report);
-    php::read(&lines, &mut report);
-    cpp::read(&lines, &mut report);
-    lua::read(&lines, &mut report);
-    elixir::read(&lines, &mut report);
-    erlang::read(&lines, &mut report);
-    bdd::read(&lines, &mut report);
-    shell::read(&lines, &mut report);
-    tap::read(&lines, &mut report);
-    // Named failures mean the tests ran; a cause found beside them was one test's.
-    if !report.failed.is_empty() {
-        report.could_not_run = None;
+    let readers: [fn(&[&str], &mut Report); 13] = [
+        libtest::read,
+        python::read,
+        go::read,
+        js::read,
+        jvm::read,
+        ruby::read,
+        php::read,
+        cpp::read,
+        lua::read,
+        elixir::read,
+        erlang::read,
+        bdd::read,
+        shell::read,
+    ];
+    // Each family reads on its own; of those that name failures, the runner that spoke last is
+    // the one that ran the tests: a test's output comes before its runner sums up, so another
+    // runner's whole report a test printed is read by that runner's reader, but earlier.
+    let mut chosen: Option<(usize, Report)> = None;
+    let mut could_not_run: Option<String> = None;
+    let mut consider = |report: Report, chosen: &mut Option<(usize, Report)>| {
+        if report.failed.is_empty() {
+            if could_not_run.is_none() {
+                could_not_run = report.could_not_run;
+            }
+            return;
+        }
+        let spoke = last_mention(&lines, &report.failed);
+        if chosen.as_ref().is_none_or(|(at, _)| spoke > *at) {
+            *chosen = Some((spoke, report));
+        }
+    };
+    for read in readers {
+        let mut report = Report::default();
+        read(&lines, &mut report);
+        consider(report, &mut chosen);
     }
-    report
+    // TAP a test printed inside another runner's run is that test's output: the TAP reader
+    // knows what was named and reads only a run nobody else named.
+    let mut tap_report = Report::default();
+    if let Some((_, named)) = &chosen {
+        tap_report.failed = named.failed.clone();
+    }
+    let named_before = tap_report.failed.len();
+    tap::read(&lines, &mut tap_report);
+    if tap_report.failed.len() > named_before || chosen.is_none() {
+        consider(tap_report, &mut chosen);
+    }
+    match chosen {
+        // Named failures mean the tests ran; a cause found beside them was one test's.
+        Some((_, report)) => Report {
+            could_not_run: None,
+            ..report
+        },
+        None => Report {
+            failed: Vec::new(),
+            could_not_run,
+        },
+    }
+}
+
+/// The last line that names one of `failed` (the first few, by their whole name or its last
+/// part: `a > b > c` is printed `a › b › c`, `pkg.Class.test` as `test (pkg.Class)`).
+fn last_mention(lines: &[&str], failed: &[Failed]) -> usize {
+    let keys: Vec<&str> = failed
+        .iter()
+        .take(8)
+        .flat_map(|f| {
+            let name = f.name.as_str();
+            let last = [" > ", " › ", "::", "."]
+                .iter()
+                .filter_map(|sep| name.rsplit_once(sep).map(|(_, last)| last))
+                .min_by_key(|last| last.len())
+                .filter(|last| last.len() >= 4);
+            [Some(name), last]
+        })
+        .flatten()
+        .collect();
+    lines
+        .iter()
+        .rposition(|line| keys.iter().any(|key| line.contains(key)))
+        .unwrap_or(0)
 }
 
 /// Whether two names are one test as two reporters write it: `tests/test_a.py::T::test_b` and

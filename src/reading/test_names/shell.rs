@@ -85,10 +85,19 @@ fn is_return_error(line: &str) -> bool {
         .is_some_and(|l| l.ends_with("() returned non-zero return code."))
 }
 
+/// Most lines a shell's refusal of a script takes (bash's error and its quote of the code, a
+/// runner's line or two around them).
+const MAX_REFUSAL_LINES: usize = 4;
+
 /// The shell's refusal of a script, when it is what the output ends with: dash's `path: 6:
 /// Syntax error: …` as the last line, or bash's `path: line 6: syntax error …` as the last line
 /// or the one before it (bash then quotes the code, `path: line 6: `code'`).
 fn shell_syntax_error(lines: &[&str]) -> Option<String> {
+    // The shell's refusal is all a script that never ran prints; a longer output ran something,
+    // and a test of it may have printed such a line.
+    if lines.iter().filter(|l| !l.trim().is_empty()).count() > MAX_REFUSAL_LINES {
+        return None;
+    }
     let mut last = lines.iter().rev().filter(|l| !l.trim().is_empty());
     let final_line = *last.next()?;
     if dash_error(final_line).is_some() {
