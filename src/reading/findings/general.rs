@@ -83,7 +83,11 @@ impl<'a> Known<'a> {
 
     fn is_file(&mut self, path: &str) -> bool {
         let path = path.strip_prefix("file://").unwrap_or(path);
-        if path.is_empty() || path.contains("://") || path.len() > 4096 || path.contains('\0') {
+        if path.trim().is_empty()
+            || path.contains("://")
+            || path.len() > 4096
+            || path.contains('\0')
+        {
             return false;
         }
         if let Some(&known) = self.answers.get(path) {
