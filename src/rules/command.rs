@@ -475,109 +475,133 @@ impl Command {
             _ => -1,
         };
         match parse {
-            Parse::Findings => {
-                let files = TaskFiles::new(&ctx.task.dir, cwd, &self.argv);
-                let read = findings::read(text, self.format, &files);
-                let mut found = read.findings;
-                let mut note = String::new();
-                if let Some(report) = &self.report {
-                    match read_report(ctx, report, before) {
-                        Ok(document) => {
-                            found.extend(findings::read(&document, self.format, &files).findings);
-                            findings::dedup(&mut found);
-                        }
-                        Err(why) => note = format!(" (report {report}: {why})"),
-                    }
-                }
-                let mut found = relative_findings(&ctx.task.dir, cwd, found);
-                // With `fail_on_findings` the tool's silence is the pass: output that names no
-                // finding validator can read (a file name with a space, a line of another
-                // shape) fails too, rather than passing unread.
-                let printed = self.fail_on_findings && !failed && !text.trim().is_empty();
-                let failed = failed || printed;
-                let summary = match (found.len(), failed) {
-                    (0, true) if printed => format!(
-                        "`{program}` printed output, and `fail_on_findings` wants none; no finding could be read from it"
-                    ),
-                    (0, true) if text.trim().is_empty() => {
-                        format!("`{program}` exited with {code}")
-                    }
-                    // Said for whoever writes the rules: a format validator reads names the
-                    // findings instead of leaving the worker the output's tail.
-                    (0, true) => format!(
-                        "`{program}` exited with {code}; no finding could be read from its output (an option for `file:line:col: message`, SARIF or checkstyle output lets validator list them)"
-                    ),
-                    // A clean exit over lines that read as warnings is not called clean.
-                    (0, false) if read.unread > 0 => format!(
-                        "exit 0; {} line{} not read as findings",
-                        read.unread,
-                        plural(read.unread)
-                    ),
-                    (0, false) => "clean".to_string(),
-                    (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
-                } + &note;
-                found.truncate(MAX_FINDINGS);
-                Outcome {
-                    findings: found,
-                    ..if failed {
-                        Outcome::fail(summary)
-                    } else {
-                        Outcome::pass(summary)
-                    }
-                }
-            }
+            Parse::Findings => self.judge_findings(ctx, text, cwd, before, failed, code),
             Parse::TestNames if !failed => Outcome::pass("tests passed"),
-            Parse::TestNames => {
-                let report = test_names::from_output(text);
-                let mut failures = report.failed;
-                let mut note = String::new();
-                if let Some(report) = &self.junit {
-                    match read_junit(ctx, report, before) {
-                        Ok(from_report) => {
-                            for test in from_report {
-                                if !failures
-                                    .iter()
-                                    .any(|known| test_names::same_test(&known.name, &test.name))
-                                {
-                                    failures.push(test);
-                                }
-                            }
-                        }
-                        Err(why) => note = format!(" (JUnit report {report}: {why})"),
-                    }
+            Parse::TestNames => self.judge_tests(ctx, text, cwd, before, code),
+        }
+    }
+
+    /// A `lint` command's outcome: its exit, and the findings read from its output (and its
+    /// `report:`).
+    fn judge_findings(
+        &self,
+        ctx: &Context<'_>,
+        text: &str,
+        cwd: &Path,
+        before: &Before,
+        failed: bool,
+        code: i32,
+    ) -> Outcome {
+        let program = &self.argv[0];
+        let files = TaskFiles::new(&ctx.task.dir, cwd, &self.argv);
+        let read = findings::read(text, self.format, &files);
+        let mut found = read.findings;
+        let mut note = String::new();
+        if let Some(report) = &self.report {
+            match read_report(ctx, report, before) {
+                Ok(document) => {
+                    found.extend(findings::read(&document, self.format, &files).findings);
+                    findings::dedup(&mut found);
                 }
-                if failures.is_empty() {
-                    if let Some(cause) = report.could_not_run {
-                        return Outcome::fail(format!("the tests could not run: {cause}{note}"));
-                    }
-                }
-                failures.truncate(MAX_FINDINGS);
-                let summary = match failures.len() {
-                    0 => format!("`{program}` exited with {code}{note}"),
-                    n => {
-                        let shown: Vec<&str> =
-                            failures.iter().take(5).map(|f| f.name.as_str()).collect();
-                        let more = if n > 5 {
-                            format!(" and {} more", n - 5)
-                        } else {
-                            String::new()
-                        };
-                        format!(
-                            "{n} test{} failed: {}{more}{note}",
-                            plural(n),
-                            shown.join(", ")
-                        )
-                    }
-                };
-                let found = failures
-                    .into_iter()
-                    .map(test_names::Failed::into_finding)
-                    .collect();
-                Outcome {
-                    findings: relative_findings(&ctx.task.dir, cwd, found),
-                    ..Outcome::fail(summary)
-                }
+                Err(why) => note = format!(" (report {report}: {why})"),
             }
+        }
+        let mut found = relative_findings(&ctx.task.dir, cwd, found);
+        // With `fail_on_findings` the tool's silence is the pass: output that names no
+        // finding validator can read (a file name with a space, a line of another
+        // shape) fails too, rather than passing unread.
+        let printed = self.fail_on_findings && !failed && !text.trim().is_empty();
+        let failed = failed || printed;
+        let summary = match (found.len(), failed) {
+            (0, true) if printed => format!(
+                "`{program}` printed output, and `fail_on_findings` wants none; no finding could be read from it"
+            ),
+            (0, true) if text.trim().is_empty() => {
+                format!("`{program}` exited with {code}")
+            }
+            // Said for whoever writes the rules: a format validator reads names the
+            // findings instead of leaving the worker the output's tail.
+            (0, true) => format!(
+                "`{program}` exited with {code}; no finding could be read from its output (an option for `file:line:col: message`, SARIF or checkstyle output lets validator list them)"
+            ),
+            // A clean exit over lines that read as warnings is not called clean.
+            (0, false) if read.unread > 0 => format!(
+                "exit 0; {} line{} not read as findings",
+                read.unread,
+                plural(read.unread)
+            ),
+            (0, false) => "clean".to_string(),
+            (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
+        } + &note;
+        found.truncate(MAX_FINDINGS);
+        Outcome {
+            findings: found,
+            ..if failed {
+                Outcome::fail(summary)
+            } else {
+                Outcome::pass(summary)
+            }
+        }
+    }
+
+    /// A failed `test` command's outcome: the failed tests named from its output (and its
+    /// `junit:` report), or why the tests could not run.
+    fn judge_tests(
+        &self,
+        ctx: &Context<'_>,
+        text: &str,
+        cwd: &Path,
+        before: &Before,
+        code: i32,
+    ) -> Outcome {
+        let program = &self.argv[0];
+        let report = test_names::from_output(text);
+        let mut failures = report.failed;
+        let mut note = String::new();
+        if let Some(report) = &self.junit {
+            match read_junit(ctx, report, before) {
+                Ok(from_report) => {
+                    for test in from_report {
+                        if !failures
+                            .iter()
+                            .any(|known| test_names::same_test(&known.name, &test.name))
+                        {
+                            failures.push(test);
+                        }
+                    }
+                }
+                Err(why) => note = format!(" (JUnit report {report}: {why})"),
+            }
+        }
+        if failures.is_empty() {
+            if let Some(cause) = report.could_not_run {
+                return Outcome::fail(format!("the tests could not run: {cause}{note}"));
+            }
+        }
+        failures.truncate(MAX_FINDINGS);
+        let summary = match failures.len() {
+            0 => format!("`{program}` exited with {code}{note}"),
+            n => {
+                let shown: Vec<&str> = failures.iter().take(5).map(|f| f.name.as_str()).collect();
+                let more = if n > 5 {
+                    format!(" and {} more", n - 5)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{n} test{} failed: {}{more}{note}",
+                    plural(n),
+                    shown.join(", ")
+                )
+            }
+        };
+        let found = failures
+            .into_iter()
+            .map(test_names::Failed::into_finding)
+            .collect();
+        Outcome {
+            findings: relative_findings(&ctx.task.dir, cwd, found),
+            ..Outcome::fail(summary)
         }
     }
 }

@@ -6,7 +6,7 @@
 //! whose file does not exist is never a finding: that is what keeps this reader from inventing
 //! any, whatever a worker's files make a tool print.
 
-use super::lines::{self, described};
+use super::lines::{self, described, is_severity, number};
 use crate::verdict::Finding;
 
 /// Whether a path as a tool printed it (relative to the directory the tool ran in, or
@@ -813,13 +813,6 @@ fn with_severity_of(finding: Finding, before: &str) -> Finding {
     }
 }
 
-fn is_severity(word: &str) -> bool {
-    matches!(
-        word.to_ascii_lowercase().as_str(),
-        "error" | "warning" | "warn" | "info" | "note" | "hint" | "fatal" | "critical"
-    )
-}
-
 /// A frame of a stack trace or traceback: where a crashed program was, not a finding.
 fn is_stack_frame(line: &str) -> bool {
     // `at fn (path:1:2)`, `at path:1:2`, `at async file:///x.mjs:3:9` (JavaScript, Java)
@@ -923,16 +916,6 @@ pub fn is_diagnostic(line: &str) -> bool {
             && !is_count(words.get(i + 1))
             && !words[i.saturating_sub(3)..i].contains(&"no")
     })
-}
-
-fn number(text: &str) -> Option<(u32, &str)> {
-    let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    if digits == 0 || digits > 9 {
-        return None;
-    }
-    // Line 0 is the whole file (cpplint's `file:0:`); `tidy` makes it a finding without a line.
-    let value: u32 = text[..digits].parse().ok()?;
-    Some((value, &text[digits..]))
 }
 
 #[cfg(test)]

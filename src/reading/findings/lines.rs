@@ -168,7 +168,9 @@ fn dash(line: &str) -> Option<Finding> {
 }
 
 /// A positive decimal number at the start of `text`, and what follows it.
-fn number(text: &str) -> Option<(u32, &str)> {
+/// The number `text` starts with (at most nine digits) and what follows it; 0 is a number
+/// (cpplint's `file:0:` is the whole file, which `tidy` makes a finding without a line).
+pub(super) fn number(text: &str) -> Option<(u32, &str)> {
     let digits = text.len() - text.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     if digits == 0 || digits > 9 {
         return None;
@@ -476,7 +478,7 @@ fn severity_word(text: &str) -> Option<(&str, &str)> {
     Some((word, rest.trim_start()))
 }
 
-fn is_severity(word: &str) -> bool {
+pub(super) fn is_severity(word: &str) -> bool {
     matches!(
         word.to_ascii_lowercase().as_str(),
         "error"
