@@ -38,6 +38,10 @@ pub struct Task {
     /// holding it under `watch` (the worker writes its done file there). A repository found in
     /// it is the worker's, never the operator's.
     pub worker_area: PathBuf,
+    /// What the person who set the task asked for, in their own words, where the front end
+    /// knows it (the prompts a hook saw the user submit): the ground truth a reviewer starts
+    /// from, never the worker's summary of it.
+    pub request: Option<String>,
 }
 
 impl Task {
@@ -60,6 +64,7 @@ impl Task {
             signal: Signal::none(),
             ignore: Vec::new(),
             contract: None,
+            request: None,
         })
     }
 
@@ -70,6 +75,11 @@ impl Task {
 
     pub fn with_attempt(mut self, attempt: u32) -> Self {
         self.attempt = attempt.max(1);
+        self
+    }
+
+    pub fn with_request(mut self, request: Option<String>) -> Self {
+        self.request = request;
         self
     }
 
