@@ -254,6 +254,7 @@ mod tests {
             warnings: vec![],
             unchecked: vec![],
             context: None,
+            escalation: None,
             signature: None,
         }
     }
