@@ -580,15 +580,52 @@ pub struct Violation {
     pub detail: String,
 }
 
+/// The run a violation happened in, as its event names it.
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// The contract's `task_id`.
+    pub task_id: &'a str,
+    pub attempt: u32,
+    /// The same for every event of one run, unlike any other run's.
+    pub id: &'a str,
+}
+
 impl Violation {
-    /// The `contract_violation` event that tells a coordinator of it.
-    pub fn event(&self) -> crate::events::Event<'_> {
+    /// The `contract_violation` event that tells a coordinator of it: a negative learning
+    /// signal for the decomposition that led here.
+    pub fn event<'a>(&'a self, run: Run<'a>) -> crate::events::Event<'a> {
         crate::events::Event::ContractViolation {
+            attempt: run.attempt,
             detail: &self.detail,
             gate: &self.gate,
+            impact: "negative",
             kind: self.kind,
+            run: run.id,
+            task_id: run.task_id,
         }
     }
+}
+
+/// What a run did after a run that broke its contract in the kinds `before`, for the
+/// `contract_followup` event: `escalated` (it ended BLOCKED or ESCALATED: a person was
+/// called in), `repeated` (a kind it broke before, again), `different` (other kinds), or
+/// `fixed`. `None` when the run says nothing of the worker (ERROR) or nothing came before.
+pub fn followup(
+    before: &[String],
+    now: &[Violation],
+    decision: crate::verdict::Decision,
+) -> Option<&'static str> {
+    use crate::verdict::Decision;
+    if before.is_empty() {
+        return None;
+    }
+    Some(match decision {
+        Decision::Error => return None,
+        Decision::Blocked | Decision::Escalated => "escalated",
+        _ if now.iter().any(|v| before.iter().any(|k| k == v.kind)) => "repeated",
+        _ if !now.is_empty() => "different",
+        _ => "fixed",
+    })
 }
 
 /// The contract violations a verdict reports (for a task that ran under a contract).
@@ -744,7 +781,10 @@ mod tests {
         assert_eq!(contract.files_owned.len(), 2);
         assert_eq!(contract.files_readonly.len(), 2);
         assert_eq!(contract.dependencies_completed, ["bd-123.1"]);
-        assert_eq!(contract.unchecked(), ["AuthService.login() returns JWT token"]);
+        assert_eq!(
+            contract.unchecked(),
+            ["AuthService.login() returns JWT token"]
+        );
         assert_eq!(contract.gate_specs().len(), 2);
         assert_eq!(
             contract.context.as_deref(),

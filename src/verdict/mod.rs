@@ -278,7 +278,10 @@ impl Escalation {
     /// `STATUS: BLOCKED — escalate to coordinator: swarmmail_send(…)`.
     pub fn instruction(&self, decision: Decision) -> Option<String> {
         let contact = self.blocked_contact.as_deref().map(crate::text::one_line);
-        let protocol = self.scope_change_protocol.as_deref().map(crate::text::one_line);
+        let protocol = self
+            .scope_change_protocol
+            .as_deref()
+            .map(crate::text::one_line);
         let how = match (contact, protocol) {
             (Some(contact), Some(protocol)) => format!("escalate to {contact}: {protocol}"),
             (Some(contact), None) => format!("escalate to {contact}"),

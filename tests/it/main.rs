@@ -18,6 +18,7 @@ mod fuzz_seeds;
 mod gates_corpus;
 mod gates_json;
 mod groups;
+mod handoff_seed;
 mod hardening_deadline;
 mod hardening_output;
 mod hardening_reap;
