@@ -23,6 +23,7 @@ mod hardening_deadline;
 mod hardening_output;
 mod hardening_reap;
 mod hooks;
+mod hooks_seed;
 mod hostile;
 mod install;
 mod layers;
