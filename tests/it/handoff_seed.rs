@@ -388,9 +388,9 @@ fn a_huge_contract_still_briefs_in_under_fifty_lines_each_field_on_one_line() {
     let project = Project::new();
     project.rules(
         &pipeline(
-            &"      - {name: gNN, rule: status}\n"
-                .repeat(1)
-                .replace("NN", "0"),
+            &(0..30)
+                .map(|i| format!("      - {{name: g{i}, rule: status}}\n"))
+                .collect::<String>(),
         )
         .replace("state: state\n", "state: state\ncontracts: contracts\n"),
     );
@@ -413,6 +413,7 @@ fn a_huge_contract_still_briefs_in_under_fifty_lines_each_field_on_one_line() {
         text.lines().count()
     );
     assert!(!text.contains('\u{1b}'), "{text}");
+    assert!(text.contains("- … and 18 more"), "{text}");
     // The only STATUS lines at the start of a line are the block's own.
     let status_lines: Vec<&str> = text
         .lines()
