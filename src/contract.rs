@@ -1,6 +1,6 @@
 //! Handoff contracts (`contracts/<task>.yaml`, or `.json`; docs/rules-file.md): what a
 //! coordinator promised a worker and expects back. Two shapes load: the flat one (the terms at
-//! the top) and the seed's WorkerHandoff envelope (ADR-008: the terms under `contract:`, with
+//! the top) and the WorkerHandoff envelope (ADR-008, the Worker Handoff Protocol: the terms under `contract:`, with
 //! `context:` and `escalation:` beside them), never a mix. Loading is as strict as the rules
 //! file (unknown keys, bad globs and commands are errors with line and column, in either
 //! shape); `Contract::expand` turns the checkable success criteria into ordinary gates, and the
@@ -27,7 +27,7 @@ const MAX_CONTRACT_BYTES: u64 = 1024 * 1024;
 pub const EXTENSIONS: [&str; 2] = ["yaml", "json"];
 
 /// The keys of a contract's terms: at the top in the flat shape, under `contract:` in the
-/// seed's. The loader refuses a file that has both; the schema says the same from this list.
+/// WorkerHandoff shape. The loader refuses a file that has both; the schema says the same from this list.
 pub const TERMS: [&str; 5] = [
     "task_id",
     "files_owned",
@@ -36,13 +36,13 @@ pub const TERMS: [&str; 5] = [
     "success_criteria",
 ];
 
-/// A contract file as written: the seed's envelope (`contract`, `context`, `escalation`) or
+/// A contract file as written: the WorkerHandoff envelope (`contract`, `context`, `escalation`) or
 /// the flat shape (the terms at the top beside `context` and `escalation`), never both.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(title = "validator handoff contract")]
 pub(crate) struct RawHandoff {
-    /// The machine-checked terms (the seed's WorkerHandoff shape). Without it, the terms are
+    /// The machine-checked terms (the WorkerHandoff shape). Without it, the terms are
     /// written at the top of the file instead.
     pub(crate) contract: Option<RawTerms>,
     /// Flat shape: the task this contract is for; must be the file's name.
@@ -58,7 +58,7 @@ pub(crate) struct RawHandoff {
     /// CMD` and `File exists: PATH` are checked by a gate; the rest are listed for a person.
     pub(crate) success_criteria: Option<Vec<String>>,
     /// Why the task exists and how it fits, kept in front of the worker: free text, or the
-    /// seed's labelled fields.
+    /// WorkerHandoff's labelled fields.
     pub(crate) context: Option<RawContext>,
     /// Where a worker turns when it is stuck or needs a file outside its scope.
     pub(crate) escalation: Option<RawEscalation>,
@@ -86,17 +86,17 @@ pub(crate) struct RawTerms {
     pub(crate) success_criteria: Vec<String>,
 }
 
-/// `context:`: free text, or the seed's four labelled fields.
+/// `context:`: free text, or the WorkerHandoff's four labelled fields.
 #[derive(Debug, JsonSchema)]
 #[schemars(untagged)]
 pub(crate) enum RawContext {
     /// Free text.
     Text(String),
-    /// The seed's labelled fields, each optional.
+    /// The WorkerHandoff's labelled fields, each optional.
     Fields(ContextFields),
 }
 
-/// The seed's context fields, shown to the worker one per line under these labels.
+/// The WorkerHandoff's context fields, shown to the worker one per line under these labels.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ContextFields {
@@ -172,7 +172,7 @@ impl RawContext {
     }
 }
 
-/// `escalation:`, as the seed names its keys.
+/// `escalation:`, with the WorkerHandoff's keys.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawEscalation {
@@ -195,7 +195,7 @@ pub struct Contract {
     pub files_readonly: Vec<Pattern>,
     pub dependencies_completed: Vec<String>,
     pub criteria: Vec<Criterion>,
-    /// The context as text: as written, or the seed's fields on labelled lines.
+    /// The context as text: as written, or the WorkerHandoff's fields on labelled lines.
     pub context: Option<String>,
     pub escalation: Option<Escalation>,
 }
@@ -282,8 +282,13 @@ impl Contract {
     pub fn parse(path: &Path, source: String, task: &str) -> Result<Contract, ConfigError> {
         let error =
             |at: &[Step], message: String, help: String| error_at(path, &source, at, message, help);
-        let raw: RawHandoff = parse_yaml(path, &source, |_| {
-            "a contract has task_id, files_owned, files_readonly, dependencies_completed and success_criteria (at the top, or under `contract:`), context and escalation".into()
+        let raw: RawHandoff = parse_yaml(path, &source, |message| {
+            if message.contains("glob") {
+                "write each glob relative to the task directory, never absolute and never with `..`"
+                    .into()
+            } else {
+                "a contract has task_id, files_owned, files_readonly, dependencies_completed and success_criteria (at the top, or under `contract:`), context and escalation".into()
+            }
         })?;
         let (terms, base, raw) =
             terms(raw).map_err(|(at, message, help)| error(&at, message, help))?;

@@ -261,7 +261,11 @@ pub(crate) enum RulesCommand {
     /// Validate the rules file without running anything, and print the gate graph
     Check,
     /// Print the rules file's JSON Schema (draft-07), for editors and other tools
-    Schema,
+    Schema {
+        /// Print the handoff contracts' schema instead (`contracts/<task>.yaml` or `.json`)
+        #[arg(long)]
+        contract: bool,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -369,8 +373,8 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             Ok(hook(cli.config, agent, task_dir, task, deadline))
         }
         Command::Rules {
-            command: RulesCommand::Schema,
-        } => rules_schema(),
+            command: RulesCommand::Schema { contract },
+        } => rules_schema(contract),
         Command::Rules {
             command: RulesCommand::Check,
         } => rules_check(&find_config(cli.config.clone())?),

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use super::{config_path, load};
 use validator::config::graph;
+use validator::contract::Contract;
 use validator::verdict::sign::{self, KeyFile, KeySource, VerifyError};
 use validator::{Rules, Task, snapshot, task};
 
@@ -37,6 +38,16 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
         ));
     }
     print_hooks_and_notes(&mut out, &rules)?;
+    if let Some(dir) = &rules.contracts {
+        let (checked, broken) = check_contracts(&rules, dir);
+        writeln!(
+            out,
+            "contracts in {}: {checked} checked, {} broken",
+            dir.display(),
+            broken.len()
+        )?;
+        problems.extend(broken);
+    }
     let warn = anstyle::AnsiColor::Yellow.on_default();
     for warning in &warnings {
         writeln!(out, "{warn}warning{warn:#}: {warning}")?;
@@ -67,6 +78,70 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
         if warnings.len() == 1 { "" } else { "s" },
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Most contract files `rules check` reads: a directory of contracts is a team's, not a
+/// data set's.
+const MAX_CONTRACTS: usize = 10_000;
+
+/// Checks every contract in `dir` as a run would read it (`<task>.yaml`, `<task>.json`): how
+/// many were read, and each problem with its file, line and column and the fix.
+fn check_contracts(rules: &Rules, dir: &Path) -> (usize, Vec<String>) {
+    use std::collections::BTreeSet;
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return (0, Vec::new()),
+        Err(err) => {
+            return (
+                0,
+                vec![format!(
+                    "cannot list the contracts in {}: {err}",
+                    dir.display()
+                )],
+            );
+        }
+    };
+    let mut tasks = BTreeSet::new();
+    let mut problems = Vec::new();
+    for entry in entries.flatten().take(MAX_CONTRACTS) {
+        let path = entry.path();
+        let is_contract = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|extension| validator::contract::EXTENSIONS.contains(&extension));
+        let Some(stem) = path.file_stem().filter(|_| is_contract) else {
+            continue;
+        };
+        let stem = stem.to_string_lossy().into_owned();
+        match task::validate_name(&stem) {
+            Ok(()) => {
+                tasks.insert(stem);
+            }
+            Err(err) => problems.push(format!(
+                "{}: no task can have this contract: {}\n  help: name the file <task>.yaml after a task name",
+                path.display(),
+                validator::text::one_line(&err.to_string())
+            )),
+        }
+    }
+    let key = validator::judge::signing(rules);
+    for task in &tasks {
+        let contract = match Contract::find(dir, task) {
+            Ok(Some(contract)) => contract,
+            Ok(None) => continue,
+            Err(err) => {
+                problems.push(err.to_string());
+                continue;
+            }
+        };
+        // The gates it adds must build under the pipeline that would judge it.
+        if let Ok(pipeline) = rules.pipeline_for(task, None) {
+            if let Err(why) = contract.expand(pipeline, rules, &key) {
+                problems.push(format!("{}: {why}", contract.path.display()));
+            }
+        }
+    }
+    (tasks.len(), problems)
 }
 
 /// Which pipeline answers which agent hook event (a gates.json's `hooks`), and what the
@@ -129,10 +204,17 @@ pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Re
     Ok(ExitCode::SUCCESS)
 }
 
-/// `validator rules schema`: needs no rules file, it describes them.
-pub(crate) fn rules_schema() -> Result<ExitCode> {
+/// `validator rules schema [--contract]`: needs no rules file, it describes them (or the
+/// handoff contracts).
+pub(crate) fn rules_schema(contract: bool) -> Result<ExitCode> {
+    use validator::config::schema::{contract_schema_text, rules_schema_text};
+    let text = if contract {
+        contract_schema_text()
+    } else {
+        rules_schema_text()
+    };
     let mut out = std::io::stdout().lock();
-    out.write_all(validator::config::schema::rules_schema_text().as_bytes())
+    out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .context("cannot write the schema to stdout")?;
     Ok(ExitCode::SUCCESS)

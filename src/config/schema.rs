@@ -8,6 +8,10 @@
 //! cannot do without, so an editor flags `run:` on a `status` gate as the loader would.
 //!
 //! Draft-07, because it is the draft every editor's YAML and JSON support reads fully.
+//!
+//! The handoff contracts' schema (`rules schema --contract`) is made the same way from the
+//! contract loader's types, with the two shapes (the terms at the top, or under `contract:`)
+//! told apart by the loader's own list of terms.
 
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
@@ -29,6 +33,45 @@ pub fn rules_schema() -> Value {
 /// it): pretty JSON and a final newline.
 pub fn rules_schema_text() -> String {
     let mut text = serde_json::to_string_pretty(&rules_schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The JSON Schema of a handoff contract (`contracts/<task>.yaml` or `.json`).
+pub fn contract_schema() -> Value {
+    let generator = SchemaSettings::draft07().into_generator();
+    let mut schema = generator
+        .into_root_schema_for::<crate::contract::RawHandoff>()
+        .to_value();
+    let flat_keys_refused: Map<String, Value> = crate::contract::TERMS
+        .iter()
+        .map(|key| ((*key).to_owned(), Value::Bool(false)))
+        .collect();
+    if let Some(root) = schema.as_object_mut() {
+        root.insert(
+            "oneOf".into(),
+            json!([
+                {
+                    "description": "The WorkerHandoff shape: the terms under `contract:`.",
+                    "required": ["contract"],
+                    "properties": flat_keys_refused,
+                },
+                {
+                    "description": "The flat shape: the terms at the top.",
+                    "required": ["task_id"],
+                    "properties": {"contract": false},
+                },
+            ]),
+        );
+    }
+    tidy(&mut schema);
+    schema
+}
+
+/// The contract schema as `validator rules schema --contract` prints it (and
+/// `schema/contract.schema.json` holds it).
+pub fn contract_schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&contract_schema()).unwrap_or_default();
     text.push('\n');
     text
 }
@@ -324,5 +367,39 @@ mod tests {
             schema["definitions"]["GateSpec"]["additionalProperties"],
             false
         );
+    }
+
+    /// (the loader accepts it, the schema accepts it) for a contract of task `t`.
+    fn contract_judged(source: &str) -> (bool, bool) {
+        let loaded =
+            crate::contract::Contract::parse(Path::new("/c/t.yaml"), source.to_owned(), "t");
+        let instance: Value = yaml_serde::from_str(source).expect("test YAML parses");
+        let validator = jsonschema::draft7::new(&contract_schema()).expect("schema compiles");
+        (loaded.is_ok(), validator.is_valid(&instance))
+    }
+
+    #[test]
+    fn the_contract_schema_agrees_with_the_loader() {
+        jsonschema::draft7::meta::validate(&contract_schema()).expect("valid draft-07");
+        for good in [
+            "task_id: t\n",
+            "task_id: t\nfiles_owned: [\"src/**\"]\ncontext: why\nescalation: {blocked_contact: c}\n",
+            "contract: {task_id: t, success_criteria: [\"Tests pass: cargo test\", \"it works\"]}\ncontext: {your_role: r}\n",
+        ] {
+            assert_eq!(contract_judged(good), (true, true), "{good}");
+        }
+        for bad in [
+            "files_owned: [\"src/**\"]\n",
+            "contract: {task_id: t}\nfiles_owned: [\"src/**\"]\n",
+            "contract: {task_id: t, context: x}\n",
+            "task_id: t\nextra: 1\n",
+            "task_id: t\ncontext: {epic: x}\n",
+            "task_id: t\ncontext: [x]\n",
+            "task_id: t\nescalation: {contact: c}\n",
+            "task_id: t\nfiles_owned: [\"/etc/**\"]\n",
+            "task_id: t\ndependencies_completed: [\"a b\"]\n",
+        ] {
+            assert_eq!(contract_judged(bad), (false, false), "{bad}");
+        }
     }
 }

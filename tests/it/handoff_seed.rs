@@ -388,9 +388,9 @@ fn a_huge_contract_still_briefs_in_under_fifty_lines_each_field_on_one_line() {
     let project = Project::new();
     project.rules(
         &pipeline(
-            &"      - {name: gNN, rule: status}\n"
-                .repeat(1)
-                .replace("NN", "0"),
+            &(0..30)
+                .map(|i| format!("      - {{name: g{i}, rule: status}}\n"))
+                .collect::<String>(),
         )
         .replace("state: state\n", "state: state\ncontracts: contracts\n"),
     );
@@ -413,10 +413,114 @@ fn a_huge_contract_still_briefs_in_under_fifty_lines_each_field_on_one_line() {
         text.lines().count()
     );
     assert!(!text.contains('\u{1b}'), "{text}");
+    assert!(text.contains("- … and 18 more"), "{text}");
     // The only STATUS lines at the start of a line are the block's own.
     let status_lines: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("STATUS: OK"))
         .collect();
     assert_eq!(status_lines, ["STATUS: OK"], "{text}");
+}
+
+fn printed_contract_schema() -> String {
+    let output = validator()
+        .args(["rules", "schema", "--contract"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_committed_contract_schema_is_what_rules_schema_prints_and_the_seed_validates() {
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/contract.schema.json");
+    let committed =
+        fs::read_to_string(committed).expect("schema/contract.schema.json is committed");
+    assert!(
+        committed == printed_contract_schema(),
+        "schema/contract.schema.json is stale; refresh it:\n  cargo run -q -- rules schema --contract > schema/contract.schema.json"
+    );
+
+    // The seed's handoff, and a broken one, judged by a `schema` gate against it.
+    let project = Project::new();
+    project.root_file("contract.schema.json", &committed);
+    project.rules(&pipeline(
+        "      - {name: handoff, rule: schema, schema: contract.schema.json, files: [\"handoffs/*.json\"]}\n",
+    ));
+    project.file("handoffs/seed.json", SEED);
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 0, "{verdict:#}");
+    for (name, broken) in [
+        ("unknown-key.json", SEED.replace("your_role", "my_role")),
+        (
+            "mixed.json",
+            SEED.replacen("{\n", "{\n  \"task_id\": \"bd-123.2\",\n", 1),
+        ),
+        (
+            "escalation-key.json",
+            SEED.replace("blocked_contact", "contact"),
+        ),
+    ] {
+        project.file(&format!("handoffs/{name}"), &broken);
+    }
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let found = gate(&verdict, "handoff")["findings"].to_string();
+    for name in ["unknown-key.json", "mixed.json", "escalation-key.json"] {
+        assert!(found.contains(name), "{name}: {found}");
+    }
+    assert!(!found.contains("seed.json"), "{found}");
+}
+
+/// `validator rules check`: the exit code, stdout and stderr.
+fn rules_check(project: &Project) -> (Option<i32>, String) {
+    let output = validator()
+        .args(["rules", "check", "-c"])
+        .arg(project.rules_path())
+        .output()
+        .unwrap();
+    let mut text = String::from_utf8(output.stdout).unwrap();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    (output.status.code(), text)
+}
+
+#[test]
+fn rules_check_reads_every_contract_and_names_the_place_and_the_fix() {
+    let project = seeded("bd-123.2.json");
+    let (code, text) = rules_check(&project);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("1 checked, 0 broken"), "{text}");
+
+    project.root_file(
+        "contracts/bd-7.yaml",
+        "contract:\n  task_id: bd-7\n  files_owned: [\"a\", \"b\", \"../c\"]\n",
+    );
+    project.root_file(
+        "contracts/bd-8.yaml",
+        "task_id: bd-8\ncontract: {task_id: bd-8}\n",
+    );
+    project.root_file("contracts/bd-9.yaml", "task_id: bd-9\n");
+    project.root_file("contracts/bd-9.json", "{\"task_id\": \"bd-9\"}\n");
+    let (code, text) = rules_check(&project);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("4 checked, 3 broken"), "{text}");
+    assert!(
+        text.contains("bd-7.yaml:3:27: contract.files_owned[2]: glob `../c`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("help: write each glob relative to the task directory"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "bd-8.yaml:1:10: `task_id` is at the top, but the terms are under `contract:`"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("help: move `task_id` under `contract:`"),
+        "{text}"
+    );
+    assert!(text.contains("task `bd-9` has two contracts"), "{text}");
 }
