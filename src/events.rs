@@ -87,17 +87,12 @@ pub enum Event<'a> {
         reasons: &'a [String],
         verdict: Decision,
     },
-    /// A circuit breaker tripped: the task waits for a person.
+    /// A circuit breaker tripped: the task waits for a person (reached as its contract says,
+    /// where it names escalation paths).
     Escalated {
         breaker: Breaker,
-        reason: &'a str,
-    },
-    /// The same `escalated` line, for a task whose contract names its escalation paths: whom
-    /// the person or the worker turns to.
-    #[serde(rename = "escalated")]
-    EscalatedUnderContract {
-        breaker: Breaker,
-        escalation: &'a Escalation,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        escalation: Option<&'a Escalation>,
         reason: &'a str,
     },
     /// A run under a contract ended BLOCKED: a person decides, reached as the contract says.
@@ -485,9 +480,9 @@ mod tests {
             scope_change_protocol: None,
         };
         assert_eq!(
-            json(Event::EscalatedUnderContract {
+            json(Event::Escalated {
                 breaker: Breaker::Strikes,
-                escalation: &escalation,
+                escalation: Some(&escalation),
                 reason: "r"
             }),
             serde_json::json!({"event": "escalated", "details": {"breaker": "strikes", "escalation": {"blocked_contact": "coordinator"}, "reason": "r"}})
@@ -495,6 +490,7 @@ mod tests {
         assert_eq!(
             json(Event::Escalated {
                 breaker: Breaker::MaxAttempts,
+                escalation: None,
                 reason: "r"
             }),
             serde_json::json!({"event": "escalated", "details": {"breaker": "max_attempts", "reason": "r"}})

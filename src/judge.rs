@@ -141,16 +141,10 @@ impl<'a> History<'a> {
     /// Trips a breaker: the task is ESCALATED until a person resets it.
     fn escalate(&mut self, breaker: Breaker, why: &str) {
         self.state.escalated = Some(why.to_owned());
-        self.record(match &self.escalation {
-            Some(escalation) => Event::EscalatedUnderContract {
-                breaker,
-                escalation,
-                reason: why,
-            },
-            None => Event::Escalated {
-                breaker,
-                reason: why,
-            },
+        self.record(Event::Escalated {
+            breaker,
+            escalation: self.escalation.as_ref(),
+            reason: why,
         });
     }
 

@@ -953,6 +953,7 @@ fn escalate_key(rules: &Rules, key: &str, why: &str) {
                 None,
                 Event::Escalated {
                     breaker: crate::events::Breaker::Budget,
+                    escalation: None,
                     reason: why,
                 },
             );
