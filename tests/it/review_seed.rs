@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use crate::common::{Project, gate, isolate_git, json_verdict, pipeline};
-use serde_json::Value;
+use crate::common::{Project, gate, isolate_git, json_verdict, pipeline, validator};
+use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -525,4 +525,109 @@ fn reviewer_keys_are_checked_when_the_rules_are_read() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(expected), "{expected}\n{stderr}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 14. The review state
+// ---------------------------------------------------------------------------------------------
+
+/// A Claude Code stop in `project`'s task, as its hook sends it.
+fn stop(project: &Project) -> Value {
+    let input = json!({
+        "session_id": "review-state-session",
+        "transcript_path": "/home/u/.claude/projects/p/transcript.jsonl",
+        "cwd": project.task_dir(),
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+        "last_assistant_message": "STATUS: OK\nSUMMARY: done",
+    });
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "claude"])
+        .current_dir(project.task_dir())
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .write_stdin(input.to_string())
+        .output()
+        .expect("run the hook");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap_or(Value::Null)
+}
+
+/// `validator status` as JSON and as text; the JSON of the one task with a review.
+fn status(project: &Project) -> (Value, String) {
+    let run = |format: &str| {
+        let output = validator()
+            .arg("-c")
+            .arg(project.rules_path())
+            .args(["status", "--format", format])
+            .output()
+            .expect("run status");
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let tasks: Value = serde_json::from_str(&run("json")).expect("status JSON");
+    let reviewed: Vec<&Value> = tasks
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|task| !task["review"].is_null())
+        .collect();
+    assert_eq!(reviewed.len(), 1, "{tasks:#}");
+    (reviewed[0]["review"].clone(), run("text"))
+}
+
+#[test]
+fn a_task_keeps_its_review_state_and_status_shows_it() {
+    let project = Project::new();
+    // The reviewer answers what the test leaves beside the task.
+    let path = reviewer(
+        &project,
+        "review.sh",
+        "cat > /dev/null\ncat \"$VALIDATOR_TASK_DIR/../answer\"\n",
+    );
+    let review_gate =
+        format!("      - name: review\n        rule: review\n        run: [\"{path}\"]\n");
+    project.rules(&pipeline(&review_gate));
+    project.file("a.txt", "a\n");
+    project.root_file("answer", "REJECTED\n- a.txt:1: the greeting is missing\n");
+    stop(&project);
+    let (review, text) = status(&project);
+    assert_eq!(review["status"], "rejected", "{review:#}");
+    assert_eq!(review["reviewers"], json!(["review.sh"]));
+    assert_eq!(review["attempts"], 1);
+    assert_eq!(
+        review["issues"],
+        json!(["a.txt:1: the greeting is missing"])
+    );
+    let created = review["created_at"]
+        .as_str()
+        .expect("created_at")
+        .to_owned();
+    assert!(!review["updated_at"].is_null(), "{review:#}");
+    assert!(
+        text.contains(": review rejected by review.sh (1 answered, 1 issue; updated "),
+        "{text}"
+    );
+
+    project.root_file("answer", "APPROVED\n");
+    stop(&project);
+    let (review, text) = status(&project);
+    assert_eq!(review["status"], "approved", "{review:#}");
+    assert_eq!(review["attempts"], 2);
+    assert_eq!(review["created_at"], created.as_str());
+    assert!(review.get("issues").is_none(), "{review:#}");
+    assert!(
+        text.contains(": review approved by review.sh (2 answered;"),
+        "{text}"
+    );
+
+    // A run that never reaches the reviewer leaves the work's review pending.
+    project.rules(&pipeline(&format!(
+        "      - {{name: lint, rule: lint, run: [\"false\"]}}\n{review_gate}"
+    )));
+    stop(&project);
+    let (review, _) = status(&project);
+    assert_eq!(review["status"], "pending", "{review:#}");
+    assert_eq!(review["attempts"], 2);
 }
