@@ -391,4 +391,59 @@ mod tests {
         assert!(!run(format!("echo x > {}", dir.path().join("x").display())));
         assert!(!run(format!("mkdir {}", writable.join("sub").display())));
     }
+
+    #[test]
+    fn a_confined_program_runs_others_writes_only_where_it_may_and_connects_only_to_its_ports() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("scratch");
+        let task = dir.path().join("task");
+        std::fs::create_dir(&scratch).unwrap();
+        std::fs::create_dir(&task).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let writable = [scratch.clone()];
+        let confined = Sandbox::confining(Confinement {
+            writable: &writable,
+            ports: Some(&[443]),
+        })
+        .unwrap();
+        let Some(sandbox) = confined.sandbox else {
+            eprintln!("no Landlock here: nothing to test");
+            return;
+        };
+        assert!(sandbox.runs_programs());
+        let run = |script: String| {
+            let fd = sandbox.fd();
+            let mut command = std::process::Command::new("/bin/sh");
+            command.args(["-c", &script]);
+            // SAFETY: `enter` makes system calls only.
+            unsafe {
+                command.pre_exec(move || enter(fd));
+            }
+            command.status().unwrap().success()
+        };
+        // Other programs run (`mkdir`, `cat`), and the scratch directory is theirs to use.
+        let inner = scratch.join("sub");
+        assert!(run(format!(
+            "mkdir {0} && echo a > {0}/f && mv {0}/f {0}/g && cat {0}/g > /dev/null",
+            inner.display()
+        )));
+        assert!(!run(format!("echo x > {}", task.join("x").display())));
+        assert!(!run(format!("echo x > {}", dir.path().join("x").display())));
+        if confined.unenforced.is_none() && kernel_abi() >= ABI_NETWORK {
+            let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+            let bash = |script: &str| {
+                let fd = sandbox.fd();
+                let mut command = std::process::Command::new("bash");
+                command.args(["-c", script]);
+                // SAFETY: `enter` makes system calls only.
+                unsafe {
+                    command.pre_exec(move || enter(fd));
+                }
+                command.status().is_ok_and(|status| status.success())
+            };
+            assert!(!bash(&connect), "connected to a port not given");
+        }
+    }
 }

@@ -1211,6 +1211,22 @@ mod tests {
     }
 
     #[test]
+    fn the_users_request_comes_first_each_line_shown_and_capped() {
+        let mut fixture = fixture(|dir| std::fs::write(dir.join("a.txt"), "a").unwrap());
+        let long = "word ".repeat(MAX_SIGNAL_BYTES / 5 + 100);
+        fixture.task = fixture
+            .task
+            .clone()
+            .with_request(Some(format!("Add \u{1b}[31mred\u{202e} text\n{long}")));
+        let text = build(&fixture);
+        let ground = text.find("## Ground truth").unwrap();
+        assert!(ground < text.find("## Task").unwrap(), "{text:.2000}");
+        assert!(text.contains("The USER requested"), "{text:.2000}");
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{202e}'));
+        assert!(text.contains("more bytes of it were left out"));
+    }
+
+    #[test]
     fn without_a_signal_or_contract_the_context_says_so() {
         let fixture = fixture(|dir| std::fs::write(dir.join("a.txt"), "a").unwrap());
         let text = build(&fixture);
