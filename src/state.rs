@@ -46,8 +46,11 @@ pub struct TaskState {
     pub review: Option<ReviewState>,
 }
 
-/// Issues a review state keeps (the verdict holds them all).
-const MAX_REVIEW_ISSUES: usize = 50;
+/// Issues a review state keeps, and the characters of each (the verdict holds them all): the
+/// state file must stay well under its cap, or it would be read as damaged and the task's
+/// attempts start afresh.
+const MAX_REVIEW_ISSUES: usize = 20;
+const MAX_ISSUE_CHARS: usize = 200;
 
 /// A task's review, as seed 000's review state: who reviews it, where it stands, what the
 /// last answered review found and how many reviews have answered. Recorded by the judge from
@@ -59,7 +62,8 @@ pub struct ReviewState {
     pub status: ReviewStatus,
     /// The reviewers of the pipeline's `review` gates, by name.
     pub reviewers: Vec<String>,
-    /// The issues of the last review that answered, each on one line (at most 50).
+    /// The issues of the last review that answered, each on one line (at most 20, each cut to
+    /// 200 characters).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub issues: Vec<String>,
     /// Reviews that answered (approved or rejected) since the state was created.
@@ -158,7 +162,12 @@ impl TaskState {
                 .iter()
                 .flat_map(|gate| &gate.findings)
                 .take(MAX_REVIEW_ISSUES)
-                .map(|finding| crate::text::one_line(&finding.to_string()))
+                .map(|finding| {
+                    crate::text::clip(
+                        &crate::text::one_line(&finding.to_string()),
+                        MAX_ISSUE_CHARS,
+                    )
+                })
                 .collect(),
         };
         let now = crate::timestamp::seconds(std::time::SystemTime::now());
@@ -277,6 +286,37 @@ mod tests {
             normalise("took 87ms in /tmp/.tmpZZZ/y.rs")
         );
         assert_ne!(normalise("lint failed"), normalise("test failed"));
+    }
+
+    #[test]
+    fn a_review_state_stays_far_under_the_state_files_cap() {
+        use crate::verdict::{Finding, GateReport};
+        let mut verdict: Verdict = serde_json::from_value(serde_json::json!({
+            "schema": "1", "task": "t", "verdict": "FAIL", "attempt": 1, "max_attempts": 3,
+            "pipeline": "p", "started_at": "2026-01-01T00:00:00Z", "duration_ms": 0,
+            "gates": [], "reasons": [], "warnings": [],
+            "signal": {"sha256": null, "mtime": null, "agent": null, "status": null}
+        }))
+        .unwrap_or_else(|err| panic!("{err}"));
+        verdict.gates.push(GateReport {
+            name: "review".into(),
+            rule: "review".into(),
+            outcome: GateOutcome::Fail,
+            duration_ms: 0,
+            exit_code: None,
+            summary: String::new(),
+            findings: vec![Finding::new("\u{10FFFF}".repeat(100_000)); 500],
+            output_tail: None,
+            fix: None,
+        });
+        let mut state = TaskState::default();
+        state.record_review(vec!["r".into()], &verdict);
+        let bytes = serde_json::to_vec_pretty(&state).unwrap();
+        assert!(
+            bytes.len() < MAX_STATE_BYTES as usize / 2,
+            "{}",
+            bytes.len()
+        );
     }
 
     #[test]
