@@ -187,6 +187,7 @@ impl Judge<'_> {
         if let Some(history) = history.as_deref_mut() {
             history.escalation = contract.as_ref().and_then(|c| c.escalation.clone());
         }
+        let reviewers = pipeline.as_ref().map(|p| reviewers(p)).unwrap_or_default();
 
         // Reasons to decide without running any gate, in order of precedence.
         let precluded = if let Some(why) = refused {
@@ -230,6 +231,9 @@ impl Judge<'_> {
             if let Some(history) = history.as_deref_mut() {
                 let counted_now = history.state.judged != history.identity;
                 count(history, &mut verdict, rules.defaults.strikes);
+                if counted_now {
+                    history.state.record_review(reviewers, &verdict);
+                }
                 // After the strikes, which win a tie: the same failure is the plainer reason.
                 if verdict.verdict == Decision::Fail && counted_now {
                     drift(history, &mut verdict, rules, &task);
@@ -294,6 +298,21 @@ impl Judge<'_> {
         };
         pipeline::run_with(rules, pipeline, task, supervision)
     }
+}
+
+/// The reviewers of the pipeline's `review` gates, each named once, for the review state.
+fn reviewers(pipeline: &Pipeline) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for gate in &pipeline.gates {
+        if let crate::rules::Rule::Review(review) = &gate.rule {
+            for name in review.reviewer_names() {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
 }
 
 /// The breakers that decide before a run: a task a person must look at stays held, and an

@@ -248,10 +248,14 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     let sandbox = spec.sandbox.map(crate::sandbox::Sandbox::fd);
     // Under a watcher a command gets a cgroup where one can be made: its end kills the cgroup
     // whole, and a watcher killed before that leaves it, named by its mark, to the next. (A
-    // command in a sandbox, git, starts nothing. A one-shot run relies on being the subreaper:
-    // joining a cgroup costs a fork where a spawn would do, half a millisecond a command.)
+    // command in git's sandbox starts nothing; a reviewer in its own starts what it likes. A
+    // one-shot run relies on being the subreaper: joining a cgroup costs a fork where a spawn
+    // would do, half a millisecond a command.)
     let cgroup_prefix = crate::reaper::cgroup_prefix(run_mark.as_deref());
-    let in_cgroup = spec.sandbox.is_none() && spec.cancel.is_some_and(Cancel::uses_cgroups);
+    let in_cgroup = spec
+        .sandbox
+        .is_none_or(crate::sandbox::Sandbox::runs_programs)
+        && spec.cancel.is_some_and(Cancel::uses_cgroups);
     let cgroup = match (in_cgroup, &run_mark) {
         (true, Some(_)) => crate::reaper::Cgroup::new(&cgroup_prefix),
         _ => None,
@@ -259,7 +263,7 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     let joins = cgroup.as_ref().map(crate::reaper::Cgroup::procs_fd);
     // With a step between fork and exec, std execs with execvp, which runs a file that is no
     // program under /bin/sh; posix_spawn (used otherwise) refuses it. Refuse it the same way.
-    if joins.is_some() && !runnable(Path::new(&resolved), spec.cwd) {
+    if (joins.is_some() || sandbox.is_some()) && !runnable(Path::new(&resolved), spec.cwd) {
         return Err(io_err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "not a program this machine can run (a script needs a `#!` line naming its interpreter)",

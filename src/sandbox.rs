@@ -1,23 +1,32 @@
-//! A Landlock sandbox for the programs validator runs over a worker's own files (git): they may
-//! read the directories they are given and the system's libraries, execute nothing but
-//! themselves (no shell, so no filter, textconv or hook a worker configured can run), write
-//! nothing (but in a directory of validator's own they are given: where git keeps validator's
-//! private index of a repository), connect nowhere and signal nothing outside the sandbox.
+//! Landlock sandboxes for the programs validator runs that must not change the worker's files.
+//!
+//! - git over a worker's own files ([`Sandbox::reading`], [`Sandbox::reading_and_writing`]):
+//!   it may read the directories it is given and the system's libraries, execute nothing but
+//!   itself (no shell, so no filter, textconv or hook a worker configured can run), write
+//!   nothing (but in a directory of validator's own it is given: where git keeps validator's
+//!   private index of a repository), connect nowhere and signal nothing outside the sandbox.
+//! - a reviewer ([`Sandbox::confining`]): it may read and execute anything (its own program,
+//!   its libraries, its home and configuration to authenticate, the task), write only in the
+//!   directories it is given (a scratch directory of its run, those the gate lists under
+//!   `writable:`) and `/dev/null`, connect by TCP only to the ports it is given, and signal
+//!   nothing outside the sandbox.
 //!
 //! Checks made before git starts (which repository, which programs its config names) can be
 //! raced by a worker process that keeps running after it signalled done; the kernel's rules
 //! cannot. They are built in the parent and entered in the child between fork and exec. Where
 //! the kernel has no Landlock (before 5.13, or one that disables it), validator runs git
-//! without it, says so once, and relies on those checks alone. A debug build run with
-//! `VALIDATOR_DEBUG_NO_SANDBOX` set behaves so, for the tests of those checks.
+//! without it, says so once, and relies on those checks alone; a reviewer runs too, and its
+//! gate's summary says what was not enforced (and, for the network, on a kernel whose Landlock
+//! predates ABI 4, Linux 6.7). A debug build run with `VALIDATOR_DEBUG_NO_SANDBOX` set behaves
+//! so, for the tests of those checks.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
 };
 
 /// The Landlock ABI whose rights are asked for (on an older kernel, what it has of them).
@@ -48,10 +57,33 @@ const SYSTEM_FILES: &[&str] = &[
     "/etc/locale.alias",
 ];
 
+/// The first Landlock ABI that restricts TCP connections (Linux 6.7).
+const ABI_NETWORK: i32 = 4;
+
 /// A ruleset ready to be entered by a child process.
 #[derive(Debug)]
 pub struct Sandbox {
     ruleset: OwnedFd,
+    /// Whether the program may execute others (a reviewer's CLI and its helpers; not git).
+    runs_programs: bool,
+}
+
+/// What a reviewer's sandbox allows besides reading and executing.
+#[derive(Debug, Clone, Copy)]
+pub struct Confinement<'a> {
+    /// Directories it may write beneath (made, replaced, removed, renamed within them).
+    pub writable: &'a [PathBuf],
+    /// TCP ports it may connect to; `None`: any connection (no network rule).
+    pub ports: Option<&'a [u16]>,
+}
+
+/// A reviewer's sandbox as this kernel can enforce it.
+#[derive(Debug)]
+pub struct Confined {
+    /// `None` where there is no Landlock: the program runs without a sandbox.
+    pub sandbox: Option<Sandbox>,
+    /// What is not enforced here and why, for the gate's summary; `None` when all of it is.
+    pub unenforced: Option<String>,
 }
 
 impl Sandbox {
@@ -139,12 +171,93 @@ impl Sandbox {
                 .map_err(|err| format!("cannot allow {}: {err}", path.display()))?;
         }
         match Option::<OwnedFd>::from(ruleset) {
-            Some(ruleset) => Ok(Some(Sandbox { ruleset })),
+            Some(ruleset) => Ok(Some(Sandbox {
+                ruleset,
+                runs_programs: false,
+            })),
             None => {
                 warn_once("this kernel has no Landlock");
                 Ok(None)
             }
         }
+    }
+
+    /// A reviewer's sandbox (see the module's doc): read and execute anywhere, write beneath
+    /// `confinement.writable` only, connect by TCP to its ports only. `Err` when the rules
+    /// cannot be built; where the kernel cannot enforce them, what it cannot is said in
+    /// [`Confined::unenforced`], never left out silently.
+    pub fn confining(confinement: Confinement<'_>) -> Result<Confined, String> {
+        let unconfined = |why: String| {
+            Ok(Confined {
+                sandbox: None,
+                unenforced: Some(why),
+            })
+        };
+        if cfg!(debug_assertions) && std::env::var_os("VALIDATOR_DEBUG_NO_SANDBOX").is_some() {
+            return unconfined("not sandboxed (VALIDATOR_DEBUG_NO_SANDBOX)".into());
+        }
+        let abi = kernel_abi();
+        if abi < 1 {
+            return unconfined("not sandboxed: this kernel has no Landlock, so the reviewer could write anywhere validator can".into());
+        }
+        let read = AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute;
+        let write = AccessFs::from_all(ABI_ASKED) & !AccessFs::IoctlDev;
+        let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = vec![
+            (PathBuf::from("/"), read),
+            (
+                PathBuf::from("/dev/null"),
+                AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+            ),
+        ];
+        rules.extend(confinement.writable.iter().map(|dir| (dir.clone(), write)));
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(ABI_ASKED))
+            .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI_ASKED)));
+        if confinement.ports.is_some() {
+            ruleset = ruleset.and_then(|ruleset| {
+                ruleset.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)
+            });
+        }
+        let mut created = ruleset
+            .and_then(|ruleset| ruleset.create())
+            .map_err(|err| format!("cannot build the reviewer's sandbox: {err}"))?;
+        for (path, access) in rules {
+            let Ok(fd) = PathFd::new(&path) else {
+                continue;
+            };
+            let access = if path.is_dir() {
+                access
+            } else {
+                access & AccessFs::from_file(ABI_ASKED)
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|err| format!("cannot allow {}: {err}", path.display()))?;
+        }
+        for &port in confinement.ports.unwrap_or_default() {
+            created = created
+                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                .map_err(|err| format!("cannot allow port {port}: {err}"))?;
+        }
+        let Some(ruleset) = Option::<OwnedFd>::from(created) else {
+            return unconfined("not sandboxed: this kernel's Landlock could not be used".into());
+        };
+        let unenforced = (confinement.ports.is_some() && abi < ABI_NETWORK).then(|| {
+            format!("connections not restricted: this kernel's Landlock (ABI {abi}) cannot restrict the network (ABI {ABI_NETWORK}, Linux 6.7)")
+        });
+        Ok(Confined {
+            sandbox: Some(Sandbox {
+                ruleset,
+                runs_programs: true,
+            }),
+            unenforced,
+        })
+    }
+
+    /// Whether the sandboxed program may start others (so it gets a cgroup like any command).
+    pub(crate) fn runs_programs(&self) -> bool {
+        self.runs_programs
     }
 
     /// The raw descriptor a child enters ([`enter`]); valid while the sandbox lives.
@@ -167,6 +280,22 @@ pub(crate) fn enter(fd: i32) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The Landlock ABI this kernel offers; 0 when it has none (or disables it).
+pub fn kernel_abi() -> i32 {
+    use nix::libc;
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: asks the kernel for a number; no memory is passed.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(version).unwrap_or(0).max(0)
 }
 
 fn warn_once(why: &str) {
@@ -261,5 +390,60 @@ mod tests {
         assert!(!run(format!("echo x > {}", read_only.join("x").display())));
         assert!(!run(format!("echo x > {}", dir.path().join("x").display())));
         assert!(!run(format!("mkdir {}", writable.join("sub").display())));
+    }
+
+    #[test]
+    fn a_confined_program_runs_others_writes_only_where_it_may_and_connects_only_to_its_ports() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("scratch");
+        let task = dir.path().join("task");
+        std::fs::create_dir(&scratch).unwrap();
+        std::fs::create_dir(&task).unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let writable = [scratch.clone()];
+        let confined = Sandbox::confining(Confinement {
+            writable: &writable,
+            ports: Some(&[443]),
+        })
+        .unwrap();
+        let Some(sandbox) = confined.sandbox else {
+            eprintln!("no Landlock here: nothing to test");
+            return;
+        };
+        assert!(sandbox.runs_programs());
+        let run = |script: String| {
+            let fd = sandbox.fd();
+            let mut command = std::process::Command::new("/bin/sh");
+            command.args(["-c", &script]);
+            // SAFETY: `enter` makes system calls only.
+            unsafe {
+                command.pre_exec(move || enter(fd));
+            }
+            command.status().unwrap().success()
+        };
+        // Other programs run (`mkdir`, `cat`), and the scratch directory is theirs to use.
+        let inner = scratch.join("sub");
+        assert!(run(format!(
+            "mkdir {0} && echo a > {0}/f && mv {0}/f {0}/g && cat {0}/g > /dev/null",
+            inner.display()
+        )));
+        assert!(!run(format!("echo x > {}", task.join("x").display())));
+        assert!(!run(format!("echo x > {}", dir.path().join("x").display())));
+        if confined.unenforced.is_none() && kernel_abi() >= ABI_NETWORK {
+            let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+            let bash = |script: &str| {
+                let fd = sandbox.fd();
+                let mut command = std::process::Command::new("bash");
+                command.args(["-c", script]);
+                // SAFETY: `enter` makes system calls only.
+                unsafe {
+                    command.pre_exec(move || enter(fd));
+                }
+                command.status().is_ok_and(|status| status.success())
+            };
+            assert!(!bash(&connect), "connected to a port not given");
+        }
     }
 }

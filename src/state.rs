@@ -1,6 +1,7 @@
 //! Per-task state under `<state>/tasks/<task>.json`: the attempt count, the signal that attempt
-//! answers (so a run repeated after a crash keeps its number), and the recent failure signature
-//! for the strikes breaker. Written atomically; survives restarts; `validator reset` clears it.
+//! answers (so a run repeated after a crash keeps its number), the recent failure signature
+//! for the strikes breaker, and the task's review (`ReviewState`, from its `review` gates'
+//! outcomes). Written atomically; survives restarts; `validator reset` clears it.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,56 @@ pub struct TaskState {
     /// many failed runs in a row were alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<Drifting>,
+    /// Where the task's review stands, when its pipeline has a `review` gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewState>,
+}
+
+/// Issues a review state keeps, and the characters of each (the verdict holds them all): the
+/// state file must stay well under its cap, or it would be read as damaged and the task's
+/// attempts start afresh.
+const MAX_REVIEW_ISSUES: usize = 20;
+const MAX_ISSUE_CHARS: usize = 200;
+
+/// A task's review, as seed 000's review state: who reviews it, where it stands, what the
+/// last answered review found and how many reviews have answered. Recorded by the judge from
+/// the `review` gates' outcomes when a run ends (rules write nothing), so it reads `pending`,
+/// `approved` or `rejected`; a review still running is not recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewState {
+    pub status: ReviewStatus,
+    /// The reviewers of the pipeline's `review` gates, by name.
+    pub reviewers: Vec<String>,
+    /// The issues of the last review that answered, each on one line (at most 20, each cut to
+    /// 200 characters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub issues: Vec<String>,
+    /// Reviews that answered (approved or rejected) since the state was created.
+    pub attempts: u32,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// Where a review stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewStatus {
+    /// No reviewer has answered for this work: the review gate was not reached, was skipped,
+    /// or could not judge (ERROR).
+    Pending,
+    Approved,
+    Rejected,
+}
+
+impl ReviewStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewStatus::Pending => "pending",
+            ReviewStatus::Approved => "approved",
+            ReviewStatus::Rejected => "rejected",
+        }
+    }
 }
 
 /// See [`TaskState::drift`].
@@ -83,6 +134,53 @@ impl TaskState {
         };
         self.signature = Some(signature);
         self.strikes
+    }
+
+    /// Records the outcome of the run's `review` gates (whose reviewers are `reviewers`): a
+    /// rejection by any is `rejected`, approval by every one that is in the verdict is
+    /// `approved`, anything else (not reached, skipped, ERROR) `pending`. A pipeline without a
+    /// review gate leaves the state as it is.
+    pub fn record_review(&mut self, reviewers: Vec<String>, verdict: &Verdict) {
+        let gates: Vec<&crate::verdict::GateReport> = verdict
+            .gates
+            .iter()
+            .filter(|gate| gate.rule == "review")
+            .collect();
+        if reviewers.is_empty() && gates.is_empty() {
+            return;
+        }
+        let status = if gates.iter().any(|g| g.outcome == GateOutcome::Fail) {
+            ReviewStatus::Rejected
+        } else if !gates.is_empty() && gates.iter().all(|g| g.outcome == GateOutcome::Pass) {
+            ReviewStatus::Approved
+        } else {
+            ReviewStatus::Pending
+        };
+        let issues = match status {
+            ReviewStatus::Pending => Vec::new(),
+            _ => gates
+                .iter()
+                .flat_map(|gate| &gate.findings)
+                .take(MAX_REVIEW_ISSUES)
+                .map(|finding| {
+                    crate::text::clip(
+                        &crate::text::one_line(&finding.to_string()),
+                        MAX_ISSUE_CHARS,
+                    )
+                })
+                .collect(),
+        };
+        let now = crate::timestamp::seconds(std::time::SystemTime::now());
+        let previous = self.review.take();
+        let answered = u32::from(status != ReviewStatus::Pending);
+        self.review = Some(ReviewState {
+            status,
+            reviewers,
+            issues,
+            attempts: previous.as_ref().map_or(0, |p| p.attempts) + answered,
+            created_at: previous.map_or_else(|| now.clone(), |p| p.created_at),
+            updated_at: now,
+        });
     }
 
     /// The task's state; a missing file is a fresh task. A damaged file is treated as fresh too,
@@ -188,6 +286,37 @@ mod tests {
             normalise("took 87ms in /tmp/.tmpZZZ/y.rs")
         );
         assert_ne!(normalise("lint failed"), normalise("test failed"));
+    }
+
+    #[test]
+    fn a_review_state_stays_far_under_the_state_files_cap() {
+        use crate::verdict::{Finding, GateReport};
+        let mut verdict: Verdict = serde_json::from_value(serde_json::json!({
+            "schema": "1", "task": "t", "verdict": "FAIL", "attempt": 1, "max_attempts": 3,
+            "pipeline": "p", "started_at": "2026-01-01T00:00:00Z", "duration_ms": 0,
+            "gates": [], "reasons": [], "warnings": [],
+            "signal": {"sha256": null, "mtime": null, "agent": null, "status": null}
+        }))
+        .unwrap_or_else(|err| panic!("{err}"));
+        verdict.gates.push(GateReport {
+            name: "review".into(),
+            rule: "review".into(),
+            outcome: GateOutcome::Fail,
+            duration_ms: 0,
+            exit_code: None,
+            summary: String::new(),
+            findings: vec![Finding::new("\u{10FFFF}".repeat(100_000)); 500],
+            output_tail: None,
+            fix: None,
+        });
+        let mut state = TaskState::default();
+        state.record_review(vec!["r".into()], &verdict);
+        let bytes = serde_json::to_vec_pretty(&state).unwrap();
+        assert!(
+            bytes.len() < MAX_STATE_BYTES as usize / 2,
+            "{}",
+            bytes.len()
+        );
     }
 
     #[test]

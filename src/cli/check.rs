@@ -26,6 +26,10 @@ pub(crate) struct CheckArgs {
     /// The done signal's body: a file, or - for standard input
     #[arg(long, value_name = "FILE")]
     pub(crate) signal: Option<PathBuf>,
+    /// What the person asked for, in their own words (an issue's text): the ground truth a
+    /// `review` gate's reviewer starts from; a file of at most 1 MiB, or - for standard input
+    #[arg(long, value_name = "FILE")]
+    pub(crate) request: Option<PathBuf>,
     /// Run this pipeline instead of the first one whose `tasks` match
     #[arg(long, value_name = "NAME")]
     pub(crate) pipeline: Option<String>,
@@ -85,6 +89,9 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
     let mut task = Task::new(name, &task_dir)?.with_attempt(args.attempt);
     if let Some(signal) = &args.signal {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
+    }
+    if let Some(request) = &args.request {
+        task = task.with_request(Some(read_request(request, args.signal.as_deref())?));
     }
     let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
     let only = gate_names(&args.only, pipeline, "--only")?;
@@ -344,6 +351,28 @@ where
         usize::from(width),
         with_task,
     ))
+}
+
+/// The user's request for `--request`, as text: a file of at most 1 MiB, or standard input's
+/// first 1 MiB. The signal and the request
+/// cannot both be standard input.
+fn read_request(path: &Path, signal: Option<&Path>) -> Result<String> {
+    const MAX_REQUEST: u64 = 1 << 20;
+    let stdin = Path::new("-");
+    if path == stdin && signal == Some(stdin) {
+        bail!("--request and --signal cannot both read standard input; give one of them a file");
+    }
+    let mut bytes = Vec::new();
+    if path == stdin {
+        std::io::stdin()
+            .take(MAX_REQUEST)
+            .read_to_end(&mut bytes)
+            .context("cannot read the request from standard input")?;
+    } else {
+        bytes = validator::files::read(path, MAX_REQUEST, validator::files::Links::Follow)
+            .with_context(|| format!("cannot read the request {}", path.display()))?;
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 pub(crate) fn read_signal(path: &Path) -> Result<Signal> {

@@ -119,6 +119,7 @@ pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
                     task.task
                 )?;
             }
+            print_reviews(&mut out, &tasks)?;
             for task in tasks.iter().filter(|t| t.unpublished.is_some()) {
                 let why = task.unpublished.as_deref().unwrap_or_default();
                 writeln!(
@@ -200,6 +201,31 @@ fn print_contract_violations(out: &mut impl Write, state: &Path) -> Result<()> {
             broken.runs.len(),
             counts(&broken.kinds),
             counts(&broken.after)
+        )?;
+    }
+    Ok(())
+}
+
+/// A line for each task with a review state: where it stands, by whom, after how many
+/// reviews, with how many issues.
+fn print_reviews(out: &mut impl Write, tasks: &[client::TaskStatus]) -> Result<()> {
+    for task in tasks {
+        let Some(review) = &task.review else {
+            continue;
+        };
+        let issues = match review.issues.len() {
+            0 => String::new(),
+            1 => ", 1 issue".to_owned(),
+            n => format!(", {n} issues"),
+        };
+        writeln!(
+            out,
+            "{}: review {} by {} ({} answered{issues}; updated {})",
+            task.task,
+            review.status.as_str(),
+            validator::text::one_line(&review.reviewers.join(", ")),
+            review.attempts,
+            review.updated_at
         )?;
     }
     Ok(())

@@ -66,7 +66,8 @@ pub struct GateSpec {
     pub min_count: Option<u32>,
     // lint, test, review
     /// lint, test, review: the command, as a list of arguments or a string split like a shell
-    /// would (no shell runs). It runs in the task directory.
+    /// would (no shell runs). It runs in the task directory (a reviewer, read-only: see
+    /// `writable`).
     pub run: Option<Argv>,
     /// lint, test (globs; matches are appended to `run` as arguments, in batches); schema (the
     /// documents to validate); content (the files read).
@@ -95,6 +96,21 @@ pub struct GateSpec {
     /// from) even though it exited 0, for tools that report without failing (`gofmt -l`,
     /// linters that only warn) (default: false).
     pub fail_on_findings: Option<bool>,
+    // review
+    /// review: several reviewers instead of one `run:`, each `{run, name, env}`; `mode` says
+    /// how they decide.
+    #[schemars(length(min = 1))]
+    pub reviewers: Option<Vec<crate::rules::review::ReviewerSpec>>,
+    /// review: how `reviewers` decide: all (default: every one approves), majority (more than
+    /// half approve) or critique (two: the second judges the first's answer, and decides).
+    pub mode: Option<crate::rules::review::Mode>,
+    /// review: directories the reviewer may write besides its own scratch directory ($TMPDIR),
+    /// such as `["~/.claude"]` where a model CLI keeps its session; relative to the rules
+    /// file. Never the task's: an entry that is, holds or lies in the task directory or the
+    /// worker's area is an ERROR when the gate runs.
+    pub writable: Option<Vec<String>>,
+    /// review: the TCP ports the reviewer may connect to (default: [443], HTTPS), or `any`.
+    pub network: Option<crate::rules::review::Network>,
     // schema
     /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local
     /// `$ref` only.
@@ -200,6 +216,10 @@ impl GateSpec {
             deny: None,
             base: None,
             require_summary: None,
+            reviewers: None,
+            mode: None,
+            writable: None,
+            network: None,
         }
     }
 

@@ -201,6 +201,9 @@ pub struct TaskStatus {
     /// The running watcher judged the task but cannot write its verdict: why (the OS's reason).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unpublished: Option<String>,
+    /// Where the task's review stands (its pipeline has a `review` gate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::state::ReviewState>,
 }
 
 /// Every task that has a done signal, a verdict or state. With a key, a verdict is current only
@@ -249,6 +252,7 @@ pub fn status(rules: &Rules, key: Option<&Key>) -> Vec<TaskStatus> {
                 age_secs,
                 escalated: state.escalated,
                 unpublished: unpublished.remove(&task),
+                review: state.review,
                 task,
             }
         })

@@ -18,6 +18,7 @@ use serde_json::Value;
 fn reviewer(project: &Project, name: &str, body: &str) -> String {
     let rel = format!("reviewers/{name}");
     project.root_file(&rel, &format!("#!/bin/sh\n{body}"));
+    std::fs::create_dir_all(project.path().join("record")).expect("record dir");
     let path = project.path().join(rel);
     make_executable(&path);
     path.display().to_string()
@@ -28,9 +29,12 @@ fn make_executable(path: &Path) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
-/// A review gate running `run` (a YAML value), with extra lines (indented 8) appended.
+/// A review gate running `run` (a YAML value), with extra lines (indented 8) appended. The
+/// reviewer may write only in `record/` beside the task (its sandbox refuses the rest).
 fn review_gate(run: &str, extra: &str) -> String {
-    format!("      - name: review\n        rule: review\n        run: {run}\n{extra}")
+    format!(
+        "      - name: review\n        rule: review\n        run: {run}\n        writable: [record]\n{extra}"
+    )
 }
 
 /// A project whose one gate reviews with the script `body`.
@@ -54,10 +58,10 @@ fn text<'v>(value: &'v Value, key: &str) -> &'v str {
 }
 
 /// A reviewer that saves its stdin (and a few variables) beside the task, then approves.
-const RECORDER: &str = "cat > \"$VALIDATOR_TASK_DIR/../context.md\"\nprintf '%s|%s|%s\\n' \"$VALIDATOR_TASK\" \"$VALIDATOR_ATTEMPT\" \"$REVIEW_MODEL\" > \"$VALIDATOR_TASK_DIR/../env.txt\"\necho APPROVED\n";
+const RECORDER: &str = "cat > \"$VALIDATOR_TASK_DIR/../record/context.md\"\nprintf '%s|%s|%s\\n' \"$VALIDATOR_TASK\" \"$VALIDATOR_ATTEMPT\" \"$REVIEW_MODEL\" > \"$VALIDATOR_TASK_DIR/../record/env.txt\"\necho APPROVED\n";
 
 fn recorded(project: &Project) -> String {
-    std::fs::read_to_string(project.path().join("context.md")).expect("the reviewer's stdin")
+    std::fs::read_to_string(project.path().join("record/context.md")).expect("the reviewer's stdin")
 }
 
 /// True while `pid` is a live process (a zombie counts as dead).
@@ -222,7 +226,7 @@ fn the_reviewer_reads_the_task_the_signal_and_the_files_outside_git() {
         "{context}"
     );
     assert!(context.contains("No contract was given"), "{context}");
-    let env = std::fs::read_to_string(project.path().join("env.txt")).expect("env");
+    let env = std::fs::read_to_string(project.path().join("record/env.txt")).expect("env");
     assert_eq!(env, "svc-parser|2|\n");
 }
 
@@ -261,7 +265,7 @@ fn in_git_the_reviewer_reads_the_changed_files_and_the_patch_against_head() {
         context.contains("{\"status\": \"OK\", \"summary\": \"fixed add\"}"),
         "{context}"
     );
-    let env = std::fs::read_to_string(project.path().join("env.txt")).expect("env");
+    let env = std::fs::read_to_string(project.path().join("record/env.txt")).expect("env");
     assert_eq!(env, "task|1|opus\n");
 }
 
@@ -390,7 +394,7 @@ fn a_review_gate_refuses_keys_it_does_not_take() {
 #[test]
 fn a_reviewer_past_its_timeout_is_an_error_and_does_not_survive() {
     let project = reviewed_by(
-        "echo $$ > \"$VALIDATOR_TASK_DIR/../pids\"\nsleep 60 &\necho $! >> \"$VALIDATOR_TASK_DIR/../pids\"\nwait\n",
+        "echo $$ > \"$VALIDATOR_TASK_DIR/../record/pids\"\nsleep 60 &\necho $! >> \"$VALIDATOR_TASK_DIR/../record/pids\"\nwait\n",
     );
     project.rules(&pipeline(&review_gate(
         &format!(
@@ -400,7 +404,7 @@ fn a_reviewer_past_its_timeout_is_an_error_and_does_not_survive() {
         "        timeout: 1s\n",
     )));
     let (code, verdict) = run_check(&project, &[]);
-    let pids: Vec<u32> = std::fs::read_to_string(project.path().join("pids"))
+    let pids: Vec<u32> = std::fs::read_to_string(project.path().join("record/pids"))
         .expect("pids")
         .split_whitespace()
         .map(|p| p.parse().expect("pid"))
@@ -453,9 +457,17 @@ fn example_with(model: Option<&str>, cli: &str) -> (i32, Value, tempfile::TempDi
         .find(|line| line.trim_start().starts_with("REVIEW_CLI:"))
         .expect("the example sets REVIEW_CLI");
     let indent = &line[..line.len() - line.trim_start().len()];
+    // The stub model writes what it read beside the task: the only place besides its scratch
+    // directory the reviewer's sandbox lets it write.
+    let writable = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("writable:"))
+        .expect("the example names what the model CLI writes");
+    std::fs::create_dir_all(copy.path().join("record")).expect("record dir");
     std::fs::write(
         &rules,
-        text.replace(line, &format!("{indent}REVIEW_CLI: {cli}")),
+        text.replace(line, &format!("{indent}REVIEW_CLI: {cli}"))
+            .replace(writable, "        writable: [record]"),
     )
     .expect("write rules");
     let mut cmd = common::validator();
@@ -477,7 +489,7 @@ fn example_with(model: Option<&str>, cli: &str) -> (i32, Value, tempfile::TempDi
 fn the_example_reviewer_gives_the_model_the_prompt_and_the_context_and_passes_its_rejection_on() {
     let (code, verdict, copy) = example_with(
         Some(
-            "cat > \"$(dirname \"$0\")/model-input.md\"\necho 'Having read everything, my verdict:'\necho '**REJECTED**'\necho '- stats.py:11: median of an even-length list returns the upper middle value'\necho '- the signal says empty input is handled, but mean([]) raises ZeroDivisionError'\n",
+            "cat > \"$(dirname \"$0\")/record/model-input.md\"\necho 'Having read everything, my verdict:'\necho '**REJECTED**'\necho '- stats.py:11: median of an even-length list returns the upper middle value'\necho '- the signal says empty input is handled, but mean([]) raises ZeroDivisionError'\n",
         ),
         "--model reviewer",
     );
@@ -492,7 +504,8 @@ fn the_example_reviewer_gives_the_model_the_prompt_and_the_context_and_passes_it
         "{review:#}"
     );
 
-    let input = std::fs::read_to_string(copy.path().join("model-input.md")).expect("model input");
+    let input =
+        std::fs::read_to_string(copy.path().join("record/model-input.md")).expect("model input");
     let prompt = std::fs::read_to_string(copy.path().join("prompt.md")).expect("prompt");
     assert!(input.starts_with(&prompt), "{input}");
     assert!(
