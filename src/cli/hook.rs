@@ -134,13 +134,22 @@ fn read_input(
         .context("cannot read the hook's input from stdin")?
     {
         Bounded::Whole(input) => input,
+        // A session's start or a person's prompt is never refused: refusing would drop what
+        // the person asked. Only the stop and tool calls are.
+        Bounded::TooLong(part) | Bounded::Late(part) if beside_the_work(agent, &part) => {
+            eprintln!(
+                "validator hook {}: the hook's input was too long or too slow to read whole; nothing is added to the prompt",
+                agent.name()
+            );
+            return Ok(Received::Answered(None));
+        }
         // Too long to read whole: never let such a stop through, never read half of it.
-        Bounded::TooLong => {
+        Bounded::TooLong(_) => {
             return Ok(Received::Answered(
                 validator::hook::Answer::too_long_to_judge().to_json(agent),
             ));
         }
-        Bounded::Late => {
+        Bounded::Late(_) => {
             eprintln!(
                 "validator hook {}: the hook's input did not end by its deadline ({}); the stop is refused",
                 agent.name(),
@@ -156,11 +165,21 @@ fn read_input(
     )?)))
 }
 
-/// What reading a bounded input by a deadline gave.
+/// Whether a partly read input is a session's start or a person's prompt.
+fn beside_the_work(agent: validator::hook::Agent, part: &[u8]) -> bool {
+    validator::hook::event_of_partial(part).is_some_and(|event| {
+        matches!(
+            agent.phase(Some(&event)),
+            Phase::SessionStart | Phase::Prompt
+        )
+    })
+}
+
+/// What reading a bounded input by a deadline gave (with what arrived, when not whole).
 enum Bounded {
     Whole(Vec<u8>),
-    TooLong,
-    Late,
+    TooLong(Vec<u8>),
+    Late(Vec<u8>),
 }
 
 /// Reads `reader` to its end, at most `limit` bytes, waiting for more only until `until`: the
@@ -177,7 +196,7 @@ fn read_by(
     loop {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Ok(Bounded::Late);
+            return Ok(Bounded::Late(input));
         }
         let mut poll = libc::pollfd {
             fd: reader.as_fd().as_raw_fd(),
@@ -207,7 +226,7 @@ fn read_by(
         }
         input.extend_from_slice(&chunk[..read]);
         if input.len() > limit {
-            return Ok(Bounded::TooLong);
+            return Ok(Bounded::TooLong(input));
         }
     }
 }

@@ -200,17 +200,26 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
             });
         }
     }
-    let prompt = prompt_gates.map(|p| PromptHook {
-        pipeline: runs_prompt_gates.then(|| PROMPT_EVENT.to_owned()),
-        keywords: p
+    // Every gate the prompt's list reaches waits for its own words, a jump's target too.
+    let prompt = prompt_gates.map(|p| {
+        let mut reached: Vec<&str> = p
             .gates
             .iter()
-            .filter_map(|name| {
-                let words = reader.gate(name)?.keywords.clone()?;
-                Some(((*name).to_owned(), words))
-            })
-            .collect(),
-        commands: p.commands,
+            .flat_map(|head| reach(head, &compiled))
+            .collect();
+        reached.sort_unstable();
+        reached.dedup();
+        PromptHook {
+            pipeline: runs_prompt_gates.then(|| PROMPT_EVENT.to_owned()),
+            keywords: reached
+                .into_iter()
+                .filter_map(|name| {
+                    let words = reader.gate(name)?.keywords.clone()?;
+                    Some((name.to_owned(), words))
+                })
+                .collect(),
+            commands: p.commands,
+        }
     });
     let staging = dir.join("staging");
     Ok(Rules {

@@ -285,6 +285,36 @@ fn js_int(text: &str) -> Option<i64> {
     digits.parse::<i64>().ok().map(|n| sign * n)
 }
 
+/// The event a hook input names at its top level, read from as much of it as arrived: an
+/// input too long to read whole, or cut by the deadline, still says what it was about when the
+/// agent wrote the event first (as all of them do). Only the top level is read, so an event
+/// name in a tool's input or a message is never taken for it.
+pub fn event_of_partial(bytes: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct TopLevel<'a>(&'a mut Option<String>);
+    impl<'de> Visitor<'de> for TopLevel<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a hook's JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "hook_event_name" {
+                    *self.0 = map.next_value::<Option<String>>()?;
+                    return Ok(());
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let mut event = None;
+    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    // Cut short, the input ends in an error once the event has been read, if it came first.
+    let _ = reader.deserialize_map(TopLevel(&mut event));
+    event
+}
+
 /// The session of a hook input that names none: one made by hand to try the gate.
 pub const MANUAL_SESSION: &str = "manual";
 
@@ -756,10 +786,10 @@ pub fn judge(
         }),
         None => Ok(&alone),
     };
+    // First, whatever the pipeline holds: a `status` gate of its own may be advisory or
+    // never reached.
     let with_plan_compliance = match pipeline {
-        Ok(own) if plan_compliance && !has_status_gate(own) => {
-            Some(own.with_first(plan_compliance_gate()))
-        }
+        Ok(own) if plan_compliance => Some(own.with_first(plan_compliance_gate())),
         _ => None,
     };
     let pipeline = match &with_plan_compliance {
@@ -811,14 +841,6 @@ fn plan_compliance_gate() -> crate::config::Gate {
         group: None,
         definition: String::new(),
     }
-}
-
-/// Whether the pipeline reads the STATUS itself, so plan compliance would only say it twice.
-fn has_status_gate(pipeline: &Pipeline) -> bool {
-    pipeline
-        .gates
-        .iter()
-        .any(|gate| gate.kind() == crate::rules::spec::RuleKind::Status)
 }
 
 /// Why a stop's run ended as it did when a limit of the hook's own ended it: the deadline cut
@@ -1152,6 +1174,18 @@ mod tests {
             panic!("a deadline's answer blocks");
         };
         assert!(reason.contains("deadline of 590s"), "{reason}");
+    }
+
+    #[test]
+    fn the_event_of_a_cut_input_is_read_from_its_top_level_only() {
+        let cut = br#"{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "aaaa"#;
+        assert_eq!(event_of_partial(cut).as_deref(), Some("UserPromptSubmit"));
+        let nested = br#"{"tool_input": {"hook_event_name": "UserPromptSubmit"}, "hook_event_name": "PreTool"#;
+        assert_eq!(event_of_partial(nested), None);
+        let in_text = br#"{"last_assistant_message": ""hook_event_name": "SessionStart"", "x"#;
+        assert_eq!(event_of_partial(in_text), None);
+        assert_eq!(event_of_partial(b"[1, 2"), None);
+        assert_eq!(event_of_partial(b""), None);
     }
 
     #[test]

@@ -97,6 +97,45 @@ impl Memory {
     }
 }
 
+impl Session {
+    /// The record as written, made to fit [`MAX_SESSION_BYTES`] first: a record past it would
+    /// be read back as damaged and start the session's budgets over. What goes is what matters
+    /// least: the breaches told (at worst told again), then the person's later prompts, then
+    /// what agents keep repeating; when, usage and the first prompt stay.
+    fn fitted(&mut self) -> Vec<u8> {
+        loop {
+            let bytes = serde_json::to_vec(self).unwrap_or_default();
+            if bytes.len() as u64 <= MAX_SESSION_BYTES {
+                return bytes;
+            }
+            if let Some(memory) = self
+                .agents
+                .values_mut()
+                .filter(|memory| !memory.told.is_empty())
+                .max_by_key(|memory| memory.told.len())
+            {
+                let keep = memory.told.len() / 2;
+                memory.told.drain(..memory.told.len() - keep);
+            } else if self.prompts.len() > 1 {
+                self.prompts.truncate(1);
+            } else if !self.agents.is_empty() {
+                self.agents.clear();
+            } else if self.usage.sources.len() > 1 {
+                // Each source's tokens are already in the total; only where to read on is lost.
+                let keep = self.usage.sources.len() / 2;
+                let drop: Vec<String> = self.usage.sources.keys().skip(keep).cloned().collect();
+                for key in drop {
+                    self.usage.sources.remove(&key);
+                }
+            } else {
+                self.prompts.clear();
+                self.usage.sources.clear();
+                return serde_json::to_vec(self).unwrap_or_default();
+            }
+        }
+    }
+}
+
 /// A session's record, held locked from [`Held::open`] to [`Held::save`] (or drop).
 pub struct Held {
     path: PathBuf,
@@ -138,12 +177,21 @@ impl Held {
         *self.session.first_seen.get_or_insert_with(now)
     }
 
+    /// What `agent` keeps repeating. A name past 128 bytes (the agent's string) is kept as its
+    /// start and a hash of the whole, so no name can fill the record.
     pub fn memory(&mut self, agent: &str) -> &mut Memory {
-        self.session.agents.entry(agent.to_owned()).or_default()
+        let key = if agent.len() <= 128 {
+            agent.to_owned()
+        } else {
+            use sha2::{Digest, Sha256};
+            let start = &agent[..agent.floor_char_boundary(64)];
+            format!("{start}…{:x}", Sha256::digest(agent.as_bytes()))
+        };
+        self.session.agents.entry(key).or_default()
     }
 
-    pub fn save(self) {
-        let bytes = serde_json::to_vec(&self.session).unwrap_or_default();
+    pub fn save(mut self) {
+        let bytes = self.session.fitted();
         if bytes == self.read {
             return;
         }
@@ -213,6 +261,28 @@ mod tests {
         assert_eq!(Memory::repeat(&mut memory.refusal, "a".into()), 3);
         assert_eq!(Memory::repeat(&mut memory.refusal, "b".into()), 1);
         assert!(!memory.first_time("x"));
+    }
+
+    #[test]
+    fn a_record_past_its_cap_is_cut_to_fit_keeping_when_and_how_much() {
+        let state = tempfile::tempdir().unwrap();
+        let mut held = Held::open(state.path(), "hook-2");
+        let began = held.began();
+        held.session.usage.total = 42;
+        // Characters JSON writes as six bytes each.
+        let long = "\u{1}".repeat(60_000);
+        held.session.prompts = vec!["first".into(), long.clone(), long.clone()];
+        held.memory(&long).told = vec![long.clone(); 4];
+        held.save();
+        let bytes = std::fs::read(state.path().join("sessions/hook-2.json")).unwrap();
+        assert!(bytes.len() as u64 <= MAX_SESSION_BYTES, "{}", bytes.len());
+        let mut again = Held::open(state.path(), "hook-2");
+        assert_eq!(again.began(), began);
+        assert_eq!(again.session.usage.total, 42);
+        assert_eq!(
+            again.session.prompts.first().map(String::as_str),
+            Some("first")
+        );
     }
 
     #[test]
