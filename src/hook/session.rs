@@ -178,13 +178,13 @@ impl Held {
     }
 
     /// What `agent` keeps repeating. A name past 128 bytes (the agent's string) is kept as its
-    /// start and a hash of the whole, so no name can fill the record.
+    /// first characters and a hash of the whole, so no name can fill the record.
     pub fn memory(&mut self, agent: &str) -> &mut Memory {
         let key = if agent.len() <= 128 {
             agent.to_owned()
         } else {
             use sha2::{Digest, Sha256};
-            let start = &agent[..agent.floor_char_boundary(64)];
+            let start: String = agent.chars().take(16).collect();
             format!("{start}…{:x}", Sha256::digest(agent.as_bytes()))
         };
         self.session.agents.entry(key).or_default()
