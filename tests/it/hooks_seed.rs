@@ -333,3 +333,57 @@ fn the_session_starts_with_the_tasks_brief_once() {
         reply.stderr
     );
 }
+
+#[test]
+fn the_persons_prompt_reaches_the_reviewer_as_the_ground_truth() {
+    let project = Project::new();
+    project.root_file(
+        "reviewers/recorder",
+        "#!/bin/sh\ncat > \"$VALIDATOR_TASK_DIR/../record/context.md\"\necho APPROVED\n",
+    );
+    let path = project.path().join("reviewers/recorder");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::create_dir_all(project.path().join("record")).expect("record dir");
+    project.rules(&pipeline(&format!(
+        "      - name: review\n        rule: review\n        run: [\"{}\"]\n        writable: [record]\n",
+        path.display()
+    )));
+    let said = "Add a divide function that raises on zero; do not touch the tests.";
+    let reply = hook(&project, "claude", &prompt(&project, "s", said));
+    assert_eq!(reply.code, 0, "{}", reply.stderr);
+    hook(
+        &project,
+        "claude",
+        &stop(
+            &project,
+            "s",
+            "Done, and I fixed the tests too.\nSTATUS: OK",
+        ),
+    )
+    .passed();
+    let context = std::fs::read_to_string(project.path().join("record/context.md"))
+        .expect("the reviewer ran");
+    let truth = context
+        .find(said)
+        .expect("the person's words are in the context");
+    let summary = context
+        .find("I fixed the tests too")
+        .expect("the worker's message is too");
+    assert!(truth < summary, "{context}");
+    // Without the prompt hook wired, the agent's transcript says what the person asked.
+    let transcript = project.path().join("transcript.jsonl");
+    std::fs::write(
+        &transcript,
+        r#"{"type": "user", "message": {"role": "user", "content": "Rename the module."}}"#,
+    )
+    .expect("write");
+    let mut input = stop(&project, "other", "Renamed.\nSTATUS: OK");
+    input["transcript_path"] = json!(transcript);
+    hook(&project, "claude", &input).passed();
+    let context = std::fs::read_to_string(project.path().join("record/context.md")).expect("ran");
+    assert!(
+        context.contains("Rename the module.") && context.contains("transcript"),
+        "{context}"
+    );
+}
