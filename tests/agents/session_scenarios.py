@@ -17,6 +17,10 @@ a subagent's STATUS block) inside the real CLIs.
                       holding one runs it, its output reaches the model's first request
   prompt_to_reviewer  (item 8) the user's words, recorded at UserPromptSubmit, are in what the
                       stop's `review` gate gives its reviewer
+  reviewer_claude     `validator check` whose `review` gate runs `claude -p` with the plugin's
+                      templates/reviewer-prompt.md, as the README shows: the template is the
+                      reviewer's system prompt, its tools are the read-only ones, its REJECTED
+                      and `- file:line:` issue fail the gate
 
 What reached the model is always checked on the wire (the model server's log of requests).
 """
@@ -31,6 +35,8 @@ PLUGIN = "validator@" + MARKETPLACE
 BRIEF_GATE = "answer-file-B4"   # a gate name the brief must carry to the model
 GATE_OUT = "PROMPT-GATE-OUT-K8"  # what the prompt's gate prints
 KEYWORD_PROMPT = "Create answer.txt containing the answer, then check it. End your last message with a STATUS block."
+TEMPLATE = "plugin/templates/reviewer-prompt.md"
+REJECTION = "answer.txt:1: the answer is not the one asked for"
 MISSING = "validator is not installed"  # the plugin wrapper's answer when validator is missing
 STATUS_WORDS = "STATUS"  # the feedback a subagent without a STATUS block gets names it
 FEEDBACK_MARK = "validator: FAIL"  # the heading of validator's feedback
@@ -43,6 +49,7 @@ SCENARIOS = {
     "subagent_status": ("claude",),
     "prompt_gate": ("claude", "codex", "gemini"),
     "prompt_to_reviewer": ("claude", "codex", "gemini"),
+    "reviewer_claude": ("claude",),
 }
 PLUGGED = ("claude_plugin", "plugin_default", "plugin_missing")
 
@@ -76,7 +83,18 @@ def rules(scenario, ok):
         }, indent=2) + "\n"
     if scenario == "prompt_to_reviewer":
         return ok + "      - name: review\n        rule: review\n        run: [\"./reviewer.sh\"]\n"
+    if scenario == "reviewer_claude":  # README's reviewer, the template from the plugin
+        return ("version: 1\nstate: .validator\npipelines:\n  - name: main\n    gates:\n"
+                "      - name: review\n        rule: review\n        timeout: 2m\n"
+                "        run: %s\n" % json.dumps(reviewer_command()))
     return ok
+
+
+def reviewer_command():
+    """The review gate's reviewer as the README writes it (the template's path made absolute)."""
+    return ["claude", "-p", "--append-system-prompt-file", os.path.join(H_ROOT, TEMPLATE),
+            "--tools", "Read,Grep,Glob,Bash",
+            "--allowedTools", "Bash(git diff:*) Bash(git log:*) Bash(git show:*) Bash(git status:*)"]
 
 
 def script(scenario, proj):
@@ -97,6 +115,9 @@ def script(scenario, proj):
                           {"text": "The subagent wrote it.\nSTATUS: OK"}], "after_last": "text"}
     if scenario == "plugin_missing":
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "reviewer_claude":  # the reviewer model's answer, after a preamble
+        return {"turns": [{"text": "I read the request and the patch.\n\n**REJECTED**\n- %s" % REJECTION}],
+                "after_last": "repeat"}
     # session_brief, prompt_gate, prompt_to_reviewer: as pass
     return {"turns": [write, {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
 
@@ -127,6 +148,16 @@ def prepare(H, cli, scenario, run, proj, rules, cmd, env):
         wire_session_events(cli, proj)
     if scenario == "prompt_gate":
         cmd = [KEYWORD_PROMPT if a == H.PROMPT else a for a in cmd]
+    if scenario == "reviewer_claude":  # validator runs claude, not the other way round
+        os.remove(proj + "/.claude/settings.json")
+        git = ["git", "-C", proj, "-c", "user.name=e2e", "-c", "user.email=e2e@validator.invalid"]
+        subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "seed"], check=True)
+        with open(proj + "/answer.txt", "w") as f:
+            f.write("41\n")
+        with open(run + "/done.txt", "w") as f:
+            f.write("Wrote answer.txt.\nSTATUS: OK\n")
+        cmd = [H.VALIDATOR, "-c", rules, "check", "--task-dir", proj, "--signal", run + "/done.txt",
+               "--format", "json"]
     if scenario == "prompt_to_reviewer":  # the review's patch is taken against a first commit
         reviewer = os.path.join(os.path.dirname(rules), "reviewer.sh")
         with open(reviewer, "w") as f:
@@ -240,6 +271,17 @@ def check(cli, scenario, run, proj, rc, mains, res, prompt):
         c["gate_output_in_first_request"] = GATE_OUT in first
         c["prompt_not_blocked"] = res["answer_exists"] and len(mains) == 2
         c["verdicts"] = res["verdicts"][-1:] == ["PASS/pass"]
+    elif scenario == "reviewer_claude":
+        out = open(run + "/cli.out", errors="replace").read()
+        c["gate_failed"] = rc == 1 and REJECTION in out
+        system = json.dumps((mains[0].get("body") or {}).get("system")) if mains else ""
+        c["template_is_system_prompt"] = "# Adversarial reviewer" in system
+        c["context_on_stdin"] = "# Review: task" in json.dumps((mains[0].get("body") or {}).get("messages")) if mains else False
+        tools = sorted(t.get("name") for t in (mains[0].get("body") or {}).get("tools") or []) if mains else []
+        res["reviewer_tools"] = tools
+        # (Claude Code adds a DeferredToolPlaceholder of its own, which runs nothing)
+        c["read_only_tools"] = {"Bash", "Glob", "Grep", "Read"} <= set(tools) and not set(tools) & {
+            "Write", "Edit", "NotebookEdit", "WebFetch", "WebSearch", "Agent", "Task"}
     elif scenario == "prompt_to_reviewer":
         review = run + "/review-input.md"
         text = open(review, errors="replace").read() if os.path.exists(review) else ""
