@@ -17,8 +17,11 @@ permission for a network namespace (a container without CAP_SYS_ADMIN) the runs 
 to the scripted server by configuration, and the proxy sink still reports what tried to leave.
 
 The tool-time scenarios (validator answering the CLIs' pre-tool and post-tool events, and the
-session breakers) are specified and checked in tool_scenarios.py. Every run is also checked for
-what no scenario may do: traffic off loopback, and a model request that names the rules file.
+session breakers) are specified and checked in tool_scenarios.py; the session scenarios (the
+Claude Code plugin installed with Claude Code's own commands, the session's start, the user's
+prompt, a subagent's STATUS block, the review gate's claude reviewer) in session_scenarios.py.
+Every run is also checked for what no scenario may do: traffic off loopback, and a model request
+that names the rules file.
 
 Run dir ($AGENTS_RUNS, default $AGENTS_WORK/runs): RUNS/CLI-SCENARIO/{home,proj,rules,server.jsonl,script.json,cli.out,cli.err,result.json}
 """
