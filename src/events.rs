@@ -20,7 +20,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::verdict::{Decision, GateOutcome, Verdict};
+use crate::verdict::{Decision, Escalation, GateOutcome, Verdict};
 
 use crate::error::Error;
 
@@ -92,11 +92,43 @@ pub enum Event<'a> {
         breaker: Breaker,
         reason: &'a str,
     },
-    /// A run broke its contract: for the coordinator.
+    /// The same `escalated` line, for a task whose contract names its escalation paths: whom
+    /// the person or the worker turns to.
+    #[serde(rename = "escalated")]
+    EscalatedUnderContract {
+        breaker: Breaker,
+        escalation: &'a Escalation,
+        reason: &'a str,
+    },
+    /// A run under a contract ended BLOCKED: a person decides, reached as the contract says.
+    Blocked {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        escalation: Option<&'a Escalation>,
+        reason: &'a str,
+    },
+    /// A run broke its contract: a learning signal for the coordinator.
     ContractViolation {
+        attempt: u32,
         detail: &'a str,
         gate: &'a str,
+        /// Always `negative`: the decomposition that led here is to be penalised.
+        impact: &'static str,
         kind: &'a str,
+        /// The run it happened in (the same for each violation of one run).
+        run: &'a str,
+        /// The contract's `task_id`.
+        task_id: &'a str,
+    },
+    /// What the run after a run that broke its contract did: `fixed`, `repeated` (a
+    /// violation of a kind it broke before), `different` (other kinds) or `escalated` (it
+    /// ended BLOCKED or ESCALATED).
+    ContractFollowup {
+        /// The kinds the run before broke.
+        after: &'a [String],
+        attempt: u32,
+        outcome: &'static str,
+        run: &'a str,
+        task_id: &'a str,
     },
     /// A hook adapter took up an agent's stop.
     HookRun {
@@ -374,6 +406,31 @@ fn ends_with_newline(file: &mut File) -> io::Result<bool> {
     Ok(last[0] == b'\n')
 }
 
+/// Reads the whole events among the last `max_bytes` of the log (the first line there is
+/// skipped as cut unless it starts the file), skipping lines that do not parse.
+pub fn read_tail(state_dir: &Path, max_bytes: u64) -> io::Result<Vec<Line>> {
+    let mut file = match crate::files::open(&state_dir.join(FILE_NAME), crate::files::Links::Refuse)
+    {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    };
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(max_bytes);
+    file.seek(SeekFrom::Start(start))?;
+    let mut lines = BufReader::new(file.take(max_bytes)).split(b'\n');
+    if start > 0 {
+        lines.next();
+    }
+    let mut events = Vec::new();
+    for line in lines {
+        if let Ok(event) = serde_json::from_slice::<Line>(&line?) {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
 /// Reads every whole event in the log, skipping lines that do not parse (a torn last line).
 pub fn read(state_dir: &Path) -> io::Result<Vec<Line>> {
     let file = match crate::files::open(&state_dir.join(FILE_NAME), crate::files::Links::Refuse) {
@@ -423,6 +480,18 @@ mod tests {
             serde_json::json!({"event": "gate_finished", "details": {"gate": "lint", "outcome": "fail", "duration_ms": 5, "summary": "2 findings"}})
         );
         assert_eq!(json(Event::Reset), serde_json::json!({"event": "reset"}));
+        let escalation = Escalation {
+            blocked_contact: Some("coordinator".into()),
+            scope_change_protocol: None,
+        };
+        assert_eq!(
+            json(Event::EscalatedUnderContract {
+                breaker: Breaker::Strikes,
+                escalation: &escalation,
+                reason: "r"
+            }),
+            serde_json::json!({"event": "escalated", "details": {"breaker": "strikes", "escalation": {"blocked_contact": "coordinator"}, "reason": "r"}})
+        );
         assert_eq!(
             json(Event::Escalated {
                 breaker: Breaker::MaxAttempts,

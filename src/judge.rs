@@ -79,6 +79,8 @@ pub struct History<'a> {
     pub events: &'a EventLog,
     pub agent: Option<String>,
     pub keeper: Keeper,
+    /// The task's contract's escalation paths, which a breaker's event names.
+    escalation: Option<crate::verdict::Escalation>,
 }
 
 impl<'a> History<'a> {
@@ -103,6 +105,7 @@ impl<'a> History<'a> {
             events,
             agent,
             keeper,
+            escalation: None,
         }
     }
 
@@ -138,9 +141,16 @@ impl<'a> History<'a> {
     /// Trips a breaker: the task is ESCALATED until a person resets it.
     fn escalate(&mut self, breaker: Breaker, why: &str) {
         self.state.escalated = Some(why.to_owned());
-        self.record(Event::Escalated {
-            breaker,
-            reason: why,
+        self.record(match &self.escalation {
+            Some(escalation) => Event::EscalatedUnderContract {
+                breaker,
+                escalation,
+                reason: why,
+            },
+            None => Event::Escalated {
+                breaker,
+                reason: why,
+            },
         });
     }
 
@@ -178,6 +188,11 @@ impl Judge<'_> {
             Err(err) => (None, Some(format!("{err:#}"))),
         };
         let task = task.with_contract(contract.as_ref().map(Contract::handoff));
+        // A task a person already holds has nothing new to tell the coordinator.
+        let held = history.as_deref().is_some_and(History::is_held);
+        if let Some(history) = history.as_deref_mut() {
+            history.escalation = contract.as_ref().and_then(|c| c.escalation.clone());
+        }
 
         // Reasons to decide without running any gate, in order of precedence.
         let precluded = if let Some(why) = refused {
@@ -226,8 +241,8 @@ impl Judge<'_> {
                     drift(history, &mut verdict, rules, &task);
                 }
             }
-            if task.contract.is_some() {
-                log_violations(rules, &verdict, history.as_deref());
+            if let Some(contract) = contract.as_ref().filter(|_| !held) {
+                log_contract(rules, &verdict, contract, history.as_deref());
             }
         }
         if let (true, Ok(Some(key))) = (self.sign, self.key) {
@@ -384,31 +399,95 @@ fn count(history: &mut History<'_>, verdict: &mut Verdict, strikes: u32) {
     history.state.judged = history.identity.clone();
 }
 
-/// A coordinator learns from contract violations wherever the run happened: they go to the
-/// history's log, or (for `check`) to the rules' event log, opened only when there are some.
-fn log_violations(rules: &Rules, verdict: &Verdict, history: Option<&History<'_>>) {
+/// How far back in the event log a run looks for the violations of the run before it.
+const FOLLOWUP_LOOKBACK: u64 = 1024 * 1024;
+
+/// A coordinator learns from a run under a contract wherever it happened: its violations,
+/// what it did after the run before broke the contract, and a BLOCKED end with whom to turn
+/// to. They go to the history's log, or (for `check`) to the rules' event log, opened only
+/// when there is something to say.
+fn log_contract(
+    rules: &Rules,
+    verdict: &Verdict,
+    contract: &Contract,
+    history: Option<&History<'_>>,
+) {
     let violations = crate::contract::violations(verdict);
-    if violations.is_empty() {
+    let name = history.map_or(verdict.task.as_str(), |h| h.name.as_str());
+    let before = violated_last(rules, name);
+    let followup = crate::contract::followup(&before, &violations, verdict.verdict);
+    let blocked = verdict.verdict == Decision::Blocked;
+    if violations.is_empty() && followup.is_none() && !blocked {
         return;
     }
+    let id = run_id();
+    let run = crate::contract::Run {
+        task_id: &contract.task_id,
+        attempt: verdict.attempt,
+        id: &id,
+    };
+    let mut events = Vec::new();
+    if let Some(outcome) = followup {
+        events.push(Event::ContractFollowup {
+            after: &before,
+            attempt: verdict.attempt,
+            outcome,
+            run: &id,
+            task_id: &contract.task_id,
+        });
+    }
+    if blocked {
+        events.push(Event::Blocked {
+            escalation: contract.escalation.as_ref(),
+            reason: verdict.reasons.first().map_or("", String::as_str),
+        });
+    }
+    events.extend(violations.iter().map(|violation| violation.event(run)));
     if let Some(history) = history {
-        for violation in &violations {
-            history.record(violation.event());
-        }
+        events.into_iter().for_each(|event| history.record(event));
         return;
     }
     match EventLog::open(&rules.state, rules.events) {
         Ok(log) => {
-            for violation in &violations {
-                log.record(
-                    Some(&verdict.task),
-                    verdict.signal.agent.as_deref(),
-                    violation.event(),
-                );
+            for event in events {
+                log.record(Some(&verdict.task), verdict.signal.agent.as_deref(), event);
             }
         }
-        Err(err) => tracing::warn!("contract violations not logged: {err:#}"),
+        Err(err) => tracing::warn!("contract events not logged: {err:#}"),
     }
+}
+
+/// The kinds of contract violation the last run of `name` that broke or followed up on its
+/// contract left standing: empty when that run kept it (its follow-up is the last word), or
+/// when none is in the log's last MiB.
+fn violated_last(rules: &Rules, name: &str) -> Vec<String> {
+    let lines = crate::events::read_tail(&rules.state, FOLLOWUP_LOOKBACK).unwrap_or_default();
+    let mut ours = lines.iter().rev().filter(|line| {
+        line.task.as_deref() == Some(name)
+            && matches!(
+                line.event.as_str(),
+                "contract_violation" | "contract_followup"
+            )
+    });
+    let Some(last) = ours.next().filter(|l| l.event == "contract_violation") else {
+        return Vec::new();
+    };
+    let run = &last.details["run"];
+    let mut kinds: Vec<String> = std::iter::once(last)
+        .chain(ours.take_while(|l| l.event == "contract_violation" && &l.details["run"] == run))
+        .filter_map(|l| l.details["kind"].as_str().map(str::to_owned))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
+/// An id for one run's events, unlike another's: the time in nanoseconds and the process.
+fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{}", std::process::id())
 }
 
 /// Writes `gate_started` / `gate_finished` events as the run goes, and tells the front end's

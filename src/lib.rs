@@ -44,6 +44,8 @@
 
 #[doc(hidden)]
 pub mod atomic;
+#[doc(hidden)]
+pub mod brief;
 pub mod cache;
 pub mod config;
 #[doc(hidden)]

@@ -15,7 +15,10 @@ pub struct Handoff {
     pub source: String,
     /// The success criteria no gate checks: a person must.
     pub unchecked: Vec<String>,
+    /// The contract's context as text: as written, or its labelled fields one per line.
     pub context: Option<String>,
+    /// Whom the worker turns to when stuck, and how it asks for a wider scope.
+    pub escalation: Option<crate::verdict::Escalation>,
 }
 
 /// One unit of work to judge.

@@ -20,11 +20,11 @@ use validator::hook::Phase;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub(crate) enum HookAgent {
-    /// Claude Code: Stop and SubagentStop
+    /// Claude Code: Stop, SubagentStop, PreToolUse, PostToolUse, SessionStart, UserPromptSubmit
     Claude,
-    /// Codex CLI: Stop and SubagentStop
+    /// Codex CLI: Stop, SubagentStop, PreToolUse, PostToolUse, SessionStart, UserPromptSubmit
     Codex,
-    /// Gemini CLI: AfterAgent
+    /// Gemini CLI: AfterAgent, BeforeTool, AfterTool, SessionStart, BeforeAgent
     Gemini,
     /// OpenCode, through the plugin in examples/hooks/opencode: session.idle
     Opencode,
@@ -224,7 +224,8 @@ fn answer(
     let session = Arc::new(OnceLock::new());
     let phase_cell = Arc::new(OnceLock::new());
     let _ = phase_cell.set(phase);
-    if phase == Phase::BeforeTool {
+    // Nothing is run before a tool or at session start: answered at once.
+    if matches!(phase, Phase::BeforeTool | Phase::SessionStart) {
         let cancel = validator::process::Cancel::one_shot();
         let called = Called {
             cancel: &cancel,
@@ -295,9 +296,12 @@ fn refuse_at_the_deadline(deadline: Deadline) {
         }
         *said = true;
         cancel.cancel();
-        if matches!(phase.get(), Some(Phase::BeforeTool | Phase::AfterTool)) {
+        if phase
+            .get()
+            .is_some_and(|phase| phase.before_or_beside_the_stop())
+        {
             eprintln!(
-                "validator hook {}: the tool call was not judged by the hook's deadline ({}); the agent's own rules decide",
+                "validator hook {}: the call was not answered by the hook's deadline ({}); the agent goes on as its own rules say",
                 agent.name(),
                 validator::duration::format(answer_by.length)
             );
@@ -344,6 +348,15 @@ fn hook_answer(
             )
             .to_json(agent, event))
         }
+        // No brief and no prompt gates, said to the person; the stop is still judged (or
+        // refused) by itself.
+        (Err(err), Phase::SessionStart | Phase::Prompt) => {
+            eprintln!("validator hook {}: error: {err:#}", agent.name());
+            Ok(validator::hook::tool::ToolAnswer::Notice(
+                "validator cannot read its rules (`validator rules check` says why), so the agent was given no brief; its stop will still be judged".into(),
+            )
+            .to_json(agent, input.hook_event_name.as_deref().unwrap_or_default()))
+        }
         (Err(err), Phase::Stop) => Err(err),
     }
 }
@@ -375,6 +388,18 @@ fn answer_input(
             validator::hook::tool::after(&rules, agent, input, &project, called.answer_by)
                 .to_json(agent, event)
         }
+        Phase::SessionStart => {
+            validator::hook::prompt::session_start(&rules, input, &project).to_json(event)
+        }
+        Phase::Prompt => validator::hook::prompt::prompt(
+            &rules,
+            agent,
+            input,
+            &project,
+            Some(called.cancel),
+            called.answer_by,
+        )
+        .to_json(event),
         Phase::Stop => validator::hook::judge(
             &rules,
             agent,

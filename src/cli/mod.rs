@@ -2,6 +2,7 @@
 //! command to its front end; printing a verdict and mapping it to an exit code. Nothing here
 //! judges: the library's `judge` does, for every command alike.
 
+mod brief;
 mod check;
 mod hook;
 mod rules;
@@ -20,6 +21,7 @@ use validator::verdict::{feedback, format};
 use validator::watch::client;
 use validator::{Rules, Verdict};
 
+use brief::{BriefArgs, brief};
 use check::{CheckArgs, check};
 use hook::{HookAgent, hook};
 use rules::{init, rules_check, rules_schema, snapshot, verify};
@@ -214,6 +216,9 @@ pub(crate) enum Command {
     },
     /// Run the pipeline once over a directory; the exit code is the verdict
     Check(CheckArgs),
+    /// Print a task's brief for its worker: its contract, context, escalation, what each gate
+    /// checks, and the STATUS block to end with (under 50 lines)
+    Brief(BriefArgs),
     /// Write a starter validator.yaml for the project in this directory (and its JSON Schema
     /// beside it, for editors); -c FILE writes it there instead
     Init {
@@ -380,6 +385,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             format,
         } => Ok(health(cli.config, format)),
         Command::Status { format, .. } => status(&config()?, format),
+        Command::Brief(args) => brief(&find_config(cli.config.clone())?, args),
         Command::Check(args) => {
             let config = find_config(cli.config.clone())?;
             // What a gate leaves running is re-parented here, to be killed (see `reaper`).

@@ -130,7 +130,79 @@ pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
             }
         }
     }
+    if matches!(format, StatusFormat::Text) {
+        print_contract_violations(&mut out, &rules.state)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Per contract (`task_id`), from the event log: how many runs broke it, in which kinds, and
+/// what the runs after them did. Nothing when no run broke a contract.
+fn print_contract_violations(out: &mut impl Write, state: &Path) -> Result<()> {
+    use std::collections::{BTreeMap, BTreeSet};
+    #[derive(Default)]
+    struct Broken {
+        runs: BTreeSet<String>,
+        kinds: BTreeMap<String, usize>,
+        after: BTreeMap<String, usize>,
+    }
+    let lines = validator::events::read(state).unwrap_or_default();
+    let mut contracts: BTreeMap<String, Broken> = BTreeMap::new();
+    for line in &lines {
+        let text = |key: &str| line.details[key].as_str().map(validator::text::one_line);
+        let Some(task_id) = text("task_id") else {
+            continue;
+        };
+        let entry = contracts.entry(task_id).or_default();
+        match line.event.as_str() {
+            "contract_violation" => {
+                // A line from before runs were named is a run of its own.
+                entry
+                    .runs
+                    .insert(text("run").unwrap_or_else(|| line.id.clone()));
+                *entry
+                    .kinds
+                    .entry(text("kind").unwrap_or_default())
+                    .or_default() += 1;
+            }
+            "contract_followup" => {
+                *entry
+                    .after
+                    .entry(text("outcome").unwrap_or_default())
+                    .or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    contracts.retain(|_, broken| !broken.runs.is_empty());
+    if contracts.is_empty() {
+        return Ok(());
+    }
+    let counts = |map: &BTreeMap<String, usize>| {
+        let listed: Vec<String> = map.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        if listed.is_empty() {
+            "-".to_owned()
+        } else {
+            listed.join(", ")
+        }
+    };
+    let width = contracts.keys().map(String::len).max().unwrap_or(8).max(8);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<width$}  {:>11}  {:<30}  AFTERWARDS",
+        "CONTRACT", "RUNS BROKEN", "KINDS"
+    )?;
+    for (task_id, broken) in &contracts {
+        writeln!(
+            out,
+            "{task_id:<width$}  {:>11}  {:<30}  {}",
+            broken.runs.len(),
+            counts(&broken.kinds),
+            counts(&broken.after)
+        )?;
+    }
+    Ok(())
 }
 
 /// `validator status --health`: one line (or the JSON details) on stdout; exit 0 when the

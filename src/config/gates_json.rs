@@ -36,20 +36,22 @@ use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 
 use super::raw::{Argv, GateSpec, RuleKind};
-use super::{Defaults, Gate, HookBinding, Pipeline, Route, Rules, bad_gate_name};
+use super::{Defaults, Gate, HookBinding, Pipeline, PromptHook, Route, Rules, bad_gate_name};
 use crate::error::ConfigError;
 use crate::rules::Rule;
 use locate::{Step, locate};
 
 /// The hook events that are an agent stopping, in the order their pipelines are listed.
 const STOP_EVENTS: [&str; 2] = ["Stop", "SubagentStop"];
+/// The person's prompt: its gates run when the prompt holds their keywords, and what they say
+/// is added to the prompt as context.
+const PROMPT_EVENT: &str = "UserPromptSubmit";
 /// The other events a gates.json may configure (Claude Code's and the runners' own).
-const OTHER_EVENTS: [&str; 14] = [
+const OTHER_EVENTS: [&str; 13] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
     "PermissionRequest",
-    "UserPromptSubmit",
     "Notification",
     "SubagentStart",
     "PreCompact",
@@ -157,18 +159,41 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
         notes: Vec::new(),
     };
     reader.check_gates()?;
-    let stops = reader.check_hooks(&raw.hooks.0)?;
+    let (mut stops, prompt_gates) = reader.check_hooks(&raw.hooks.0)?;
+    // The prompt's gates are compiled as a stop's are, into a pipeline of their own.
+    let runs_prompt_gates = prompt_gates.as_ref().is_some_and(|p| !p.gates.is_empty());
+    if let Some(list) = prompt_gates.as_ref().filter(|_| runs_prompt_gates) {
+        stops.push(StopHook {
+            event: PROMPT_EVENT,
+            gates: list.gates.clone(),
+            agents: Vec::new(),
+        });
+    }
     let compiled = reader.compile_reachable(&stops)?;
     let mut pipelines = Vec::new();
     let mut hooks = Vec::new();
     for stop in &stops {
         pipelines.push(reader.pipeline(stop, &compiled)?);
-        hooks.push(HookBinding {
-            event: stop.event.to_owned(),
-            pipeline: stop.event.to_owned(),
-            agents: stop.agents.clone(),
-        });
+        if stop.event != PROMPT_EVENT {
+            hooks.push(HookBinding {
+                event: stop.event.to_owned(),
+                pipeline: stop.event.to_owned(),
+                agents: stop.agents.clone(),
+            });
+        }
     }
+    let prompt = prompt_gates.map(|p| PromptHook {
+        pipeline: runs_prompt_gates.then(|| PROMPT_EVENT.to_owned()),
+        keywords: p
+            .gates
+            .iter()
+            .filter_map(|name| {
+                let words = reader.gate(name)?.keywords.clone()?;
+                Some(((*name).to_owned(), words))
+            })
+            .collect(),
+        commands: p.commands,
+    });
     let staging = dir.join("staging");
     Ok(Rules {
         path: path.to_path_buf(),
@@ -180,9 +205,11 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
         dir,
         defaults: Defaults::default(),
         tools: Default::default(),
+        hook: Default::default(),
         events: Default::default(),
         pipelines,
         hooks,
+        prompt,
         notes: reader.notes,
     })
 }
@@ -326,8 +353,16 @@ enum Action {
 /// A stop hook that runs: its event, the gates it lists and the agents it judges.
 struct StopHook<'a> {
     event: &'static str,
-    gates: &'a [String],
+    gates: Vec<&'a str>,
     agents: Vec<String>,
+}
+
+/// The UserPromptSubmit hook as checked.
+struct PromptGates<'a> {
+    /// The gates it runs (those with a `command`), in its order.
+    gates: Vec<&'a str>,
+    /// It lists the runner's `commands` built-in.
+    commands: bool,
 }
 
 /// A gate translated once, copied into every place a hook's list reaches it.
@@ -603,14 +638,20 @@ impl<'a> Reader<'a> {
         ))
     }
 
-    /// Checks every hook's event, and returns the stop hooks that run, `Stop` first.
+    /// Checks every hook's event, and returns the stop hooks that run, `Stop` first, and the
+    /// prompt's hook.
     fn check_hooks(
         &mut self,
         hooks: &'a [(String, RawHook)],
-    ) -> Result<Vec<StopHook<'a>>, ConfigError> {
+    ) -> Result<(Vec<StopHook<'a>>, Option<PromptGates<'a>>), ConfigError> {
         let mut stops = Vec::new();
+        let mut prompt = None;
         for (event, hook) in hooks {
             let at = |rest: &[Step<'a>]| [&[Step::Key("hooks"), Step::Key(event)], rest].concat();
+            if event == PROMPT_EVENT {
+                prompt = self.check_prompt_hook(hook)?;
+                continue;
+            }
             let Some(stop_event) = STOP_EVENTS.iter().find(|e| *e == event) else {
                 if !OTHER_EVENTS.contains(&event.as_str()) {
                     let known: Vec<&str> =
@@ -628,7 +669,7 @@ impl<'a> Reader<'a> {
                 }
                 if hook.enabled != Some(false) && !hook.gates.is_empty() {
                     self.notes.push(format!(
-                        "hooks.{event} ({}) is not a stop: `validator hook` answers Stop and SubagentStop only, so leave these gates to your hook runner",
+                        "hooks.{event} ({}) is neither a stop nor the prompt: `validator hook` runs gates on Stop, SubagentStop and UserPromptSubmit only, so leave these gates to your hook runner",
                         hook.gates.join(", ")
                     ));
                 }
@@ -697,22 +738,78 @@ impl<'a> Reader<'a> {
             }
             stops.push(StopHook {
                 event: stop_event,
-                gates: &hook.gates,
+                gates: hook.gates.iter().map(String::as_str).collect(),
                 agents,
             });
         }
-        if stops.is_empty() {
+        if stops.is_empty() && prompt.is_none() {
             let at = [Step::Key("hooks")];
             let has_hooks = locate(self.file.source, &at, true).is_some();
             return Err(self.file.error(
                 if has_hooks { &at[..] } else { &[] },
                 true,
-                "no Stop or SubagentStop hook runs gates: validator judges an agent when it stops",
+                "no Stop, SubagentStop or UserPromptSubmit hook runs gates: validator judges an agent when it stops",
                 "add one, e.g. \"hooks\": {\"SubagentStop\": {\"gates\": [\"check\"]}}",
             ));
         }
         stops.sort_by_key(|s| STOP_EVENTS.iter().position(|e| *e == s.event));
-        Ok(stops)
+        Ok((stops, prompt))
+    }
+
+    /// Checks the UserPromptSubmit hook: its gates with a `command` become a pipeline; the
+    /// runner's `commands` built-in (the project's commands as context) is validator's brief.
+    fn check_prompt_hook(
+        &mut self,
+        hook: &'a RawHook,
+    ) -> Result<Option<PromptGates<'a>>, ConfigError> {
+        if hook.enabled == Some(false) {
+            self.notes.push(format!(
+                "hooks.{PROMPT_EVENT} is off (`enabled: false`): nothing runs on {PROMPT_EVENT}"
+            ));
+            return Ok(None);
+        }
+        let mut gates = Vec::new();
+        let mut commands = false;
+        for (i, name) in hook.gates.iter().enumerate() {
+            let at = [
+                Step::Key("hooks"),
+                Step::Key(PROMPT_EVENT),
+                Step::Key("gates"),
+                Step::Index(i),
+            ];
+            let builtin = self.gate(name).is_none_or(|g| g.command.is_none());
+            if name == "commands" && builtin {
+                commands = true;
+            } else if name == PLAN_COMPLIANCE {
+                return Err(self.file.error(
+                    &at,
+                    false,
+                    format!("the {PROMPT_EVENT} hook lists `{PLAN_COMPLIANCE}`, which reads the STATUS an agent ends its work with; a prompt has none"),
+                    "list it under SubagentStop (validator checks STATUS on every subagent stop by default)",
+                ));
+            } else if self.gate(name).is_none() {
+                let names = self.names();
+                let help = match closest(name, &names) {
+                    Some(near) => format!("did you mean `{near}`?"),
+                    None => format!(
+                        "define it under \"gates\", or list one of: {}",
+                        names.join(", ")
+                    ),
+                };
+                return Err(self.file.error(
+                    &at,
+                    false,
+                    format!("the {PROMPT_EVENT} hook lists gate `{name}`, which this file does not define"),
+                    help,
+                ));
+            } else {
+                gates.push(name.as_str());
+            }
+        }
+        if gates.is_empty() && !commands {
+            return Ok(None);
+        }
+        Ok(Some(PromptGates { gates, commands }))
     }
 
     /// Translates every gate a stop hook can reach, once each.
@@ -721,7 +818,10 @@ impl<'a> Reader<'a> {
         stops: &[StopHook<'a>],
     ) -> Result<HashMap<String, Compiled>, ConfigError> {
         let mut compiled: HashMap<String, Compiled> = HashMap::new();
-        let mut pending: Vec<String> = stops.iter().flat_map(|s| s.gates.iter().cloned()).collect();
+        let mut pending: Vec<String> = stops
+            .iter()
+            .flat_map(|s| s.gates.iter().map(|g| (*g).to_owned()))
+            .collect();
         while let Some(name) = pending.pop() {
             if compiled.contains_key(&name) {
                 continue;
@@ -824,7 +924,7 @@ impl<'a> Reader<'a> {
     ) -> Result<Pipeline, ConfigError> {
         let mut segments: Vec<Vec<&str>> = Vec::new();
         let mut total = 0;
-        for head in stop.gates {
+        for head in &stop.gates {
             let segment = reach(head, compiled);
             total += segment.len();
             segments.push(segment);
@@ -1174,10 +1274,18 @@ mod tests {
         file["gates"]["test"]["keywords"] = json!(["test"]);
         let rules = rules(file);
         assert_eq!(rules.pipelines.len(), 1);
+        // The runner's `commands` built-in is validator's brief, given with the prompt.
+        assert_eq!(
+            rules.prompt,
+            Some(PromptHook {
+                pipeline: None,
+                keywords: Vec::new(),
+                commands: true
+            })
+        );
         let notes = rules.notes.join("\n");
         for expected in [
-            "hooks.UserPromptSubmit (commands) is not a stop",
-            "hooks.PostToolUse (check) is not a stop",
+            "hooks.PostToolUse (check) is neither a stop nor the prompt",
             "hooks.Stop is off",
             "gate `test`: `keywords` filters UserPromptSubmit only",
         ] {
@@ -1267,10 +1375,10 @@ mod tests {
 
         let mut file = seed();
         file["hooks"] = json!({"PostToolUse": {"gates": ["check"]}});
-        assert!(err(file).message.contains("no Stop or SubagentStop hook"));
+        assert!(err(file).message.contains("no Stop, SubagentStop or UserPromptSubmit hook"));
         let mut file = seed();
         file.as_object_mut().unwrap().remove("hooks");
-        assert!(err(file).message.contains("no Stop or SubagentStop hook"));
+        assert!(err(file).message.contains("no Stop, SubagentStop or UserPromptSubmit hook"));
         let mut file = seed();
         file["hooks"]["SubagentStop"]["gates"] = json!([]);
         assert!(err(file).message.contains("lists no gates"));

@@ -42,13 +42,82 @@ pub struct Rules {
     pub events: crate::events::Retention,
     /// What agents' tool calls may do (`tools:`).
     pub tools: tools::Tools,
+    /// What `validator hook` does beside judging (`hook:`).
+    pub hook: HookSettings,
     pub pipelines: Vec<Pipeline>,
     /// Agent hook events bound to pipelines (a gates.json's `hooks`). Empty when the rules file
     /// binds none: then every stop runs the pipeline [`Rules::pipeline_for`] picks.
     pub hooks: Vec<HookBinding>,
+    /// What `validator hook` adds to the person's prompt (a gates.json's UserPromptSubmit).
+    pub prompt: Option<PromptHook>,
     /// What the loader accepted but a reader should know (the parts of a gates.json validator
     /// does not run); `validator rules check` prints them.
     pub notes: Vec<String>,
+}
+
+/// `hook:` checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSettings {
+    /// Every subagent stop must carry a STATUS block, checked before the pipeline.
+    pub subagent_status: bool,
+    /// The task's brief is given to the agent when its session starts.
+    pub brief: bool,
+}
+
+impl Default for HookSettings {
+    fn default() -> Self {
+        HookSettings {
+            subagent_status: true,
+            brief: true,
+        }
+    }
+}
+
+impl HookSettings {
+    fn from_raw(raw: &raw::RawHook) -> Self {
+        HookSettings {
+            subagent_status: raw.subagent_status != Some(raw::SubagentStatus::Off),
+            brief: raw.brief.unwrap_or(true),
+        }
+    }
+}
+
+/// A gates.json's UserPromptSubmit hook: what the person's prompt runs before the agent sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptHook {
+    /// The pipeline of its gates that run a command, if it lists any.
+    pub pipeline: Option<String>,
+    /// The words a gate (by its name in the file) waits for: it runs only for a prompt that
+    /// holds one of them. A gate not listed here runs for every prompt.
+    pub keywords: Vec<(String, Vec<String>)>,
+    /// It lists the runner's `commands` built-in: the prompt gets the task's brief.
+    pub commands: bool,
+}
+
+impl PromptHook {
+    /// Whether gate `name` of its pipeline (a copy of a gate is `name#2`) runs for `prompt`:
+    /// it has no keywords, or the prompt holds one as a whole word, in any case.
+    pub fn runs_for(&self, name: &str, prompt: &str) -> bool {
+        let base = name.split_once('#').map_or(name, |(base, _)| base);
+        match self.keywords.iter().find(|(gate, _)| gate == base) {
+            None => true,
+            Some((_, words)) => words.iter().any(|word| holds_word(prompt, word)),
+        }
+    }
+}
+
+/// Whether `text` holds `word` (any case) with no letter or digit on either side.
+fn holds_word(text: &str, word: &str) -> bool {
+    let word = word.trim().to_lowercase();
+    if word.is_empty() {
+        return false;
+    }
+    let text = text.to_lowercase();
+    let is_word_char = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    text.match_indices(&word).any(|(at, _)| {
+        !is_word_char(text[..at].chars().next_back())
+            && !is_word_char(text[at + word.len()..].chars().next())
+    })
 }
 
 /// An agent hook event and the pipeline that answers it.
@@ -118,6 +187,38 @@ pub struct Pipeline {
 impl Pipeline {
     pub fn applies_to(&self, task: &str) -> bool {
         self.tasks.is_empty() || self.task_matcher.is_match(task)
+    }
+
+    /// A pipeline of `gates` alone, for every task (one the front end adds, as plan compliance).
+    pub fn of(name: &str, gates: Vec<Gate>) -> Pipeline {
+        Pipeline {
+            name: name.to_owned(),
+            tasks: Vec::new(),
+            task_matcher: GlobSet::empty(),
+            gates,
+            jobs: 1,
+            fail_fast: false,
+        }
+    }
+
+    /// This pipeline with `gate` run before its own first gate, which the gate's CONTINUE
+    /// leads to; the own gates' jumps still land on the gates they named.
+    pub fn with_first(&self, gate: Gate) -> Pipeline {
+        let shifted = self.gates.iter().map(|own| {
+            let shift = |route: Route| match route {
+                Route::Goto(index) => Route::Goto(index + 1),
+                other => other,
+            };
+            Gate {
+                on_pass: shift(own.on_pass),
+                on_fail: shift(own.on_fail),
+                ..own.clone()
+            }
+        });
+        Pipeline {
+            gates: std::iter::once(gate).chain(shifted).collect(),
+            ..self.clone()
+        }
     }
 }
 
@@ -408,8 +509,10 @@ impl Loader<'_> {
             defaults,
             events,
             tools,
+            hook: HookSettings::from_raw(&raw.hook),
             pipelines,
             hooks: Vec::new(),
+            prompt: None,
             notes: Vec::new(),
         })
     }
@@ -787,6 +890,23 @@ fn hint_for(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_gate_waits_for_its_words_whole_and_in_any_case() {
+        let hook = PromptHook {
+            pipeline: Some("UserPromptSubmit".into()),
+            keywords: vec![("check".into(), vec!["check".into(), "lint it".into()])],
+            commands: false,
+        };
+        assert!(hook.runs_for("check", "Please CHECK it."));
+        assert!(hook.runs_for("check#2", "check"));
+        assert!(hook.runs_for("check", "now lint it!"));
+        assert!(!hook.runs_for("check", "rechecking, checks"));
+        assert!(!hook.runs_for("check", "lint items"));
+        assert!(hook.runs_for("other", "anything"));
+        assert!(!holds_word("ééCheck", "check") && holds_word("é check", "check"));
+        assert!(!holds_word("anything", " "));
+    }
 
     fn parse(source: &str) -> Result<Rules, ConfigError> {
         Rules::parse(Path::new("/nowhere/validator.yaml"), source)

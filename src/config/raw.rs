@@ -45,6 +45,9 @@ pub struct RawRules {
     /// agents' pre-tool events). File writes are held to the same `file-scope` gates and
     /// contract as the stop; this section adds commands.
     pub tools: Option<super::tools::RawTools>,
+    /// What `validator hook` does beside judging stops and tool calls.
+    #[serde(default)]
+    pub hook: RawHook,
     /// The pipelines; a task runs the first one whose `tasks` globs match its name.
     #[schemars(length(min = 1))]
     pub pipelines: Vec<RawPipeline>,
@@ -110,6 +113,29 @@ pub struct RawEvents {
     /// Older logs kept beside it (default: 3; at most 100); 0 keeps none.
     #[schemars(range(max = 100))]
     pub keep: Option<u32>,
+}
+
+/// What `validator hook` does beside judging stops and tool calls.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawHook {
+    /// Plan compliance (seed 001): every subagent stop must end with a STATUS block; one
+    /// without is sent back to work, `STATUS: BLOCKED` stops it for a person, before any gate
+    /// of the pipeline runs (default: `required`; `off` leaves STATUS to the pipeline's own
+    /// `status` gates).
+    pub subagent_status: Option<SubagentStatus>,
+    /// At session start (or the session's first prompt, where session start is not wired) the
+    /// agent is given the task's brief: its contract, what the gates check, the STATUS block
+    /// to end with (default: true).
+    pub brief: Option<bool>,
+}
+
+/// Whether a subagent's stop must carry a STATUS block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SubagentStatus {
+    Required,
+    Off,
 }
 
 /// A named list of gates run in order, routed by `on_pass` and `on_fail`.

@@ -41,6 +41,7 @@
 //! attempt is saved before the gates run, so even an answer the front end had to give without
 //! the run (the gates still running at the deadline itself) counts.
 
+pub mod prompt;
 pub mod session;
 pub mod tool;
 mod transcript;
@@ -135,9 +136,24 @@ impl Agent {
                 "PreToolUse",
                 "PostToolUse",
                 "PostToolUseFailure",
+                "SessionStart",
+                "UserPromptSubmit",
             ],
-            Agent::Codex => &["Stop", "SubagentStop", "PreToolUse", "PostToolUse"],
-            Agent::Gemini => &["AfterAgent", "BeforeTool", "AfterTool"],
+            Agent::Codex => &[
+                "Stop",
+                "SubagentStop",
+                "PreToolUse",
+                "PostToolUse",
+                "SessionStart",
+                "UserPromptSubmit",
+            ],
+            Agent::Gemini => &[
+                "AfterAgent",
+                "BeforeTool",
+                "AfterTool",
+                "SessionStart",
+                "BeforeAgent",
+            ],
             Agent::Opencode => &["session.idle", "tool.execute.before", "tool.execute.after"],
         }
     }
@@ -149,6 +165,8 @@ impl Agent {
             Some("PostToolUse" | "PostToolUseFailure" | "AfterTool" | "tool.execute.after") => {
                 Phase::AfterTool
             }
+            Some("SessionStart") => Phase::SessionStart,
+            Some("UserPromptSubmit" | "BeforeAgent") => Phase::Prompt,
             _ => Phase::Stop,
         }
     }
@@ -182,6 +200,18 @@ pub enum Phase {
     BeforeTool,
     /// A tool ran: look at what it did.
     AfterTool,
+    /// The session starts: brief the agent.
+    SessionStart,
+    /// The person submitted a prompt: keep it, run its gates.
+    Prompt,
+}
+
+impl Phase {
+    /// Whether the answer is context or a verdict on a tool call, which the hook's deadline
+    /// leaves to the agent; only a stop is refused when it was not judged in time.
+    pub fn before_or_beside_the_stop(self) -> bool {
+        self != Phase::Stop
+    }
 }
 
 /// The JSON with every `\uD800`-`\uDFFF` escape that is not half of a pair replaced by
@@ -255,10 +285,22 @@ fn js_int(text: &str) -> Option<i64> {
     digits.parse::<i64>().ok().map(|n| sign * n)
 }
 
+/// The session of a hook input that names none: one made by hand to try the gate.
+pub const MANUAL_SESSION: &str = "manual";
+
+fn manual_session() -> String {
+    MANUAL_SESSION.to_owned()
+}
+
 /// The fields of a stop hook's input that the adapter uses; agents add others, which are ignored.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Input {
+    /// Absent in a hand-made input (seed 001's `{"output": …}`): such calls share the session
+    /// [`MANUAL_SESSION`].
+    #[serde(default = "manual_session")]
     pub session_id: String,
+    /// Where the agent is; absent in a hand-made input. Only logged: never what is judged.
+    #[serde(default)]
     pub cwd: PathBuf,
     #[serde(default)]
     pub hook_event_name: Option<String>,
@@ -269,6 +311,9 @@ pub struct Input {
     /// Claude Code and Codex: the agent's final message.
     #[serde(default)]
     pub last_assistant_message: Option<String>,
+    /// A gates.json hook runner's input (seed 001's test): the agent's final message.
+    #[serde(default)]
+    pub output: Option<String>,
     /// A subagent's id (`SubagentStop`); its attempts are counted apart from its parent's.
     #[serde(default)]
     pub agent_id: Option<String>,
@@ -309,8 +354,12 @@ impl Input {
             )));
         }
         let bytes = lone_surrogates_replaced(bytes);
-        let input: Input = serde_json::from_slice(&bytes)
+        let mut input: Input = serde_json::from_slice(&bytes)
             .map_err(|err| refuse(format!("not the JSON object a stop hook receives: {err}")))?;
+        if input.cwd.as_os_str().is_empty() {
+            // A hand-made input: the agent starts its hooks where it works.
+            input.cwd = std::env::current_dir().unwrap_or_default();
+        }
         if input.session_id.trim().is_empty() {
             return Err(refuse("`session_id` is empty".into()));
         }
@@ -333,9 +382,12 @@ impl Input {
     /// says how many bytes were left out.
     pub fn message(&self, agent: Agent) -> (Cow<'_, str>, usize) {
         let message: Cow<'_, str> = match agent {
-            Agent::Claude | Agent::Codex | Agent::Opencode => {
-                Cow::Borrowed(self.last_assistant_message.as_deref().unwrap_or_default())
-            }
+            Agent::Claude | Agent::Codex | Agent::Opencode => Cow::Borrowed(
+                self.last_assistant_message
+                    .as_deref()
+                    .or(self.output.as_deref())
+                    .unwrap_or_default(),
+            ),
             Agent::Gemini => self
                 .transcript_path
                 .as_deref()
@@ -354,6 +406,14 @@ impl Input {
                 let (tail, start) = crate::text::last_bytes(&text, crate::signal::MAX_BODY);
                 (Cow::Owned(tail.to_owned()), start)
             }
+        }
+    }
+
+    /// Whether this is a subagent stopping (Claude Code's and Codex's `SubagentStop`).
+    pub fn is_subagent_stop(&self) -> bool {
+        match self.hook_event_name.as_deref() {
+            Some(event) => event == "SubagentStop",
+            None => self.subagent().is_some(),
         }
     }
 
@@ -615,8 +675,20 @@ pub fn judge(
     let rules = rules.as_ref();
     let session = input.session_key();
     let agent_name = input.agent_name(agent);
+    // Plan compliance holds every subagent stop, whatever pipeline its event runs, or none.
+    let plan_compliance = rules.hook.subagent_status && input.is_subagent_stop();
     let bound = match bound_pipeline(rules, input) {
-        Ok(bound) => bound,
+        Ok(bound) => Some(bound),
+        Err(why) if plan_compliance => {
+            log_skip(
+                rules,
+                input,
+                &session,
+                &agent_name,
+                &format!("{why}; plan compliance alone judges it"),
+            );
+            None
+        }
         Err(why) => return unjudged(rules, input, project, session, &agent_name, why),
     };
     // The budget breakers: past `max_time` or `max_tokens`, the session is ESCALATED before
@@ -668,17 +740,32 @@ pub fn judge(
     let task = Task::new(project.task_name(), &project.dir)?
         .ignoring(&rules.state)
         .with_attempt(history.attempt())
-        .with_signal(signal);
+        .with_signal(signal)
+        .with_request(prompt::request(rules, input));
     // A stop the rules do not match is not let through: the agent is held (and the breakers
     // end it, a person being told) until the rules name its task.
-    let pipeline = rules.pipeline_for(&task.name, bound).map_err(|err| {
-        (
-            Decision::Fail,
-            format!(
-                "{err}; this stop cannot be judged, so it is not let through (a person must fix the rules)"
-            ),
-        )
-    });
+    let alone = Pipeline::of(PLAN_COMPLIANCE, Vec::new());
+    let pipeline = match bound {
+        Some(bound) => rules.pipeline_for(&task.name, bound).map_err(|err| {
+            (
+                Decision::Fail,
+                format!(
+                    "{err}; this stop cannot be judged, so it is not let through (a person must fix the rules)"
+                ),
+            )
+        }),
+        None => Ok(&alone),
+    };
+    let with_plan_compliance = match pipeline {
+        Ok(own) if plan_compliance && !has_status_gate(own) => {
+            Some(own.with_first(plan_compliance_gate()))
+        }
+        _ => None,
+    };
+    let pipeline = match &with_plan_compliance {
+        Some(pipeline) => Ok(pipeline),
+        None => pipeline,
+    };
     let mut verdict = run_stop(rules, task, pipeline, cancel, &mut history);
     say_what_cut_it(&mut verdict, agent, cut, accepted, answer_by);
     if let Err(err) = history.save() {
@@ -704,6 +791,34 @@ pub fn judge(
         verdict,
         answer,
     })
+}
+
+/// The name of the STATUS check every subagent stop gets (seed 001's gate).
+const PLAN_COMPLIANCE: &str = "plan-compliance";
+
+/// Plan compliance (seed 001, `hook.subagent_status`): the stop's STATUS block first; missing,
+/// the subagent goes back to work; BLOCKED, it stops for a person; OK, the pipeline runs.
+fn plan_compliance_gate() -> crate::config::Gate {
+    crate::config::Gate {
+        name: PLAN_COMPLIANCE.into(),
+        rule: crate::rules::Rule::Status(crate::rules::status::Status::default()),
+        on_pass: crate::config::Route::Continue,
+        on_fail: crate::config::Route::Block,
+        timeout: None,
+        about: Some("a subagent ends its work with a STATUS block".into()),
+        inputs: None,
+        only_if: None,
+        group: None,
+        definition: String::new(),
+    }
+}
+
+/// Whether the pipeline reads the STATUS itself, so plan compliance would only say it twice.
+fn has_status_gate(pipeline: &Pipeline) -> bool {
+    pipeline
+        .gates
+        .iter()
+        .any(|gate| gate.kind() == crate::rules::spec::RuleKind::Status)
 }
 
 /// Why a stop's run ended as it did when a limit of the hook's own ended it: the deadline cut
@@ -868,7 +983,7 @@ fn stop_pipeline<'r>(rules: &'r Rules, input: &Input, task: &str) -> Option<&'r 
 /// `Err(why)` when they run nothing for this stop (no hook for its event, an agent type not in
 /// `enabled_agents`), which lets the agent stop, as the gates.json runner did.
 fn bound_pipeline<'r>(rules: &'r Rules, input: &Input) -> Result<Option<&'r str>, String> {
-    if rules.hooks.is_empty() {
+    if rules.hooks.is_empty() && rules.prompt.is_none() {
         return Ok(None);
     }
     let event = match input.hook_event_name.as_deref() {
@@ -903,22 +1018,28 @@ fn unjudged(
     agent_name: &str,
     why: String,
 ) -> Result<Judgement, Error> {
-    if let Ok(events) = EventLog::open(&rules.state, rules.events) {
-        events.record(
-            Some(&session),
-            Some(agent_name),
-            Event::HookSkipped {
-                event: input.hook_event_name.as_deref(),
-                reason: &why,
-            },
-        );
-    }
+    log_skip(rules, input, &session, agent_name, &why);
     let task = Task::new(project.task_name(), &project.dir)?;
     Ok(Judgement {
         session,
         verdict: pipeline::decide_without_running(rules, None, &task, Decision::Pass, why),
         answer: Answer::Pass,
     })
+}
+
+/// Logs why the rules run no pipeline for this stop (the first place to look when gates seem
+/// not to run).
+fn log_skip(rules: &Rules, input: &Input, session: &str, agent_name: &str, why: &str) {
+    if let Ok(events) = EventLog::open(&rules.state, rules.events) {
+        events.record(
+            Some(session),
+            Some(agent_name),
+            Event::HookSkipped {
+                event: input.hook_event_name.as_deref(),
+                reason: why,
+            },
+        );
+    }
 }
 
 /// The answer for a verdict. The reset command names the rules file by its absolute path and the

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
-/// A session's record is small; one larger was not written by validator.
-const MAX_SESSION_BYTES: u64 = 256 * 1024;
+/// A session's record is small (its prompts at most 64 KiB, escaped at most six times that);
+/// one larger was not written by validator.
+const MAX_SESSION_BYTES: u64 = 1024 * 1024;
 /// Breaches remembered per agent as told; past it the oldest are forgotten (and may be told
 /// again, which is harmless).
 const MAX_TOLD: usize = 256;
@@ -29,6 +30,10 @@ pub struct Session {
     pub first_seen: Option<u64>,
     pub usage: Usage,
     pub agents: BTreeMap<String, Memory>,
+    /// The prompts the person submitted, the first and the latest (`prompt.rs`).
+    pub prompts: Vec<String>,
+    /// The agent was given the task's brief.
+    pub briefed: bool,
 }
 
 /// The tokens a session's usage records count, and how far each was read.

@@ -262,6 +262,7 @@ fn verdict(rules: &Rules, pipeline: &str, task: &Task, decision: Decision) -> Ve
         warnings: Vec::new(),
         unchecked: unchecked(task),
         context: context(task),
+        escalation: task.contract.as_deref().and_then(|c| c.escalation.clone()),
         signature: None,
     }
 }

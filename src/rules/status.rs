@@ -10,7 +10,7 @@ use crate::rules::spec::GateSpec;
 use crate::signal::Declared;
 use crate::verdict::GateOutcome;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Status {
     require_summary: bool,
 }

@@ -255,23 +255,50 @@ fn open_done_file(path: &Path) -> io::Result<std::fs::File> {
 /// it was plainly meant as a YAML report (it opens with `---` or with a report key such as
 /// `status:`): then it is an error that says why, so a broken report cannot pass as prose.
 pub fn parse(text: &str) -> Result<Report, String> {
+    parse_body(text, Unwrap::Once)
+}
+
+/// Whether an agent's message found inside the body (a stream's final message, a hook input's
+/// message) is read for another such message: once, never as deep as a worker nests them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unwrap {
+    Once,
+    Done,
+}
+
+/// The fields of a hook's input that hold the agent's message: a hook runner's `output` (seed
+/// 001's test input), Claude Code's and Codex's `last_assistant_message`, Gemini CLI's
+/// `prompt_response`.
+const MESSAGE_FIELDS: [&str; 3] = ["output", "last_assistant_message", "prompt_response"];
+
+fn parse_body(text: &str, unwrap: Unwrap) -> Result<Report, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(Report::default());
     }
     if trimmed.starts_with('{') {
-        if stream::is_stream(trimmed) {
-            // An agent CLI's JSON output: its final message is the body (read once: a message
-            // that is itself such a stream is not read further).
-            let message = stream::final_message(trimmed)?;
-            return match message.trim_start().starts_with('{') && stream::is_stream(&message) {
-                true => Err("the agent's final message is itself a stream of JSON events".into()),
-                false => parse(&message),
-            };
-        }
-        return serde_json::from_str::<Report>(trimmed).map_err(|err| {
-            format!("the done signal starts with `{{` but is not a valid JSON report: {err}")
-        });
+        let message = if stream::is_stream(trimmed) {
+            // An agent CLI's JSON output: its final message is the body.
+            Some(stream::final_message(trimmed)?)
+        } else {
+            let value: serde_json::Value = serde_json::from_str(trimmed).map_err(|err| {
+                format!("the done signal starts with `{{` but is not a valid JSON report: {err}")
+            })?;
+            match hook_message(&value) {
+                Some(message) => Some(message.to_owned()),
+                None => {
+                    return Report::deserialize(value).map_err(|err| {
+                        format!("the done signal is a JSON report with a bad field: {err}")
+                    });
+                }
+            }
+        };
+        return match (message, unwrap) {
+            (Some(message), Unwrap::Once) => parse_body(&message, Unwrap::Done),
+            _ => {
+                Err("the agent's message is itself wrapped in JSON: write the report itself".into())
+            }
+        };
     }
     if let Some(report) = status_block(text) {
         return Ok(report);
@@ -300,6 +327,18 @@ pub fn parse(text: &str) -> Result<Report, String> {
             None => summary(),
         },
     }
+}
+
+/// The agent's message when a JSON body is a hook's input saved as the done signal (no
+/// `status` of its own, and one of [`MESSAGE_FIELDS`] a string).
+fn hook_message(value: &serde_json::Value) -> Option<&str> {
+    let object = value.as_object()?;
+    if object.contains_key("status") {
+        return None;
+    }
+    MESSAGE_FIELDS
+        .iter()
+        .find_map(|field| object.get(*field)?.as_str())
 }
 
 /// The text handed to the YAML parser: the trimmed body, after as many line breaks as were
@@ -403,6 +442,27 @@ mod tests {
         assert_eq!(json.files_touched, Some(vec!["x.rs".to_string()]));
         let yaml = parse("status: OK\nsummary: done\n").unwrap();
         assert_eq!(yaml.declared(), Declared::Ok);
+    }
+
+    #[test]
+    fn a_hook_input_saved_as_the_signal_is_read_for_its_message() {
+        // Seed 001's own test input.
+        let seed = parse(r#"{"output": "STATUS: OK\nTask complete"}"#).unwrap();
+        assert_eq!(seed.declared(), Declared::Ok);
+        let blocked =
+            parse(r#"{"output": "STATUS: BLOCKED\nREASON: Plan approach won't work"}"#).unwrap();
+        assert_eq!(blocked.declared(), Declared::Blocked);
+        assert_eq!(
+            parse(r#"{"output": "Task complete"}"#).unwrap().declared(),
+            Declared::Missing
+        );
+        let claude = parse(r#"{"session_id": "s", "last_assistant_message": "done\nSTATUS: OK"}"#);
+        assert_eq!(claude.unwrap().declared(), Declared::Ok);
+        // A report's own status wins over a field that happens to be named `output`.
+        let report = parse(r#"{"status": "BLOCKED", "output": "STATUS: OK"}"#).unwrap();
+        assert_eq!(report.declared(), Declared::Blocked);
+        // Wrapped twice is not unwrapped again.
+        assert!(parse(r#"{"output": "{\"output\": \"STATUS: OK\"}"}"#).is_err());
     }
 
     #[test]

@@ -93,6 +93,20 @@ pub fn render(verdict: &Verdict, retry: Retry) -> String {
         }
         body.push(String::new());
     }
+    // A worker that went outside its scope is told the contract's way to ask for more.
+    let out_of_scope = failing
+        .iter()
+        .any(|g| g.rule == "file-scope" && g.outcome == GateOutcome::Fail);
+    if let Some(ask) = verdict
+        .escalation
+        .as_ref()
+        .and_then(super::Escalation::scope_change)
+        .filter(|_| out_of_scope)
+    {
+        body.push("## Scope change (from the task's contract)".to_string());
+        body.push(ask);
+        body.push(String::new());
+    }
     if !verdict.warnings.is_empty() {
         body.push("## Warnings (reported, not blocking)".to_string());
         body.extend(
@@ -211,7 +225,16 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
         Decision::Blocked => "Stop here. The task is BLOCKED and a person decides how it goes on.".to_string(),
         Decision::Escalated => "Stop here. A circuit breaker tripped; a person must look before anything else runs.".to_string(),
     };
-    vec!["## What to do next".to_string(), advice]
+    let mut steps = vec!["## What to do next".to_string(), advice];
+    if matches!(verdict.verdict, Decision::Blocked | Decision::Escalated) {
+        steps.extend(
+            verdict
+                .escalation
+                .as_ref()
+                .and_then(|e| e.instruction(verdict.verdict)),
+        );
+    }
+    steps
 }
 
 fn clip(line: &str) -> String {
@@ -254,6 +277,7 @@ mod tests {
             warnings: vec![],
             unchecked: vec![],
             context: None,
+            escalation: None,
             signature: None,
         }
     }

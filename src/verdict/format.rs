@@ -566,6 +566,7 @@ mod tests {
             warnings: Vec::new(),
             unchecked: Vec::new(),
             context: None,
+            escalation: None,
             signature: None,
         }
     }

@@ -262,6 +262,49 @@ impl SignalInfo {
     }
 }
 
+/// A contract's escalation paths (the seed's WorkerHandoff `escalation`): who a worker that
+/// is stuck turns to, and the protocol for asking to change its scope. Operator text, shown
+/// to workers and people on one line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Escalation {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_contact: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_change_protocol: Option<String>,
+}
+
+impl Escalation {
+    /// What a BLOCKED or ESCALATED verdict tells the worker to do, on one line:
+    /// `STATUS: BLOCKED — escalate to coordinator: swarmmail_send(…)`.
+    pub fn instruction(&self, decision: Decision) -> Option<String> {
+        let contact = self.blocked_contact.as_deref().map(crate::text::one_line);
+        let protocol = self
+            .scope_change_protocol
+            .as_deref()
+            .map(crate::text::one_line);
+        let how = match (contact, protocol) {
+            (Some(contact), Some(protocol)) => format!("escalate to {contact}: {protocol}"),
+            (Some(contact), None) => format!("escalate to {contact}"),
+            (None, Some(protocol)) => format!("escalate: {protocol}"),
+            (None, None) => return None,
+        };
+        Some(format!("STATUS: {decision} — {how}"))
+    }
+
+    /// What a worker that needs a file outside its scope is told: ask, do not edit.
+    pub fn scope_change(&self) -> Option<String> {
+        let protocol = crate::text::one_line(self.scope_change_protocol.as_deref()?);
+        let to = self
+            .blocked_contact
+            .as_deref()
+            .map(|contact| format!(" (to {})", crate::text::one_line(contact)))
+            .unwrap_or_default();
+        Some(format!(
+            "A file outside your scope needs the scope-change protocol, not an edit: undo the change and ask with {protocol}{to}."
+        ))
+    }
+}
+
 /// The verdict document (`<task>.verdict.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -283,6 +326,10 @@ pub struct Verdict {
     /// The contract's `context`: why the task exists, kept in front of the worker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The contract's `escalation`: whom a stuck worker turns to, and how it asks for a file
+    /// outside its scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
     /// `hmac-sha256:<hex>` over the rest of the document, when a signing key is configured
     /// ([`sign`]). Last, so a reader sees it after what it covers.
     #[serde(default, skip_serializing_if = "Option::is_none")]

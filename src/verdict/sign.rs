@@ -461,6 +461,7 @@ mod tests {
             warnings: Vec::new(),
             unchecked: vec!["login returns a token".into()],
             context: Some("OAuth2".into()),
+            escalation: None,
             signature: None,
         }
     }

@@ -160,7 +160,7 @@ fn what_each_shape_could_not_carry_is_said_at_the_top() {
         ("deny-ask.json", "`askPaths`"),
         (
             "hook-runner.json",
-            "hooks.SlashCommandEnd (test) is not a stop",
+            "hooks.SlashCommandEnd (test) is neither a stop nor the prompt",
         ),
         (
             "hook-runner.json",

@@ -333,12 +333,21 @@ fn the_hook_judges_only_the_agent_types_in_enabled_agents() {
         ),
         "{skipped:?}"
     );
-    // Nothing was judged, so no attempt was counted for that subagent.
+    // Its gates did not run; plan compliance (seed 001: built in, on every subagent stop)
+    // did, and passed its STATUS: OK.
     let judged: Vec<Value> = events(&project)
         .into_iter()
         .filter(|e| e["event"] == "hook_run")
         .collect();
-    assert_eq!(judged.len(), 1, "{judged:?}");
+    assert_eq!(judged.len(), 2, "{judged:?}");
+    let mut silent = subagent_stop(&project, "Explore");
+    silent["last_assistant_message"] = json!("Implemented it.");
+    let (code, stdout, stderr) = hook(&rules, &silent);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("plan-compliance") && stdout.contains("no STATUS"),
+        "{stdout}"
+    );
 
     // The file has no Stop hook: the main agent stops unjudged, as the runner let it.
     let mut stop = subagent_stop(&project, "general-purpose");
@@ -413,7 +422,7 @@ fn rules_check_prints_the_graph_the_hooks_and_what_it_leaves_alone() {
         "1. check  lint        pass -> test, fail -> BLOCK (FAIL)  timeout 10m",
         "2. test   test        pass -> end (PASS), fail -> check  timeout 10m",
         "hook SubagentStop runs pipeline SubagentStop (agent types: general-purpose, cipherpowers:rust-agent)",
-        "note: hooks.PostToolUse (check) is not a stop",
+        "note: hooks.PostToolUse (check) is neither a stop nor the prompt",
         "warning: pipeline `SubagentStop`: gates check -> test -> check form a cycle",
         "valid, 1 pipeline, 2 gates, 1 warning",
     ] {

@@ -24,7 +24,7 @@ fn project_with(gates: &str, max_attempts: u32, strikes: u32) -> Project {
 }
 
 /// What Claude Code (and Codex) send on `Stop`.
-fn stop(project: &Project, session: &str, message: &str) -> Value {
+pub(crate) fn stop(project: &Project, session: &str, message: &str) -> Value {
     json!({
         "session_id": session,
         "transcript_path": "/home/u/.claude/projects/p/transcript.jsonl",
@@ -37,7 +37,12 @@ fn stop(project: &Project, session: &str, message: &str) -> Value {
 }
 
 /// What Claude Code sends on `SubagentStop`.
-fn subagent_stop(project: &Project, session: &str, agent_id: &str, message: &str) -> Value {
+pub(crate) fn subagent_stop(
+    project: &Project,
+    session: &str,
+    agent_id: &str,
+    message: &str,
+) -> Value {
     let mut input = stop(project, session, message);
     input["hook_event_name"] = json!("SubagentStop");
     input["agent_id"] = json!(agent_id);
@@ -47,7 +52,7 @@ fn subagent_stop(project: &Project, session: &str, agent_id: &str, message: &str
 }
 
 /// What Gemini CLI sends on `AfterAgent`.
-fn after_agent(project: &Project, session: &str, response: &str) -> Value {
+pub(crate) fn after_agent(project: &Project, session: &str, response: &str) -> Value {
     json!({
         "session_id": session,
         "transcript_path": "/home/u/.gemini/tmp/chat.json",
@@ -60,14 +65,14 @@ fn after_agent(project: &Project, session: &str, response: &str) -> Value {
     })
 }
 
-struct Reply {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Reply {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|err| {
             panic!(
                 "stdout is not one JSON answer ({err}):\n{}\nstderr:\n{}",
@@ -77,7 +82,7 @@ impl Reply {
     }
 
     /// A FAIL answer: `decision` is `word`, `reason` the feedback; returns the reason.
-    fn blocked(&self, word: &str) -> String {
+    pub(crate) fn blocked(&self, word: &str) -> String {
         assert_eq!(self.code, 0, "{}", self.stderr);
         let answer = self.json();
         assert_eq!(answer["decision"], word, "{answer:#}");
@@ -87,7 +92,7 @@ impl Reply {
 
     /// A "let the agent stop" answer (BLOCKED, ESCALATED): `continue: false` and no decision;
     /// returns the stop reason.
-    fn stopped(&self) -> String {
+    pub(crate) fn stopped(&self) -> String {
         assert_eq!(self.code, 0, "{}", self.stderr);
         let answer = self.json();
         assert!(answer.get("decision").is_none(), "{answer:#}");
@@ -99,13 +104,13 @@ impl Reply {
             .to_owned()
     }
 
-    fn passed(&self) {
+    pub(crate) fn passed(&self) {
         assert_eq!(self.code, 0, "{}", self.stderr);
         assert_eq!(self.stdout, "", "PASS answers nothing");
     }
 
     /// Refused: exit 1 (never 2, which agents read as "block"), nothing on stdout.
-    fn refused(&self) -> &str {
+    pub(crate) fn refused(&self) -> &str {
         assert_eq!(
             self.code, 1,
             "stdout:\n{}\nstderr:\n{}",
@@ -119,11 +124,11 @@ impl Reply {
 
 /// Runs the hook as an agent would, in the project directory (`rules`' directory's `task`),
 /// without an agent's project variables unless a test sets them.
-fn run_hook(rules: &Path, agent: &str, stdin: impl Into<Vec<u8>>) -> Reply {
+pub(crate) fn run_hook(rules: &Path, agent: &str, stdin: impl Into<Vec<u8>>) -> Reply {
     run_hook_with(rules, agent, stdin, |_| {})
 }
 
-fn run_hook_with(
+pub(crate) fn run_hook_with(
     rules: &Path,
     agent: &str,
     stdin: impl Into<Vec<u8>>,
@@ -151,7 +156,7 @@ fn run_hook_with(
     }
 }
 
-fn hook(project: &Project, agent: &str, input: &Value) -> Reply {
+pub(crate) fn hook(project: &Project, agent: &str, input: &Value) -> Reply {
     run_hook(&project.rules_path(), agent, input.to_string())
 }
 
@@ -175,7 +180,7 @@ fn reset_command(stop_reason: &str) -> String {
         .unwrap_or_else(|| panic!("no reset command in {stop_reason}"))
 }
 
-fn events(project: &Project) -> Vec<Value> {
+pub(crate) fn events(project: &Project) -> Vec<Value> {
     std::fs::read_to_string(project.path().join("state/events.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -543,8 +548,8 @@ fn unparseable_input_is_refused_without_blocking() {
         run_hook(&rules, agent, "").refused();
         run_hook(&rules, agent, "[1, 2]").refused();
     }
-    // Required fields missing, wrong types.
-    run_hook(&rules, "claude", r#"{"cwd": "/"}"#).refused();
+    // Fields empty or of the wrong type (a missing session is a hand-made input's: judged).
+    run_hook(&rules, "claude", r#"{"session_id": " ", "cwd": "/"}"#).refused();
     run_hook(&rules, "claude", r#"{"session_id": 7, "cwd": "/"}"#).refused();
     // Wired to an event it does not answer, an answer would mean something else.
     let mut input = stop(&project, "s1", "done");
