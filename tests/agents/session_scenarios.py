@@ -14,9 +14,16 @@ a subagent's STATUS block) inside the real CLIs.
   subagent_status     (item 7) rules with no `status` gate: a subagent whose last message has
                       no STATUS block is sent back with that feedback, then passes with one
   prompt_gate         (item 8) a gates.json whose UserPromptSubmit gate has `keywords`: a prompt
-                      holding one runs it, its output reaches the model's first request
+                      holding one runs it; it fails, and its output reaches the model's first
+                      request as context, the prompt not blocked (the agent works on, passes)
+  prompt_gate_quiet   the same rules, a prompt without the keyword: the gate does not run.
+                      FAILS with Gemini CLI at main 99ab4fb: BeforeAgent's `prompt` starts with
+                      the SessionStart hook's context (`<hook_context>brief</hook_context>\n\n`),
+                      whose "What the gates check" holds the keyword (PROTOCOLS.md)
   prompt_to_reviewer  (item 8) the user's words, recorded at UserPromptSubmit, are in what the
-                      stop's `review` gate gives its reviewer
+                      stop's `review` gate gives its reviewer. FAILS with main at 99ab4fb: the
+                      hook keeps the prompt and sets the task's `request`, but the review
+                      rule's context does not show it (src/rules/review.rs `context`)
   reviewer_claude     `validator check` whose `review` gate runs `claude -p` with the plugin's
                       templates/reviewer-prompt.md, as the README shows: the template is the
                       reviewer's system prompt, its tools are the read-only ones, its REJECTED
@@ -33,7 +40,8 @@ H_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 MARKETPLACE = "validator-gate"   # .claude-plugin/marketplace.json's name
 PLUGIN = "validator@" + MARKETPLACE
 BRIEF_GATE = "answer-file-B4"   # a gate name the brief must carry to the model
-GATE_OUT = "PROMPT-GATE-OUT-K8"  # what the prompt's gate prints
+GATE_OUT = "PROMPT-GATE-OUT-K8"  # what the prompt's gate prints (then it fails)
+GATE_RAN = "validator ran `commands` for this prompt"  # how the context starts
 KEYWORD_PROMPT = "Create answer.txt containing the answer, then check it. End your last message with a STATUS block."
 TEMPLATE = "plugin/templates/reviewer-prompt.md"
 REJECTION = "answer.txt:1: the answer is not the one asked for"
@@ -48,6 +56,7 @@ SCENARIOS = {
     "session_brief": ("claude", "codex", "gemini"),
     "subagent_status": ("claude",),
     "prompt_gate": ("claude", "codex", "gemini"),
+    "prompt_gate_quiet": ("claude", "codex", "gemini"),
     "prompt_to_reviewer": ("claude", "codex", "gemini"),
     "reviewer_claude": ("claude",),
 }
@@ -71,11 +80,11 @@ def rules(scenario, ok):
         return ok.replace("name: answer\n", "name: %s\n" % BRIEF_GATE, 1)
     if scenario == "subagent_status":  # no `status` gate: the STATUS block is required by default
         return ok.replace("      - name: status\n        rule: status\n", "", 1)
-    if scenario == "prompt_gate":  # the hook runner's dialect (gates.json)
+    if scenario in ("prompt_gate", "prompt_gate_quiet"):  # the hook runner's dialect (gates.json)
         return json.dumps({
             "gates": {
                 "commands": {"description": "Project commands when the prompt asks for a check",
-                             "command": "echo %s" % GATE_OUT, "keywords": ["check"]},
+                             "command": "echo %s; exit 1" % GATE_OUT, "keywords": ["check"]},
                 "answer": {"description": "answer.txt is written", "command": "test -s answer.txt"},
             },
             "hooks": {"UserPromptSubmit": {"gates": ["commands"]},
@@ -211,7 +220,7 @@ def wire_session_events(cli, proj):
     stop = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}[cli]
     command = hooks[stop][0]["hooks"][0]["command"].split(" --deadline")[0]
     hooks.setdefault(START[cli], hook_entry(cli, command + " --deadline 50s", 60))
-    hooks.setdefault(PROMPT_EVENT[cli], hook_entry(cli, command + " --deadline 9m50s", 600))
+    hooks.setdefault(PROMPT_EVENT[cli], hook_entry(cli, command + " --deadline 50s", 60))
     with open(proj + path, "w") as f:
         json.dump(settings, f, indent=2)
 
@@ -268,7 +277,7 @@ def check(cli, scenario, run, proj, rc, mains, res, prompt):
         c["brief_in_first_request"] = BRIEF_GATE in first
         c["verdicts"] = res["verdicts"][-1:] == ["PASS/pass"]
     elif scenario == "prompt_gate":
-        c["gate_output_in_first_request"] = GATE_OUT in first
+        c["gate_output_in_first_request"] = GATE_OUT in first and GATE_RAN in first
         c["prompt_not_blocked"] = res["answer_exists"] and len(mains) == 2
         c["verdicts"] = res["verdicts"][-1:] == ["PASS/pass"]
     elif scenario == "reviewer_claude":
@@ -282,6 +291,10 @@ def check(cli, scenario, run, proj, rc, mains, res, prompt):
         # (Claude Code adds a DeferredToolPlaceholder of its own, which runs nothing)
         c["read_only_tools"] = {"Bash", "Glob", "Grep", "Read"} <= set(tools) and not set(tools) & {
             "Write", "Edit", "NotebookEdit", "WebFetch", "WebSearch", "Agent", "Task"}
+    elif scenario == "prompt_gate_quiet":
+        c["gate_not_run"] = bool(mains) and GATE_RAN not in first and GATE_OUT not in json.dumps(
+            [m.get("body") for m in mains])
+        c["verdicts"] = res["verdicts"][-1:] == ["PASS/pass"]
     elif scenario == "prompt_to_reviewer":
         review = run + "/review-input.md"
         text = open(review, errors="replace").read() if os.path.exists(review) else ""
