@@ -170,6 +170,24 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
         });
     }
     let compiled = reader.compile_reachable(&stops)?;
+    // Keywords wait for a prompt's words; a stop has none.
+    let mut on_stops: Vec<&str> = stops
+        .iter()
+        .filter(|stop| stop.event != PROMPT_EVENT)
+        .flat_map(|stop| stop.gates.iter().flat_map(|head| reach(head, &compiled)))
+        .collect();
+    on_stops.sort_unstable();
+    on_stops.dedup();
+    for name in on_stops {
+        if reader
+            .gate(name)
+            .is_some_and(|gate| gate.keywords.is_some())
+        {
+            reader.notes.push(format!(
+                "gate `{name}`: `keywords` filters UserPromptSubmit only; on a stop the gate always runs"
+            ));
+        }
+    }
     let mut pipelines = Vec::new();
     let mut hooks = Vec::new();
     for stop in &stops {
@@ -887,17 +905,10 @@ impl<'a> Reader<'a> {
                 }
             }
         };
-        if let Some(gate) = raw {
-            for (key, set, applies) in [
-                ("keywords", gate.keywords.is_some(), "UserPromptSubmit"),
-                ("file_patterns", gate.file_patterns.is_some(), "PostToolUse"),
-            ] {
-                if set {
-                    self.notes.push(format!(
-                        "gate `{name}`: `{key}` filters {applies} only; on a stop the gate always runs"
-                    ));
-                }
-            }
+        if raw.is_some_and(|gate| gate.file_patterns.is_some()) {
+            self.notes.push(format!(
+                "gate `{name}`: `file_patterns` filters PostToolUse only; on a stop the gate always runs"
+            ));
         }
         let rule = Rule::from_spec(&spec, Path::new("."))
             .map_err(|err| self.file.error(&here, true, err.message, err.help))?;
@@ -1375,10 +1386,18 @@ mod tests {
 
         let mut file = seed();
         file["hooks"] = json!({"PostToolUse": {"gates": ["check"]}});
-        assert!(err(file).message.contains("no Stop, SubagentStop or UserPromptSubmit hook"));
+        assert!(
+            err(file)
+                .message
+                .contains("no Stop, SubagentStop or UserPromptSubmit hook")
+        );
         let mut file = seed();
         file.as_object_mut().unwrap().remove("hooks");
-        assert!(err(file).message.contains("no Stop, SubagentStop or UserPromptSubmit hook"));
+        assert!(
+            err(file)
+                .message
+                .contains("no Stop, SubagentStop or UserPromptSubmit hook")
+        );
         let mut file = seed();
         file["hooks"]["SubagentStop"]["gates"] = json!([]);
         assert!(err(file).message.contains("lists no gates"));

@@ -741,7 +741,7 @@ pub fn judge(
         .ignoring(&rules.state)
         .with_attempt(history.attempt())
         .with_signal(signal)
-        .with_request(prompt::request(rules, input));
+        .with_request(prompt::request(rules, agent, input));
     // A stop the rules do not match is not let through: the agent is held (and the breakers
     // end it, a person being told) until the rules name its task.
     let alone = Pipeline::of(PLAN_COMPLIANCE, Vec::new());

@@ -83,18 +83,35 @@ pub fn prompt(
     Context((!parts.is_empty()).then(|| parts.join("\n\n")))
 }
 
-/// The person's own words in this session, for a reviewer: each prompt kept, in order.
-pub fn request(rules: &Rules, input: &Input) -> Option<String> {
+/// The person's own words in this session, for a reviewer: each prompt the hook kept, in
+/// order; where the prompt hook is not wired, those the agent's transcript records (said as
+/// such: the agent's tools could have written that file).
+pub fn request(rules: &Rules, agent: Agent, input: &Input) -> Option<String> {
     let held = session::Held::open(&rules.state, &super::session_key(&input.session_id, None));
-    let prompts = &held.session.prompts;
+    let mut prompts = held.session.prompts.clone();
+    drop(held);
+    let mut source = "";
+    if prompts.is_empty()
+        && matches!(agent, Agent::Claude | Agent::Codex)
+        && let Some(path) = &input.transcript_path
+    {
+        for prompt in super::transcript::user_prompts(std::path::Path::new(path)) {
+            keep_prompt(&mut prompts, &prompt);
+        }
+        source = "(from the agent's transcript, which its tools could write)\n";
+    }
     match prompts.len() {
         0 => None,
-        1 => Some(prompts[0].clone()),
+        1 => Some(format!("{source}{}", prompts[0])),
         _ => Some(
-            prompts
-                .iter()
-                .enumerate()
-                .map(|(i, prompt)| format!("Prompt {}:\n{prompt}", i + 1))
+            std::iter::once(source.trim_end().to_owned())
+                .filter(|s| !s.is_empty())
+                .chain(
+                    prompts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, prompt)| format!("Prompt {}:\n{prompt}", i + 1)),
+                )
                 .collect::<Vec<_>>()
                 .join("\n\n"),
         ),

@@ -88,6 +88,71 @@ fn last_turn<'a>(lines: impl Iterator<Item = &'a str>) -> Option<String> {
     Some(texts.join("\n"))
 }
 
+/// The most of a transcript's start read for the person's prompts: the first one (what they
+/// set out to ask) is near the top.
+const HEAD: u64 = 8 * 1024 * 1024;
+
+/// The person's prompts in a Claude Code transcript or a Codex rollout, in order, from the
+/// start of the file: messages of the user's role that are text, not a tool's answer, not the
+/// agent's own notes (`isMeta`: a hook's feedback) and not a block the CLI wrapped in one tag
+/// (`<environment_context>…`, `<hook_prompt …>…`). Empty when the file cannot say.
+pub fn user_prompts(path: &Path) -> Vec<String> {
+    if !path.is_absolute() {
+        return Vec::new();
+    }
+    let Ok(file) = files::open(path, Links::Follow) else {
+        return Vec::new();
+    };
+    let mut bytes = Vec::new();
+    if file.take(HEAD).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|record| prompt_of(&record))
+        .collect()
+}
+
+/// The person's words in one transcript record, if it holds them.
+fn prompt_of(record: &Value) -> Option<String> {
+    if record.get("isMeta").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    // Claude Code: `{"type": "user", "message": {...}}`; Codex: `{"type": "response_item",
+    // "payload": {"type": "message", ...}}`.
+    let message = match record.get("type").and_then(Value::as_str) {
+        Some("user") => record.get("message")?,
+        Some("response_item") => record.get("payload")?,
+        _ => return None,
+    };
+    if message.get("role").and_then(Value::as_str) != Some("user") {
+        return None;
+    }
+    let content = message.get("content")?;
+    let is_tool_answer = content.as_array().is_some_and(|parts| {
+        parts
+            .iter()
+            .any(|part| part.get("type").and_then(Value::as_str) == Some("tool_result"))
+    });
+    let text = content_text(Some(content));
+    let text = text.trim();
+    (!is_tool_answer && !text.is_empty() && !wrapped_in_one_tag(text)).then(|| text.to_owned())
+}
+
+/// Whether `text` is one element the CLI wrapped around what it added itself: it opens with
+/// `<name` and closes with `</name>`.
+fn wrapped_in_one_tag(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix('<') else {
+        return false;
+    };
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        .collect();
+    !name.is_empty() && text.ends_with(&format!("</{name}>"))
+}
+
 /// A message's text: a string, or the `text` of its parts (a tool's answer has none).
 fn content_text(content: Option<&Value>) -> String {
     match content {
@@ -117,6 +182,31 @@ mod tests {
 {"id": "f", "type": "user", "content": [{"functionResponse": {"name": "write_file"}}]}
 {"id": "g", "type": "gemini", "content": "Wrote answer.txt."}
 "##;
+
+    #[test]
+    fn the_persons_prompts_are_read_from_claude_and_codex_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let lines = [
+            r#"{"type": "queue-operation"}"#,
+            r#"{"type": "user", "message": {"role": "user", "content": "Create answer.txt."}}"#,
+            r#"{"type": "user", "isMeta": true, "message": {"role": "user", "content": "Stop hook feedback: FAIL"}}"#,
+            r#"{"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "content": "ok"}]}}"#,
+            r#"{"type": "assistant", "message": {"role": "assistant", "content": "done"}}"#,
+            r#"{"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>
+<cwd>/p</cwd>
+</environment_context>"}]}}"#,
+            r#"{"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "And a <b>test</b>."}]}}"#,
+            "not json",
+        ];
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        assert_eq!(
+            user_prompts(&path),
+            ["Create answer.txt.", "And a <b>test</b>."]
+        );
+        assert!(user_prompts(Path::new("relative.jsonl")).is_empty());
+        assert!(user_prompts(&dir.path().join("missing")).is_empty());
+    }
 
     #[test]
     fn the_retry_is_judged_without_the_answer_before_the_deny() {

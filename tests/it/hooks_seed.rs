@@ -241,6 +241,17 @@ fn a_prompt_runs_the_gates_whose_keywords_it_holds_and_says_what_they_found() {
         reason.contains("done") && !reason.contains("`check`"),
         "{reason}"
     );
+    // `rules check` shows the prompt's pipeline, and no keyword note for a prompt-only gate.
+    let output = validator()
+        .arg("-c")
+        .arg(&rules)
+        .args(["rules", "check"])
+        .output()
+        .expect("run validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("pipeline UserPromptSubmit"), "{stdout}");
+    assert!(!stdout.contains("`keywords` filters"), "{stdout}");
 }
 
 #[test]
