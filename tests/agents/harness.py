@@ -17,8 +17,11 @@ permission for a network namespace (a container without CAP_SYS_ADMIN) the runs 
 to the scripted server by configuration, and the proxy sink still reports what tried to leave.
 
 The tool-time scenarios (validator answering the CLIs' pre-tool and post-tool events, and the
-session breakers) are specified and checked in tool_scenarios.py. Every run is also checked for
-what no scenario may do: traffic off loopback, and a model request that names the rules file.
+session breakers) are specified and checked in tool_scenarios.py; the session scenarios (the
+Claude Code plugin installed with Claude Code's own commands, the session's start, the user's
+prompt, a subagent's STATUS block, the review gate's claude reviewer) in session_scenarios.py.
+Every run is also checked for what no scenario may do: traffic off loopback, and a model request
+that names the rules file.
 
 Run dir ($AGENTS_RUNS, default $AGENTS_WORK/runs): RUNS/CLI-SCENARIO/{home,proj,rules,server.jsonl,script.json,cli.out,cli.err,result.json}
 """
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import time
 
+import session_scenarios as SS
 import tool_scenarios as TS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,14 +49,14 @@ FEEDBACK_REASON = "`answer.txt`: no file matches"  # ... and its reason, both mu
 TIMEOUT = 180
 SCENARIOS = ("fail_fix_pass", "pass", "breaker", "breaker_attempts", "error", "error_verdict",
              "agent_cap", "status_retry", "subagent", "loop", "loop_breaker", "loop_json",
-             "plugin", "plugin_breaker") + tuple(TS.SCENARIOS)
+             "plugin", "plugin_breaker") + tuple(TS.SCENARIOS) + tuple(SS.SCENARIOS)
 # Scenarios only some agents have: Claude Code's subagents (its Agent tool, SubagentStop); the
 # hookless loop (examples/agent-loop) with the CLIs whose sessions it continues; the tool-time
 # scenarios (tool_scenarios.py), OpenCode's through the plugin.
 ONLY = dict({"subagent": ("claude",), "loop": ("claude", "codex", "opencode"),
              "loop_breaker": ("claude", "codex", "opencode"),
              "loop_json": ("claude", "codex", "gemini", "opencode"),
-             "plugin": ("opencode",), "plugin_breaker": ("opencode",)}, **TS.SCENARIOS)
+             "plugin": ("opencode",), "plugin_breaker": ("opencode",)}, **TS.SCENARIOS, **SS.SCENARIOS)
 LOOPING = ("loop", "loop_breaker", "loop_json")
 PLUGIN = os.path.join(ROOT, "examples", "hooks", "opencode", "validator.js")
 # Agents run only in some scenarios: OpenCode has no blocking stop hook, only the loop.
@@ -90,6 +94,8 @@ RULES_BROKEN = "version: 1\npipelines:\n  - name: agent\n    gates:\n      - nam
 def rules_for(scenario, run=None):
     if scenario in TS.SCENARIOS:
         return TS.rules(scenario, RULES_OK, RULES_BROKEN)
+    if scenario in SS.SCENARIOS:  # session_scenarios.py: the plugin, the session's other events
+        return SS.rules(scenario, RULES_OK)
     if scenario in LOOPING:  # the sidecar's staging holds the project
         return RULES_OK.replace("version: 1\n", "version: 1\nstaging: %s/staging\nverdicts: %s/verdicts\n"
                                 % (run, run), 1).replace("strikes: 3", "strikes: 10")
@@ -130,6 +136,8 @@ def reexec_in_netns():
 
 def script_for(scenario, proj):
     """The scripted model of a stop-hook or loop scenario (the tool-time ones: tool_scenarios.py)."""
+    if scenario in SS.SCENARIOS:
+        return SS.script(scenario, proj)
     path = proj + "/answer.txt"
     write = {"write": {"path": path, "rel": "answer.txt", "content": "42\n"}}
     if scenario == "fail_fix_pass":
@@ -392,6 +400,8 @@ def run_one(cli, scenario):
                                        stdout=open(run + "/watch.out", "w"), stderr=subprocess.STDOUT)
         if tooltime:
             prepare_tooltime(cli, scenario, proj)
+        if scenario in SS.SCENARIOS:
+            cmd, env = SS.prepare(sys.modules[__name__], cli, scenario, run, proj, rules, cmd, env)
         if serving:  # `opencode serve` runs the plugin; `run --attach` drives it
             config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
             config["plugin"] = ["file://" + PLUGIN]
@@ -546,6 +556,9 @@ def check(cli, scenario, run, proj, rc, dur, spec=None):
     ok = False
     if spec is not None:
         ok = TS.check(cli, scenario, spec, run, proj, rc, mains, ev, res)
+    elif scenario in SS.SCENARIOS:
+        prompt = next((a for a in json.load(open(run + "/cmd.json"))["cmd"] if "STATUS block" in a), PROMPT)
+        ok = SS.check(cli, scenario, run, proj, rc, mains, res, prompt)
     elif scenario == "fail_fix_pass":
         ok = res["answer_exists"] and len(mains) == 3 and fb_in and fb_in[0] == 1 and rc == 0
     elif scenario == "pass":

@@ -40,10 +40,15 @@ POSTMSG = "PROBE-POST-K4"       # a post-tool hook's message
 STOPMSG = "PROBE-STOP-Z9"       # a stopReason / systemMessage
 STDERR = "PROBE-STDERR-X2"      # what a failing hook writes on stderr
 SHELL_ERR = "probe-missing-W5"  # named by the failing shell command; its error names it too
-MARKERS = (REASON, POSTMSG, STOPMSG, STDERR, SHELL_ERR, "probe_hook.py")
+START_MSG = "PROBE-START-S1"    # a session-start hook's context
+PROMPT_MSG = "PROBE-PROMPT-P2"  # a prompt hook's context
+MARKERS = (REASON, POSTMSG, STOPMSG, STDERR, SHELL_ERR, "probe_hook.py", START_MSG, PROMPT_MSG)
 PRE = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool", "opencode": "tool.execute.before"}
 POST = {"claude": "PostToolUse", "codex": "PostToolUse", "gemini": "AfterTool", "opencode": "tool.execute.after"}
 STOP = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
+# The session's start and the user's prompt, before the model is asked anything.
+SESSION = {"claude": ("SessionStart", "UserPromptSubmit"), "codex": ("SessionStart", "UserPromptSubmit"),
+           "gemini": ("SessionStart", "BeforeAgent")}
 FINAL = "Wrote it.\nSTATUS: OK"
 PATCH_ADD = "*** Begin Patch\n*** Add File: probe.txt\n+probe\n*** End Patch\n"
 PATCH_EDIT = "*** Begin Patch\n*** Update File: seed.txt\n@@\n-old line\n+new line\n*** End Patch\n"
@@ -182,6 +187,15 @@ def scenarios(cli):
                          "stop_exit1": {"stderr": STDERR, "exit": 1}}
         for name, answer in stop_variants.items():
             out[name] = {"turns": ["I am done.\nSTATUS: OK", FINAL], "answers": {STOP[cli]: [dict(answer, nth=[1])]}}
+    if cli in SESSION:  # context at the session's start and at the prompt; a prompt refused
+        start, prompt = SESSION[cli]
+        ctx = lambda event, m: {"stdout": {"hookSpecificOutput": {"hookEventName": event, "additionalContext": m}}}  # noqa: E731
+        out["session_context"] = {"turns": ["answer", FINAL], "session": True,
+                                  "answers": {start: [ctx(start, START_MSG)], prompt: [ctx(prompt, PROMPT_MSG)]}}
+        out["prompt_block"] = {"turns": [FINAL], "session": True,
+                               "answers": {prompt: [{"stdout": {"decision": "block", "reason": REASON}}]}}
+        out["prompt_exit2"] = {"turns": [FINAL], "session": True,
+                               "answers": {prompt: [{"stderr": STDERR, "exit": 2}]}}
     out["stream_pass"] = {"turns": ["answer", FINAL], "stop": "validator"}
     # OpenCode judges through the validator plugin, under `opencode serve`.
     out["stream_fail"] = {"turns": ["I am done.\nSTATUS: OK", "answer", FINAL], "stop": "validator",
@@ -285,10 +299,11 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
             return [{"hooks": [hook]}]
         return group(event)
 
+    session = {e: group(e) for e in SESSION[cli]} if spec.get("session") else {}
     if cli == "claude":
         hooks = {"PreToolUse": group("PreToolUse", timeout, "*"), "PostToolUse": group("PostToolUse", 60, "*"),
                  "PostToolUseFailure": group("PostToolUseFailure", 60, "*"),
-                 "Stop": stop_group("Stop"), "SubagentStop": stop_group("SubagentStop")}
+                 "Stop": stop_group("Stop"), "SubagentStop": stop_group("SubagentStop"), **session}
         settings = {"hooks": hooks}
         if spec.get("deny_rule"):
             # A rule on one path (a bare "Write" takes the tool away from the model altogether).
@@ -299,7 +314,7 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
             cmd[cmd.index("--permission-mode") + 1] = spec["mode"]
     elif cli == "codex":
         hooks = {"PreToolUse": group("PreToolUse", timeout), "PostToolUse": group("PostToolUse"),
-                 "Stop": stop_group("Stop"), "SubagentStop": stop_group("SubagentStop")}
+                 "Stop": stop_group("Stop"), "SubagentStop": stop_group("SubagentStop"), **session}
         with open(proj + "/.codex/hooks.json", "w") as f:
             json.dump({"hooks": hooks}, f, indent=2)
         if spec.get("model"):  # the tools Codex offers depend on the model it believes it talks to
@@ -313,7 +328,7 @@ def wire(cli, run, proj, rules, spec, cmd, env, cfg):
                 f.write('prefix_rule(pattern = ["touch"], decision = "forbidden")\n')
     elif cli == "gemini":
         hooks = {"BeforeTool": group("BeforeTool", timeout), "AfterTool": group("AfterTool"),
-                 "AfterAgent": stop_group("AfterAgent")}
+                 "AfterAgent": stop_group("AfterAgent"), **session}
         with open(proj + "/.gemini/settings.json", "w") as f:
             json.dump({"hooks": hooks}, f, indent=2)
         # The shell tool is offered headless only where a policy allows it.

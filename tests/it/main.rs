@@ -8,6 +8,7 @@ mod reliability;
 mod bypasses;
 mod cache;
 mod change_set;
+mod claude_plugin;
 mod cli;
 mod content_rules;
 mod contracts;

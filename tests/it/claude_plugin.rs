@@ -1,0 +1,258 @@
+// The Claude Code plugin (`plugin/`, listed by `.claude-plugin/marketplace.json`): its manifests
+// agree with the crate, and its hook wrapper, run as Claude Code runs it (a shell command, the
+// hook's JSON on stdin, CLAUDE_PROJECT_DIR and CLAUDE_PLUGIN_DATA in the environment), hands the
+// stop to the real binary with the right rules, and never lets a missing validator look like a
+// pass. That the installed plugin works inside Claude Code itself is tests/agents'
+// claude_plugin, plugin_default and plugin_missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read_json(rel: &str) -> Value {
+    let text = std::fs::read_to_string(root().join(rel)).expect("plugin file");
+    serde_json::from_str(&text).expect("plugin file is JSON")
+}
+
+#[test]
+fn manifests_carry_the_crates_version_and_the_marketplace_lists_the_plugin() {
+    let plugin = read_json("plugin/.claude-plugin/plugin.json");
+    assert_eq!(plugin["name"], "validator");
+    assert_eq!(plugin["version"], env!("CARGO_PKG_VERSION"));
+    let market = read_json(".claude-plugin/marketplace.json");
+    let entry = &market["plugins"][0];
+    assert_eq!(entry["name"], "validator");
+    assert_eq!(entry["source"], "./plugin");
+    assert_eq!(entry["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn the_plugin_wires_the_examples_events_with_their_deadlines_through_the_wrapper() {
+    let hooks = read_json("plugin/hooks/hooks.json");
+    let events = hooks["hooks"].as_object().expect("hooks by event");
+    let example = read_json("examples/hooks/claude/settings.json");
+    let wanted = example["hooks"].as_object().expect("the example's hooks");
+    let mut names: Vec<_> = events.keys().collect();
+    let mut wanted_names: Vec<_> = wanted.keys().collect();
+    names.sort();
+    wanted_names.sort();
+    assert_eq!(
+        names, wanted_names,
+        "the plugin and examples/hooks wire different events"
+    );
+    for (event, groups) in events {
+        let hook = &groups[0]["hooks"][0];
+        let theirs = &wanted[event][0]["hooks"][0];
+        let command = hook["command"].as_str().expect("command");
+        assert!(
+            command.starts_with("\"${CLAUDE_PLUGIN_ROOT}/scripts/validator-hook\" ")
+                && command.contains(&format!(" {event} ")),
+            "{event}: {command}"
+        );
+        let deadline = |command: &str| command.split("--deadline ").nth(1).map(str::to_owned);
+        assert_eq!(
+            deadline(command),
+            deadline(theirs["command"].as_str().expect("command")),
+            "{event}: not the example's deadline"
+        );
+        assert_eq!(
+            hook["timeout"], theirs["timeout"],
+            "{event}: not the example's timeout"
+        );
+        assert_eq!(
+            groups[0]["matcher"], wanted[event][0]["matcher"],
+            "{event}: matcher"
+        );
+    }
+}
+
+/// The wrapper run as Claude Code runs a plugin's hook, in an environment with nothing of the
+/// test runner's: PATH holds only `bin` (when given) and the system's.
+fn wrapper(event: &str, input: &Value, env: &[(&str, &Path)], bin: Option<&Path>) -> Output {
+    let mut path = String::from("/usr/bin:/bin");
+    if let Some(bin) = bin {
+        path = format!("{}:{path}", bin.display());
+    }
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg(root().join("plugin/scripts/validator-hook"))
+        .args([event, "--deadline", "50s"])
+        .env_clear()
+        .env("PATH", path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let mut child = cmd.spawn().expect("sh");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(input.to_string().as_bytes())
+            .expect("input");
+    }
+    child.wait_with_output().expect("wrapper")
+}
+
+fn answer(out: &Output) -> Value {
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|_| panic!("not one JSON answer: {text:?}"))
+}
+
+fn stop_input(project: &Path, event: &str, message: &str) -> Value {
+    json!({"session_id": "plugin-test", "cwd": project, "hook_event_name": event,
+           "agent_id": "a1", "agent_type": "general-purpose",
+           "stop_hook_active": false, "last_assistant_message": message})
+}
+
+#[test]
+fn a_missing_validator_is_never_a_silent_pass() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let env = [("HOME", home.as_path()), ("CLAUDE_PROJECT_DIR", tmp.path())];
+    let input = |event| stop_input(tmp.path(), event, "Done.\nSTATUS: OK");
+
+    let stop = answer(&wrapper("Stop", &input("Stop"), &env, None));
+    assert_eq!(stop["continue"], false, "{stop}");
+    assert!(
+        stop["stopReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("NOT JUDGED")),
+        "{stop}"
+    );
+    let sub = answer(&wrapper("SubagentStop", &input("SubagentStop"), &env, None));
+    assert_eq!(sub["continue"], false, "{sub}");
+
+    let prompt = answer(&wrapper(
+        "UserPromptSubmit",
+        &input("UserPromptSubmit"),
+        &env,
+        None,
+    ));
+    assert_eq!(prompt["decision"], "block", "{prompt}");
+    assert!(
+        prompt["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("validator is not installed"))
+    );
+
+    let tool = answer(&wrapper("PreToolUse", &input("PreToolUse"), &env, None));
+    assert_eq!(
+        tool["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{tool}"
+    );
+    assert_eq!(tool["continue"], false, "{tool}");
+
+    let start = answer(&wrapper("SessionStart", &input("SessionStart"), &env, None));
+    assert!(
+        start["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("validator is not installed"))
+    );
+}
+
+/// A directory holding only `validator`, a link to the binary under test.
+fn bin_dir(tmp: &Path) -> PathBuf {
+    let bin = tmp.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_validator"), bin.join("validator"))
+        .expect("link");
+    bin
+}
+
+#[test]
+fn without_rules_of_its_own_a_subagent_must_end_with_a_status_block() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let project = tmp.path().join("proj");
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&project).expect("project");
+    let bin = bin_dir(tmp.path());
+    let env = [
+        ("HOME", tmp.path()),
+        ("CLAUDE_PROJECT_DIR", project.as_path()),
+        ("CLAUDE_PLUGIN_DATA", data.as_path()),
+    ];
+
+    let out = wrapper(
+        "SubagentStop",
+        &stop_input(&project, "SubagentStop", "I wrote it."),
+        &env,
+        Some(&bin),
+    );
+    let blocked = answer(&out);
+    assert_eq!(blocked["decision"], "block", "{blocked}");
+    assert!(
+        blocked["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("STATUS")),
+        "{blocked}"
+    );
+    // The plugin's rules and their state live in its data directory, not beside the plugin.
+    assert!(data.join("gates.json").is_file());
+    assert!(data.join(".validator/events.jsonl").is_file());
+    assert!(!root().join("plugin/hooks/.validator").exists());
+
+    let passed = wrapper(
+        "SubagentStop",
+        &stop_input(&project, "SubagentStop", "I wrote it.\nSTATUS: OK"),
+        &env,
+        Some(&bin),
+    );
+    assert!(passed.status.success(), "{passed:?}");
+    assert!(passed.stdout.is_empty(), "a pass says nothing: {passed:?}");
+
+    // The main agent's stop: the plugin's own rules do not judge it.
+    let parent = json!({"session_id": "plugin-test", "cwd": project, "hook_event_name": "Stop",
+                        "stop_hook_active": false, "last_assistant_message": "All done."});
+    let out = wrapper("Stop", &parent, &env, Some(&bin));
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+}
+
+#[test]
+fn the_projects_rules_come_before_the_plugins_and_the_environments_before_both() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let project = tmp.path().join("proj");
+    std::fs::create_dir_all(&project).expect("project");
+    let needs = |file: &str| {
+        format!(
+            "version: 1\nstate: {}\npipelines:\n  - name: agent\n    gates:\n      - {{name: {file}, rule: exists, paths: [\"{file}\"]}}\n",
+            tmp.path().join(format!("state-{file}")).display()
+        )
+    };
+    std::fs::write(project.join("validator.yaml"), needs("from-project.txt")).expect("rules");
+    let bin = bin_dir(tmp.path());
+    let data = tmp.path().join("data");
+    let env = [
+        ("HOME", tmp.path()),
+        ("CLAUDE_PROJECT_DIR", project.as_path()),
+        ("CLAUDE_PLUGIN_DATA", data.as_path()),
+    ];
+    let input = stop_input(&project, "Stop", "Done.\nSTATUS: OK");
+
+    let by_project = answer(&wrapper("Stop", &input, &env, Some(&bin)));
+    assert!(
+        by_project["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("from-project.txt")),
+        "{by_project}"
+    );
+
+    let named = tmp.path().join("outside.yaml");
+    std::fs::write(&named, needs("from-env.txt")).expect("rules");
+    let mut with_config = env.to_vec();
+    with_config.push(("VALIDATOR_CONFIG", named.as_path()));
+    let by_env = answer(&wrapper("Stop", &input, &with_config, Some(&bin)));
+    let reason = by_env["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("from-env.txt") && !reason.contains("from-project.txt"),
+        "{by_env}"
+    );
+}
