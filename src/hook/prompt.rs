@@ -63,7 +63,7 @@ pub fn prompt(
     cancel: Option<&crate::process::Cancel>,
     answer_by: AnswerBy,
 ) -> Context {
-    let text = input.prompt.as_deref().unwrap_or_default();
+    let text = persons_words(agent, input.prompt.as_deref().unwrap_or_default());
     let mut parts = Vec::new();
     {
         let mut held =
@@ -81,6 +81,24 @@ pub fn prompt(
         parts.push(said);
     }
     Context((!parts.is_empty()).then(|| parts.join("\n\n")))
+}
+
+/// What the person typed: Gemini CLI puts the context hooks added before it (at session start)
+/// in front of the prompt it hands `BeforeAgent`, each as `<hook_context>…</hook_context>` with
+/// its `<` and `>` escaped, so no added text can close the block early.
+fn persons_words(agent: Agent, prompt: &str) -> &str {
+    const OPEN: &str = "<hook_context>";
+    const CLOSE: &str = "</hook_context>";
+    let mut rest = prompt;
+    if agent == Agent::Gemini {
+        while let Some(inside) = rest.trim_start().strip_prefix(OPEN) {
+            match inside.find(CLOSE) {
+                Some(end) => rest = &inside[end + CLOSE.len()..],
+                None => break,
+            }
+        }
+    }
+    rest.trim_start()
 }
 
 /// The person's own words in this session, for a reviewer: each prompt the hook kept, in
@@ -230,6 +248,19 @@ mod tests {
         assert_eq!(prompts[1], "prompt 13");
         keep_prompt(&mut prompts, &"é".repeat(MAX_PROMPT_CHARS * 2));
         assert_eq!(prompts[MAX_PROMPTS - 1].chars().count(), MAX_PROMPT_CHARS);
+    }
+
+    #[test]
+    fn gemini_clis_added_context_is_not_the_persons_words() {
+        let prompt =
+            "<hook_context># Brief\n- check (lint) &lt;x&gt;</hook_context>\n\nFix the typo.";
+        assert_eq!(persons_words(Agent::Gemini, prompt), "Fix the typo.");
+        assert_eq!(persons_words(Agent::Claude, prompt), prompt);
+        assert_eq!(
+            persons_words(Agent::Gemini, "<hook_context>never closed"),
+            "<hook_context>never closed"
+        );
+        assert_eq!(persons_words(Agent::Gemini, "  plain"), "plain");
     }
 
     #[test]

@@ -21,9 +21,7 @@ a subagent's STATUS block) inside the real CLIs.
                       the SessionStart hook's context (`<hook_context>brief</hook_context>\n\n`),
                       whose "What the gates check" holds the keyword (PROTOCOLS.md)
   prompt_to_reviewer  (item 8) the user's words, recorded at UserPromptSubmit, are in what the
-                      stop's `review` gate gives its reviewer. FAILS with main at 99ab4fb: the
-                      hook keeps the prompt and sets the task's `request`, but the review
-                      rule's context does not show it (src/rules/review.rs `context`)
+                      stop's `review` gate gives its reviewer, first, as its ground truth
   reviewer_claude     `validator check` whose `review` gate runs `claude -p` with the plugin's
                       templates/reviewer-prompt.md, as the README shows: the template is the
                       reviewer's system prompt, its tools are the read-only ones, its REJECTED
@@ -68,8 +66,9 @@ START = {"claude": "SessionStart", "codex": "SessionStart", "gemini": "SessionSt
 PROMPT_EVENT = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
 
 REVIEWER = """#!/bin/sh
-# The review gate's reviewer: keeps what validator gave it, approves.
-cat > "$(dirname "$0")/../review-input.md"
+# The review gate's reviewer: keeps what validator gave it (in the one directory its sandbox
+# lets it write, the gate's `writable:`), approves.
+cat > "$(dirname "$0")/record/review-input.md"
 echo APPROVED
 """
 
@@ -91,10 +90,13 @@ def rules(scenario, ok):
                       "Stop": {"gates": ["plan-compliance", "answer"]}},
         }, indent=2) + "\n"
     if scenario == "prompt_to_reviewer":
-        return ok + "      - name: review\n        rule: review\n        run: [\"./reviewer.sh\"]\n"
+        return ok + ("      - name: review\n        rule: review\n        run: [\"./reviewer.sh\"]\n"
+                     "        writable: [record]\n")
     if scenario == "reviewer_claude":  # README's reviewer, the template from the plugin
         return ("version: 1\nstate: .validator\npipelines:\n  - name: main\n    gates:\n"
                 "      - name: review\n        rule: review\n        timeout: 2m\n"
+                # The scripted model server listens on a local port, not HTTPS's.
+                "        network: any\n"
                 "        run: %s\n" % json.dumps(reviewer_command()))
     return ok
 
@@ -169,6 +171,7 @@ def prepare(H, cli, scenario, run, proj, rules, cmd, env):
                "--format", "json"]
     if scenario == "prompt_to_reviewer":  # the review's patch is taken against a first commit
         reviewer = os.path.join(os.path.dirname(rules), "reviewer.sh")
+        os.makedirs(os.path.join(os.path.dirname(rules), "record"), exist_ok=True)
         with open(reviewer, "w") as f:
             f.write(REVIEWER)
         os.chmod(reviewer, 0o755)
@@ -296,7 +299,7 @@ def check(cli, scenario, run, proj, rc, mains, res, prompt):
             [m.get("body") for m in mains])
         c["verdicts"] = res["verdicts"][-1:] == ["PASS/pass"]
     elif scenario == "prompt_to_reviewer":
-        review = run + "/review-input.md"
+        review = run + "/rules/record/review-input.md"
         text = open(review, errors="replace").read() if os.path.exists(review) else ""
         c["prompt_given_to_reviewer"] = prompt in text
         c["verdicts"] = res["verdicts"][-1:] == ["PASS/pass"]
