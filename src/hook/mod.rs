@@ -710,13 +710,8 @@ pub fn judge(
     let bound = match bound_pipeline(rules, input) {
         Ok(bound) => Some(bound),
         Err(why) if plan_compliance => {
-            log_skip(
-                rules,
-                input,
-                &session,
-                &agent_name,
-                &format!("{why}; plan compliance alone judges it"),
-            );
+            let why = format!("{why}; plan compliance alone judges it");
+            log_skip(rules, input, &session, &agent_name, &why);
             None
         }
         Err(why) => return unjudged(rules, input, project, session, &agent_name, why),
@@ -758,12 +753,7 @@ pub fn judge(
     );
     // Counted before the gates run: a stop answered at the deadline without the run's end
     // still counts, so one that never finishes in time reaches `max_attempts`.
-    if let Err(err) = history.save() {
-        tracing::error!(
-            "the session's attempt cannot be saved before the gates run: {}",
-            crate::error::with_causes(&err)
-        );
-    }
+    save(&mut history, "the session's attempt cannot be saved before the gates run");
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
     // inside the agent's directory the rules must not count it as the agent's work.
@@ -772,38 +762,11 @@ pub fn judge(
         .with_attempt(history.attempt())
         .with_signal(signal)
         .with_request(prompt::request(rules, agent, input));
-    // A stop the rules do not match is not let through: the agent is held (and the breakers
-    // end it, a person being told) until the rules name its task.
-    let alone = Pipeline::of(PLAN_COMPLIANCE, Vec::new());
-    let pipeline = match bound {
-        Some(bound) => rules.pipeline_for(&task.name, bound).map_err(|err| {
-            (
-                Decision::Fail,
-                format!(
-                    "{err}; this stop cannot be judged, so it is not let through (a person must fix the rules)"
-                ),
-            )
-        }),
-        None => Ok(&alone),
-    };
-    // First, whatever the pipeline holds: a `status` gate of its own may be advisory or
-    // never reached.
-    let with_plan_compliance = match pipeline {
-        Ok(own) if plan_compliance => Some(own.with_first(plan_compliance_gate())),
-        _ => None,
-    };
-    let pipeline = match &with_plan_compliance {
-        Some(pipeline) => Ok(pipeline),
-        None => pipeline,
-    };
+    let pipeline = pipeline_of_stop(rules, bound, &task.name, plan_compliance);
+    let pipeline = pipeline.as_deref().map_err(Clone::clone);
     let mut verdict = run_stop(rules, task, pipeline, cancel, &mut history);
     say_what_cut_it(&mut verdict, agent, cut, accepted, answer_by);
-    if let Err(err) = history.save() {
-        tracing::error!(
-            "the session's attempts cannot be saved, so this stop is not counted: {}",
-            crate::error::with_causes(&err)
-        );
-    }
+    save(&mut history, "the session's attempts cannot be saved, so this stop is not counted");
 
     let answer = answer(rules, &session, &verdict);
     events.record(
@@ -820,6 +783,42 @@ pub fn judge(
         session,
         verdict,
         answer,
+    })
+}
+
+/// Saves the session's history, or says on stderr what could not be kept: the agent's answer
+/// matters more.
+fn save(history: &mut History<'_>, what: &str) {
+    if let Err(err) = history.save() {
+        tracing::error!("{what}: {}", crate::error::with_causes(&err));
+    }
+}
+
+/// The pipeline a stop runs: the one its event binds (`Some(bound)`), or plan compliance alone
+/// (`None`: a subagent stop the rules bind nothing to), with plan compliance first on every
+/// subagent stop, whatever `status` gates the pipeline has (one may be advisory, or never
+/// reached). A stop the rules do not match is not let through: the agent is held (and the
+/// breakers end it, a person being told) until the rules name its task.
+fn pipeline_of_stop<'r>(
+    rules: &'r Rules,
+    bound: Option<Option<&'r str>>,
+    task: &str,
+    plan_compliance: bool,
+) -> Result<Cow<'r, Pipeline>, (Decision, String)> {
+    let own = match bound {
+        Some(bound) => Cow::Borrowed(rules.pipeline_for(task, bound).map_err(|err| {
+            (
+                Decision::Fail,
+                format!(
+                    "{err}; this stop cannot be judged, so it is not let through (a person must fix the rules)"
+                ),
+            )
+        })?),
+        None => Cow::Owned(Pipeline::of(PLAN_COMPLIANCE, Vec::new())),
+    };
+    Ok(match plan_compliance {
+        true => Cow::Owned(own.with_first(plan_compliance_gate())),
+        false => own,
     })
 }
 
