@@ -26,6 +26,15 @@ a subagent's STATUS block) inside the real CLIs.
                       templates/reviewer-prompt.md, as the README shows: the template is the
                       reviewer's system prompt, its tools are the read-only ones, its REJECTED
                       and `- file:line:` issue fail the gate
+  plugin_side_by_side (item 10) a third-party plugin (made in the run, installed with the same
+                      claude plugin commands) whose hooks.json runs `validator -c
+                      ${CLAUDE_PLUGIN_ROOT}/hooks/gates.json hook claude` on Stop, and the
+                      project's settings running `validator hook claude` on Stop with another
+                      gates.json (VALIDATOR_CONFIG, outside the project): gate A (the plugin's)
+                      wants plugin-a.txt, gate B (the project's) project-b.txt. Both block the
+                      first stop, both files' reasons in the next request; A's file written,
+                      B alone blocks, only B's reason; B's written, the stop goes through. Each
+                      file's state directory counts its own attempts
 
 What reached the model is always checked on the wire (the model server's log of requests).
 """
@@ -44,6 +53,12 @@ KEYWORD_PROMPT = "Create answer.txt containing the answer, then check it. End yo
 TEMPLATE = "plugin/templates/reviewer-prompt.md"
 REJECTION = "answer.txt:1: the answer is not the one asked for"
 MISSING = "validator is not installed"  # the plugin wrapper's answer when validator is missing
+# plugin_side_by_side: a third-party plugin with a gates.json of its own, and the project's
+SIDE_MARKET = "side-market"
+SIDE_PLUGIN = "gatekeeper"
+FILE_A, FILE_B = "plugin-a.txt", "project-b.txt"
+REASON_A = "PLUGIN-GATE-A7 wants plugin-a.txt"   # what gate A prints when it fails
+REASON_B = "PROJECT-GATE-B3 wants project-b.txt"  # and gate B
 STATUS_WORDS = "STATUS"  # the feedback a subagent without a STATUS block gets names it
 FEEDBACK_MARK = "validator: FAIL"  # the heading of validator's feedback
 
@@ -57,6 +72,7 @@ SCENARIOS = {
     "prompt_gate_quiet": ("claude", "codex", "gemini"),
     "prompt_to_reviewer": ("claude", "codex", "gemini"),
     "reviewer_claude": ("claude",),
+    "plugin_side_by_side": ("claude",),
 }
 PLUGGED = ("claude_plugin", "plugin_default", "plugin_missing")
 
@@ -126,6 +142,11 @@ def script(scenario, proj):
                           {"text": "The subagent wrote it.\nSTATUS: OK"}], "after_last": "text"}
     if scenario == "plugin_missing":
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "text"}
+    if scenario == "plugin_side_by_side":  # stop; write A's file, stop; write B's, stop
+        done = {"text": "I am done.\nSTATUS: OK"}
+        return {"turns": [done, {"write": {"path": proj + "/" + FILE_A, "rel": FILE_A, "content": "a\n"}},
+                          done, {"write": {"path": proj + "/" + FILE_B, "rel": FILE_B, "content": "b\n"}},
+                          done], "after_last": "text"}
     if scenario == "reviewer_claude":  # the reviewer model's answer, after a preamble
         return {"turns": [{"text": "I read the request and the patch.\n\n**REJECTED**\n- %s" % REJECTION}],
                 "after_last": "repeat"}
@@ -139,6 +160,14 @@ def events_file(scenario, run):
         found = glob.glob(run + "/home/.claude/plugins/data/*/.validator/events.jsonl")
         return found[0] if found else run + "/no-events.jsonl"
     return run + "/rules/.validator/events.jsonl"
+
+
+def side_events(run):
+    """plugin_side_by_side's two event logs: the plugin's (its gates.json's `.validator`, wherever
+    Claude Code ran the plugin from) and the project's (beside its gates.json in rules/)."""
+    found = sorted(glob.glob(run + "/market/**/hooks/.validator/events.jsonl", recursive=True) +
+                   glob.glob(run + "/home/.claude/plugins/**/hooks/.validator/events.jsonl", recursive=True))
+    return found, run + "/rules/.validator/events.jsonl"
 
 
 def installed_path(run):
@@ -155,6 +184,8 @@ def prepare(H, cli, scenario, run, proj, rules, cmd, env):
     """Changes the run's CLI command and environment, and its files, for SCENARIO."""
     if scenario in PLUGGED:
         install_plugin(H, scenario, run, proj, env)
+    elif scenario == "plugin_side_by_side":
+        side_by_side(H, run, proj, env)
     else:
         wire_session_events(cli, proj)
     if scenario == "prompt_gate":
@@ -206,6 +237,62 @@ def install_plugin(H, scenario, run, proj, env):
         env.pop("VALIDATOR_BIN", None)
 
 
+def gate_file(gate, wanted, reason):
+    """A gates.json whose Stop runs one gate: WANTED written (non-empty), else REASON."""
+    return json.dumps({
+        "gates": {gate: {"description": "%s is written" % wanted,
+                         "command": "test -s %s || { echo '%s'; exit 1; }" % (wanted, reason)}},
+        "hooks": {"Stop": {"gates": [gate]}},
+    }, indent=2) + "\n"
+
+
+def side_by_side(H, run, proj, env):
+    """A throwaway third-party plugin (a local marketplace in RUN/market) whose hooks.json runs
+    validator with the plugin's own gates.json, installed with Claude Code's plugin commands;
+    the project's settings run validator on Stop with the person's gates.json, named by
+    VALIDATOR_CONFIG as examples/hooks does (the plugin's `-c` must win over it)."""
+    market = run + "/market"
+    root = market + "/" + SIDE_PLUGIN
+    os.makedirs(market + "/.claude-plugin")
+    os.makedirs(root + "/.claude-plugin")
+    os.makedirs(root + "/hooks")
+    files = {
+        market + "/.claude-plugin/marketplace.json": {
+            "name": SIDE_MARKET, "owner": {"name": "e2e"},
+            "plugins": [{"name": SIDE_PLUGIN, "source": "./" + SIDE_PLUGIN, "version": "0.0.1",
+                         "description": "a gates.json plugin of its own"}]},
+        root + "/.claude-plugin/plugin.json": {"name": SIDE_PLUGIN, "version": "0.0.1",
+                                               "description": "a gates.json plugin of its own"},
+        root + "/hooks/hooks.json": {"hooks": {"Stop": [{"hooks": [{
+            "type": "command", "timeout": 600,
+            "command": 'validator -c "${CLAUDE_PLUGIN_ROOT}/hooks/gates.json" hook claude --deadline 9m50s'}]}]}},
+    }
+    for path, doc in files.items():
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2)
+    with open(root + "/hooks/gates.json", "w") as f:
+        f.write(gate_file("plugin-file", FILE_A, REASON_A))
+    project_rules = run + "/rules/gates.json"
+    with open(project_rules, "w") as f:
+        f.write(gate_file("project-file", FILE_B, REASON_B))
+    env["VALIDATOR_CONFIG"] = project_rules
+    with open(proj + "/.claude/settings.json", "w") as f:  # only the Stop hook
+        json.dump({"hooks": {"Stop": hook_entry("claude", "validator hook claude --deadline 9m50s", 600)}},
+                  f, indent=2)
+    bindir = run + "/bin"
+    os.makedirs(bindir, exist_ok=True)
+    os.symlink(H.VALIDATOR, bindir + "/validator")
+    env["PATH"] = bindir + ":" + env["PATH"]
+    log = []
+    for args in (["plugin", "marketplace", "add", market],
+                 ["plugin", "install", SIDE_PLUGIN + "@" + SIDE_MARKET]):
+        p = subprocess.run(["claude"] + args, cwd=proj, env=env, stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=120)
+        log.append({"args": args, "rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr})
+    with open(run + "/plugin-install.json", "w") as f:
+        json.dump(log, f, indent=2)
+
+
 def hook_entry(cli, command, seconds):
     hook = {"type": "command", "command": command, "timeout": seconds}
     if cli == "gemini":
@@ -234,8 +321,54 @@ def body(request):
     return json.dumps(request.get("body"), ensure_ascii=False) if request else ""
 
 
+def since_reply(request):
+    """What a request adds after the model's last reply (the stop hooks' feedback, here)."""
+    messages = (request.get("body") or {}).get("messages") or [] if request else []
+    last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    return json.dumps(messages[last + 1:], ensure_ascii=False)
+
+
+def read_events(path):
+    if not os.path.exists(path):
+        return []
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def check_side_by_side(run, proj, rc, mains, res, c):
+    """plugin_side_by_side: both files judged each stop, each in its own state directory."""
+    log = json.load(open(run + "/plugin-install.json"))
+    c["installed"] = all(step["rc"] == 0 for step in log)
+    plugin_logs, project_log = side_events(run)
+    res["plugin_event_logs"] = plugin_logs
+    logs = {"plugin": read_events(plugin_logs[0]) if len(plugin_logs) == 1 else [],
+            "project": read_events(project_log)}
+    for who, ev in logs.items():
+        res[who + "_verdicts"] = ["%s/%s" % (e["details"].get("verdict"), e["details"].get("answer"))
+                                  for e in ev if e.get("event") == "hook_answered"]
+        res[who + "_attempts"] = [e["details"].get("attempt") for e in ev if e.get("event") == "hook_run"]
+    c["one_plugin_state_dir"] = len(plugin_logs) == 1
+    c["plugin_verdicts"] = res["plugin_verdicts"] == ["FAIL/block", "PASS/pass", "PASS/pass"]
+    c["project_verdicts"] = res["project_verdicts"] == ["FAIL/block", "FAIL/block", "PASS/pass"]
+    # A pass ends the plugin file's round (its third stop is attempt 1 again) while the
+    # project's goes on to 3: two counts, neither moved by the other's answers
+    c["own_attempts"] = res["plugin_attempts"] == [1, 2, 1] and res["project_attempts"] == [1, 2, 3]
+    added = [since_reply(m) for m in mains]
+    res["reasons_added"] = [[r for r in (REASON_A, REASON_B) if r in a] for a in added]
+    # main 1 follows the first stop, main 3 the second; main 5 would follow a third block
+    c["both_reasons_first"] = len(added) > 1 and REASON_A in added[1] and REASON_B in added[1]
+    c["only_b_second"] = len(added) > 3 and REASON_B in added[3] and REASON_A not in added[3]
+    # Claude Code names a blocking hook's command as written: `${CLAUDE_PLUGIN_ROOT}`, not where
+    c["plugin_path_not_shown"] = not any(run + "/market" in body(m) for m in mains)
+    c["stopped"] = len(mains) == 5 and rc == 0 and all(
+        os.path.exists(proj + "/" + f) for f in (FILE_A, FILE_B))
+    return all(c.values())
+
+
 def check(cli, scenario, run, proj, rc, mains, res, prompt):
     """Whether SCENARIO held; the details land in res["checks"]."""
+    if scenario == "plugin_side_by_side":
+        res["checks"] = {}
+        return check_side_by_side(run, proj, rc, mains, res, res["checks"])
     ev = []
     path = events_file(scenario, run)
     if os.path.exists(path):
