@@ -47,6 +47,7 @@ mod review29_attacks;
 mod review29b_attacks;
 mod review30_attacks;
 mod review30b_attacks;
+mod review30c_attacks;
 mod review_seed;
 mod rules;
 mod schema_suite;
