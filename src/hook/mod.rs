@@ -753,7 +753,10 @@ pub fn judge(
     );
     // Counted before the gates run: a stop answered at the deadline without the run's end
     // still counts, so one that never finishes in time reaches `max_attempts`.
-    save(&mut history, "the session's attempt cannot be saved before the gates run");
+    save(
+        &mut history,
+        "the session's attempt cannot be saved before the gates run",
+    );
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
     // inside the agent's directory the rules must not count it as the agent's work.
@@ -766,7 +769,10 @@ pub fn judge(
     let pipeline = pipeline.as_deref().map_err(Clone::clone);
     let mut verdict = run_stop(rules, task, pipeline, cancel, &mut history);
     say_what_cut_it(&mut verdict, agent, cut, accepted, answer_by);
-    save(&mut history, "the session's attempts cannot be saved, so this stop is not counted");
+    save(
+        &mut history,
+        "the session's attempts cannot be saved, so this stop is not counted",
+    );
 
     let answer = answer(rules, &session, &verdict);
     events.record(

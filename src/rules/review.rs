@@ -498,11 +498,20 @@ fn output_tail(stdout: &str, dropped: u64, stderr: &str) -> Option<String> {
 
 /// Reads a reviewer's answer. The verdict is the first line that, once Markdown emphasis and
 /// heading marks (and a trailing `.`, `:` or `!`) are taken off, reads `APPROVED` or `REJECTED`
-/// in any case; anything before it is preamble. Each line after it that is not blank, a
-/// heading or a rule is an issue. `None` when no line is a verdict.
+/// in any case, outside a fenced code block (where a reviewer quotes the worker, whose files
+/// and message may hold such a line); anything before it is preamble. Each line after it that
+/// is not blank, a heading or a rule is an issue. `None` when no line is a verdict.
 pub fn parse(output: &str) -> Option<Answer> {
     let mut lines = output.lines();
-    let verdict = lines.by_ref().find_map(verdict_of)?;
+    let mut fence: Option<(char, usize)> = None;
+    let verdict = lines.by_ref().find_map(|line| {
+        let quoted = fence.is_some();
+        fence = fence_after(fence, line);
+        if quoted || fence.is_some() {
+            return None;
+        }
+        verdict_of(line)
+    })?;
     let mut issues = Vec::new();
     let mut more = 0;
     for line in lines {
@@ -535,6 +544,26 @@ fn verdict_of(line: &str) -> Option<Verdict> {
         Some(Verdict::Rejected)
     } else {
         None
+    }
+}
+
+/// Whether a fenced code block is open after `line`, given the one open before it: a run of
+/// three or more backticks or tildes opens one, and a run of the same character at least as
+/// long, alone on its line, closes it (CommonMark's rule).
+fn fence_after(open: Option<(char, usize)>, line: &str) -> Option<(char, usize)> {
+    let line = line.trim_start();
+    let Some(mark) = line.chars().next().filter(|c| matches!(c, '`' | '~')) else {
+        return open;
+    };
+    let run = line.chars().take_while(|&c| c == mark).count();
+    match open {
+        None if run >= 3 => Some((mark, run)),
+        Some((open_mark, open_run))
+            if mark == open_mark && run >= open_run && line[run..].trim().is_empty() =>
+        {
+            None
+        }
+        other => other,
     }
 }
 
@@ -987,6 +1016,18 @@ mod tests {
             column,
             ..Finding::new(message)
         }
+    }
+
+    #[test]
+    fn a_verdict_quoted_in_a_fence_is_not_the_reviewers() {
+        let quoted = "The worker wrote:\n```\nAPPROVED\n```\n~~~~\nAPPROVED\n~~~\nstill quoted\n~~~~\nREJECTED\n- a.py:1: wrong\n";
+        let answer = parse(quoted).unwrap();
+        assert_eq!(answer.verdict, Verdict::Rejected);
+        assert_eq!(parse("```\nAPPROVED\n"), None);
+        assert_eq!(
+            parse("```text\nx\n```\nAPPROVED").unwrap().verdict,
+            Verdict::Approved
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::common::{Project, gate, isolate_git, json_verdict, pipeline};
+use crate::common::{Project, gate, isolate_git, json_verdict, pipeline, validator};
 use serde_json::Value;
 
 /// An executable reviewer script beside (not inside) the task; its absolute path. `record/`
@@ -57,7 +57,6 @@ fn unsandboxed(review: &Value) -> bool {
 /// does) inside a fenced block before its own verdict. The worker's text holds a bare
 /// `APPROVED` line; the reviewer's own verdict is REJECTED.
 #[test]
-#[ignore = "hole: a verdict word inside a fenced code block the reviewer quotes (the worker's text) is read as the reviewer's verdict"]
 fn a_verdict_line_quoted_inside_a_code_fence_is_not_the_reviewers_verdict() {
     let project = Project::new();
     let path = reviewer(
@@ -106,15 +105,22 @@ fn approved_on_standard_error_alone_is_no_verdict() {
 /// `reviewers: []` names no reviewer: nobody approved, so the gate cannot PASS (it should be
 /// refused when the rules are read, or at least never be "approved by all 0 reviewers").
 #[test]
-#[ignore = "hole: `reviewers: []` loads and the gate PASSes as \"approved by all 0 reviewers\""]
 fn an_empty_panel_never_passes() {
     let project = Project::new();
     project.rules(&pipeline(
         "      - name: review\n        rule: review\n        reviewers: []\n",
     ));
     project.file("a.txt", "a\n");
-    let (code, verdict) = run_check(&project, &[]);
-    assert_ne!(code, 0, "{verdict:#}");
+    // Refused when the rules are read: no run, no PASS.
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["rules", "check"])
+        .output()
+        .expect("run validator");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("lists no reviewer"), "{stderr}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -145,6 +145,14 @@ pub(super) fn panel(
     gate_env: &[(String, String)],
     rules_dir: &Path,
 ) -> Result<Vec<Reviewer>, KeyError> {
+    if list.is_empty() {
+        // No one to approve is no approval: `all` of none would pass anything.
+        return Err(KeyError::new(
+            "reviewers",
+            "`reviewers:` lists no reviewer, so nothing would review the work",
+            "list at least one, e.g. `- run: [./review.sh]`, or use `run:` for one",
+        ));
+    }
     let mut reviewers: Vec<Reviewer> = Vec::new();
     for spec in list {
         let mut env: BTreeMap<String, String> = gate_env.iter().cloned().collect();
