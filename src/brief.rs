@@ -259,11 +259,7 @@ impl Brief {
         }
         if let Some(context) = self.context.as_deref().filter(|c| !c.trim().is_empty()) {
             body.push("## Context".into());
-            let lines: Vec<&str> = context.trim().lines().collect();
-            body.extend(lines.iter().take(MAX_CONTEXT_LINES).map(|l| one_line(l)));
-            if lines.len() > MAX_CONTEXT_LINES {
-                body.push("… (the contract has the rest)".into());
-            }
+            body.extend(crate::verdict::feedback::quoted(context, MAX_CONTEXT_LINES));
         }
         if let Some(escalation) = &self.escalation {
             body.push("## When you are stuck".into());

@@ -24,7 +24,7 @@ use crate::yaml::locate::Step;
 const MAX_CONTRACT_BYTES: u64 = 1024 * 1024;
 
 /// The file names a task's contract may have, in the order they are looked for.
-pub const EXTENSIONS: [&str; 2] = ["yaml", "json"];
+pub const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
 /// The keys of a contract's terms: at the top in the flat shape, under `contract:` in the
 /// WorkerHandoff shape. The loader refuses a file that has both; the schema says the same from this list.

@@ -315,7 +315,10 @@ impl EventLog {
             agent,
             event,
         };
-        let mut text = serde_json::to_string(&line).unwrap_or_default();
+        // Read by people (`tail`, `jq`) and by tools that show it: the worker's invisible and
+        // bidirectional characters are `\u` escapes, as in every verdict.
+        let mut text =
+            crate::text::json_inert(&serde_json::to_string(&line).unwrap_or_default()).into_owned();
         text.push('\n');
         // One write per line, so a crash tears at most the last line.
         if let Err(err) = log.write_all(text.as_bytes()) {

@@ -178,6 +178,15 @@ impl Judge<'_> {
             refused,
         } = case;
         let (contract, contract_error) = match rules.contract_for(&task.name) {
+            // The worker could write what it is held to: no contract can be trusted there.
+            Ok(Some(contract)) if task.worker_may_write(&contract.path) => (
+                None,
+                Some(format!(
+                    "the contract {} lies where the worker writes ({}); keep contracts outside it (`contracts:` in the rules file)",
+                    contract.path.display(),
+                    task.worker_area.display()
+                )),
+            ),
             Ok(contract) => (contract, None),
             Err(err) => (None, Some(format!("{err:#}"))),
         };

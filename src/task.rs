@@ -101,6 +101,16 @@ impl Task {
         self
     }
 
+    /// Whether `path` (which need not exist) lies where the worker writes: the task directory
+    /// or the area around it, its links resolved as far as they exist.
+    pub fn worker_may_write(&self, path: &Path) -> bool {
+        let resolved = path.canonicalize().ok().or_else(|| {
+            let parent = path.parent()?.canonicalize().ok()?;
+            Some(parent.join(path.file_name()?))
+        });
+        resolved.is_some_and(|p| p.starts_with(&self.worker_area) || p.starts_with(&self.dir))
+    }
+
     /// Whether rules must not see `rel` (a `/`-separated path inside the task directory).
     pub fn is_ignored(&self, rel: &str) -> bool {
         let path = self.dir.join(rel);

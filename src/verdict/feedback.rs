@@ -23,6 +23,21 @@ pub enum Retry {
     Rerun,
 }
 
+/// A contract's free text as quoted lines (`> …`), at most `max` and each on one line: quoted,
+/// no line of it can pass for a heading, a verdict or a STATUS line of the text around it.
+pub fn quoted(text: &str, max: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.trim().lines().collect();
+    let mut quoted: Vec<String> = lines
+        .iter()
+        .take(max)
+        .map(|line| format!("> {}", one_line(line)).trim_end().to_owned())
+        .collect();
+    if lines.len() > max {
+        quoted.push("… (the contract has the rest)".to_owned());
+    }
+    quoted
+}
+
 /// The feedback text. Every field (reasons, gate names and summaries, findings, warnings) is
 /// printed as one line whatever it holds, the output tail line by line, and the limit is
 /// enforced on the lines of the final text.
@@ -139,11 +154,7 @@ pub fn render(verdict: &Verdict, retry: Retry) -> String {
     if let Some(context) = verdict.context.as_deref().filter(|c| !c.trim().is_empty()) {
         if verdict.verdict != Decision::Pass {
             body.push("## Context (from the task's contract)".to_string());
-            let lines: Vec<&str> = context.trim().lines().collect();
-            body.extend(lines.iter().take(MAX_CONTEXT_LINES).map(|l| one_line(l)));
-            if lines.len() > MAX_CONTEXT_LINES {
-                body.push("… (the contract has the rest)".to_string());
-            }
+            body.extend(quoted(context, MAX_CONTEXT_LINES));
             body.push(String::new());
         }
     }
