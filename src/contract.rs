@@ -617,21 +617,32 @@ impl Violation {
 /// `fixed`. `None` when the run says nothing of the worker (ERROR) or nothing came before.
 pub fn followup(
     before: &[String],
+    verdict: &crate::verdict::Verdict,
     now: &[Violation],
-    decision: crate::verdict::Decision,
 ) -> Option<&'static str> {
-    use crate::verdict::Decision;
+    use crate::verdict::{Decision, GateOutcome};
     if before.is_empty() {
         return None;
     }
-    Some(match decision {
+    // Kept only where the contract's gates judged the run: a run another gate ended before
+    // them has not shown the contract kept.
+    let judged = verdict
+        .gates
+        .iter()
+        .filter(|gate| gate.name.starts_with("contract."))
+        .all(|gate| matches!(gate.outcome, GateOutcome::Pass | GateOutcome::Cached));
+    Some(match verdict.verdict {
         Decision::Error => return None,
         Decision::Blocked | Decision::Escalated => "escalated",
         _ if now.iter().any(|v| before.iter().any(|k| k == v.kind)) => "repeated",
         _ if !now.is_empty() => "different",
-        _ => "fixed",
+        _ if judged => "fixed",
+        _ => return None,
     })
 }
+
+/// Characters of a violation's detail an event keeps: a path the worker chose may be long.
+const MAX_DETAIL_CHARS: usize = 300;
 
 /// The contract violations a verdict reports (for a task that ran under a contract).
 pub fn violations(verdict: &crate::verdict::Verdict) -> Vec<Violation> {
@@ -644,14 +655,14 @@ pub fn violations(verdict: &crate::verdict::Verdict) -> Vec<Violation> {
         let whole = |kind| Violation {
             kind,
             gate: gate.name.clone(),
-            detail: gate.summary.clone(),
+            detail: crate::text::clip(&gate.summary, MAX_DETAIL_CHARS),
         };
         if gate.rule == RuleKind::FileScope.as_str() {
             found.extend(gate.findings.iter().filter_map(|finding| {
                 Some(Violation {
                     kind: finding.breach?.as_str(),
                     gate: gate.name.clone(),
-                    detail: finding.to_string(),
+                    detail: crate::text::clip(&finding.to_string(), MAX_DETAIL_CHARS),
                 })
             }));
         } else if gate.rule == RuleKind::Dependencies.as_str() {

@@ -421,6 +421,9 @@ fn count(history: &mut History<'_>, verdict: &mut Verdict, strikes: u32) {
     history.state.judged = history.identity.clone();
 }
 
+/// `contract_violation` events a run writes of each kind.
+const VIOLATIONS_TOLD_PER_KIND: usize = 3;
+
 /// How far back in the event log a run looks for the violations of the run before it.
 const FOLLOWUP_LOOKBACK: u64 = 1024 * 1024;
 
@@ -437,7 +440,7 @@ fn log_contract(
     let violations = crate::contract::violations(verdict);
     let name = history.map_or(verdict.task.as_str(), |h| h.name.as_str());
     let before = violated_last(rules, name);
-    let followup = crate::contract::followup(&before, &violations, verdict.verdict);
+    let followup = crate::contract::followup(&before, verdict, &violations);
     let blocked = verdict.verdict == Decision::Blocked;
     if violations.is_empty() && followup.is_none() && !blocked {
         return;
@@ -464,7 +467,19 @@ fn log_contract(
             reason: verdict.reasons.first().map_or("", String::as_str),
         });
     }
-    events.extend(violations.iter().map(|violation| violation.event(run)));
+    // A few of each kind say what broke; hundreds of files out of scope would only push every
+    // other task's history out of the log's window the follow-ups read.
+    let mut told: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    events.extend(
+        violations
+            .iter()
+            .filter(|violation| {
+                let count = told.entry(violation.kind).or_default();
+                *count += 1;
+                *count <= VIOLATIONS_TOLD_PER_KIND
+            })
+            .map(|violation| violation.event(run)),
+    );
     if let Some(history) = history {
         events.into_iter().for_each(|event| history.record(event));
         return;
@@ -479,24 +494,28 @@ fn log_contract(
     }
 }
 
-/// The kinds of contract violation the last run of `name` that broke or followed up on its
-/// contract left standing: empty when that run kept it (its follow-up is the last word), or
-/// when none is in the log's last MiB.
+/// The kinds of contract violation the runs of `name` left standing since it last kept its
+/// contract (a `fixed` follow-up), in the log's last MiB: a worker that alternates two
+/// violations repeats both. Empty when the last run kept the contract.
 fn violated_last(rules: &Rules, name: &str) -> Vec<String> {
     let lines = crate::events::read_tail(&rules.state, FOLLOWUP_LOOKBACK).unwrap_or_default();
-    let mut ours = lines.iter().rev().filter(|line| {
+    let ours = lines.iter().rev().filter(|line| {
         line.task.as_deref() == Some(name)
             && matches!(
                 line.event.as_str(),
                 "contract_violation" | "contract_followup"
             )
     });
-    let Some(last) = ours.next().filter(|l| l.event == "contract_violation") else {
+    if ours
+        .clone()
+        .next()
+        .is_none_or(|l| l.event != "contract_violation")
+    {
         return Vec::new();
-    };
-    let run = &last.details["run"];
-    let mut kinds: Vec<String> = std::iter::once(last)
-        .chain(ours.take_while(|l| l.event == "contract_violation" && &l.details["run"] == run))
+    }
+    let mut kinds: Vec<String> = ours
+        .take_while(|l| !(l.event == "contract_followup" && l.details["outcome"] == "fixed"))
+        .filter(|l| l.event == "contract_violation")
         .filter_map(|l| l.details["kind"].as_str().map(str::to_owned))
         .collect();
     kinds.sort();

@@ -101,7 +101,6 @@ fn readonly_project() -> Project {
 /// the read-only file is still changed, and yet the follow-up says `fixed`. Alternating the two
 /// makes every other run look like a fix.
 #[test]
-#[ignore = "hole: contract_followup says `fixed` when the contract's gates never ran (a failed status gate stopped the run first)"]
 fn a_run_that_never_reached_the_contract_gates_is_not_a_fix() {
     let project = readonly_project();
     project.file("src/ro.txt", "new\n");
@@ -131,7 +130,6 @@ fn a_run_that_never_reached_the_contract_gates_is_not_a_fix() {
 /// again...): each follow-up compares with the run just before, so a worker that keeps
 /// breaking the same two terms is never `repeated`, only `different`.
 #[test]
-#[ignore = "hole: a worker alternating two violation kinds is never `repeated`; follow-ups compare only with the last broken run"]
 fn alternating_two_violations_is_still_repeating_them() {
     let project = readonly_project();
     project.signal("STATUS: OK\n");
@@ -157,7 +155,6 @@ fn alternating_two_violations_is_still_repeating_them() {
 /// changes 200 deeply nested files outside its scope, twice, pushes the first task's violation out of that
 /// window: the first task's repeat of the same breach is then logged with no follow-up at all.
 #[test]
-#[ignore = "hole: another task's flood of violation events (one per file, uncapped) pushes a task's last violation out of the 1 MiB follow-up window"]
 fn another_workers_flood_does_not_erase_a_tasks_follow_up() {
     let project = Project::new();
     project.rules(&with_contracts(STATUS));
@@ -199,7 +196,8 @@ fn another_workers_flood_does_not_erase_a_tasks_follow_up() {
     let log = fs::metadata(project.path().join("state/events.jsonl"))
         .unwrap()
         .len();
-    assert!(log > 1024 * 1024, "the flood wrote {log} bytes");
+    // A few events of each kind, each detail cut: the flood cannot fill the window.
+    assert!(log < 64 * 1024, "the flood wrote {log} bytes");
 
     // alpha breaks the same term again.
     assert_eq!(judge("alpha"), Some(1));
