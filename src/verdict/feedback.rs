@@ -302,7 +302,7 @@ mod tests {
         assert!(text.contains("## Not checked by a machine"), "{text}");
         assert!(text.contains("- login returns a token"), "{text}");
         assert!(
-            text.contains("The auth service moves to OAuth2.\nKeep the old API."),
+            text.contains("> The auth service moves to OAuth2.\n> Keep the old API."),
             "{text}"
         );
         v.context = Some("x\n".repeat(500));
