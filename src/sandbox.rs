@@ -8,8 +8,9 @@
 //! - a reviewer ([`Sandbox::confining`]): it may read and execute anything (its own program,
 //!   its libraries, its home and configuration to authenticate, the task), write only in the
 //!   directories it is given (a scratch directory of its run, those the gate lists under
-//!   `writable:`) and `/dev/null`, connect by TCP only to the ports it is given, and signal
-//!   nothing outside the sandbox.
+//!   `writable:`) and `/dev/null`, connect by TCP only to the ports it is given, signal
+//!   nothing outside the sandbox, and change no file's mode, owner, times or extended
+//!   attributes (a seccomp filter: Landlock does not govern those).
 //!
 //! Checks made before git starts (which repository, which programs its config names) can be
 //! raced by a worker process that keeps running after it signalled done; the kernel's rules
@@ -65,7 +66,17 @@ const ABI_NETWORK: i32 = 4;
 pub struct Sandbox {
     ruleset: OwnedFd,
     /// Whether the program may execute others (a reviewer's CLI and its helpers; not git).
+    /// Such a program is also kept from changing files' modes, owners, times and extended
+    /// attributes, which Landlock does not govern ([`METADATA_CALLS`]).
     runs_programs: bool,
+}
+
+/// What a child needs to enter a sandbox: the ruleset's descriptor, and whether the metadata
+/// calls are refused too.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    fd: i32,
+    guards_metadata: bool,
 }
 
 /// What a reviewer's sandbox allows besides reading and executing.
@@ -260,27 +271,110 @@ impl Sandbox {
         self.runs_programs
     }
 
-    /// The raw descriptor a child enters ([`enter`]); valid while the sandbox lives.
-    pub(crate) fn fd(&self) -> i32 {
-        self.ruleset.as_raw_fd()
+    /// What a child enters ([`enter`]); valid while the sandbox lives.
+    pub(crate) fn fd(&self) -> Entry {
+        if self.runs_programs {
+            // Built here, in the parent: the child only reads it.
+            std::sync::LazyLock::force(&METADATA_FILTER);
+        }
+        Entry {
+            fd: self.ruleset.as_raw_fd(),
+            guards_metadata: self.runs_programs,
+        }
     }
 }
 
-/// Restricts the calling process to the ruleset `fd`. Called in the child between fork and
-/// exec, so it makes two system calls and nothing else (no allocation, no lock).
-pub(crate) fn enter(fd: i32) -> std::io::Result<()> {
+/// Restricts the calling process to the ruleset, and for a program that runs others, refuses
+/// it the metadata calls. Called in the child between fork and exec, so it makes system calls
+/// and nothing else (no allocation, no lock: the filter was built in the parent).
+pub(crate) fn enter(entry: Entry) -> std::io::Result<()> {
     use nix::libc;
-    // SAFETY: plain system calls on integers; `fd` is open in the child (inherited).
+    // SAFETY: plain system calls on integers and on the filter, which lives as long as the
+    // process; `fd` is open in the child (inherited).
     unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0) != 0 {
+        if libc::syscall(libc::SYS_landlock_restrict_self, entry.fd, 0) != 0 {
             return Err(std::io::Error::last_os_error());
+        }
+        if entry.guards_metadata {
+            let filter: &[libc::sock_filter] = &METADATA_FILTER;
+            let program = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr().cast_mut(),
+            };
+            let program: *const libc::sock_fprog = &program;
+            if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, program) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
     }
     Ok(())
 }
+
+/// The system calls that change a file's mode, owner, times or extended attributes: Landlock
+/// does not govern them, so a reviewer confined to writing its own directories could still
+/// `chmod`, `touch` or `chown` the worker's files. Each fails with EPERM instead.
+#[cfg(target_arch = "x86_64")]
+const METADATA_CALLS: &[u32] = &[
+    90, 91, 268, 452, // chmod, fchmod, fchmodat, fchmodat2
+    92, 93, 94, 260, // chown, fchown, lchown, fchownat
+    132, 235, 261, 280, // utime, utimes, futimesat, utimensat
+    188, 189, 190, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
+    197, 198, 199, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
+];
+#[cfg(target_arch = "aarch64")]
+const METADATA_CALLS: &[u32] = &[
+    52, 53, 452, // fchmod, fchmodat, fchmodat2
+    55, 54, // fchown, fchownat
+    88, // utimensat
+    5, 6, 7, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
+    14, 15, 16, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
+];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const METADATA_CALLS: &[u32] = &[];
+
+/// The audit architecture of the calls above: a call made under another (a 32-bit program's)
+/// is refused whatever it is, as its numbers mean other calls.
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const AUDIT_ARCH: u32 = 0;
+
+/// x86-64's x32 calls carry this bit; they are refused whatever they are.
+const X32_BIT: u32 = 0x4000_0000;
+
+/// The seccomp program refusing [`METADATA_CALLS`]: load the architecture, refuse another;
+/// load the call's number, refuse x32's and each listed; allow the rest.
+static METADATA_FILTER: std::sync::LazyLock<Vec<nix::libc::sock_filter>> =
+    std::sync::LazyLock::new(|| {
+        use nix::libc::{SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, sock_filter};
+        const LOAD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+        const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+        const JGE: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+        const RET: u16 = 0x06; // BPF_RET | BPF_K
+        let refuse = SECCOMP_RET_ERRNO | nix::libc::EPERM as u32;
+        let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+        let checks = METADATA_CALLS.len();
+        // From the instruction after each jump, how far the refusal is (the last one).
+        let to_refusal = |at: usize| u8::try_from(checks + 5 - at).unwrap_or(u8::MAX);
+        let mut program = vec![
+            op(LOAD, 0, 0, 4),                  // 0: the architecture
+            op(JEQ, 1, 0, AUDIT_ARCH),          // 1: ours: skip the next
+            op(RET, 0, 0, refuse),              // 2: another's: refused
+            op(LOAD, 0, 0, 0),                  // 3: the call's number
+            op(JGE, to_refusal(4), 0, X32_BIT), // 4: an x32 call: refused
+        ];
+        for (i, &call) in METADATA_CALLS.iter().enumerate() {
+            program.push(op(JEQ, to_refusal(5 + i), 0, call));
+        }
+        program.push(op(RET, 0, 0, SECCOMP_RET_ALLOW));
+        program.push(op(RET, 0, 0, refuse));
+        program
+    });
 
 /// The Landlock ABI this kernel offers; 0 when it has none (or disables it).
 pub fn kernel_abi() -> i32 {
@@ -431,6 +525,13 @@ mod tests {
         )));
         assert!(!run(format!("echo x > {}", task.join("x").display())));
         assert!(!run(format!("echo x > {}", dir.path().join("x").display())));
+        // No mode, time or owner of any file changes, the task's least of all.
+        let mine = task.join("mine");
+        std::fs::write(&mine, "x").unwrap();
+        for change in ["chmod 600", "touch -d 2001-01-01", "chown 0:0"] {
+            assert!(!run(format!("{change} {}", mine.display())), "{change}");
+        }
+        assert!(!run(format!("chmod 600 {}/g", inner.display())));
         if confined.unenforced.is_none() && kernel_abi() >= ABI_NETWORK {
             let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
             let bash = |script: &str| {

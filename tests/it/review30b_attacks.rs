@@ -245,7 +245,6 @@ fn mtime_of(path: &Path) -> i64 {
 /// A reviewer that makes the worker's tests non-executable, or a file unreadable, changes
 /// what the gates after it judge.
 #[test]
-#[ignore = "hole: a sandboxed reviewer can chmod, touch (utimes) and chown the task's files: Landlock does not govern metadata"]
 fn a_reviewer_cannot_change_the_tasks_modes_or_times() {
     let project = Project::new();
     let path = reviewer(
@@ -288,7 +287,7 @@ fn a_reviewer_cannot_change_the_tasks_modes_or_times() {
 /// judges a write by the path it is opened through, so the reviewer writing its own file
 /// writes the worker's. A symbolic link planted the same way is resolved and refused.
 #[test]
-#[ignore = "hole: a hard link the worker plants in a `writable:` directory lets the reviewer write a task file"]
+#[ignore = "limit (docs/rules-file.md): a hard link someone plants in a `writable:` directory is written through; Landlock judges the path"]
 fn a_hard_link_planted_in_a_writable_directory_does_not_reach_the_task() {
     let project = Project::new();
     let path = reviewer(
