@@ -521,7 +521,7 @@ fn disagreements(results: &[(String, bool, bool)]) -> Vec<String> {
 /// the schema says text (the YAML loader takes any scalar as a string: `success_criteria: [5,
 /// true, null]` becomes three criteria for a person, `task_id: 123` a task).
 #[test]
-#[ignore = "hole: the loader accepts contracts the schema refuses (null `contract:` or null term beside the other shape; numbers/booleans/null as text)"]
+#[ignore = "limit (docs/rules-file.md): the loader accepts contracts the schema refuses (null `contract:` or null term beside the other shape; numbers/booleans/null as text)"]
 fn what_the_loader_accepts_the_schema_accepts() {
     let results = schema_and_loader(&[
         (
@@ -554,7 +554,7 @@ fn what_the_loader_accepts_the_schema_accepts() {
 /// that is only `./`, a `File exists:` criterion with an absolute or climbing path, a checked
 /// criterion naming nothing, a blank escalation path, a contract that depends on itself.
 #[test]
-#[ignore = "hole: the schema accepts contracts the loader refuses (`./` glob, `File exists: /abs` or `..`, `Tests pass:` with nothing, blank escalation)"]
+#[ignore = "limit (docs/rules-file.md): the schema accepts contracts the loader refuses (`./` glob, `File exists: /abs` or `..`, `Tests pass:` with nothing, blank escalation)"]
 fn what_the_schema_accepts_the_loader_accepts() {
     let results = schema_and_loader(&[
         (
