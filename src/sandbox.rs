@@ -166,21 +166,7 @@ impl Sandbox {
             Ok(created) => created,
             Err(err) => return unsupported(&err),
         };
-        let mut ruleset = ruleset;
-        for (path, access) in rules {
-            // A path this system does not have needs no rule.
-            let Ok(fd) = PathFd::new(&path) else {
-                continue;
-            };
-            let access = if path.is_dir() {
-                access
-            } else {
-                access & AccessFs::from_file(ABI_ASKED)
-            };
-            ruleset = ruleset
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(|err| format!("cannot allow {}: {err}", path.display()))?;
-        }
+        let ruleset = allow_paths(ruleset, rules)?;
         match Option::<OwnedFd>::from(ruleset) {
             Some(ruleset) => Ok(Some(Sandbox {
                 ruleset,
@@ -230,22 +216,10 @@ impl Sandbox {
                 ruleset.handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)
             });
         }
-        let mut created = ruleset
+        let created = ruleset
             .and_then(|ruleset| ruleset.create())
             .map_err(|err| format!("cannot build the reviewer's sandbox: {err}"))?;
-        for (path, access) in rules {
-            let Ok(fd) = PathFd::new(&path) else {
-                continue;
-            };
-            let access = if path.is_dir() {
-                access
-            } else {
-                access & AccessFs::from_file(ABI_ASKED)
-            };
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(|err| format!("cannot allow {}: {err}", path.display()))?;
-        }
+        let mut created = allow_paths(created, rules)?;
         for &port in confinement.ports.unwrap_or_default() {
             created = created
                 .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
@@ -282,6 +256,28 @@ impl Sandbox {
             guards_metadata: self.runs_programs,
         }
     }
+}
+
+/// Adds a rule for each path and its access (a file's access cut to what a file can have); a
+/// path this system does not have needs no rule.
+fn allow_paths(
+    mut ruleset: landlock::RulesetCreated,
+    rules: Vec<(PathBuf, BitFlags<AccessFs>)>,
+) -> Result<landlock::RulesetCreated, String> {
+    for (path, access) in rules {
+        let Ok(fd) = PathFd::new(&path) else {
+            continue;
+        };
+        let access = if path.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(ABI_ASKED)
+        };
+        ruleset = ruleset
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|err| format!("cannot allow {}: {err}", path.display()))?;
+    }
+    Ok(ruleset)
 }
 
 /// Restricts the calling process to the ruleset, and for a program that runs others, refuses
