@@ -289,6 +289,54 @@ impl<'de> Deserialize<'de> for Argv {
     }
 }
 
+/// The first shell operator, redirection, substitution or variable outside quotes in a
+/// command string (`&&`, `|`, `;`, `>`, `$HOME`, `$(…)`, a backquote), as a shell reads quotes
+/// and backslashes; `None` when it is plain words.
+fn shell_syntax(text: &str) -> Option<String> {
+    let mut chars = text.char_indices().peekable();
+    let mut quote: Option<char> = None;
+    while let Some((at, c)) = chars.next() {
+        match (quote, c) {
+            (Some('\''), '\'') => quote = None,
+            (Some('\''), _) => {}
+            (Some('"'), '"') => quote = None,
+            (Some('"') | None, '\\') => {
+                chars.next();
+            }
+            (Some('"'), '$' | '`') => return Some(operator(text, at)),
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '|' | '&' | ';' | '<' | '>' | '$' | '`' | '(' | ')') => {
+                return Some(operator(text, at));
+            }
+            (None, _) => {}
+        }
+    }
+    None
+}
+
+/// The operator starting at byte `at`: its run of operator characters, or `$` and the name or
+/// bracket after it.
+fn operator(text: &str, at: usize) -> String {
+    let rest = &text[at..];
+    let len = if rest.starts_with("$(") || rest.starts_with("${") {
+        2
+    } else if let Some(name) = rest.strip_prefix('$') {
+        1 + name
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .map(char::len_utf8)
+            .sum::<usize>()
+    } else {
+        rest.chars()
+            .take_while(|c| matches!(c, '|' | '&' | ';' | '<' | '>'))
+            .map(char::len_utf8)
+            .sum::<usize>()
+            .max(1)
+    };
+    rest[..len.min(rest.len())].to_owned()
+}
+
 struct ArgvVisitor;
 
 impl<'de> Visitor<'de> for ArgvVisitor {
@@ -299,6 +347,14 @@ impl<'de> Visitor<'de> for ArgvVisitor {
     }
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<Argv, E> {
+        // No shell runs the string: `&&`, a pipe or `$X` would reach the program as words and
+        // the gate fail on the project's account, so they are refused where they are written.
+        if let Some(syntax) = shell_syntax(text) {
+            return Err(E::custom(format!(
+                "`{syntax}` in `{text}` is shell syntax, and no shell runs a `run:` string (it is split into words, and `{syntax}` would reach the program as one); write `run: [sh, -c, {}]` to run it in a shell, or one gate per command",
+                serde_json::Value::String(text.to_owned())
+            )));
+        }
         let words = shell_words::split(text).map_err(|err| {
             E::custom(format!(
                 "cannot split `{text}` into words ({err}); close the quote, or write the command as a list"

@@ -14,6 +14,7 @@ mod content_rules;
 mod contracts;
 mod corpus;
 mod example;
+mod first_hour;
 mod formats;
 mod fuzz_seeds;
 mod gates_corpus;

@@ -1,0 +1,55 @@
+// A newcomer's first hour (issue 31): what a user brings from pre-commit and lefthook is
+// either run as they meant it or refused with the fix, never run silently wrong.
+
+use crate::common::{Project, pipeline, validator};
+
+/// `rules check` on `gates`: exit code and stderr.
+fn rules_check(gates: &str) -> (i32, String) {
+    let project = Project::new();
+    project.rules(&pipeline(gates));
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["rules", "check"])
+        .output()
+        .expect("run validator");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn shell_syntax_in_a_run_string_is_refused_with_the_fix() {
+    for (run, syntax) in [
+        ("ruff check . && echo ok", "&&"),
+        ("pytest | tee log", "|"),
+        ("make lint; make test", ";"),
+        ("ruff check > out.txt", ">"),
+        ("echo $HOME", "$HOME"),
+        ("echo \"$(date)\"", "$("),
+        ("echo `date`", "`"),
+    ] {
+        let gates = format!(
+            "      - name: lint\n        rule: lint\n        run: {}\n",
+            serde_json::Value::String(run.into())
+        );
+        let (code, stderr) = rules_check(&gates);
+        assert_eq!(code, 2, "{run}: {stderr}");
+        assert!(stderr.contains(&format!("`{syntax}`")), "{run}: {stderr}");
+        assert!(stderr.contains("run: [sh, -c,"), "{run}: {stderr}");
+        // Said where it is written.
+        assert!(stderr.contains(":8:14:"), "{run}: {stderr}");
+    }
+    // Quoted, it is a word; as a list, or through `sh -c`, it is what the author wrote.
+    for run in [
+        r#""echo 'a && b' \"c | d\"""#,
+        r#"[sh, -c, "ruff check . && echo ok"]"#,
+        r#""echo a\\;b""#,
+        r#""python3 -m pytest -k 'not slow'""#,
+    ] {
+        let gates = format!("      - name: lint\n        rule: lint\n        run: {run}\n");
+        let (code, stderr) = rules_check(&gates);
+        assert_eq!(code, 0, "{run}: {stderr}");
+    }
+}
