@@ -289,7 +289,7 @@ impl fmt::Display for Initialized {
         if self.ignore_hint {
             writeln!(
                 f,
-                "  keep the result cache and state out of git: add `.validator/` to .gitignore"
+                "  the watcher, agent hooks and gates with `inputs:` keep state in `.validator/` (this pack's `check` writes none): add it to .gitignore before you use them"
             )?;
         }
         Ok(())

@@ -166,6 +166,15 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
                 .context("cannot write the verdict to stdout")?;
             Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
         }
+        // `--quiet`: the decision and its reasons, no line per gate.
+        None if args.quiet && matches!(args.format, Format::Text) => {
+            let footer = format::text_footer(&verdict);
+            let mut out = anstream::stdout();
+            out.write_all(footer.trim_start_matches('\n').as_bytes())
+                .and_then(|()| out.flush())
+                .context("cannot write the verdict to stdout")?;
+            Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+        }
         stream => {
             drop(stream);
             print_verdict(&verdict, args.format, feedback::Retry::Rerun, config)

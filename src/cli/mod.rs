@@ -183,9 +183,12 @@ pub(crate) enum Command {
         #[arg(long, value_name = "ID", requires = "session")]
         agent_id: Option<String>,
     },
-    /// Run as an agent's stop hook: read its JSON on stdin, judge its `cwd` with its last
-    /// message as the done signal, answer in its format. Exit 0 with an answer, 1 (never
-    /// blocking) when it cannot judge
+    /// Run as an agent's hook: its JSON on stdin, the answer in its format
+    ///
+    /// At a stop, judge the agent's project (never the directory the agent moved to) with its
+    /// last message as the done signal; before a tool call, judge the call; at session start and
+    /// each prompt, give the brief and the prompt's gates as context. Exit 0 with an answer, 1
+    /// (never blocking) when it cannot judge.
     Hook {
         /// The agent whose hook input comes on stdin and in whose format to answer
         #[arg(value_enum)]

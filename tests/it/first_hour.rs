@@ -53,3 +53,19 @@ fn shell_syntax_in_a_run_string_is_refused_with_the_fix() {
         assert_eq!(code, 0, "{run}: {stderr}");
     }
 }
+
+#[test]
+fn quiet_prints_the_verdict_alone() {
+    let project = Project::new();
+    project.rules(&pipeline(
+        "      - {name: first, rule: lint, run: [\"true\"]}\n      - {name: second, rule: lint, run: [\"false\"]}\n",
+    ));
+    project.file("a.txt", "a\n");
+    for flag in ["--quiet", "-q"] {
+        let output = project.check().arg(flag).output().expect("run validator");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{stdout}");
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert!(stdout.starts_with("FAIL  second:"), "{stdout}");
+    }
+}

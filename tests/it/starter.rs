@@ -229,7 +229,7 @@ fn init_detects_each_marker_and_writes_its_pack_and_schema() {
             "{stdout}"
         );
         assert!(
-            stdout.contains("add `.validator/` to .gitignore"),
+            stdout.contains("keep state in `.validator/` (this pack's `check` writes none)"),
             "{stdout}"
         );
         assert_eq!(
