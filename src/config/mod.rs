@@ -396,14 +396,75 @@ pub(crate) fn parse_yaml<T: serde::de::DeserializeOwned>(
                 message.truncate(cut);
             }
         }
+        let mut line = location.as_ref().map(|l| l.line());
+        let mut column = location.as_ref().map(|l| l.column());
+        let mut help = None;
+        // The parser's words for two slips a person makes, said as that person would.
+        if let (Some(l), Some(c)) = (line, column)
+            && char_at(source, l, c) == Some('\t')
+        {
+            message = "a tab: YAML indents with spaces only".into();
+            help = Some("replace the tab with spaces".into());
+        } else if let Some((open, l, c)) = (message.contains("did not find expected")
+            || message.contains("flow"))
+        .then(|| unclosed_bracket(source))
+        .flatten()
+        {
+            message = format!("this `{open}` is never closed");
+            help = Some(format!(
+                "close it with `{}`, or write the list or mapping as block YAML",
+                if open == '[' { ']' } else { '}' }
+            ));
+            (line, column) = (Some(l), Some(c));
+        }
         ConfigError {
             file: path.to_path_buf(),
-            line: location.as_ref().map(|l| l.line()),
-            column: location.as_ref().map(|l| l.column()),
-            help: Some(hint(&message)),
+            line,
+            column,
+            help: Some(help.unwrap_or_else(|| hint(&message))),
             message,
         }
     })
+}
+
+/// The character at 1-based `line` and `column` of `source`.
+fn char_at(source: &str, line: usize, column: usize) -> Option<char> {
+    source
+        .lines()
+        .nth(line.checked_sub(1)?)?
+        .chars()
+        .nth(column.checked_sub(1)?)
+}
+
+/// The first flow bracket (`[` or `{`) still open at the end of `source`, with its line and
+/// column, read outside quotes and comments; `None` when every one is closed.
+fn unclosed_bracket(source: &str) -> Option<(char, usize, usize)> {
+    let mut open: Vec<(char, usize, usize)> = Vec::new();
+    for (l, text) in source.lines().enumerate() {
+        let mut quote: Option<char> = None;
+        let mut previous = ' ';
+        let mut chars = text.chars().enumerate().peekable();
+        while let Some((c, ch)) = chars.next() {
+            match (quote, ch) {
+                (Some('"'), '\\') => {
+                    chars.next();
+                }
+                (Some(q), _) if ch == q => quote = None,
+                (Some(_), _) => {}
+                (None, '#') if previous.is_whitespace() => break,
+                (None, '"' | '\'') if previous.is_whitespace() || "[{,:".contains(previous) => {
+                    quote = Some(ch);
+                }
+                (None, '[' | '{') => open.push((ch, l + 1, c + 1)),
+                (None, ']' | '}') => {
+                    open.pop();
+                }
+                _ => {}
+            }
+            previous = ch;
+        }
+    }
+    open.first().copied()
 }
 
 struct Loader<'a> {
@@ -884,7 +945,7 @@ fn hint_for(message: &str) -> String {
         let field = rest.split('`').next().unwrap_or_default();
         return format!("add `{field}:` here");
     }
-    "see the rules file reference in README.md".into()
+    "see docs/rules-file.md, and `validator rules schema` for every key".into()
 }
 
 #[cfg(test)]

@@ -69,3 +69,44 @@ fn quiet_prints_the_verdict_alone() {
         assert!(stdout.starts_with("FAIL  second:"), "{stdout}");
     }
 }
+
+/// `rules check` on a rules file written as is: exit code and stderr.
+fn rules_check_text(text: &str) -> (i32, String) {
+    let project = Project::new();
+    project.rules(text);
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["rules", "check"])
+        .output()
+        .expect("run validator");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn yaml_slips_are_named_as_a_person_makes_them() {
+    let (code, stderr) = rules_check_text(
+        "version: 1\npipelines:\n  - name: main\n    gates:\n\t- {name: a, rule: status}\n",
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(":5:1: a tab"), "{stderr}");
+    assert!(stderr.contains("replace the tab with spaces"), "{stderr}");
+
+    // An unclosed `[` is shown where it opens, not at the end of the file.
+    let (code, stderr) = rules_check_text(
+        "version: 1\npipelines:\n  - name: main\n    gates: [\n      {name: a, rule: status},   # [ in a comment\n      {name: b, rule: status, run: \"[\"},\n",
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(":4:12: this `[` is never closed"),
+        "{stderr}"
+    );
+
+    // Anything else points at the reference, not at the README as a whole.
+    let (code, stderr) = rules_check_text("version: 1\npipelines: {a: [b}\n");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!stderr.contains("README"), "{stderr}");
+}
