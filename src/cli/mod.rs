@@ -5,6 +5,7 @@
 mod brief;
 mod check;
 mod hook;
+mod install_hook;
 mod rules;
 mod snippet;
 mod watch;
@@ -257,6 +258,16 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         task_dir: Option<PathBuf>,
     },
+    /// Install validator as this repository's git hook, as `pre-commit install` does: it runs
+    /// `validator check` before each commit (or push)
+    InstallHook {
+        /// Which git hook
+        #[arg(long, value_enum, default_value = "pre-commit")]
+        hook: install_hook::GitHook,
+        /// Replace another runner's hook (pre-commit's, lefthook's, husky's) that is there
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -420,6 +431,15 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             watch(config, args)
         }
         Command::Snapshot { task, task_dir } => snapshot(&config()?, &task, task_dir),
+        Command::InstallHook { hook, force } => {
+            // The rules file is named in the hook only when the user named it.
+            let found = cli
+                .config
+                .clone()
+                .map(|_| find_config(cli.config.clone()))
+                .transpose()?;
+            install_hook::install_hook(found.as_ref(), hook, force)
+        }
         Command::Signal {
             task,
             message: Some(message),

@@ -110,3 +110,92 @@ fn yaml_slips_are_named_as_a_person_makes_them() {
     assert_eq!(code, 2, "{stderr}");
     assert!(!stderr.contains("README"), "{stderr}");
 }
+
+/// `git commit` in `dir` as a person runs it (the hooks run): whether it was made.
+fn commit(dir: &std::path::Path, message: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(["-c", "commit.gpgsign=false", "commit", "-qm", message])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .status()
+        .expect("run git")
+        .success()
+}
+
+fn install_hook(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let output = validator()
+        .arg("install-hook")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("VALIDATOR_CONFIG")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("run validator");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn install_hook_makes_validator_the_repositorys_pre_commit_hook() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path();
+    crate::common::git(repo, &["init", "-q"]);
+    std::fs::write(
+        repo.join("validator.yaml"),
+        "version: 1\nstate: .validator\npipelines:\n  - name: main\n    gates:\n      - {name: leftovers, rule: exists, forbid: [\"**/*.orig\"]}\n",
+    )
+    .expect("rules");
+    let (code, stdout, stderr) = install_hook(repo, &[]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("installed"), "{stdout}");
+    // A commit the gates pass is made; one they fail is not.
+    std::fs::write(repo.join("a.txt"), "a\n").expect("write");
+    crate::common::git(repo, &["add", "-A"]);
+    assert!(commit(repo, "first"), "a clean commit is made");
+    std::fs::write(repo.join("a.txt.orig"), "a\n").expect("write");
+    crate::common::git(repo, &["add", "-A"]);
+    assert!(
+        !commit(repo, "leftover"),
+        "the hook stops a commit the gates fail"
+    );
+    // Installing again rewrites validator's own hook.
+    assert_eq!(install_hook(repo, &[]).0, 0);
+    // Another runner's hook is kept unless --force.
+    let pre_push = repo.join(".git/hooks/pre-push");
+    std::fs::write(
+        &pre_push,
+        "#!/bin/sh\n# lefthook\nexec lefthook run pre-push\n",
+    )
+    .expect("write");
+    let (code, _, stderr) = install_hook(repo, &["--hook", "pre-push"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("lefthook's") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_to_string(&pre_push)
+            .expect("read")
+            .contains("lefthook run")
+    );
+    let (code, _, stderr) = install_hook(repo, &["--hook", "pre-push", "--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        std::fs::read_to_string(&pre_push)
+            .expect("read")
+            .contains("check")
+    );
+    // Outside a repository, it says so.
+    let outside = tempfile::tempdir().expect("temp dir");
+    let (code, _, stderr) = install_hook(outside.path(), &[]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("not in a git repository"), "{stderr}");
+}
