@@ -73,6 +73,15 @@ pub(crate) struct CheckArgs {
     pub(crate) quiet: bool,
 }
 
+/// Writes the rest of a text verdict to stdout; the exit code is the verdict's.
+fn print_text(text: &str, verdict: &validator::verdict::Verdict) -> Result<ExitCode> {
+    let mut out = anstream::stdout();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write the verdict to stdout")?;
+    Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+}
+
 pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
     let task_dir = args
         .task_dir
@@ -160,21 +169,13 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
                 rest.push_str(&format::gate_text(gate, stream_width(pipeline)));
             }
             rest.push_str(&format::text_footer(&verdict));
-            let mut out = anstream::stdout();
-            out.write_all(rest.as_bytes())
-                .and_then(|()| out.flush())
-                .context("cannot write the verdict to stdout")?;
-            Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
+            print_text(&rest, &verdict)
         }
         // `--quiet`: the decision and its reasons, no line per gate.
-        None if args.quiet && matches!(args.format, Format::Text) => {
-            let footer = format::text_footer(&verdict);
-            let mut out = anstream::stdout();
-            out.write_all(footer.trim_start_matches('\n').as_bytes())
-                .and_then(|()| out.flush())
-                .context("cannot write the verdict to stdout")?;
-            Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
-        }
+        None if args.quiet && matches!(args.format, Format::Text) => print_text(
+            format::text_footer(&verdict).trim_start_matches('\n'),
+            &verdict,
+        ),
         stream => {
             drop(stream);
             print_verdict(&verdict, args.format, feedback::Retry::Rerun, config)

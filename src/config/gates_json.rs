@@ -171,22 +171,14 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
     }
     let compiled = reader.compile_reachable(&stops)?;
     // Keywords wait for a prompt's words; a stop has none.
-    let mut on_stops: Vec<&str> = stops
+    let stop_heads = stops
         .iter()
         .filter(|stop| stop.event != PROMPT_EVENT)
-        .flat_map(|stop| stop.gates.iter().flat_map(|head| reach(head, &compiled)))
-        .collect();
-    on_stops.sort_unstable();
-    on_stops.dedup();
-    for name in on_stops {
-        if reader
-            .gate(name)
-            .is_some_and(|gate| gate.keywords.is_some())
-        {
-            reader.notes.push(format!(
-                "gate `{name}`: `keywords` filters UserPromptSubmit only; on a stop the gate always runs"
-            ));
-        }
+        .flat_map(|stop| stop.gates.iter().copied());
+    for (name, _) in reader.keywords_reached(stop_heads, &compiled) {
+        reader.notes.push(format!(
+            "gate `{name}`: `keywords` filters UserPromptSubmit only; on a stop the gate always runs"
+        ));
     }
     let mut pipelines = Vec::new();
     let mut hooks = Vec::new();
@@ -201,25 +193,10 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
         }
     }
     // Every gate the prompt's list reaches waits for its own words, a jump's target too.
-    let prompt = prompt_gates.map(|p| {
-        let mut reached: Vec<&str> = p
-            .gates
-            .iter()
-            .flat_map(|head| reach(head, &compiled))
-            .collect();
-        reached.sort_unstable();
-        reached.dedup();
-        PromptHook {
-            pipeline: runs_prompt_gates.then(|| PROMPT_EVENT.to_owned()),
-            keywords: reached
-                .into_iter()
-                .filter_map(|name| {
-                    let words = reader.gate(name)?.keywords.clone()?;
-                    Some((name.to_owned(), words))
-                })
-                .collect(),
-            commands: p.commands,
-        }
+    let prompt = prompt_gates.map(|p| PromptHook {
+        pipeline: runs_prompt_gates.then(|| PROMPT_EVENT.to_owned()),
+        keywords: reader.keywords_reached(p.gates.iter().copied(), &compiled),
+        commands: p.commands,
     });
     let staging = dir.join("staging");
     Ok(Rules {
@@ -702,72 +679,9 @@ impl<'a> Reader<'a> {
                 }
                 continue;
             };
-            if hook.enabled == Some(false) {
-                self.notes.push(format!(
-                    "hooks.{event} is off (`enabled: false`): nothing runs on {event}"
-                ));
-                continue;
+            if let Some(stop) = self.check_stop_hook(event, stop_event, hook)? {
+                stops.push(stop);
             }
-            if hook.gates.is_empty() {
-                let key = if locate(self.file.source, &at(&[Step::Key("gates")]), true).is_some() {
-                    at(&[Step::Key("gates")])
-                } else {
-                    at(&[])
-                };
-                return Err(self.file.error(
-                    &key,
-                    true,
-                    format!("the {event} hook lists no gates, so it would judge nothing"),
-                    "list the gates to run when the agent stops, e.g. \"gates\": [\"check\"], or remove the hook",
-                ));
-            }
-            for (i, name) in hook.gates.iter().enumerate() {
-                if self.gate(name).is_none() && name != PLAN_COMPLIANCE {
-                    let names = self.names();
-                    let help = match closest(name, &names) {
-                        Some(near) => format!("did you mean `{near}`?"),
-                        None => format!(
-                            "define it under \"gates\" (a gate your runner's own gates.json defined must be copied here), or list one of: {}",
-                            names.join(", ")
-                        ),
-                    };
-                    return Err(self.file.error(
-                        &at(&[Step::Key("gates"), Step::Index(i)]),
-                        false,
-                        format!(
-                            "the {event} hook lists gate `{name}`, which this file does not define"
-                        ),
-                        help,
-                    ));
-                }
-            }
-            for (key, set, filters) in [
-                ("enabled_tools", hook.enabled_tools.is_some(), "PostToolUse"),
-                (
-                    "enabled_commands",
-                    hook.enabled_commands.is_some(),
-                    "slash commands",
-                ),
-                ("enabled_skills", hook.enabled_skills.is_some(), "skills"),
-            ] {
-                if set {
-                    self.notes.push(format!(
-                        "hooks.{event}.{key} has no effect: it filters {filters} only"
-                    ));
-                }
-            }
-            let mut agents = hook.enabled_agents.clone().unwrap_or_default();
-            if *stop_event == "Stop" && !agents.is_empty() {
-                self.notes.push(
-                    "hooks.Stop.enabled_agents has no effect: only SubagentStop says which agent stopped, so every Stop is judged".into(),
-                );
-                agents.clear();
-            }
-            stops.push(StopHook {
-                event: stop_event,
-                gates: hook.gates.iter().map(String::as_str).collect(),
-                agents,
-            });
         }
         if stops.is_empty() && prompt.is_none() {
             let at = [Step::Key("hooks")];
@@ -781,6 +695,83 @@ impl<'a> Reader<'a> {
         }
         stops.sort_by_key(|s| STOP_EVENTS.iter().position(|e| *e == s.event));
         Ok((stops, prompt))
+    }
+
+    /// Checks a stop hook (`Stop`, `SubagentStop`): its gates defined, its filters that do
+    /// nothing said; `None` when it is off.
+    fn check_stop_hook(
+        &mut self,
+        event: &'a str,
+        stop_event: &'static str,
+        hook: &'a RawHook,
+    ) -> Result<Option<StopHook<'a>>, ConfigError> {
+        let at = |rest: &[Step<'a>]| [&[Step::Key("hooks"), Step::Key(event)], rest].concat();
+        if hook.enabled == Some(false) {
+            self.notes.push(format!(
+                "hooks.{event} is off (`enabled: false`): nothing runs on {event}"
+            ));
+            return Ok(None);
+        }
+        if hook.gates.is_empty() {
+            let key = if locate(self.file.source, &at(&[Step::Key("gates")]), true).is_some() {
+                at(&[Step::Key("gates")])
+            } else {
+                at(&[])
+            };
+            return Err(self.file.error(
+                &key,
+                true,
+                format!("the {event} hook lists no gates, so it would judge nothing"),
+                "list the gates to run when the agent stops, e.g. \"gates\": [\"check\"], or remove the hook",
+            ));
+        }
+        for (i, name) in hook.gates.iter().enumerate() {
+            if self.gate(name).is_none() && name != PLAN_COMPLIANCE {
+                let names = self.names();
+                let help = match closest(name, &names) {
+                    Some(near) => format!("did you mean `{near}`?"),
+                    None => format!(
+                        "define it under \"gates\" (a gate your runner's own gates.json defined must be copied here), or list one of: {}",
+                        names.join(", ")
+                    ),
+                };
+                return Err(self.file.error(
+                    &at(&[Step::Key("gates"), Step::Index(i)]),
+                    false,
+                    format!(
+                        "the {event} hook lists gate `{name}`, which this file does not define"
+                    ),
+                    help,
+                ));
+            }
+        }
+        for (key, set, filters) in [
+            ("enabled_tools", hook.enabled_tools.is_some(), "PostToolUse"),
+            (
+                "enabled_commands",
+                hook.enabled_commands.is_some(),
+                "slash commands",
+            ),
+            ("enabled_skills", hook.enabled_skills.is_some(), "skills"),
+        ] {
+            if set {
+                self.notes.push(format!(
+                    "hooks.{event}.{key} has no effect: it filters {filters} only"
+                ));
+            }
+        }
+        let mut agents = hook.enabled_agents.clone().unwrap_or_default();
+        if stop_event == "Stop" && !agents.is_empty() {
+            self.notes.push(
+                "hooks.Stop.enabled_agents has no effect: only SubagentStop says which agent stopped, so every Stop is judged".into(),
+            );
+            agents.clear();
+        }
+        Ok(Some(StopHook {
+            event: stop_event,
+            gates: hook.gates.iter().map(String::as_str).collect(),
+            agents,
+        }))
     }
 
     /// Checks the UserPromptSubmit hook: its gates with a `command` become a pipeline; the
@@ -837,6 +828,22 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         Ok(Some(PromptGates { gates, commands }))
+    }
+
+    /// The gates reachable from `heads` (jumps followed) that wait for keywords, once each, by
+    /// name, with their words.
+    fn keywords_reached<'h>(
+        &self,
+        heads: impl Iterator<Item = &'h str>,
+        compiled: &HashMap<String, Compiled>,
+    ) -> Vec<(String, Vec<String>)> {
+        let mut reached: Vec<&str> = heads.flat_map(|head| reach(head, compiled)).collect();
+        reached.sort_unstable();
+        reached.dedup();
+        reached
+            .into_iter()
+            .filter_map(|name| Some((name.to_owned(), self.gate(name)?.keywords.clone()?)))
+            .collect()
     }
 
     /// Translates every gate a stop hook can reach, once each.
