@@ -7,27 +7,9 @@
 
 use std::path::Path;
 
-use crate::common::{Project, gate, isolate_git, json_verdict, pipeline, validator};
+use crate::common::{Project, gate, isolate_git, pipeline, validator};
+use crate::review_seed::{reviewer, run_check};
 use serde_json::Value;
-
-/// An executable reviewer script beside (not inside) the task; its absolute path. `record/`
-/// beside the task is made too, the one place the gates below let a reviewer write.
-fn reviewer(project: &Project, name: &str, body: &str) -> String {
-    let rel = format!("reviewers/{name}");
-    project.root_file(&rel, &format!("#!/bin/sh\n{body}"));
-    let path = project.path().join(rel);
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    std::fs::create_dir_all(project.path().join("record")).expect("record dir");
-    path.display().to_string()
-}
-
-fn run_check(project: &Project, extra: &[&str]) -> (i32, Value) {
-    let mut cmd = project.check();
-    cmd.args(["--format", "json"]).args(extra);
-    isolate_git(&mut cmd);
-    json_verdict(cmd)
-}
 
 fn text<'v>(value: &'v Value, key: &str) -> &'v str {
     value[key].as_str().unwrap_or_default()

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// An executable reviewer script beside (not inside) the task; its absolute path. `record/`
 /// beside the task is made too: the one place the gates below let a reviewer write.
-fn reviewer(project: &Project, name: &str, body: &str) -> String {
+pub(crate) fn reviewer(project: &Project, name: &str, body: &str) -> String {
     let rel = format!("reviewers/{name}");
     project.root_file(&rel, &format!("#!/bin/sh\n{body}"));
     let path = project.path().join(rel);
@@ -25,7 +25,7 @@ fn reviewer(project: &Project, name: &str, body: &str) -> String {
 }
 
 /// `check --format json` with `extra` arguments.
-fn run_check(project: &Project, extra: &[&str]) -> (i32, Value) {
+pub(crate) fn run_check(project: &Project, extra: &[&str]) -> (i32, Value) {
     let mut cmd = project.check();
     cmd.args(["--format", "json"]).args(extra);
     isolate_git(&mut cmd);
