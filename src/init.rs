@@ -289,7 +289,7 @@ impl fmt::Display for Initialized {
         if self.ignore_hint {
             writeln!(
                 f,
-                "  the watcher, agent hooks and gates with `inputs:` keep state in `.validator/` (this pack's `check` writes none): add it to .gitignore before you use them"
+                "  validator keeps its state in `.validator/` (what `check`'s gates wrote into tool caches, the watcher's and hooks' records): add it to .gitignore"
             )?;
         }
         Ok(())

@@ -95,6 +95,8 @@ pub mod text;
 #[doc(hidden)]
 pub mod timestamp;
 #[doc(hidden)]
+pub mod toolcache;
+#[doc(hidden)]
 pub mod tooltime;
 pub mod verdict;
 #[doc(hidden)]

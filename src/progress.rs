@@ -302,6 +302,7 @@ mod tests {
             findings: Vec::new(),
             output_tail: None,
             fix: None,
+            changed_files: None,
         }
     }
 

@@ -308,6 +308,7 @@ mod tests {
             findings: vec![Finding::new("\u{10FFFF}".repeat(100_000)); 500],
             output_tail: None,
             fix: None,
+            changed_files: None,
         });
         let mut state = TaskState::default();
         state.record_review(vec!["r".into()], &verdict);

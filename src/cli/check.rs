@@ -82,7 +82,8 @@ fn print_text(text: &str, verdict: &validator::verdict::Verdict) -> Result<ExitC
     Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
 }
 
-pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
+/// `verbose` (`-v`) lists under each gate the files it counted as the worker's changes.
+pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<ExitCode> {
     let task_dir = args
         .task_dir
         .clone()
@@ -114,7 +115,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
     };
     let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
     // Dropped (its progress line erased) before the verdict is printed.
-    let stream = (!args.quiet).then(|| Stream::new(args.format, pipeline));
+    let stream = (!args.quiet).then(|| Stream::new(args.format, pipeline, verbose));
     let header = || {
         if let Some(stream) = &stream {
             stream.print(&format::text_header(
@@ -167,6 +168,9 @@ pub(crate) fn check(config: &Found, args: CheckArgs) -> Result<ExitCode> {
             let mut rest = String::new();
             for gate in verdict.gates.iter().skip(shown) {
                 rest.push_str(&format::gate_text(gate, stream_width(pipeline)));
+                if verbose {
+                    rest.push_str(&format::changed_text(gate));
+                }
             }
             rest.push_str(&format::text_footer(&verdict));
             print_text(&rest, &verdict)
@@ -196,10 +200,16 @@ struct Stream {
     to_stdout: bool,
     width: usize,
     shown: AtomicUsize,
+    /// Each gate's changed files under its line (`-v`).
+    verbose: bool,
+    /// Each gate's group, when it shares one with others: its name and size.
+    groups: std::collections::HashMap<String, (String, usize)>,
+    /// The groups whose gates have started, each announced once.
+    announced: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Stream {
-    fn new(format: Format, pipeline: &validator::config::Pipeline) -> Stream {
+    fn new(format: Format, pipeline: &validator::config::Pipeline, verbose: bool) -> Stream {
         let to_stdout = matches!(format, Format::Text);
         let progress = if to_stdout {
             progress_on(std::io::stdout(), false)
@@ -211,6 +221,9 @@ impl Stream {
             to_stdout,
             width: stream_width(pipeline),
             shown: AtomicUsize::new(0),
+            verbose,
+            groups: groups(pipeline),
+            announced: Default::default(),
         }
     }
 
@@ -234,9 +247,29 @@ impl Stream {
         }
     }
 
+    /// The line before `gate`'s group, once: a group's lines come as its gates finish (or are
+    /// left out), not as they are written.
+    fn announce_group(&self, gate: &str) {
+        let Some((group, size)) = self.groups.get(gate) else {
+            return;
+        };
+        let first = self
+            .announced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(group.clone());
+        if first {
+            self.print(&format::group_text(group, *size));
+        }
+    }
+
     /// A second judging (`--fix`) starts its count of printed gates again.
     fn restart(&self) {
         self.shown.store(0, Ordering::Relaxed);
+        self.announced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 
     /// How many gates were printed; the progress line is gone once this returns.
@@ -248,18 +281,42 @@ impl Stream {
 
 impl validator::pipeline::Observer for Stream {
     fn gate_started(&self, task: &Task, gate: &str) {
+        self.announce_group(gate);
         if let Some(progress) = &self.progress {
             progress.gate_started(task, gate);
         }
     }
 
     fn gate_finished(&self, task: &Task, report: &validator::verdict::GateReport) {
+        self.announce_group(&report.name);
         if let Some(progress) = &self.progress {
             progress.gate_finished(task, report);
         }
-        self.print(&format::gate_text(report, self.width));
+        let mut text = format::gate_text(report, self.width);
+        if self.verbose {
+            text.push_str(&format::changed_text(report));
+        }
+        self.print(&text);
         self.shown.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// Each gate that shares its `group:` with others (written next to it): the group and its size.
+fn groups(
+    pipeline: &validator::config::Pipeline,
+) -> std::collections::HashMap<String, (String, usize)> {
+    let mut groups = std::collections::HashMap::new();
+    for run in pipeline
+        .gates
+        .chunk_by(|a, b| a.group.is_some() && a.group == b.group)
+    {
+        if let (Some(group), true) = (&run[0].group, run.len() > 1) {
+            for gate in run {
+                groups.insert(gate.name.clone(), (group.clone(), run.len()));
+            }
+        }
+    }
+    groups
 }
 
 /// The gate names a person gave, each checked against the pipeline (a contract's gates,

@@ -408,7 +408,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             let config = find_config(cli.config.clone())?;
             // What a gate leaves running is re-parented here, to be killed (see `reaper`).
             validator::reaper::become_subreaper();
-            check(&config, args)
+            check(&config, args, cli.verbose > 0)
         }
         Command::Watch {
             jobs,

@@ -228,6 +228,7 @@ pub fn run_with(
         Decision::Pass => run.judge_again(&runner, &order),
         other => other,
     };
+    runner.record_gate_writes();
 
     for (gate, _) in pipeline.gates.iter().zip(&ran).filter(|(_, ran)| !**ran) {
         let mut report = skipped(gate);
@@ -400,8 +401,26 @@ impl Runner<'_> {
         if bases.is_empty() {
             return;
         }
-        self.listed
-            .pin(&self.between_gates("(pinning the base)"), bases);
+        self.listed.pin(
+            &self.between_gates("(pinning the base)"),
+            bases.iter().copied(),
+        );
+        self.listed.start(
+            &self.between_gates("(listing the changes at the start)"),
+            bases,
+        );
+    }
+
+    /// Records the tool-cache files the run's gates wrote (see [`crate::toolcache`]), so the
+    /// next run does not count them as the worker's. A cancelled run records nothing.
+    fn record_gate_writes(&self) {
+        if self.supervision.cancel.is_some_and(Cancel::is_cancelled) {
+            return;
+        }
+        let ctx = self.between_gates("(recording the tool caches the gates wrote)");
+        if let Some(record) = self.listed.gate_written(&ctx) {
+            crate::toolcache::save(&self.rules.state, &self.task.name, record);
+        }
     }
 
     /// The gates of `members` run: one on this thread, a group on up to its pipeline's `jobs`
@@ -884,6 +903,7 @@ fn skipped(gate: &crate::config::Gate) -> GateReport {
         findings: Vec::new(),
         output_tail: None,
         fix: None,
+        changed_files: None,
     }
 }
 
@@ -921,6 +941,7 @@ fn report(name: &str, rule: &str, started: Instant, outcome: Outcome) -> GateRep
         findings: outcome.findings,
         output_tail: outcome.output_tail,
         fix: None,
+        changed_files: outcome.changed_files.map(|changed| *changed),
     }
 }
 

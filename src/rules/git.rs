@@ -563,6 +563,7 @@ impl<'a> Repo<'a> {
             files,
             findings,
             note,
+            gate_written: Default::default(),
         };
         Ok((changes, accounted))
     }

@@ -18,6 +18,7 @@ pub mod only_if;
 #[doc(hidden)]
 pub use git::read_listings as read_git_listings;
 pub mod review;
+mod runner;
 pub mod schema;
 pub mod scope;
 pub mod spec;
@@ -97,6 +98,8 @@ pub struct Outcome {
     pub output_tail: Option<String>,
     /// Set when the worker declared itself blocked: the run ends BLOCKED with this reason.
     pub blocked: Option<String>,
+    /// What the gate counted as the worker's changes, for the verdict.
+    pub changed_files: Option<Box<crate::verdict::ChangedFiles>>,
 }
 
 impl Outcome {
@@ -108,6 +111,7 @@ impl Outcome {
             exit_code: None,
             output_tail: None,
             blocked: None,
+            changed_files: None,
         }
     }
 

@@ -12,7 +12,7 @@
 //! The same listing, and the patch git shows for it, serve the `review` rule through
 //! [`changed`] and [`diff`]; it is found one way only, here.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -23,7 +23,8 @@ use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::globs::{Pattern, PatternSet};
 use crate::rules::spec::GateSpec;
 use crate::text::name;
-use crate::verdict::{Breach, Finding};
+use crate::toolcache::{self, Stamp};
+use crate::verdict::{Breach, ChangedFiles, Finding};
 
 use crate::{snapshot, taskdir};
 
@@ -109,6 +110,9 @@ pub(crate) struct Changes {
     pub files: BTreeSet<String>,
     pub findings: Vec<Finding>,
     pub note: Option<&'static str>,
+    /// The files in tool caches left out because validator's own gates wrote them (see
+    /// [`crate::toolcache`]), as they are now: what the run records at its end.
+    pub gate_written: BTreeMap<String, Stamp>,
 }
 
 /// What git shows of the tracked files' changes against a base, cut to a size.
@@ -150,38 +154,33 @@ impl RuleDef for FileScope {
         let Changes {
             source,
             files: changed,
-            mut findings,
+            findings: listing,
             note,
+            gate_written,
         } = match changed(ctx, &self.base, Instant::now() + ctx.timeout) {
             Ok(found) => found,
             Err(problem) => return ctx.in_time(problem.outcome(ctx)),
         };
+        // What matters first: how changes were hidden, then each breach by its weight, and
+        // the files in tool caches (the worker's, but seldom its work) after the rest.
+        let mut ranked: Vec<(u8, Finding)> = listing.into_iter().map(|f| (0, f)).collect();
         for file in &changed {
             if let Some((breach, why)) = self.breach(file) {
-                findings
-                    .push(Finding::in_file(file, format!("changed, but {why}")).breaching(breach));
+                let weight = match breach {
+                    _ if self.deny.is_match(file) => 1,
+                    Breach::Readonly => 2,
+                    _ => 3,
+                };
+                let finding = Finding::in_file(file, format!("changed, but {why}"));
+                ranked.push((weight, finding.breaching(breach)));
             }
         }
-        if let Ok(report) = &ctx.task.signal.report {
-            if let Some(declared) = &report.files_touched {
-                let declared: BTreeSet<String> = declared
-                    .iter()
-                    .map(|f| f.trim_start_matches("./").to_owned())
-                    .collect();
-                for file in changed.difference(&declared) {
-                    findings.push(
-                        Finding::in_file(file, "changed, but not declared in files_touched")
-                            .breaching(Breach::Undeclared),
-                    );
-                }
-                for file in declared.difference(&changed) {
-                    findings.push(
-                        Finding::in_file(file, "declared in files_touched, but it did not change")
-                            .breaching(Breach::Undeclared),
-                    );
-                }
-            }
-        }
+        ranked.extend(self.undeclared(ctx, &changed).into_iter().map(|f| (4, f)));
+        let in_cache = |f: &Finding| f.file.as_deref().is_some_and(toolcache::is_cache);
+        ranked.sort_by_key(|(weight, f)| (in_cache(f), *weight));
+        let caches = ranked.iter().filter(|(_, f)| in_cache(f)).count();
+        let findings: Vec<Finding> = ranked.into_iter().map(|(_, f)| f).collect();
+
         let from = match note {
             Some(note) => format!("{source}; {note}"),
             None => source.to_string(),
@@ -191,13 +190,55 @@ impl RuleDef for FileScope {
             "{count} changed file{} in scope ({from})",
             if count == 1 { "" } else { "s" }
         );
-        ctx.in_time(Outcome::from_findings(findings, &ok, |n| {
+        let cache_hint = (caches > 0).then(|| {
+            format!(
+                "; {caches} in tool caches validator's gates did not write: delete {}, or ignore {} in a committed .gitignore",
+                if caches == 1 { "it" } else { "them" },
+                if caches == 1 { "it" } else { "them" },
+            )
+        });
+        let mut outcome = Outcome::from_findings(findings, &ok, |n| {
             format!("{n} scope violations among {count} changed files ({from})")
-        }))
+        });
+        if let Some(hint) = cache_hint {
+            outcome.summary.push_str(&hint);
+        }
+        outcome.changed_files = Some(Box::new(ChangedFiles::new(
+            changed.iter(),
+            gate_written.keys(),
+        )));
+        ctx.in_time(outcome)
     }
 }
 
 impl FileScope {
+    /// A declared `files_touched` list held against what really changed, both ways.
+    fn undeclared(&self, ctx: &Context<'_>, changed: &BTreeSet<String>) -> Vec<Finding> {
+        let Some(declared) = ctx
+            .task
+            .signal
+            .report
+            .as_ref()
+            .ok()
+            .and_then(|report| report.files_touched.as_ref())
+        else {
+            return Vec::new();
+        };
+        let declared: BTreeSet<String> = declared
+            .iter()
+            .map(|f| f.trim_start_matches("./").to_owned())
+            .collect();
+        let unsaid = changed.difference(&declared).map(|file| {
+            Finding::in_file(file, "changed, but not declared in files_touched")
+                .breaching(Breach::Undeclared)
+        });
+        let unmade = declared.difference(changed).map(|file| {
+            Finding::in_file(file, "declared in files_touched, but it did not change")
+                .breaching(Breach::Undeclared)
+        });
+        unsaid.chain(unmade).collect()
+    }
+
     /// Whether changing `rel` (a task path) breaks this scope: the breach, and why in words
     /// that follow "changed, but" (the stop's finding) or "refused:" (a tool call's).
     pub fn breach(&self, rel: &str) -> Option<(Breach, String)> {
@@ -259,6 +300,13 @@ struct Known {
     /// test may make one) hides nothing from the gates after it. A base git could not read
     /// when the run started stays that failure.
     pinned: HashMap<String, Result<Pinned, Unusable>>,
+    /// The tool-cache files earlier runs' gates wrote (see [`crate::toolcache`]), read when
+    /// first needed.
+    recorded: Option<std::sync::Arc<toolcache::Record>>,
+    /// For each base, the tool-cache files that were the worker's changes when the run started
+    /// ([`Listed::start`]): judged whatever a gate writes into them later. For a base not in
+    /// it (outside a run, or before its first listing), only what the record holds is left out.
+    caches_at_start: HashMap<String, BTreeSet<String>>,
 }
 
 /// What a run counts the worker's changes from.
@@ -456,6 +504,81 @@ impl Listed {
             .map(|dir| dir.path().to_path_buf())
     }
 
+    /// Marks the run's start, after [`Listed::pin`] and before its first gate: what the worker
+    /// changed in tool caches by then, against each of `bases`, stays the worker's change
+    /// whatever a gate writes into it later; what else a gate writes into a tool cache during
+    /// the run is not (see [`crate::toolcache`]). A base that cannot be listed now is left
+    /// to its gates, which say why; for it only the record's files are left out.
+    pub fn start<'b>(&self, ctx: &Context<'_>, bases: impl IntoIterator<Item = &'b str>) {
+        for base in bases {
+            let Ok(changes) = changed(ctx, base, ctx.started + ctx.timeout) else {
+                continue;
+            };
+            let judged = changes
+                .files
+                .into_iter()
+                .filter(|rel| toolcache::is_cache(rel))
+                .collect();
+            self.known().caches_at_start.insert(base.to_owned(), judged);
+        }
+    }
+
+    /// The tool-cache files the run's gates wrote, as they are at its end: the record the next
+    /// run leaves them out by. None if the run never started or a base cannot be listed now
+    /// (the earlier record stands).
+    pub fn gate_written(&self, ctx: &Context<'_>) -> Option<toolcache::Record> {
+        let bases: Vec<String> = self.known().caches_at_start.keys().cloned().collect();
+        if bases.is_empty() {
+            return None;
+        }
+        let mut record = toolcache::Record::default();
+        for base in bases {
+            record.extend(
+                changed(ctx, &base, ctx.started + ctx.timeout)
+                    .ok()?
+                    .gate_written,
+            );
+        }
+        Some(record)
+    }
+
+    /// Leaves out of `changes` (listed against `base`) the tool-cache files validator's own
+    /// gates wrote: during this run, those that were not the worker's changes when it started;
+    /// outside a run, those exactly as the record holds them.
+    fn leave_out_gate_writes(&self, ctx: &Context<'_>, base: &str, changes: &mut Changes) {
+        let stamped: Vec<(String, Stamp)> = changes
+            .files
+            .iter()
+            .filter(|rel| toolcache::is_cache(rel))
+            .filter_map(|rel| Some((rel.clone(), Stamp::of(ctx.task, rel)?)))
+            .collect();
+        if stamped.is_empty() {
+            return;
+        }
+        let mut known = self.known();
+        let written: BTreeMap<String, Stamp> = match known.caches_at_start.get(base) {
+            Some(judged) => stamped
+                .into_iter()
+                .filter(|(rel, _)| !judged.contains(rel))
+                .collect(),
+            None => {
+                let recorded = known
+                    .recorded
+                    .get_or_insert_with(|| {
+                        std::sync::Arc::new(toolcache::load(ctx.state_dir, &ctx.task.name))
+                    })
+                    .clone();
+                stamped
+                    .into_iter()
+                    .filter(|(rel, stamp)| recorded.holds(rel, stamp))
+                    .collect()
+            }
+        };
+        drop(known);
+        changes.files.retain(|rel| !written.contains_key(rel));
+        changes.gate_written = written;
+    }
+
     /// Forgets every answer: the task's files may have changed since they were listed.
     pub fn forget(&self) {
         let mut known = self.known();
@@ -545,6 +668,7 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
             files,
             findings,
             note,
+            gate_written: Default::default(),
         }
     } else {
         match ctx.listed.repository(ctx, deadline)? {
@@ -578,12 +702,18 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
                     files,
                     findings,
                     note,
+                    gate_written: Default::default(),
                 }
             }
         }
     };
-    // The validator's own files (state, verdicts, the done file) are never the worker's change.
-    changes.files.retain(|rel| !task.is_ignored(rel));
+    // The validator's own files (state, verdicts, the done file) are never the worker's change,
+    // nor what its gates wrote into tool caches.
+    let record = toolcache::record_path(ctx.state_dir, &task.name);
+    changes
+        .files
+        .retain(|rel| !task.is_ignored(rel) && task.dir.join(rel) != record);
+    ctx.listed.leave_out_gate_writes(ctx, base, &mut changes);
     Ok(changes)
 }
 
@@ -809,6 +939,7 @@ mod tests {
             files: [file.to_owned()].into(),
             findings: Vec::new(),
             note: None,
+            gate_written: Default::default(),
         })
     }
 

@@ -283,6 +283,7 @@ mod tests {
                     .collect(),
                 output_tail: Some((0..tail_lines).map(|i| format!("out {i}\n")).collect()),
                 fix: None,
+                changed_files: None,
             }],
             reasons: vec!["lint: findings".into()],
             warnings: vec![],

@@ -110,6 +110,54 @@ pub fn gate_text(gate: &GateReport, width: usize) -> String {
 
 /// The end of [`text`], after the gates: what no machine checked, the decision and why, and
 /// the warnings.
+/// The line before a group's gates, whose lines follow in the order they finish.
+pub fn group_text(group: &str, size: usize) -> String {
+    let dim = Style::new().dimmed();
+    format!(
+        "  {dim}┄ group {}: {size} gates at once, each shown as it finishes{dim:#}\n",
+        one_line(group)
+    )
+}
+
+/// The files a gate counted as the worker's changes, one a line under its own (`check -v`),
+/// so the count can be held against `git status`: the first 50, then how many more.
+pub fn changed_text(gate: &GateReport) -> String {
+    const SHOWN: usize = 50;
+    let dim = Style::new().dimmed();
+    let mut out = String::new();
+    let Some(changed) = &gate.changed_files else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "      {dim}counted as changed: {} file{}{dim:#}",
+        changed.count,
+        if changed.count == 1 { "" } else { "s" }
+    );
+    for file in changed.files.iter().take(SHOWN) {
+        let _ = writeln!(out, "        {}", one_line(file));
+    }
+    if changed.count > SHOWN {
+        let _ = writeln!(
+            out,
+            "        {dim}… and {} more (the JSON verdict lists {}){dim:#}",
+            changed.count - SHOWN,
+            changed.files.len()
+        );
+    }
+    if !changed.left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "      {dim}left out, written into tool caches by validator's own gates: {}{dim:#}",
+            changed.left_out.len()
+        );
+        for file in changed.left_out.iter().take(SHOWN) {
+            let _ = writeln!(out, "        {}", one_line(file));
+        }
+    }
+    out
+}
+
 pub fn text_footer(verdict: &Verdict) -> String {
     let dim = Style::new().dimmed();
     let mut out = String::new();
@@ -547,6 +595,7 @@ mod tests {
             findings: Vec::new(),
             output_tail: None,
             fix: None,
+            changed_files: None,
         }
     }
 

@@ -238,6 +238,37 @@ pub struct GateReport {
     /// The command the rules name to fix what this gate found (`fix:`), when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// What the gate counted as the worker's changes (`file-scope`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_files: Option<ChangedFiles>,
+}
+
+/// What a gate counted as the worker's changes, so a reader can hold its count against
+/// `git status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFiles {
+    /// How many files; `files` holds the first [`ChangedFiles::LISTED`] of them, sorted.
+    pub count: usize,
+    pub files: Vec<String>,
+    /// Files in tool caches left out because validator's own gates wrote them (the first
+    /// [`ChangedFiles::LISTED`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+impl ChangedFiles {
+    pub const LISTED: usize = 1000;
+
+    pub fn new<'a>(
+        files: impl ExactSizeIterator<Item = &'a String>,
+        left_out: impl Iterator<Item = &'a String>,
+    ) -> Self {
+        ChangedFiles {
+            count: files.len(),
+            files: files.take(Self::LISTED).cloned().collect(),
+            left_out: left_out.take(Self::LISTED).cloned().collect(),
+        }
+    }
 }
 
 /// The done signal a verdict answers; `sha256` and `mtime` make the verdict current.

@@ -154,6 +154,7 @@ mod tests {
             findings: vec![finding.clone()],
             output_tail: None,
             fix: None,
+            changed_files: None,
         };
         let value = result(&gate, &finding, true, &mut Vec::new(), "validator.yaml");
         assert_eq!(

@@ -787,6 +787,7 @@ mod tests {
             findings: Vec::new(),
             output_tail: None,
             fix: None,
+            changed_files: None,
         };
         metrics.gate_finished(&task, &report(GateOutcome::Cached));
         metrics.gate_finished(&task, &report(GateOutcome::Skipped));

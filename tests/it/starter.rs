@@ -229,7 +229,9 @@ fn init_detects_each_marker_and_writes_its_pack_and_schema() {
             "{stdout}"
         );
         assert!(
-            stdout.contains("keep state in `.validator/` (this pack's `check` writes none)"),
+            stdout.contains(
+                "keeps its state in `.validator/` (what `check`'s gates wrote into tool caches"
+            ),
             "{stdout}"
         );
         assert_eq!(
