@@ -426,7 +426,15 @@ impl Command {
             }
         }
         let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
-        let mut outcome = self.judge(ctx, parse, exit, &text, &cwd, &before);
+        // A runner that is not there at all is said as such, before the output is read.
+        let missing = match exit {
+            Exit::Code(code) if code != 0 => {
+                super::runner::missing(&self.argv, &env, task, &cwd, deadline)
+            }
+            _ => None,
+        };
+        let mut outcome =
+            missing.unwrap_or_else(|| self.judge(ctx, parse, exit, &text, &cwd, &before));
         if !refused.is_empty() {
             let count = refused.len();
             refused.append(&mut outcome.findings);

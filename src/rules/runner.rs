@@ -1,0 +1,243 @@
+//! Whose fault a failed command is when its runner was not there: a program or a Python module
+//! the rules' `run:` names, missing where validator runs, is the environment's (ERROR: a worker
+//! cannot fix it by changing its work); a project tool missing from the task's own
+//! `node_modules` is the task's to install (FAIL, saying so). Decided only from what validator
+//! looks up itself, never from output the worker's code could print ("No module named pytest",
+//! exit 127): a worker's `pytest.py` printing that is judged as any failing test is.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::process::{self, Exit};
+use crate::rules::Outcome;
+use crate::task::Task;
+
+/// Words a shell runs itself: never looked for on PATH.
+const BUILTINS: &[&str] = &[
+    ":", ".", "[", "[[", "alias", "bg", "break", "builtin", "case", "cd", "command", "continue",
+    "declare", "echo", "eval", "exec", "exit", "export", "false", "fg", "getopts", "hash", "jobs",
+    "kill", "let", "local", "printf", "pwd", "read", "readonly", "return", "set", "shift",
+    "source", "test", "times", "trap", "true", "type", "typeset", "ulimit", "umask", "unalias",
+    "unset", "wait",
+];
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash"];
+/// Asks an interpreter whether it can find a top-level module (found, not imported: no code of
+/// a package runs), from the gate's own directory, so the project's own module (`python3 -m
+/// tests`) is found as the gate found it; a worker's `pytest.py` there is found too, and the
+/// gate's failure then stands as it is. Exit 3: it cannot.
+const FIND_MODULE: &str =
+    "import importlib.util,sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)";
+
+/// The outcome a failed command gets instead of its own when a runner it needs is missing.
+pub(super) fn missing(
+    argv: &[String],
+    env: &[(OsString, OsString)],
+    task: &Task,
+    cwd: &Path,
+    deadline: Instant,
+) -> Option<Outcome> {
+    for words in simple_commands(argv) {
+        let words = unwrapped(&words);
+        let Some(program) = words.first() else {
+            continue;
+        };
+        if program.contains('/') || BUILTINS.contains(&program.as_str()) {
+            continue;
+        }
+        let Some(found) = process::on_path(&OsString::from(program), env) else {
+            return Some(Outcome::error(format!(
+                "could not run: `{program}` (named in `run:`) is not on PATH where validator runs; install it there (the environment's fault, not the work's)"
+            )));
+        };
+        let found = PathBuf::from(found);
+        if let Some(module) = python_module(program, words) {
+            if !found_inside(&found, task) && !has_module(&found, module, env, cwd, deadline) {
+                return Some(Outcome::error(format!(
+                    "could not run: `{}` has no module `{module}` (named in `run:`); install it where validator runs (pip install {module}): the environment's fault, not the work's",
+                    found.display()
+                )));
+            }
+        }
+        if let Some(tool) = npx_tool(program, words) {
+            if process::on_path(&OsString::from(tool), env).is_none()
+                && !in_node_modules(tool, cwd, task)
+            {
+                return Some(Outcome::fail(format!(
+                    "could not run: `{tool}` is not installed (no node_modules/.bin/{tool}, not on PATH); install the project's dependencies (npm install)"
+                )));
+            }
+        }
+    }
+    None
+}
+
+/// The commands the rules name, each as its literal words: the argv itself, or the simple
+/// commands of a `sh -c` script (a word that expands is not known: that command is passed over).
+fn simple_commands(argv: &[String]) -> Vec<Vec<String>> {
+    let shell = argv
+        .first()
+        .and_then(|p| Path::new(p).file_name())
+        .is_some_and(|name| SHELLS.iter().any(|s| name == *s));
+    let script = match (shell, argv.get(1), argv.get(2)) {
+        (true, Some(flag), Some(script))
+            if flag.starts_with('-') && !flag.starts_with("--") && flag.contains('c') =>
+        {
+            script
+        }
+        _ => return vec![argv.to_vec()],
+    };
+    let read = crate::shell::read(script);
+    // A name the script defines, or tests for before it runs it, is not a program it needs.
+    let tested = |name: &str| {
+        script.contains(&format!("{name}()"))
+            || script.contains(&format!("{name} ()"))
+            || read.commands.iter().any(|c| {
+                c.words.len() > 1
+                    && c.words.iter().skip(1).any(|w| w.is(name))
+                    && matches!(
+                        c.words[0].literal.as_deref(),
+                        Some("command" | "which" | "type" | "hash")
+                    )
+            })
+    };
+    read.commands
+        .iter()
+        .filter_map(|c| {
+            c.words
+                .iter()
+                .map(|w| w.literal.clone())
+                .collect::<Option<Vec<_>>>()
+        })
+        .filter(|words| words.first().is_some_and(|p| !tested(p)))
+        .collect()
+}
+
+/// `env VAR=value … program …` is the program's command.
+fn unwrapped(words: &[String]) -> &[String] {
+    if words.first().is_some_and(|w| w == "env") {
+        let at = words[1..]
+            .iter()
+            .position(|w| !w.contains('=') && !w.starts_with('-'))
+            .map_or(words.len(), |i| i + 1);
+        return &words[at..];
+    }
+    words
+}
+
+/// The module `python -m MODULE` runs.
+fn python_module<'a>(program: &str, words: &'a [String]) -> Option<&'a str> {
+    let version = program.strip_prefix("python")?;
+    if !version.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let at = words.iter().position(|w| w == "-m")?;
+    words
+        .get(at + 1)
+        .map(String::as_str)
+        .filter(|m| !m.is_empty() && m.chars().all(|c| c.is_alphanumeric() || "._".contains(c)))
+}
+
+/// The tool `npx --no-install TOOL` (or `--no`) runs: without those, npx downloads it.
+fn npx_tool<'a>(program: &str, words: &'a [String]) -> Option<&'a str> {
+    if program != "npx" || !words.iter().any(|w| w == "--no-install" || w == "--no") {
+        return None;
+    }
+    words[1..]
+        .iter()
+        .find(|w| !w.starts_with('-'))
+        .map(String::as_str)
+}
+
+fn found_inside(program: &Path, task: &Task) -> bool {
+    program
+        .canonicalize()
+        .is_ok_and(|real| real.starts_with(&task.dir))
+        || program.starts_with(&task.dir)
+}
+
+/// Whether `node_modules/.bin/TOOL` is in `cwd` or a directory above it in the task.
+fn in_node_modules(tool: &str, cwd: &Path, task: &Task) -> bool {
+    cwd.ancestors()
+        .take_while(|dir| dir.starts_with(&task.dir))
+        .any(|dir| dir.join("node_modules/.bin").join(tool).exists())
+}
+
+/// Whether the interpreter finds `module`'s top-level package from `cwd`; an answer not had (a
+/// timeout, a failure to start) counts as yes: the gate's own failure then stands.
+fn has_module(
+    python: &Path,
+    module: &str,
+    env: &[(OsString, OsString)],
+    cwd: &Path,
+    deadline: Instant,
+) -> bool {
+    let top = module.split('.').next().unwrap_or(module);
+    let argv: Vec<OsString> = vec![python.into(), "-c".into(), FIND_MODULE.into(), top.into()];
+    let asked = process::run(&process::Spec {
+        argv: &argv,
+        cwd,
+        env,
+        env_remove: &[],
+        timeout: deadline
+            .saturating_duration_since(Instant::now())
+            .min(std::time::Duration::from_secs(10)),
+        output_cap: 4096,
+        cancel: None,
+        separate_stderr: false,
+        sandbox: None,
+    });
+    !matches!(asked, Ok(finished) if finished.exit == Exit::Code(3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(list: &[&str]) -> Vec<String> {
+        list.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn a_shell_script_names_its_simple_commands_but_not_what_it_tests_for() {
+        let argv = words(&[
+            "sh",
+            "-c",
+            "ruff check . && python3 -m pytest; command -v mypy && mypy .",
+        ]);
+        let found: Vec<String> = simple_commands(&argv)
+            .into_iter()
+            .map(|w| w[0].clone())
+            .collect();
+        assert_eq!(found, ["ruff", "python3", "command"]);
+        assert_eq!(
+            simple_commands(&words(&["ruff", "check"])),
+            [words(&["ruff", "check"])]
+        );
+    }
+
+    #[test]
+    fn modules_and_npx_tools_are_read_from_the_rules_words() {
+        assert_eq!(
+            python_module("python3", &words(&["python3", "-m", "pytest", "-q"])),
+            Some("pytest")
+        );
+        assert_eq!(
+            python_module("python3.12", &words(&["python3.12", "-m", "flake8"])),
+            Some("flake8")
+        );
+        assert_eq!(
+            python_module("pythonista", &words(&["pythonista", "-m", "x"])),
+            None
+        );
+        assert_eq!(
+            npx_tool("npx", &words(&["npx", "--no-install", "eslint", "."])),
+            Some("eslint")
+        );
+        assert_eq!(npx_tool("npx", &words(&["npx", "eslint"])), None);
+        assert_eq!(
+            unwrapped(&words(&["env", "A=1", "ruff", "x"])),
+            &words(&["ruff", "x"])[..]
+        );
+    }
+}
