@@ -199,3 +199,275 @@ fn install_hook_makes_validator_the_repositorys_pre_commit_hook() {
     assert_ne!(code, 0);
     assert!(stderr.contains("not in a git repository"), "{stderr}");
 }
+
+/// A project as a newcomer has one: a git repository holding its own rules file (state in
+/// `.validator/` inside it), `src/` committed, and `gates` after a scope gate that allows
+/// `src/**` only.
+fn repository(gates: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path();
+    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
+    std::fs::write(repo.join("src/app.py"), "x = 1\n").expect("write");
+    std::fs::write(
+        repo.join("validator.yaml"),
+        format!(
+            "version: 1\nstate: .validator\npipelines:\n  - name: main\n    gates:\n      - {{name: scope, rule: file-scope, allow: [\"src/**\"]}}\n{gates}"
+        ),
+    )
+    .expect("rules");
+    crate::common::commit_all(repo);
+    dir
+}
+
+/// `check` in `repo` (its own rules file), with `args`: exit code and the JSON verdict.
+fn check_in(repo: &std::path::Path, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut cmd = validator();
+    crate::common::isolate_git(&mut cmd);
+    cmd.current_dir(repo)
+        .args(["check", "--format", "json"])
+        .args(args);
+    crate::common::json_verdict(cmd)
+}
+
+/// A test gate as a test runner is: it writes its caches into the project on every run (new
+/// content each time, as pytest's `nodeids` and Python's bytecode get), then passes or fails.
+fn writing_caches(exit: u8) -> String {
+    format!(
+        "      - name: test\n        rule: test\n        run: [sh, -c, \"mkdir -p .pytest_cache/v/cache src/__pycache__ && date +%s%N > .pytest_cache/v/cache/nodeids && date +%s%N > src/__pycache__/app.cpython-312.pyc && printf 'Signature: 8a477f597d28d172789f06886806bc55' > .pytest_cache/CACHEDIR.TAG && exit {exit}\"]\n"
+    )
+}
+
+fn files_of(verdict: &serde_json::Value, gate: &str) -> Vec<String> {
+    crate::common::gate(verdict, gate)["findings"]
+        .as_array()
+        .map(|found| {
+            found
+                .iter()
+                .filter_map(|f| f["file"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn caches_the_gates_wrote_are_not_the_workers_change_on_the_next_run() {
+    let dir = repository(&writing_caches(0));
+    let repo = dir.path();
+    for run in 1..=3 {
+        let (code, verdict) = check_in(repo, &[]);
+        assert_eq!(code, 0, "run {run}: {verdict:#}");
+    }
+    // What the gates wrote is said, apart from what was counted.
+    let (_, verdict) = check_in(repo, &[]);
+    let counted = &crate::common::gate(&verdict, "scope")["changed_files"];
+    assert_eq!(counted["count"], 0, "{verdict:#}");
+    let left_out = counted["left_out"].to_string();
+    assert!(
+        left_out.contains(".pytest_cache/v/cache/nodeids"),
+        "{left_out}"
+    );
+    assert!(
+        left_out.contains("src/__pycache__/app.cpython-312.pyc"),
+        "{left_out}"
+    );
+    // A real change out of scope is the one reported.
+    std::fs::write(repo.join("notes.txt"), "mine\n").expect("write");
+    let (code, verdict) = check_in(repo, &[]);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(files_of(&verdict, "scope"), ["notes.txt"], "{verdict:#}");
+    assert_eq!(
+        crate::common::gate(&verdict, "scope")["changed_files"]["files"],
+        serde_json::json!(["notes.txt"])
+    );
+}
+
+#[test]
+fn caches_a_failing_run_wrote_do_not_fail_the_retry_on_scope() {
+    let dir = repository(&writing_caches(1));
+    let repo = dir.path();
+    for run in 1..=2 {
+        let (code, verdict) = check_in(repo, &[]);
+        assert_eq!(code, 1, "run {run}: {verdict:#}");
+        assert_eq!(
+            crate::common::gate(&verdict, "scope")["outcome"],
+            "pass",
+            "run {run}: {verdict:#}"
+        );
+    }
+}
+
+#[test]
+fn a_cache_the_worker_made_or_changed_is_judged() {
+    let dir = repository(&writing_caches(0));
+    let repo = dir.path();
+    // Made before any run, dressed as a cache every way there is.
+    for (rel, text) in [
+        (
+            ".pytest_cache/CACHEDIR.TAG",
+            "Signature: 8a477f597d28d172789f06886806bc55\n",
+        ),
+        (".pytest_cache/.gitignore", "*\n"),
+        (".pytest_cache/payload.py", "import os\n"),
+        ("src/__pycache__/evil.py", "import os\n"),
+        (".mypy_cache/.gitignore", "*\n"),
+    ] {
+        let path = repo.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    for run in 1..=2 {
+        let (code, verdict) = check_in(repo, &[]);
+        assert_eq!(code, 1, "run {run}: {verdict:#}");
+        let judged = files_of(&verdict, "scope");
+        for rel in [
+            ".pytest_cache/CACHEDIR.TAG",
+            ".pytest_cache/payload.py",
+            ".mypy_cache/.gitignore",
+        ] {
+            assert!(
+                judged.iter().any(|f| f == rel),
+                "run {run}: {rel} in {judged:?}"
+            );
+        }
+        let summary = crate::common::gate(&verdict, "scope")["summary"].to_string();
+        assert!(
+            summary.contains("in tool caches validator's gates did not write"),
+            "{summary}"
+        );
+    }
+
+    // After clean runs, a cache file the worker changes, or adds beside the gates', is its own.
+    let dir = repository(&writing_caches(0));
+    let repo = dir.path();
+    assert_eq!(check_in(repo, &[]).0, 0);
+    std::fs::write(repo.join(".pytest_cache/v/cache/nodeids"), "forged\n").expect("write");
+    std::fs::write(repo.join(".pytest_cache/v/cache/extra"), "mine\n").expect("write");
+    let (code, verdict) = check_in(repo, &["--only", "scope"]);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(
+        files_of(&verdict, "scope"),
+        [
+            ".pytest_cache/v/cache/extra",
+            ".pytest_cache/v/cache/nodeids"
+        ],
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn what_a_gate_writes_outside_a_cache_is_still_judged_every_run() {
+    let dir = repository(
+        "      - name: test\n        rule: test\n        run: [sh, -c, \"mkdir -p config && date +%s%N > config/generated.yaml\"]\n",
+    );
+    let repo = dir.path();
+    for run in 1..=2 {
+        let (code, verdict) = check_in(repo, &[]);
+        assert_eq!(code, 1, "run {run}: {verdict:#}");
+        assert!(
+            crate::common::reasons(&verdict).contains("config/generated.yaml"),
+            "run {run}: {verdict:#}"
+        );
+    }
+}
+
+#[test]
+fn real_violations_come_before_caches_and_verbose_lists_what_was_counted() {
+    let dir = repository("");
+    let repo = dir.path();
+    for n in 0..12 {
+        let path = repo.join(format!(".pytest_cache/v/cache/{n:02}"));
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, "x").expect("write");
+    }
+    std::fs::write(repo.join("zzz_notes.txt"), "mine\n").expect("write");
+    let (code, verdict) = check_in(repo, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        files_of(&verdict, "scope")[0],
+        "zzz_notes.txt",
+        "{verdict:#}"
+    );
+    // The text a person reads shows it within the first lines, and `-v` lists what counted.
+    let mut cmd = validator();
+    crate::common::isolate_git(&mut cmd);
+    let output = cmd
+        .current_dir(repo)
+        .args(["-v", "check"])
+        .output()
+        .expect("run validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let first = stdout
+        .lines()
+        .position(|l| l.contains("zzz_notes.txt: changed"))
+        .expect("the real violation is listed");
+    let cache = stdout
+        .lines()
+        .position(|l| l.contains(".pytest_cache/v/cache/00: changed"))
+        .expect("a cache file is listed");
+    assert!(first < cache, "{stdout}");
+    assert!(stdout.contains("counted as changed: 13 files"), "{stdout}");
+}
+
+#[test]
+fn a_missing_runner_named_by_the_rules_is_the_environments_fault() {
+    for run in [
+        r#"python3 -m validator_no_such_module"#,
+        r#"[sh, -c, "true && validator-no-such-tool --check"]"#,
+    ] {
+        let project = Project::new();
+        project.rules(&pipeline(&format!(
+            "      - name: test\n        rule: test\n        run: {run}\n"
+        )));
+        let (code, verdict) = project.verdict();
+        assert_eq!(code, 2, "{run}: {verdict:#}");
+        let why = crate::common::reasons(&verdict);
+        assert!(why.contains("could not run:"), "{run}: {why}");
+        assert!(why.contains("install it"), "{run}: {why}");
+    }
+}
+
+#[test]
+fn a_missing_runner_the_worker_can_fake_stays_a_failure() {
+    // The worker's own module printing what a missing one would, its script calling a program
+    // nobody has, a script exiting 127: each is the work failing, whatever it prints.
+    for (run, file, text) in [
+        (
+            "python3 -m pytest_shadow",
+            "pytest_shadow.py",
+            "import sys\nprint('No module named pytest_shadow')\nsys.exit(1)\n",
+        ),
+        (
+            "[sh, -c, \"sh ./run.sh\"]",
+            "run.sh",
+            "validator-no-such-tool --check\n",
+        ),
+        (
+            "[sh, -c, \"sh ./run.sh\"]",
+            "run.sh",
+            "echo 'sh: 1: ruff: not found'; exit 127\n",
+        ),
+    ] {
+        let project = Project::new();
+        project
+            .rules(&pipeline(&format!(
+                "      - name: test\n        rule: test\n        run: {run}\n"
+            )))
+            .file(file, text);
+        let (code, verdict) = project.verdict();
+        assert_eq!(code, 1, "{run}: {verdict:#}");
+    }
+}
+
+#[test]
+fn a_groups_live_lines_are_said_to_come_as_they_finish() {
+    let project = Project::new();
+    project.rules(&pipeline(
+        "      - {name: one, rule: lint, run: \"true\", group: checks}\n      - {name: two, rule: lint, run: \"true\", group: checks}\n",
+    ));
+    let output = project.check().output().expect("run validator");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("group checks: 2 gates at once, each shown as it finishes"),
+        "{stdout}"
+    );
+}
