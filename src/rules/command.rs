@@ -429,7 +429,7 @@ impl Command {
         // A runner that is not there at all is said as such, before the output is read.
         let missing = match exit {
             Exit::Code(code) if code != 0 => {
-                super::runner::missing(&self.argv, &env, task, &cwd, deadline)
+                super::runner::missing(&self.argv, &env, task, &cwd, code, &text, deadline)
             }
             _ => None,
         };

@@ -29,8 +29,54 @@ const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash"];
 const FIND_MODULE: &str =
     "import importlib.util,sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)";
 
-/// The outcome a failed command gets instead of its own when a runner it needs is missing.
+/// The outcome a failed command gets instead of its own when a runner it needs is missing:
+/// one the rules name (looked up by validator), else, after exit 127, one a shell said it could
+/// not find and that is indeed nowhere (a FAIL still: the script may be the worker's, as an npm
+/// script is, and its fix is to install the project's dependencies).
 pub(super) fn missing(
+    argv: &[String],
+    env: &[(OsString, OsString)],
+    task: &Task,
+    cwd: &Path,
+    exit: i32,
+    output: &str,
+    deadline: Instant,
+) -> Option<Outcome> {
+    named_by_rules(argv, env, task, cwd, deadline).or_else(|| {
+        let program = (exit == 127).then(|| not_found_in(output)).flatten()?;
+        (process::on_path(&OsString::from(program), env).is_none()
+            && !in_node_modules(program, cwd, task))
+        .then(|| {
+            Outcome::fail(format!(
+                "could not run: `{program}` was not found (exit 127; not on PATH, no node_modules/.bin/{program}); install it, or the project's dependencies (npm install, pip install -e .)"
+            ))
+        })
+    })
+}
+
+/// The program a shell or `env` said it could not find, in the output's last such line.
+fn not_found_in(output: &str) -> Option<&str> {
+    output.lines().rev().find_map(|line| {
+        let line = line.trim_end();
+        let name = line
+            .strip_suffix(": command not found")
+            .or_else(|| line.strip_suffix(": not found"))
+            .and_then(|head| head.rsplit(": ").next())
+            .or_else(|| {
+                line.strip_prefix("env: ")?
+                    .strip_suffix(": No such file or directory")
+                    .map(|quoted| quoted.trim_matches(|c| c == '\'' || c == '‘' || c == '’'))
+            })?;
+        (!name.is_empty()
+            && !name.contains('/')
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || "._+-".contains(c)))
+        .then_some(name)
+    })
+}
+
+fn named_by_rules(
     argv: &[String],
     env: &[(OsString, OsString)],
     task: &Task,
@@ -214,6 +260,25 @@ mod tests {
             simple_commands(&words(&["ruff", "check"])),
             [words(&["ruff", "check"])]
         );
+    }
+
+    #[test]
+    fn what_a_shell_could_not_find_is_read_from_its_own_words() {
+        assert_eq!(not_found_in("sh: 1: nyc: not found\n"), Some("nyc"));
+        assert_eq!(
+            not_found_in("bash: line 1: tape: command not found"),
+            Some("tape")
+        );
+        assert_eq!(
+            not_found_in("env: ‘eslint’: No such file or directory"),
+            Some("eslint")
+        );
+        assert_eq!(
+            not_found_in("env: 'eslint': No such file or directory"),
+            Some("eslint")
+        );
+        assert_eq!(not_found_in("sh: 1: ./x: not found"), None);
+        assert_eq!(not_found_in("all fine"), None);
     }
 
     #[test]

@@ -455,6 +455,14 @@ fn a_missing_runner_the_worker_can_fake_stays_a_failure() {
             .file(file, text);
         let (code, verdict) = project.verdict();
         assert_eq!(code, 1, "{run}: {verdict:#}");
+        // A program the worker's script could not find is said as such, with the fix.
+        if text.starts_with("validator-no-such-tool") {
+            let why = crate::common::reasons(&verdict);
+            assert!(
+                why.contains("could not run: `validator-no-such-tool` was not found"),
+                "{why}"
+            );
+        }
     }
 }
 
