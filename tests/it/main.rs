@@ -49,6 +49,7 @@ mod review29b_attacks;
 mod review30_attacks;
 mod review30b_attacks;
 mod review30c_attacks;
+mod review31_attacks;
 mod review_seed;
 mod rules;
 mod schema_suite;
