@@ -154,6 +154,9 @@ pub struct Initialized {
     pub ignore_hint: bool,
     /// Whether other commands find the rules file without `-c`.
     pub found_by_default: bool,
+    /// Whether the rules file lies in a git work tree, where it counts as a change until it is
+    /// committed.
+    pub in_git: bool,
 }
 
 /// Writes the starter pack for the project in `project` to `rules` (and the schema beside it).
@@ -214,6 +217,9 @@ pub fn init(
         gates,
         ignore_hint: in_project && !ignores_state(dir),
         found_by_default: in_project && rules.file_name() == Some(RULES_FILE.as_ref()),
+        in_git: dir
+            .canonicalize()
+            .is_ok_and(|dir| dir.ancestors().any(|d| d.join(".git").exists())),
     })
 }
 
@@ -236,6 +242,13 @@ fn ignores_state(dir: &Path) -> bool {
             )
         })
     })
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
 }
 
 fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
@@ -285,11 +298,19 @@ impl fmt::Display for Initialized {
             true => "validator check".to_owned(),
             false => format!("validator check -c {}", self.rules.display()),
         };
+        if self.in_git {
+            writeln!(
+                f,
+                "  commit {} and {}: until then they are changes like any other, which a `file-scope` gate with `allow:` fails on",
+                file_name(&self.rules),
+                file_name(&self.schema)
+            )?;
+        }
         writeln!(f, "  run the gates over this directory: {check}")?;
         if self.ignore_hint {
             writeln!(
                 f,
-                "  validator keeps its state in `.validator/` (what `check`'s gates wrote into tool caches, the watcher's and hooks' records): add it to .gitignore"
+                "  the watcher, agent hooks and gates with `inputs:` keep state in `.validator/` (this pack's `check` writes none): add it to .gitignore before you use them"
             )?;
         }
         Ok(())

@@ -1,31 +1,31 @@
 //! Tool caches: the directories a project's own tools keep between runs (`.pytest_cache`,
-//! `__pycache__`, `.ruff_cache`, …), and the record of the files in them that validator's own
-//! gates wrote. A test gate's pytest writes `.pytest_cache` on every run; counted as the
-//! worker's change, it would fail the next run's `file-scope` for something nobody did.
+//! `.ruff_cache`, …). A cache is read back by the tool that wrote it (ruff skips a file its cache
+//! says is clean, pytest's `--lf` runs what its cache says failed, Python runs the bytecode in
+//! `__pycache__`), so one a worker planted can hide what a gate would find.
 //!
-//! What is left out of "what the worker changed" is exactly what a gate wrote: a file in a
-//! tool cache that appeared or changed while a run's programs ran, and which nothing changed
-//! since (the same inode, length, modification and change time: the change time is the
-//! kernel's, which no worker sets back). A cache the worker made itself, by a name, a
-//! `CACHEDIR.TAG` or a `.gitignore` of `*`, is still the worker's change and is judged.
-//!
-//! The record lives at `<state>/tool-caches/<task>.json`. Where the worker can write the state
-//! directory (a hook's project), it could forge entries; an entry only ever leaves out a regular
-//! file under one of the cache names below, which the worker's own tests, run by a gate, could
-//! write there anyway.
+//! So the gates' own tools keep their caches in a fresh directory of validator's for each
+//! command ([`scratch`], put in its environment by [`environment`]): no gate reads a cache from
+//! the task, or one an earlier run's tools (and the worker's code they ran) left, and none
+//! writes one into the task. For a tool that cannot be told where, what its gate writes into a cache
+//! during a run is not the worker's change in that run (see `rules::scope`); across runs only
+//! where validator keeps a record the worker cannot write: `<state>/tool-caches/<task>.json`,
+//! with the state directory out of the worker's reach, each file's inode, length, modification
+//! and change time (the change time is the kernel's, which no worker sets back). A cache the
+//! worker made or changed (by a name, a `CACHEDIR.TAG`, a `.gitignore` of `*`) is judged.
+//! `__pycache__` is no such cache: its bytecode is run in place of the source.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::task::{self, Task};
+use crate::task::Task;
 
 /// Directories only a tool writes, by the name the tool gives them, and the tool.
 pub const DIRECTORIES: &[(&str, &str)] = &[
     (".pytest_cache", "pytest"),
-    ("__pycache__", "Python"),
     (".ruff_cache", "ruff"),
     (".mypy_cache", "mypy"),
     (".hypothesis", "Hypothesis"),
@@ -125,25 +125,54 @@ fn path(state_dir: &Path, task: &str) -> PathBuf {
     state_dir.join("tool-caches").join(format!("{task}.json"))
 }
 
-/// The record's own path as a task path would name it (its directory resolved, the file
-/// itself not), so a listing of the task can leave it out: it is validator's file, not a
-/// change of the worker's, where the state directory lies inside the task (`check`).
-pub fn record_path(state_dir: &Path, task: &str) -> PathBuf {
-    let record = path(state_dir, task);
-    match (record.parent().map(Path::canonicalize), record.file_name()) {
-        (Some(Ok(dir)), Some(name)) => dir.join(name),
-        _ => record,
+/// Whether the state directory lies out of the worker's reach: not in the task, nor in the
+/// staging directory holding it. Only there is a record of validator's worth keeping.
+pub fn out_of_reach(state_dir: &Path, task: &Task) -> bool {
+    let state = state_dir
+        .canonicalize()
+        .unwrap_or_else(|_| state_dir.to_path_buf());
+    !state.starts_with(&task.dir) && !state.starts_with(&task.worker_area)
+}
+
+/// A fresh directory for one command's tool caches, removed when dropped. Fresh for every
+/// command: a cache a gate's tool kept between runs would be one the worker's code, run by a
+/// test gate with validator's rights, could write for the next run's tools to trust.
+pub fn scratch() -> Option<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("validator-caches-")
+        .tempdir()
+        .ok()
+}
+
+/// What a gate's command gets in its environment so its tools keep their caches in `home`:
+/// Python's bytecode, pytest's cache (added to the `PYTEST_ADDOPTS` validator was given), ruff's
+/// and mypy's. A gate's own `env:` comes after, and wins.
+pub fn environment(home: &Path) -> Vec<(OsString, OsString)> {
+    let mut addopts = std::env::var_os("PYTEST_ADDOPTS").unwrap_or_default();
+    if !addopts.is_empty() {
+        addopts.push(" ");
     }
+    addopts.push(format!(
+        "-o {}",
+        shell_words::quote(&format!("cache_dir={}", home.join("pytest").display()))
+    ));
+    vec![
+        ("PYTHONPYCACHEPREFIX".into(), home.join("python").into()),
+        ("PYTEST_ADDOPTS".into(), addopts),
+        ("RUFF_CACHE_DIR".into(), home.join("ruff").into()),
+        ("MYPY_CACHE_DIR".into(), home.join("mypy").into()),
+    ]
 }
 
 /// The record for `task`. Anything unreadable (none yet, a link or a FIFO in its place, a
-/// damaged file) records nothing: every cache file counts as the worker's, the safe side.
-pub fn load(state_dir: &Path, task: &str) -> Record {
-    if task::validate_name(task).is_err() {
+/// damaged file) records nothing: every cache file counts as the worker's, the safe side; and
+/// a state directory the worker can write holds no record at all.
+pub fn load(state_dir: &Path, task: &Task) -> Record {
+    if !out_of_reach(state_dir, task) {
         return Record::default();
     }
     crate::files::read(
-        &path(state_dir, task),
+        &path(state_dir, &task.name),
         MAX_RECORD_BYTES,
         crate::files::Links::Refuse,
     )
@@ -153,12 +182,12 @@ pub fn load(state_dir: &Path, task: &str) -> Record {
     .unwrap_or_default()
 }
 
-/// Replaces the record for `task`. An empty record where none was is not written, so a run
-/// whose gates write no cache leaves no state behind. A record that cannot be written costs a
-/// scope failure on a cache later, which says what to do; the failure is logged.
-pub fn save(state_dir: &Path, task: &str, mut record: Record) {
-    let target = path(state_dir, task);
-    if task::validate_name(task).is_err() || (record.is_empty() && !target.exists()) {
+/// Replaces the record for `task`, where the worker cannot write it (else nothing is kept). An
+/// empty record where none was is not written. A record that cannot be written costs a scope
+/// failure on a cache later, which says what to do; the failure is logged.
+pub fn save(state_dir: &Path, task: &Task, mut record: Record) {
+    let target = path(state_dir, &task.name);
+    if !out_of_reach(state_dir, task) || (record.is_empty() && !target.exists()) {
         return;
     }
     record.schema = SCHEMA.into();
@@ -171,7 +200,7 @@ pub fn save(state_dir: &Path, task: &str, mut record: Record) {
             crate::atomic::replace_unsynced(&target, &text).map_err(|err| format!("{err:#}"))
         });
     if let Err(err) = written {
-        tracing::warn!(task, %err, "cannot record the tool caches the gates wrote");
+        tracing::warn!(task = %task.name, %err, "cannot record the tool caches the gates wrote");
     }
 }
 
@@ -183,7 +212,6 @@ mod tests {
     fn cache_names_are_path_components_not_substrings() {
         for cached in [
             ".pytest_cache/v/cache/nodeids",
-            "src/pkg/__pycache__/mod.cpython-312.pyc",
             ".coverage",
             "sub/.coverage.host.1234.567",
             ".eslintcache",
@@ -193,7 +221,7 @@ mod tests {
         }
         for judged in [
             ".pytest_cache",
-            "__pycache__",
+            "src/pkg/__pycache__/mod.cpython-312.pyc",
             "src/my.pytest_cache/x",
             "coverage.py",
             ".coveragerc",
@@ -214,8 +242,8 @@ mod tests {
         let stamp = Stamp::of(&task, ".pytest_cache/a").unwrap();
         let mut record = Record::default();
         record.extend([(".pytest_cache/a".to_string(), stamp)]);
-        save(state.path(), "t", record);
-        let loaded = load(state.path(), "t");
+        save(state.path(), &task, record.clone());
+        let loaded = load(state.path(), &task);
         assert!(loaded.holds(".pytest_cache/a", &stamp));
 
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -228,16 +256,35 @@ mod tests {
     fn links_and_missing_files_have_no_stamp() {
         let dir = tempfile::tempdir().unwrap();
         let task = Task::new("t", dir.path()).unwrap();
-        std::fs::create_dir(dir.path().join("__pycache__")).unwrap();
-        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("__pycache__/x")).unwrap();
-        assert_eq!(Stamp::of(&task, "__pycache__/x"), None);
-        assert_eq!(Stamp::of(&task, "__pycache__/gone"), None);
+        std::fs::create_dir(dir.path().join(".ruff_cache")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join(".ruff_cache/x")).unwrap();
+        assert_eq!(Stamp::of(&task, ".ruff_cache/x"), None);
+        assert_eq!(Stamp::of(&task, ".ruff_cache/gone"), None);
     }
 
     #[test]
     fn an_empty_record_leaves_no_state_behind() {
+        let dir = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
-        save(state.path(), "t", Record::default());
+        let task = Task::new("t", dir.path()).unwrap();
+        save(state.path(), &task, Record::default());
         assert!(!state.path().join("tool-caches").exists());
+    }
+
+    #[test]
+    fn a_state_directory_the_worker_can_write_keeps_no_record_and_no_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".pytest_cache")).unwrap();
+        std::fs::write(dir.path().join(".pytest_cache/a"), "x").unwrap();
+        let task = Task::new("t", dir.path()).unwrap();
+        let state = dir.path().join(".validator");
+        let mut record = Record::default();
+        record.extend([(
+            ".pytest_cache/a".to_string(),
+            Stamp::of(&task, ".pytest_cache/a").unwrap(),
+        )]);
+        save(&state, &task, record);
+        assert!(!state.exists());
+        assert!(load(&state, &task).is_empty());
     }
 }

@@ -154,7 +154,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
         judge.judge(case, None).verdict
     };
     let mut verdict = judged(task.clone());
-    if args.fix && run_fixes(&verdict, pipeline, &task, rules.defaults.timeout, &cancel) {
+    if args.fix && run_fixes(&verdict, pipeline, &task, &rules, &cancel) {
         if let Some(stream) = &stream {
             stream.restart();
         }
@@ -352,7 +352,7 @@ fn run_fixes(
     verdict: &validator::Verdict,
     pipeline: &validator::config::Pipeline,
     task: &Task,
-    default_timeout: std::time::Duration,
+    rules: &validator::config::Rules,
     cancel: &validator::process::Cancel,
 ) -> bool {
     let mut ran = false;
@@ -360,7 +360,7 @@ fn run_fixes(
         let Some(gate) = pipeline.gates.iter().find(|g| g.name == report.name) else {
             continue;
         };
-        let timeout = gate.timeout.unwrap_or(default_timeout);
+        let timeout = gate.timeout.unwrap_or(rules.defaults.timeout);
         let Some(result) = gate.rule.run_fix(task, timeout, Some(cancel)) else {
             continue;
         };

@@ -712,6 +712,71 @@ mod tests {
         assert!(missing.is_empty(), "no help text: {missing:?}");
     }
 
+    /// Every `validator …` command the README and docs/ show (a `$ validator` line, or a code
+    /// span that is a whole command, placeholders aside) parses as the command line is defined:
+    /// a renamed option or command cannot leave a line behind that no longer runs.
+    #[test]
+    fn every_command_the_docs_show_parses() {
+        let mut pages = vec![(
+            "README.md".to_owned(),
+            include_str!("../../README.md").to_owned(),
+        )];
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).expect("docs")
+        {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "md") {
+                let text = std::fs::read_to_string(&path).expect("read page");
+                pages.push((path.display().to_string(), text));
+            }
+        }
+        let mut shown = Vec::new();
+        for (page, text) in &pages {
+            for line in text.lines() {
+                if let Some(command) = line.trim_start().strip_prefix("$ validator ") {
+                    shown.push((page.as_str(), command.to_owned()));
+                }
+            }
+            for span in text.split('`').skip(1).step_by(2) {
+                if let Some(command) = span.strip_prefix("validator ") {
+                    shown.push((page.as_str(), command.to_owned()));
+                }
+            }
+        }
+        let mut parsed = 0;
+        let mut broken = Vec::new();
+        for (page, command) in shown {
+            // A shell's own syntax ends the command; a placeholder or a choice is not a command.
+            let command = command
+                .split(['|', '&', '#', '>', ';'])
+                .next()
+                .unwrap_or_default()
+                .trim();
+            if command.contains(['[', '<', '…', '{', '$', '(', '*'])
+                || command
+                    .split_whitespace()
+                    .any(|w| w.len() > 1 && w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+            {
+                continue;
+            }
+            let Ok(words) = shell_words::split(command) else {
+                continue;
+            };
+            let argv = std::iter::once("validator".to_owned()).chain(words);
+            match super::command().try_get_matches_from(argv) {
+                Ok(_) => parsed += 1,
+                Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => parsed += 1,
+                Err(err) if err.kind() == clap::error::ErrorKind::DisplayVersion => parsed += 1,
+                Err(err) => broken.push(format!("{page}: `validator {command}`: {}", err.kind())),
+            }
+        }
+        assert!(
+            broken.is_empty(),
+            "commands the docs show that do not parse:\n{}",
+            broken.join("\n")
+        );
+        assert!(parsed > 40, "only {parsed} commands found in the docs");
+    }
+
     /// `-c` is offered wherever a rules file is read, and not on `completions`, which reads
     /// none; it is still accepted there, as a global option given first would be.
     #[test]

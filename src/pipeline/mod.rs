@@ -419,7 +419,7 @@ impl Runner<'_> {
         }
         let ctx = self.between_gates("(recording the tool caches the gates wrote)");
         if let Some(record) = self.listed.gate_written(&ctx) {
-            crate::toolcache::save(&self.rules.state, &self.task.name, record);
+            crate::toolcache::save(&self.rules.state, self.task, record);
         }
     }
 

@@ -229,7 +229,8 @@ impl Command {
         let fix = self.fix.as_ref()?;
         let run = || -> Result<String, String> {
             let cwd = self.working_dir(task)?;
-            let (argv, env) = self.launch(task, &cwd, fix)?;
+            let caches = crate::toolcache::scratch();
+            let (argv, env) = self.launch(task, caches.as_ref().map(|d| d.path()), &cwd, fix)?;
             let finished = process::run(&process::Spec {
                 argv: &argv,
                 cwd: &cwd,
@@ -266,6 +267,7 @@ impl Command {
     fn launch(
         &self,
         task: &crate::task::Task,
+        caches: Option<&Path>,
         cwd: &Path,
         written: &[String],
     ) -> Result<(Vec<OsString>, Environment), String> {
@@ -288,6 +290,11 @@ impl Command {
             ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
             ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
         ];
+        // The tools keep their caches in validator's directory, not the task's: none a worker
+        // planted is read, none is written into the work (see `toolcache`).
+        if let Some(caches) = caches {
+            env.extend(crate::toolcache::environment(caches));
+        }
         // A backtrace in validator's environment would fill the output's tail, which the
         // worker reads, with frames instead of the failure; the gate's `env` may ask for one.
         if !self.env.iter().any(|(key, _)| key == "RUST_BACKTRACE") {
@@ -334,10 +341,12 @@ impl Command {
             Ok(dir) => dir,
             Err(why) => return Outcome::fail(why),
         };
-        let (base, env) = match self.launch(task, &cwd, &self.argv) {
-            Ok(launch) => launch,
-            Err(why) => return Outcome::fail(why),
-        };
+        let caches = crate::toolcache::scratch();
+        let (base, env) =
+            match self.launch(task, caches.as_ref().map(|d| d.path()), &cwd, &self.argv) {
+                Ok(launch) => launch,
+                Err(why) => return Outcome::fail(why),
+            };
         let mut refused = Vec::new();
         let batches = match &self.files {
             None => vec![Vec::new()],

@@ -23,9 +23,9 @@ const BUILTINS: &[&str] = &[
 ];
 const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash"];
 /// Asks an interpreter whether it can find a top-level module (found, not imported: no code of
-/// a package runs), from the gate's own directory, so the project's own module (`python3 -m
-/// tests`) is found as the gate found it; a worker's `pytest.py` there is found too, and the
-/// gate's failure then stands as it is. Exit 3: it cannot.
+/// a package runs), from a directory of validator's own, so no file of the task (a
+/// `pytest.py`, a `.python-version` a pyenv shim would follow) answers for the environment.
+/// Exit 3: it cannot.
 const FIND_MODULE: &str =
     "import importlib.util,sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)";
 
@@ -83,7 +83,7 @@ fn named_by_rules(
     cwd: &Path,
     deadline: Instant,
 ) -> Option<Outcome> {
-    for words in simple_commands(argv) {
+    for words in simple_commands(argv)? {
         let words = unwrapped(&words);
         let Some(program) = words.first() else {
             continue;
@@ -98,7 +98,10 @@ fn named_by_rules(
         };
         let found = PathBuf::from(found);
         if let Some(module) = python_module(program, words) {
-            if !found_inside(&found, task) && !has_module(&found, module, env, cwd, deadline) {
+            if !found_inside(&found, task)
+                && !in_task(module, cwd, env)
+                && !has_module(&found, module, env, deadline)
+            {
                 return Some(Outcome::error(format!(
                     "could not run: `{}` has no module `{module}` (named in `run:`); install it where validator runs (pip install {module}): the environment's fault, not the work's",
                     found.display()
@@ -120,7 +123,11 @@ fn named_by_rules(
 
 /// The commands the rules name, each as its literal words: the argv itself, or the simple
 /// commands of a `sh -c` script (a word that expands is not known: that command is passed over).
-fn simple_commands(argv: &[String]) -> Vec<Vec<String>> {
+/// None when the command looks its programs up on a PATH of its own making (it sets `PATH`,
+/// or sources a file, as a virtualenv's `activate` does), or cannot be read whole: validator's
+/// PATH is then not the one that failed to hold them.
+fn simple_commands(argv: &[String]) -> Option<Vec<Vec<String>>> {
+    let sets_path = |word: &str| word.starts_with("PATH=") || word.contains(" PATH=");
     let shell = argv
         .first()
         .and_then(|p| Path::new(p).file_name())
@@ -131,9 +138,20 @@ fn simple_commands(argv: &[String]) -> Vec<Vec<String>> {
         {
             script
         }
-        _ => return vec![argv.to_vec()],
+        _ if argv.iter().any(|w| sets_path(w)) => return None,
+        _ => return Some(vec![argv.to_vec()]),
     };
     let read = crate::shell::read(script);
+    let own_path = read.commands.iter().any(|c| {
+        c.assignments.iter().any(|w| sets_path(&w.raw))
+            || c.words.iter().any(|w| sets_path(&w.raw))
+            || c.words
+                .first()
+                .is_some_and(|w| w.is(".") || w.is("source") || w.is("eval") || w.literal.is_none())
+    });
+    if own_path || !read.opaque.is_empty() {
+        return None;
+    }
     // A name the script defines, or tests for before it runs it, is not a program it needs.
     let tested = |name: &str| {
         script.contains(&format!("{name}()"))
@@ -147,16 +165,18 @@ fn simple_commands(argv: &[String]) -> Vec<Vec<String>> {
                     )
             })
     };
-    read.commands
-        .iter()
-        .filter_map(|c| {
-            c.words
-                .iter()
-                .map(|w| w.literal.clone())
-                .collect::<Option<Vec<_>>>()
-        })
-        .filter(|words| words.first().is_some_and(|p| !tested(p)))
-        .collect()
+    Some(
+        read.commands
+            .iter()
+            .filter_map(|c| {
+                c.words
+                    .iter()
+                    .map(|w| w.literal.clone())
+                    .collect::<Option<Vec<_>>>()
+            })
+            .filter(|words| words.first().is_some_and(|p| !tested(p)))
+            .collect(),
+    )
 }
 
 /// `env VAR=value … program …` is the program's command.
@@ -209,20 +229,43 @@ fn in_node_modules(tool: &str, cwd: &Path, task: &Task) -> bool {
         .any(|dir| dir.join("node_modules/.bin").join(tool).exists())
 }
 
-/// Whether the interpreter finds `module`'s top-level package from `cwd`; an answer not had (a
-/// timeout, a failure to start) counts as yes: the gate's own failure then stands.
+/// Whether `module`'s top-level package is one the task holds (`python3 -m tests`, or a
+/// worker's `pytest.py`): in the gate's directory, or a `PYTHONPATH` entry the gate has. Its
+/// failure is then the task's.
+fn in_task(module: &str, cwd: &Path, env: &[(OsString, OsString)]) -> bool {
+    let top = module.split('.').next().unwrap_or(module);
+    let python_path = env
+        .iter()
+        .rev()
+        .find(|(key, _)| key == "PYTHONPATH")
+        .map(|(_, value)| value.clone())
+        .or_else(|| std::env::var_os("PYTHONPATH"))
+        .unwrap_or_default();
+    std::iter::once(cwd.to_path_buf())
+        .chain(std::env::split_paths(&python_path).map(|dir| cwd.join(dir)))
+        .any(|dir| {
+            dir.join(format!("{top}.py")).symlink_metadata().is_ok()
+                || dir.join(top).symlink_metadata().is_ok()
+        })
+}
+
+/// Whether the interpreter finds `module`'s top-level package, asked from a scratch directory;
+/// an answer not had (no scratch directory, a timeout, a failure to start) counts as yes: the
+/// gate's own failure then stands.
 fn has_module(
     python: &Path,
     module: &str,
     env: &[(OsString, OsString)],
-    cwd: &Path,
     deadline: Instant,
 ) -> bool {
+    let Ok(scratch) = tempfile::tempdir() else {
+        return true;
+    };
     let top = module.split('.').next().unwrap_or(module);
     let argv: Vec<OsString> = vec![python.into(), "-c".into(), FIND_MODULE.into(), top.into()];
     let asked = process::run(&process::Spec {
         argv: &argv,
-        cwd,
+        cwd: scratch.path(),
         env,
         env_remove: &[],
         timeout: deadline
@@ -252,14 +295,25 @@ mod tests {
             "ruff check . && python3 -m pytest; command -v mypy && mypy .",
         ]);
         let found: Vec<String> = simple_commands(&argv)
+            .unwrap_or_default()
             .into_iter()
             .map(|w| w[0].clone())
             .collect();
         assert_eq!(found, ["ruff", "python3", "command"]);
         assert_eq!(
             simple_commands(&words(&["ruff", "check"])),
-            [words(&["ruff", "check"])]
+            Some(vec![words(&["ruff", "check"])])
         );
+        // A PATH of the command's own making is not validator's to look programs up on.
+        for own in [
+            words(&["sh", "-c", ". .venv/bin/activate && runtests"]),
+            words(&["sh", "-c", "PATH=$PWD/bin:$PATH tool"]),
+            words(&["sh", "-c", "export PATH=/opt/x:$PATH; tool"]),
+            words(&["env", "PATH=/opt/x", "tool"]),
+            words(&["sh", "-c", "$RUNNER check"]),
+        ] {
+            assert_eq!(simple_commands(&own), None, "{own:?}");
+        }
     }
 
     #[test]

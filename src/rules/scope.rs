@@ -565,7 +565,7 @@ impl Listed {
                 let recorded = known
                     .recorded
                     .get_or_insert_with(|| {
-                        std::sync::Arc::new(toolcache::load(ctx.state_dir, &ctx.task.name))
+                        std::sync::Arc::new(toolcache::load(ctx.state_dir, ctx.task))
                     })
                     .clone();
                 stamped
@@ -709,10 +709,7 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
     };
     // The validator's own files (state, verdicts, the done file) are never the worker's change,
     // nor what its gates wrote into tool caches.
-    let record = toolcache::record_path(ctx.state_dir, &task.name);
-    changes
-        .files
-        .retain(|rel| !task.is_ignored(rel) && task.dir.join(rel) != record);
+    changes.files.retain(|rel| !task.is_ignored(rel));
     ctx.listed.leave_out_gate_writes(ctx, base, &mut changes);
     Ok(changes)
 }

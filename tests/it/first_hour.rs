@@ -200,40 +200,70 @@ fn install_hook_makes_validator_the_repositorys_pre_commit_hook() {
     assert!(stderr.contains("not in a git repository"), "{stderr}");
 }
 
-/// A project as a newcomer has one: a git repository holding its own rules file (state in
-/// `.validator/` inside it), `src/` committed, and `gates` after a scope gate that allows
-/// `src/**` only.
-fn repository(gates: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let repo = dir.path();
-    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
-    std::fs::write(repo.join("src/app.py"), "x = 1\n").expect("write");
-    std::fs::write(
-        repo.join("validator.yaml"),
-        format!(
-            "version: 1\nstate: .validator\npipelines:\n  - name: main\n    gates:\n      - {{name: scope, rule: file-scope, allow: [\"src/**\"]}}\n{gates}"
-        ),
-    )
-    .expect("rules");
-    crate::common::commit_all(repo);
-    dir
+/// A project as a newcomer has one: a git repository with `src/` committed, and rules whose
+/// scope gate allows `src/**` only, then `gates`. With `state_inside`, the rules file sits in
+/// the repository with its state in `.validator/` (`check` in a project, a hook); else the
+/// rules and their state sit beside it, out of the worker's reach (the watcher's layout).
+struct Repository {
+    root: tempfile::TempDir,
+    state_inside: bool,
 }
 
-/// `check` in `repo` (its own rules file), with `args`: exit code and the JSON verdict.
-fn check_in(repo: &std::path::Path, args: &[&str]) -> (i32, serde_json::Value) {
-    let mut cmd = validator();
-    crate::common::isolate_git(&mut cmd);
-    cmd.current_dir(repo)
-        .args(["check", "--format", "json"])
-        .args(args);
-    crate::common::json_verdict(cmd)
+impl Repository {
+    fn new(gates: &str, state_inside: bool) -> Repository {
+        let root = tempfile::tempdir().expect("temp dir");
+        let repo = root.path().join("task");
+        std::fs::create_dir_all(repo.join("src")).expect("mkdir");
+        std::fs::write(repo.join("src/app.py"), "x = 1\n").expect("write");
+        let (rules, state) = match state_inside {
+            true => (repo.join("validator.yaml"), ".validator".to_owned()),
+            false => (
+                root.path().join("validator.yaml"),
+                root.path().join("state").display().to_string(),
+            ),
+        };
+        std::fs::write(
+            rules,
+            format!(
+                "version: 1\nstate: {state}\npipelines:\n  - name: main\n    gates:\n      - {{name: scope, rule: file-scope, allow: [\"src/**\"]}}\n{gates}"
+            ),
+        )
+        .expect("rules");
+        crate::common::commit_all(&repo);
+        Repository { root, state_inside }
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.root.path().join("task")
+    }
+
+    fn command(&self) -> assert_cmd::Command {
+        let mut cmd = validator();
+        crate::common::isolate_git(&mut cmd);
+        // Python writes its bytecode here unless told where (this machine may say not to).
+        cmd.env_remove("PYTHONDONTWRITEBYTECODE");
+        cmd.current_dir(self.path());
+        if !self.state_inside {
+            cmd.arg("-c").arg(self.root.path().join("validator.yaml"));
+        }
+        cmd
+    }
+
+    /// `check` with `args`: exit code and the JSON verdict.
+    fn check(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let mut cmd = self.command();
+        cmd.args(["check", "--task-dir", "."])
+            .args(["--format", "json"])
+            .args(args);
+        crate::common::json_verdict(cmd)
+    }
 }
 
-/// A test gate as a test runner is: it writes its caches into the project on every run (new
-/// content each time, as pytest's `nodeids` and Python's bytecode get), then passes or fails.
+/// A test gate whose tool writes its caches into the project whatever it is told (new content
+/// each run, as a cache gets), then passes or fails.
 fn writing_caches(exit: u8) -> String {
     format!(
-        "      - name: test\n        rule: test\n        run: [sh, -c, \"mkdir -p .pytest_cache/v/cache src/__pycache__ && date +%s%N > .pytest_cache/v/cache/nodeids && date +%s%N > src/__pycache__/app.cpython-312.pyc && printf 'Signature: 8a477f597d28d172789f06886806bc55' > .pytest_cache/CACHEDIR.TAG && exit {exit}\"]\n"
+        "      - name: test\n        rule: test\n        run: [sh, -c, \"mkdir -p .pytest_cache/v/cache .nyc_output && date +%s%N > .pytest_cache/v/cache/nodeids && date +%s%N > .nyc_output/out.json && printf 'Signature: 8a477f597d28d172789f06886806bc55' > .pytest_cache/CACHEDIR.TAG && exit {exit}\"]\n"
     )
 }
 
@@ -250,99 +280,137 @@ fn files_of(verdict: &serde_json::Value, gate: &str) -> Vec<String> {
 }
 
 #[test]
-fn caches_the_gates_wrote_are_not_the_workers_change_on_the_next_run() {
-    let dir = repository(&writing_caches(0));
-    let repo = dir.path();
+fn real_pytest_and_ruff_leave_no_cache_in_the_project_and_the_second_run_passes() {
+    if !crate::starter::tools_present(
+        "real_pytest_and_ruff_leave_no_cache_in_the_project_and_the_second_run_passes",
+        &[
+            &["ruff", "--version"],
+            &["python3", "-m", "pytest", "--version"],
+        ],
+    ) {
+        return;
+    }
+    let repo = Repository::new(
+        "      - {name: lint, rule: lint, run: ruff check --no-fix --output-format concise .}\n      - {name: test, rule: test, run: python3 -m pytest -q}\n",
+        true,
+    );
+    std::fs::write(
+        repo.path().join("src/test_app.py"),
+        "from app import x\n\n\ndef test_x():\n    assert x == 1\n",
+    )
+    .expect("write");
+    std::fs::write(
+        repo.path().join("src/conftest.py"),
+        "import os\nimport sys\n\nsys.path.insert(0, os.path.dirname(__file__))\n",
+    )
+    .expect("write");
     for run in 1..=3 {
-        let (code, verdict) = check_in(repo, &[]);
+        let (code, verdict) = repo.check(&[]);
         assert_eq!(code, 0, "run {run}: {verdict:#}");
     }
-    // What the gates wrote is said, apart from what was counted.
-    let (_, verdict) = check_in(repo, &[]);
-    let counted = &crate::common::gate(&verdict, "scope")["changed_files"];
-    assert_eq!(counted["count"], 0, "{verdict:#}");
-    let left_out = counted["left_out"].to_string();
-    assert!(
-        left_out.contains(".pytest_cache/v/cache/nodeids"),
-        "{left_out}"
-    );
-    assert!(
-        left_out.contains("src/__pycache__/app.cpython-312.pyc"),
-        "{left_out}"
-    );
-    // A real change out of scope is the one reported.
-    std::fs::write(repo.join("notes.txt"), "mine\n").expect("write");
-    let (code, verdict) = check_in(repo, &[]);
-    assert_eq!(code, 1, "{verdict:#}");
-    assert_eq!(files_of(&verdict, "scope"), ["notes.txt"], "{verdict:#}");
-    assert_eq!(
-        crate::common::gate(&verdict, "scope")["changed_files"]["files"],
-        serde_json::json!(["notes.txt"])
-    );
+    for cache in [
+        ".pytest_cache",
+        ".ruff_cache",
+        "src/__pycache__",
+        ".validator",
+    ] {
+        assert!(
+            !repo.path().join(cache).exists(),
+            "{cache} was written into the project"
+        );
+    }
 }
 
 #[test]
-fn caches_a_failing_run_wrote_do_not_fail_the_retry_on_scope() {
-    let dir = repository(&writing_caches(1));
-    let repo = dir.path();
-    for run in 1..=2 {
-        let (code, verdict) = check_in(repo, &[]);
-        assert_eq!(code, 1, "run {run}: {verdict:#}");
-        assert_eq!(
-            crate::common::gate(&verdict, "scope")["outcome"],
-            "pass",
-            "run {run}: {verdict:#}"
+fn caches_a_gate_wrote_are_left_out_of_its_run_and_of_later_ones_where_a_record_is_safe() {
+    // The state out of the worker's reach: what the gates wrote is recorded, and left out of
+    // every later run while it is as they left it, a failing run's included.
+    for exit in [0, 1] {
+        let repo = Repository::new(&writing_caches(exit), false);
+        for run in 1..=3 {
+            let (code, verdict) = repo.check(&[]);
+            assert_eq!(code, i32::from(exit), "run {run}: {verdict:#}");
+            assert_eq!(
+                crate::common::gate(&verdict, "scope")["outcome"],
+                "pass",
+                "{verdict:#}"
+            );
+        }
+        let (_, verdict) = repo.check(&[]);
+        let counted = &crate::common::gate(&verdict, "scope")["changed_files"];
+        assert_eq!(counted["count"], 0, "{verdict:#}");
+        assert!(
+            counted["left_out"]
+                .to_string()
+                .contains(".pytest_cache/v/cache/nodeids"),
+            "{verdict:#}"
         );
+        // A real change out of scope is the one reported.
+        std::fs::write(repo.path().join("notes.txt"), "mine\n").expect("write");
+        let (code, verdict) = repo.check(&[]);
+        assert_eq!(code, 1, "{verdict:#}");
+        assert_eq!(files_of(&verdict, "scope"), ["notes.txt"], "{verdict:#}");
     }
+    // In the worker's reach, no record is kept: the run that wrote them passes, the next one
+    // judges them, and says how to be rid of them.
+    let repo = Repository::new(&writing_caches(0), true);
+    assert_eq!(repo.check(&[]).0, 0);
+    let (code, verdict) = repo.check(&[]);
+    assert_eq!(code, 1, "{verdict:#}");
+    let summary = crate::common::gate(&verdict, "scope")["summary"].to_string();
+    assert!(
+        summary.contains("ignore them in a committed .gitignore"),
+        "{summary}"
+    );
+    assert!(!repo.path().join(".validator").exists());
 }
 
 #[test]
 fn a_cache_the_worker_made_or_changed_is_judged() {
-    let dir = repository(&writing_caches(0));
-    let repo = dir.path();
-    // Made before any run, dressed as a cache every way there is.
-    for (rel, text) in [
-        (
-            ".pytest_cache/CACHEDIR.TAG",
-            "Signature: 8a477f597d28d172789f06886806bc55\n",
-        ),
-        (".pytest_cache/.gitignore", "*\n"),
-        (".pytest_cache/payload.py", "import os\n"),
-        ("src/__pycache__/evil.py", "import os\n"),
-        (".mypy_cache/.gitignore", "*\n"),
-    ] {
-        let path = repo.join(rel);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
-    for run in 1..=2 {
-        let (code, verdict) = check_in(repo, &[]);
-        assert_eq!(code, 1, "run {run}: {verdict:#}");
-        let judged = files_of(&verdict, "scope");
-        for rel in [
-            ".pytest_cache/CACHEDIR.TAG",
-            ".pytest_cache/payload.py",
-            ".mypy_cache/.gitignore",
+    for state_inside in [true, false] {
+        let repo = Repository::new(&writing_caches(0), state_inside);
+        // Made before any run, dressed as a cache every way there is.
+        for (rel, text) in [
+            (
+                ".pytest_cache/CACHEDIR.TAG",
+                "Signature: 8a477f597d28d172789f06886806bc55\n",
+            ),
+            (".pytest_cache/.gitignore", "*\n"),
+            (".pytest_cache/payload.py", "import os\n"),
+            ("src/__pycache__/evil.py", "import os\n"),
+            (".mypy_cache/.gitignore", "*\n"),
         ] {
-            assert!(
-                judged.iter().any(|f| f == rel),
-                "run {run}: {rel} in {judged:?}"
-            );
+            let path = repo.path().join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
         }
-        let summary = crate::common::gate(&verdict, "scope")["summary"].to_string();
-        assert!(
-            summary.contains("in tool caches validator's gates did not write"),
-            "{summary}"
-        );
+        for run in 1..=2 {
+            let (code, verdict) = repo.check(&[]);
+            assert_eq!(code, 1, "run {run}: {verdict:#}");
+            let judged = files_of(&verdict, "scope");
+            for rel in [
+                ".pytest_cache/CACHEDIR.TAG",
+                ".pytest_cache/payload.py",
+                ".mypy_cache/.gitignore",
+            ] {
+                assert!(
+                    judged.iter().any(|f| f == rel),
+                    "run {run}: {rel} in {judged:?}"
+                );
+            }
+        }
     }
 
     // After clean runs, a cache file the worker changes, or adds beside the gates', is its own.
-    let dir = repository(&writing_caches(0));
-    let repo = dir.path();
-    assert_eq!(check_in(repo, &[]).0, 0);
-    std::fs::write(repo.join(".pytest_cache/v/cache/nodeids"), "forged\n").expect("write");
-    std::fs::write(repo.join(".pytest_cache/v/cache/extra"), "mine\n").expect("write");
-    let (code, verdict) = check_in(repo, &["--only", "scope"]);
+    let repo = Repository::new(&writing_caches(0), false);
+    assert_eq!(repo.check(&[]).0, 0);
+    std::fs::write(
+        repo.path().join(".pytest_cache/v/cache/nodeids"),
+        "forged\n",
+    )
+    .expect("write");
+    std::fs::write(repo.path().join(".pytest_cache/v/cache/extra"), "mine\n").expect("write");
+    let (code, verdict) = repo.check(&["--only", "scope"]);
     assert_eq!(code, 1, "{verdict:#}");
     assert_eq!(
         files_of(&verdict, "scope"),
@@ -356,12 +424,12 @@ fn a_cache_the_worker_made_or_changed_is_judged() {
 
 #[test]
 fn what_a_gate_writes_outside_a_cache_is_still_judged_every_run() {
-    let dir = repository(
+    let repo = Repository::new(
         "      - name: test\n        rule: test\n        run: [sh, -c, \"mkdir -p config && date +%s%N > config/generated.yaml\"]\n",
+        false,
     );
-    let repo = dir.path();
     for run in 1..=2 {
-        let (code, verdict) = check_in(repo, &[]);
+        let (code, verdict) = repo.check(&[]);
         assert_eq!(code, 1, "run {run}: {verdict:#}");
         assert!(
             crate::common::reasons(&verdict).contains("config/generated.yaml"),
@@ -372,15 +440,14 @@ fn what_a_gate_writes_outside_a_cache_is_still_judged_every_run() {
 
 #[test]
 fn real_violations_come_before_caches_and_verbose_lists_what_was_counted() {
-    let dir = repository("");
-    let repo = dir.path();
+    let repo = Repository::new("", true);
     for n in 0..12 {
-        let path = repo.join(format!(".pytest_cache/v/cache/{n:02}"));
+        let path = repo.path().join(format!(".pytest_cache/v/cache/{n:02}"));
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         std::fs::write(path, "x").expect("write");
     }
-    std::fs::write(repo.join("zzz_notes.txt"), "mine\n").expect("write");
-    let (code, verdict) = check_in(repo, &[]);
+    std::fs::write(repo.path().join("zzz_notes.txt"), "mine\n").expect("write");
+    let (code, verdict) = repo.check(&[]);
     assert_eq!(code, 1);
     assert_eq!(
         files_of(&verdict, "scope")[0],
@@ -388,10 +455,8 @@ fn real_violations_come_before_caches_and_verbose_lists_what_was_counted() {
         "{verdict:#}"
     );
     // The text a person reads shows it within the first lines, and `-v` lists what counted.
-    let mut cmd = validator();
-    crate::common::isolate_git(&mut cmd);
-    let output = cmd
-        .current_dir(repo)
+    let output = repo
+        .command()
         .args(["-v", "check"])
         .output()
         .expect("run validator");

@@ -1,7 +1,11 @@
 // Adversarial review of issue 31's changes: tool caches left out of the worker's change (and
 // their record, `<state>/tool-caches/<task>.json`), and the missing-runner verdicts of the
-// `lint`/`test` rules (ERROR for the environment's fault, FAIL for the task's). Holes are
-// `#[ignore = "hole: …"]` tests that fail on the code reviewed; the others are attacks that held.
+// `lint`/`test` rules (ERROR for the environment's fault, FAIL for the task's). Seven were holes
+// in the code reviewed (forged bytecode run from `__pycache__`, a forged or linked record, a
+// runner on a PATH the command makes, a worker's `.python-version`), fixed since: the gates'
+// tools keep their caches in a fresh directory of validator's per command, no record is kept
+// where the worker can write it, and a command with a PATH of its own is not looked up on
+// validator's. Every attack here must hold.
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -92,7 +96,6 @@ const UNITTEST_GATE: &str =
 /// gate runs the forged test instead of the committed one: the broken `add` passes, and no file
 /// a person or a reviewer reads shows why. Severity: a PASS it should not give.
 #[test]
-#[ignore = "hole: a gate-run payload plants forged bytecode under __pycache__; the next run imports it unseen and passes"]
 fn forged_bytecode_a_gate_planted_passes_the_protected_tests_on_the_next_run() {
     if !python3() {
         eprintln!("skipped: no python3");
@@ -127,7 +130,6 @@ fn forged_bytecode_a_gate_planted_passes_the_protected_tests_on_the_next_run() {
 /// test gate. The module doc accepts forged entries as hiding "only cache files"; a cache
 /// file Python executes is code. Severity: a PASS it should not give.
 #[test]
-#[ignore = "hole: a worker-forged record in an in-project state dir hides forged __pycache__ bytecode that the tests then run"]
 fn a_forged_record_hides_forged_bytecode_the_tests_then_run() {
     if !python3() {
         eprintln!("skipped: no python3");
@@ -189,7 +191,6 @@ fn a_forged_record_hides_forged_bytecode_the_tests_then_run() {
 /// write has already happened, whatever the verdict. Severity: a write outside the task (a
 /// file named `<task>.json` replaced in any directory validator can write, as root here).
 #[test]
-#[ignore = "hole: the tool-cache record is written through a worker's link at <state>/tool-caches, outside the task"]
 fn the_record_is_not_written_through_a_link_out_of_the_task() {
     let dir = repository(
         "      - {name: test, rule: test, run: [sh, -c, \"mkdir -p .pytest_cache && date +%s%N > .pytest_cache/x\"]}\n",
@@ -216,7 +217,6 @@ fn the_record_is_not_written_through_a_link_out_of_the_task() {
 /// gates before it ran with the worker's out-of-scope file in place (the save replaces it
 /// afterwards). Severity: a PASS it should not give (a file outside the cache names hidden).
 #[test]
-#[ignore = "hole: a link at <state>/tool-caches makes any <dir>/<task>.json in the task the record, left out of the change"]
 fn a_link_at_the_record_directory_does_not_hide_a_file_out_of_scope() {
     let dir = repository("", &[(".gitignore", ".validator/\n")]);
     let repo = dir.path();
@@ -260,7 +260,6 @@ const FAILING_RUNNER: &str =
 /// environment's fault. A worker whose tests fail gets an ERROR, which a stop hook lets
 /// through. Severity: an ERROR a worker can force (any real failure).
 #[test]
-#[ignore = "hole: a runner a sourced script (venv activate) puts on PATH is 'missing': every failing run becomes ERROR"]
 fn a_runner_the_script_puts_on_path_failing_is_a_failure_not_an_error() {
     let project = runner_project(
         "[sh, -c, \". .venv/bin/activate && validator-r31-runtests\"]",
@@ -281,7 +280,6 @@ fn a_runner_the_script_puts_on_path_failing_is_a_failure_not_an_error() {
 /// PATH=…; tool`) or by an `env PATH=… tool` wrapper in the argv: validator looks the tool up
 /// on its own PATH, not the one the command ran with. Severity: an ERROR on every real failure.
 #[test]
-#[ignore = "hole: a PATH the command itself sets (assignment, export, env PATH=) is not the one the runner is looked up on"]
 fn a_runner_found_on_the_path_the_command_sets_failing_is_a_failure() {
     let mut wrong = Vec::new();
     for run in [
@@ -315,7 +313,6 @@ fn a_runner_found_on_the_path_the_command_sets_failing_is_a_failure() {
 /// run from the task through the same shim, agrees, so the failure is called the
 /// environment's: ERROR. Severity: an ERROR a worker can force.
 #[test]
-#[ignore = "hole: a worker's .python-version picks (through a pyenv shim) an interpreter without pytest: FAIL becomes ERROR"]
 fn a_workers_python_version_file_does_not_turn_a_failure_into_an_error() {
     let shim = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)

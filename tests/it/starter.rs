@@ -229,9 +229,7 @@ fn init_detects_each_marker_and_writes_its_pack_and_schema() {
             "{stdout}"
         );
         assert!(
-            stdout.contains(
-                "keeps its state in `.validator/` (what `check`'s gates wrote into tool caches"
-            ),
+            stdout.contains("keep state in `.validator/` (this pack's `check` writes none)"),
             "{stdout}"
         );
         assert_eq!(
@@ -385,7 +383,7 @@ fn init_with_c_writes_the_rules_file_there_and_says_how_to_use_it() {
 /// Whether every command runs here (each `[program, args...]`, e.g. a `--version`). When one
 /// does not, the test says so on stderr and is skipped; with VALIDATOR_TEST_REQUIRE_TOOLS set
 /// (a machine that installs them all), a missing tool fails the test instead.
-fn tools_present(test: &str, commands: &[&[&str]]) -> bool {
+pub(crate) fn tools_present(test: &str, commands: &[&[&str]]) -> bool {
     for command in commands {
         let ran = std::process::Command::new(command[0])
             .args(&command[1..])
