@@ -157,6 +157,9 @@ pub struct Initialized {
     /// Whether the rules file lies in a git work tree, where it counts as a change until it is
     /// committed.
     pub in_git: bool,
+    /// The project's `.editorconfig` asks every file for tab indentation, which YAML cannot
+    /// have: its editorconfig checker would fail on the rules file once it is committed.
+    pub tabs_everywhere: bool,
 }
 
 /// Writes the starter pack for the project in `project` to `rules` (and the schema beside it).
@@ -220,7 +223,34 @@ pub fn init(
         in_git: dir
             .canonicalize()
             .is_ok_and(|dir| dir.ancestors().any(|d| d.join(".git").exists())),
+        tabs_everywhere: tabs_everywhere(dir),
     })
+}
+
+/// Whether `dir`'s `.editorconfig` sets `indent_style = tab` for every file (`[*]`) and no
+/// section names YAML files, so the rules file falls under it.
+fn tabs_everywhere(dir: &Path) -> bool {
+    let Ok(text) = read_capped(&dir.join(".editorconfig"), 1024 * 1024) else {
+        return false;
+    };
+    let mut section = String::new();
+    let mut tabs = false;
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if name.contains("yml") || name.contains("yaml") || name.contains("validator") {
+                return false;
+            }
+            section = name.to_owned();
+        } else if section == "*" {
+            let setting: Vec<&str> = line.splitn(2, '=').map(str::trim).collect();
+            if let [key, value] = setting[..] {
+                if key.eq_ignore_ascii_case("indent_style") {
+                    tabs = value.eq_ignore_ascii_case("tab");
+                }
+            }
+        }
+    }
+    tabs
 }
 
 /// A schema file is ours if it is the rules file's schema (of this or another version).
@@ -306,6 +336,13 @@ impl fmt::Display for Initialized {
                 file_name(&self.schema)
             )?;
         }
+        if self.tabs_everywhere {
+            writeln!(
+                f,
+                "  your .editorconfig asks every file for tabs, which YAML cannot indent with: give validator's files a section of their own, or an editorconfig checker fails on them:\n      [{}]\n      indent_style = space\n      indent_size = 2",
+                format_args!("{{{},{}}}", file_name(&self.rules), file_name(&self.schema))
+            )?;
+        }
         writeln!(f, "  run the gates over this directory: {check}")?;
         if self.ignore_hint {
             writeln!(
@@ -320,6 +357,24 @@ impl fmt::Display for Initialized {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_editorconfig_of_tabs_everywhere_is_named_unless_yaml_has_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".editorconfig");
+        std::fs::write(&config, "root = true\n\n[*]\nindent_style = tab\n").unwrap();
+        assert!(tabs_everywhere(dir.path()));
+        std::fs::write(
+            &config,
+            "[*]\nindent_style = tab\n[*.{yml,yaml}]\nindent_style = space\n",
+        )
+        .unwrap();
+        assert!(!tabs_everywhere(dir.path()));
+        std::fs::write(&config, "[*]\nindent_style = space\n").unwrap();
+        assert!(!tabs_everywhere(dir.path()));
+        std::fs::remove_file(&config).unwrap();
+        assert!(!tabs_everywhere(dir.path()));
+    }
 
     #[test]
     fn kinds_round_trip_through_their_names() {
