@@ -524,6 +524,12 @@ impl Command {
             }
         }
         let mut found = relative_findings(&ctx.task.dir, cwd, found);
+        // What fails the gate first: an error is not to be hidden behind a tool's warnings.
+        found.sort_by_key(|f| severity_rank(f.severity.as_deref()));
+        let errors = found
+            .iter()
+            .filter(|f| severity_rank(f.severity.as_deref()) == 0)
+            .count();
         // With `fail_on_findings` the tool's silence is the pass: output that names no
         // finding validator can read (a file name with a space, a line of another
         // shape) fails too, rather than passing unread.
@@ -548,6 +554,11 @@ impl Command {
                 plural(read.unread)
             ),
             (0, false) => "clean".to_string(),
+            (n, _) if errors > 0 && errors < n => format!(
+                "{n} findings ({errors} error{}) in {}",
+                plural(errors),
+                files_of(&found)
+            ),
             (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
         } + &note;
         found.truncate(MAX_FINDINGS);
@@ -620,6 +631,14 @@ impl Command {
             findings: relative_findings(&ctx.task.dir, cwd, found),
             ..Outcome::fail(summary)
         }
+    }
+}
+
+/// Where a finding of this severity is listed: errors first, the rest in the tool's order.
+fn severity_rank(severity: Option<&str>) -> u8 {
+    match severity {
+        Some("error" | "fatal" | "critical" | "failure" | "blocker") => 0,
+        _ => 1,
     }
 }
 

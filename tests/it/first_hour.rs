@@ -544,3 +544,19 @@ fn a_groups_live_lines_are_said_to_come_as_they_finish() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_linters_error_is_listed_before_its_warnings() {
+    let project = Project::new();
+    project.file("a.js", "var x = 1;\n").rules(&pipeline(
+        "      - name: lint\n        rule: lint\n        run: [sh, -c, \"for n in 1 2 3 4 5 6 7 8 9 10 11 12; do echo \\\"a.js:$n:1: warning: No magic number [no-magic-numbers]\\\"; done; echo 'a.js:80:5: error: x is never used [no-unused-vars]'; exit 1\"]\n",
+    ));
+    let (code, verdict) = project.verdict();
+    assert_eq!(code, 1, "{verdict:#}");
+    let lint = crate::common::gate(&verdict, "lint");
+    assert_eq!(lint["findings"][0]["rule"], "no-unused-vars", "{verdict:#}");
+    assert_eq!(
+        lint["summary"], "13 findings (1 error) in a.js",
+        "{verdict:#}"
+    );
+}
