@@ -48,10 +48,23 @@ pub(super) fn missing(
             && !in_node_modules(program, cwd, task))
         .then(|| {
             Outcome::fail(format!(
-                "could not run: `{program}` was not found (exit 127; not on PATH, no node_modules/.bin/{program}); install it, or the project's dependencies (npm install, pip install -e .)"
+                "could not run: `{program}` was not found (exit 127; not on PATH, no node_modules/.bin/{program}); install it{}",
+                dependencies(task)
             ))
         })
     })
+}
+
+/// How the project's own dependencies are installed, by its manifest.
+fn dependencies(task: &Task) -> &'static str {
+    let has = |file: &str| task.dir.join(file).is_file();
+    if has("package.json") {
+        ", or the project's dependencies (npm install)"
+    } else if has("pyproject.toml") || has("setup.py") || has("requirements.txt") {
+        ", or the project's dependencies (pip install -e ., pip install -r requirements.txt)"
+    } else {
+        ""
+    }
 }
 
 /// The program a shell or `env` said it could not find, in the output's last such line.
