@@ -137,11 +137,15 @@ pub fn out_of_reach(state_dir: &Path, task: &Task) -> bool {
 /// A fresh directory for one command's tool caches, removed when dropped. Fresh for every
 /// command: a cache a gate's tool kept between runs would be one the worker's code, run by a
 /// test gate with validator's rights, could write for the next run's tools to trust.
-pub fn scratch() -> Option<tempfile::TempDir> {
-    tempfile::Builder::new()
+/// None when none can be made outside the task (a `TMPDIR` inside it): the tools then keep
+/// their own, as they would without validator.
+pub fn scratch(task: &Task) -> Option<tempfile::TempDir> {
+    let dir = tempfile::Builder::new()
         .prefix("validator-caches-")
         .tempdir()
-        .ok()
+        .ok()?;
+    let real = dir.path().canonicalize().ok()?;
+    (!real.starts_with(&task.dir) && !real.starts_with(&task.worker_area)).then_some(dir)
 }
 
 /// What a gate's command gets in its environment so its tools keep their caches in `home`:

@@ -229,7 +229,7 @@ impl Command {
         let fix = self.fix.as_ref()?;
         let run = || -> Result<String, String> {
             let cwd = self.working_dir(task)?;
-            let caches = crate::toolcache::scratch();
+            let caches = crate::toolcache::scratch(task);
             let (argv, env) = self.launch(task, caches.as_ref().map(|d| d.path()), &cwd, fix)?;
             let finished = process::run(&process::Spec {
                 argv: &argv,
@@ -341,7 +341,7 @@ impl Command {
             Ok(dir) => dir,
             Err(why) => return Outcome::fail(why),
         };
-        let caches = crate::toolcache::scratch();
+        let caches = crate::toolcache::scratch(task);
         let (base, env) =
             match self.launch(task, caches.as_ref().map(|d| d.path()), &cwd, &self.argv) {
                 Ok(launch) => launch,
