@@ -50,6 +50,7 @@ mod review30_attacks;
 mod review30b_attacks;
 mod review30c_attacks;
 mod review31_attacks;
+mod review31b_attacks;
 mod review_seed;
 mod rules;
 mod schema_suite;
