@@ -102,13 +102,20 @@ impl Task {
     }
 
     /// Whether `path` (which need not exist) lies where the worker writes: the task directory
-    /// or the area around it, its links resolved as far as they exist.
+    /// or the area around it, as resolved, or on the way there: a name inside the task (a
+    /// link the worker made, to anywhere) is the worker's to point elsewhere.
     pub fn worker_may_write(&self, path: &Path) -> bool {
-        let resolved = path.canonicalize().ok().or_else(|| {
-            let parent = path.parent()?.canonicalize().ok()?;
-            Some(parent.join(path.file_name()?))
-        });
-        resolved.is_some_and(|p| p.starts_with(&self.worker_area) || p.starts_with(&self.dir))
+        let inside = |p: &Path| p.starts_with(&self.worker_area) || p.starts_with(&self.dir);
+        let Ok(path) = std::path::absolute(path) else {
+            return true;
+        };
+        path.canonicalize().is_ok_and(|real| inside(&real))
+            || path.ancestors().any(|at| {
+                match (at.parent().map(Path::canonicalize), at.file_name()) {
+                    (Some(Ok(parent)), Some(name)) => inside(&parent.join(name)),
+                    _ => false,
+                }
+            })
     }
 
     /// Whether rules must not see `rel` (a `/`-separated path inside the task directory).

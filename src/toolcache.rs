@@ -125,13 +125,10 @@ fn path(state_dir: &Path, task: &str) -> PathBuf {
     state_dir.join("tool-caches").join(format!("{task}.json"))
 }
 
-/// Whether the state directory lies out of the worker's reach: not in the task, nor in the
-/// staging directory holding it. Only there is a record of validator's worth keeping.
+/// Whether the state directory lies out of the worker's reach (see
+/// [`Task::worker_may_write`]). Only there is a record of validator's worth keeping.
 pub fn out_of_reach(state_dir: &Path, task: &Task) -> bool {
-    let state = state_dir
-        .canonicalize()
-        .unwrap_or_else(|_| state_dir.to_path_buf());
-    !state.starts_with(&task.dir) && !state.starts_with(&task.worker_area)
+    !task.worker_may_write(state_dir)
 }
 
 /// A fresh directory for one command's tool caches, removed when dropped. Fresh for every

@@ -415,6 +415,13 @@ impl Command {
                         self.argv[0]
                     ));
                 }
+                // A PATH naming the task's own directories: a runner missing there (deleted
+                // from the task's virtualenv) is the task's to provide.
+                Err(SpawnError::NotFound(program)) if super::runner::path_in_task(&env, task) => {
+                    return Outcome::fail(format!(
+                        "command not found: `{program}`, on a PATH that names the task's own directories; the task must provide it (its virtualenv or node_modules, installed)"
+                    ));
+                }
                 Err(SpawnError::NotFound(program)) => {
                     return Outcome::error(format!(
                         "command not found: `{program}`; install it where validator runs, or fix `run:` in the rules file"

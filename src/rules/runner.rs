@@ -1,11 +1,17 @@
-//! Whose fault a failed command is when its runner was not there: a program or a Python module
-//! the rules' `run:` names, missing where validator runs, is the environment's (ERROR: a worker
-//! cannot fix it by changing its work); a project tool missing from the task's own
-//! `node_modules` is the task's to install (FAIL, saying so). Decided only from what validator
-//! looks up itself, never from output the worker's code could print ("No module named pytest",
-//! exit 127): a worker's `pytest.py` printing that is judged as any failing test is.
+//! Whose fault a failed command is when its runner was not there. Only what validator can
+//! tell for certain is the environment's (ERROR: a worker cannot fix it by changing its work):
+//! the rules run `python -m MODULE` directly (no shell, no `env` settings), with an interpreter
+//! that is a program outside the task (not a version manager's shim, which picks the
+//! interpreter by files a worker can write), and that interpreter, asked from a directory of
+//! validator's own, has no such module, which is no module of the task's either. Anything a
+//! script does (a `cd`, a `PATH` or `PYTHONPATH` of its own, a virtualenv it activates) is
+//! beyond that: a program a shell could not find (exit 127) is said with its fix, as a FAIL;
+//! so is a project tool missing from the task's own `node_modules`. Never decided from output
+//! the worker's code could print ("No module named pytest"): a worker's `pytest.py` printing
+//! that is judged as any failing test is.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -13,26 +19,15 @@ use crate::process::{self, Exit};
 use crate::rules::Outcome;
 use crate::task::Task;
 
-/// Words a shell runs itself: never looked for on PATH.
-const BUILTINS: &[&str] = &[
-    ":", ".", "[", "[[", "alias", "bg", "break", "builtin", "case", "cd", "command", "continue",
-    "declare", "echo", "eval", "exec", "exit", "export", "false", "fg", "getopts", "hash", "jobs",
-    "kill", "let", "local", "printf", "pwd", "read", "readonly", "return", "set", "shift",
-    "source", "test", "times", "trap", "true", "type", "typeset", "ulimit", "umask", "unalias",
-    "unset", "wait",
-];
-const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "ash"];
 /// Asks an interpreter whether it can find a top-level module (found, not imported: no code of
-/// a package runs), from a directory of validator's own, so no file of the task (a
-/// `pytest.py`, a `.python-version` a pyenv shim would follow) answers for the environment.
-/// Exit 3: it cannot.
+/// a package runs). Exit 3: it cannot.
 const FIND_MODULE: &str =
     "import importlib.util,sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)";
 
 /// The outcome a failed command gets instead of its own when a runner it needs is missing:
-/// one the rules name (looked up by validator), else, after exit 127, one a shell said it could
-/// not find and that is indeed nowhere (a FAIL still: the script may be the worker's, as an npm
-/// script is, and its fix is to install the project's dependencies).
+/// a module the rules name, missing from the environment (ERROR); a tool `npx --no-install`
+/// finds nowhere, or one a shell could not find and that is indeed nowhere (FAIL, with the
+/// install that fixes it).
 pub(super) fn missing(
     argv: &[String],
     env: &[(OsString, OsString)],
@@ -53,6 +48,44 @@ pub(super) fn missing(
             ))
         })
     })
+}
+
+fn named_by_rules(
+    argv: &[String],
+    env: &[(OsString, OsString)],
+    task: &Task,
+    cwd: &Path,
+    deadline: Instant,
+) -> Option<Outcome> {
+    let program = argv.first()?;
+    // A relative path is a file of the task's.
+    if program.contains('/') && Path::new(program).is_relative() {
+        return None;
+    }
+    let found = PathBuf::from(process::on_path(&OsString::from(program), env)?);
+    let program = found
+        .file_name()
+        .map_or(program.as_str(), |name| name.to_str().unwrap_or_default());
+    if let Some(module) = python_module(program, argv) {
+        if is_program_outside(&found, task)
+            && !path_in_task(env, task)
+            && path_of(env).all(|dir| dir.is_absolute())
+            && !in_task(module, cwd, env)
+            && !has_module(&found, module, env, deadline)
+        {
+            return Some(Outcome::error(format!(
+                "could not run: `{}` has no module `{module}` (named in `run:`); install it where validator runs (pip install {module}): the environment's fault, not the work's",
+                found.display()
+            )));
+        }
+    }
+    let tool = npx_tool(program, argv)?;
+    (process::on_path(&OsString::from(tool), env).is_none() && !in_node_modules(tool, cwd, task))
+        .then(|| {
+            Outcome::fail(format!(
+                "could not run: `{tool}` is not installed (no node_modules/.bin/{tool}, not on PATH); install the project's dependencies (npm install)"
+            ))
+        })
 }
 
 /// How the project's own dependencies are installed, by its manifest.
@@ -89,131 +122,26 @@ fn not_found_in(output: &str) -> Option<&str> {
     })
 }
 
-fn named_by_rules(
-    argv: &[String],
-    env: &[(OsString, OsString)],
-    task: &Task,
-    cwd: &Path,
-    deadline: Instant,
-) -> Option<Outcome> {
-    for words in simple_commands(argv)? {
-        let words = unwrapped(&words);
-        let Some(program) = words.first() else {
-            continue;
-        };
-        if program.contains('/') || BUILTINS.contains(&program.as_str()) {
-            continue;
-        }
-        let Some(found) = process::on_path(&OsString::from(program), env) else {
-            return Some(Outcome::error(format!(
-                "could not run: `{program}` (named in `run:`) is not on PATH where validator runs; install it there (the environment's fault, not the work's)"
-            )));
-        };
-        let found = PathBuf::from(found);
-        if let Some(module) = python_module(program, words) {
-            if !found_inside(&found, task)
-                && !in_task(module, cwd, env)
-                && !has_module(&found, module, env, deadline)
-            {
-                return Some(Outcome::error(format!(
-                    "could not run: `{}` has no module `{module}` (named in `run:`); install it where validator runs (pip install {module}): the environment's fault, not the work's",
-                    found.display()
-                )));
-            }
-        }
-        if let Some(tool) = npx_tool(program, words) {
-            if process::on_path(&OsString::from(tool), env).is_none()
-                && !in_node_modules(tool, cwd, task)
-            {
-                return Some(Outcome::fail(format!(
-                    "could not run: `{tool}` is not installed (no node_modules/.bin/{tool}, not on PATH); install the project's dependencies (npm install)"
-                )));
-            }
-        }
-    }
-    None
-}
-
-/// The commands the rules name, each as its literal words: the argv itself, or the simple
-/// commands of a `sh -c` script (a word that expands is not known: that command is passed over).
-/// None when the command looks its programs up on a PATH of its own making (it sets `PATH`,
-/// or sources a file, as a virtualenv's `activate` does), or cannot be read whole: validator's
-/// PATH is then not the one that failed to hold them.
-fn simple_commands(argv: &[String]) -> Option<Vec<Vec<String>>> {
-    let sets_path = |word: &str| word.starts_with("PATH=") || word.contains(" PATH=");
-    let shell = argv
-        .first()
-        .and_then(|p| Path::new(p).file_name())
-        .is_some_and(|name| SHELLS.iter().any(|s| name == *s));
-    let script = match (shell, argv.get(1), argv.get(2)) {
-        (true, Some(flag), Some(script))
-            if flag.starts_with('-') && !flag.starts_with("--") && flag.contains('c') =>
-        {
-            script
-        }
-        _ if argv.iter().any(|w| sets_path(w)) => return None,
-        _ => return Some(vec![argv.to_vec()]),
-    };
-    let read = crate::shell::read(script);
-    let own_path = read.commands.iter().any(|c| {
-        c.assignments.iter().any(|w| sets_path(&w.raw))
-            || c.words.iter().any(|w| sets_path(&w.raw))
-            || c.words
-                .first()
-                .is_some_and(|w| w.is(".") || w.is("source") || w.is("eval") || w.literal.is_none())
-    });
-    if own_path || !read.opaque.is_empty() {
-        return None;
-    }
-    // A name the script defines, or tests for before it runs it, is not a program it needs.
-    let tested = |name: &str| {
-        script.contains(&format!("{name}()"))
-            || script.contains(&format!("{name} ()"))
-            || read.commands.iter().any(|c| {
-                c.words.len() > 1
-                    && c.words.iter().skip(1).any(|w| w.is(name))
-                    && matches!(
-                        c.words[0].literal.as_deref(),
-                        Some("command" | "which" | "type" | "hash")
-                    )
-            })
-    };
-    Some(
-        read.commands
-            .iter()
-            .filter_map(|c| {
-                c.words
-                    .iter()
-                    .map(|w| w.literal.clone())
-                    .collect::<Option<Vec<_>>>()
-            })
-            .filter(|words| words.first().is_some_and(|p| !tested(p)))
-            .collect(),
-    )
-}
-
-/// `env VAR=value … program …` is the program's command.
-fn unwrapped(words: &[String]) -> &[String] {
-    if words.first().is_some_and(|w| w == "env") {
-        let at = words[1..]
-            .iter()
-            .position(|w| !w.contains('=') && !w.starts_with('-'))
-            .map_or(words.len(), |i| i + 1);
-        return &words[at..];
-    }
-    words
-}
-
 /// The module `python -m MODULE` runs.
 fn python_module<'a>(program: &str, words: &'a [String]) -> Option<&'a str> {
     let version = program.strip_prefix("python")?;
     if !version.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return None;
     }
-    let at = words.iter().position(|w| w == "-m")?;
-    words
-        .get(at + 1)
-        .map(String::as_str)
+    // `-m` must come before the first argument that is not an option: after a script's name it
+    // is the script's.
+    let mut rest = words.iter().skip(1);
+    let module = loop {
+        match rest.next()?.as_str() {
+            "-m" => break rest.next()?,
+            "-W" | "-X" => {
+                rest.next()?;
+            }
+            option if option.starts_with('-') && option != "-c" && option != "-" => {}
+            _ => return None,
+        }
+    };
+    Some(module.as_str())
         .filter(|m| !m.is_empty() && m.chars().all(|c| c.is_alphanumeric() || "._".contains(c)))
 }
 
@@ -228,11 +156,36 @@ fn npx_tool<'a>(program: &str, words: &'a [String]) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-fn found_inside(program: &Path, task: &Task) -> bool {
-    program
-        .canonicalize()
-        .is_ok_and(|real| real.starts_with(&task.dir))
-        || program.starts_with(&task.dir)
+/// Whether `program` is a program (an ELF binary) outside the task, reached through no name
+/// the worker writes: a launcher script (a pyenv or asdf shim) picks what it runs by files a
+/// worker can write, so what it lacks is not known to be the environment's.
+fn is_program_outside(program: &Path, task: &Task) -> bool {
+    if task.worker_may_write(program) {
+        return false;
+    }
+    let Ok(file) = crate::files::open(program, crate::files::Links::Follow) else {
+        return false;
+    };
+    let mut head = [0u8; 4];
+    file.take(4).read(&mut head).is_ok_and(|n| n == 4) && head == *b"\x7fELF"
+}
+
+/// Whether the command's PATH names a directory the worker writes (by its full path): what is
+/// missing from it (a runner deleted from the task's own virtualenv) is the task's.
+pub(super) fn path_in_task(env: &[(OsString, OsString)], task: &Task) -> bool {
+    path_of(env).any(|dir| dir.is_absolute() && task.worker_may_write(&dir))
+}
+
+/// The PATH a command gets: its gate's `env`, else validator's own.
+fn path_of(env: &[(OsString, OsString)]) -> impl Iterator<Item = PathBuf> {
+    let path = env
+        .iter()
+        .rev()
+        .find(|(key, _)| key == "PATH")
+        .map(|(_, value)| value.clone())
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path).collect::<Vec<_>>().into_iter()
 }
 
 /// Whether `node_modules/.bin/TOOL` is in `cwd` or a directory above it in the task.
@@ -301,35 +254,6 @@ mod tests {
     }
 
     #[test]
-    fn a_shell_script_names_its_simple_commands_but_not_what_it_tests_for() {
-        let argv = words(&[
-            "sh",
-            "-c",
-            "ruff check . && python3 -m pytest; command -v mypy && mypy .",
-        ]);
-        let found: Vec<String> = simple_commands(&argv)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|w| w[0].clone())
-            .collect();
-        assert_eq!(found, ["ruff", "python3", "command"]);
-        assert_eq!(
-            simple_commands(&words(&["ruff", "check"])),
-            Some(vec![words(&["ruff", "check"])])
-        );
-        // A PATH of the command's own making is not validator's to look programs up on.
-        for own in [
-            words(&["sh", "-c", ". .venv/bin/activate && runtests"]),
-            words(&["sh", "-c", "PATH=$PWD/bin:$PATH tool"]),
-            words(&["sh", "-c", "export PATH=/opt/x:$PATH; tool"]),
-            words(&["env", "PATH=/opt/x", "tool"]),
-            words(&["sh", "-c", "$RUNNER check"]),
-        ] {
-            assert_eq!(simple_commands(&own), None, "{own:?}");
-        }
-    }
-
-    #[test]
     fn what_a_shell_could_not_find_is_read_from_its_own_words() {
         assert_eq!(not_found_in("sh: 1: nyc: not found\n"), Some("nyc"));
         assert_eq!(
@@ -363,13 +287,23 @@ mod tests {
             None
         );
         assert_eq!(
+            python_module(
+                "python3",
+                &words(&["python3", "run_tests.py", "-m", "unit"])
+            ),
+            None
+        );
+        assert_eq!(
+            python_module(
+                "python3",
+                &words(&["python3", "-W", "error", "-m", "pytest"])
+            ),
+            Some("pytest")
+        );
+        assert_eq!(
             npx_tool("npx", &words(&["npx", "--no-install", "eslint", "."])),
             Some("eslint")
         );
         assert_eq!(npx_tool("npx", &words(&["npx", "eslint"])), None);
-        assert_eq!(
-            unwrapped(&words(&["env", "A=1", "ruff", "x"])),
-            &words(&["ruff", "x"])[..]
-        );
     }
 }

@@ -595,7 +595,7 @@ impl Listed {
 fn index_home(ctx: &Context<'_>) -> Result<PathBuf, Problem> {
     let reachable =
         |dir: &Path| dir.starts_with(&ctx.task.dir) || dir.starts_with(&ctx.task.worker_area);
-    if !state_inside_task(ctx) && !reachable(&normalized(ctx.state_dir)) {
+    if !state_inside_task(ctx) {
         let home = ctx.state_dir.join("git-index");
         let made = std::fs::DirBuilder::new()
             .recursive(true)
@@ -633,8 +633,10 @@ fn snapshot_in_use(ctx: &Context<'_>) -> bool {
     !state_inside_task(ctx) && snapshot::path(ctx.state_dir, &ctx.task.name).exists()
 }
 
+/// Whether the worker can write validator's state directory (inside the task or the staging
+/// directory holding it, or reached through a link there): nothing in it is then trusted.
 fn state_inside_task(ctx: &Context<'_>) -> bool {
-    normalized(ctx.state_dir).starts_with(&ctx.task.dir)
+    ctx.task.worker_may_write(ctx.state_dir)
 }
 
 fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Changes, Problem> {
@@ -910,10 +912,6 @@ fn globs(set: &PatternSet) -> String {
         .map(|p| p.as_str())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn normalized(path: &Path) -> std::path::PathBuf {
-    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// What a listing could not see or refused to follow: each is a finding, never silence.

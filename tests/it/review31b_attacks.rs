@@ -2,7 +2,12 @@
 // per-command directory for the gates' tool caches (`toolcache::scratch`/`environment`), the
 // record kept only out of the worker's reach, the ERROR for a runner the rules name that is
 // missing (`rules::runner`), `init`'s `.editorconfig` reading and the lint severity sort.
-// Holes are `#[ignore = "hole: …"]` (each fails on the code reviewed); the rest are guards.
+// Six were holes in the code reviewed, fixed since: a state directory reached through a link
+// in the task is the worker's (`Task::worker_may_write`), and the environment is blamed only for
+// `python -m MODULE` run straight by an interpreter binary outside the task, on a PATH of no
+// task directory (a script's `cd`, PATH, PYTHONPATH or a pyenv shim's choice are beyond what
+// validator can tell). One is a limit, `#[ignore = "limit: …"]`: a cache the rules themselves
+// keep in the task trusts modification times the worker can set back.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -85,7 +90,7 @@ const FAILING_RUNNER: &str =
 /// scope gate only ask whether the cache is as the gate left it, not whether the file it vouches
 /// for still is. Severity: a PASS it should not give (a lint gate skips the worker's file).
 #[test]
-#[ignore = "hole: a cache the gate wrote in the task is replayed against a source whose mtime the worker set back"]
+#[ignore = "limit: a cache the rules keep in the task (--cache-dir .ruff_cache) trusts modification times the worker can set back; documented, keep caches out of the task"]
 fn a_gate_written_cache_replayed_after_a_same_mtime_edit_hides_a_violation() {
     if !has("ruff", &["--version"]) {
         eprintln!("skipped: no ruff");
@@ -219,7 +224,6 @@ fn a_tmpdir_with_spaces_and_quotes_keeps_pytests_cache_out_of_the_task_and_leave
 /// environment's fault. Severity: an ERROR the worker gets for any real failure (a stop hook lets
 /// the agent stop).
 #[test]
-#[ignore = "hole: a module the script cd's to is called missing from the environment: every failure an ERROR"]
 fn a_project_module_run_after_cd_failing_is_a_failure_not_an_error() {
     if !has("python3", &["--version"]) {
         eprintln!("skipped: no python3");
@@ -239,7 +243,6 @@ fn a_project_module_run_after_cd_failing_is_a_failure_not_an_error() {
 /// `env:` and validator's own `PYTHONPATH`, not the script's, so the project's module counts as
 /// one the interpreter lacks and the worker's failing code is an ERROR. Severity: as above.
 #[test]
-#[ignore = "hole: PYTHONPATH set by the script itself is not seen; a project module's failure is an ERROR"]
 fn a_project_module_on_the_scripts_own_pythonpath_failing_is_a_failure() {
     if !has("python3", &["--version"]) {
         eprintln!("skipped: no python3");
@@ -270,7 +273,6 @@ fn a_project_module_on_the_scripts_own_pythonpath_failing_is_a_failure() {
 /// the runner "not on PATH where validator runs": ERROR for every real failure. Severity: an
 /// ERROR the worker gets for any failure.
 #[test]
-#[ignore = "hole: a runner found on a relative PATH entry of the gate's env is called missing: ERROR"]
 fn a_runner_on_a_relative_path_entry_of_the_gates_env_failing_is_a_failure() {
     let mut wrong = Vec::new();
     // (A bare `run: [validator-r31b-runtests]` is refused whatever the work: validator starts
@@ -301,7 +303,6 @@ fn a_runner_on_a_relative_path_entry_of_the_gates_env_failing_is_a_failure() {
 /// the task's to provide, as a relative `./run.sh` already is. Severity: an ERROR the worker
 /// can force.
 #[test]
-#[ignore = "hole: deleting a runner from a task directory the gate's PATH names makes an ERROR"]
 fn deleting_a_runner_from_a_task_directory_on_the_gates_path_is_a_failure() {
     let mut wrong = Vec::new();
     for run in [
@@ -335,7 +336,6 @@ fn deleting_a_runner_from_a_task_directory_on_the_gates_path_is_a_failure() {
 /// until someone finds the file. Severity: an ERROR the worker can force (and a denial of
 /// judging for others).
 #[test]
-#[ignore = "hole: a .python-version in TMPDIR answers validator's pyenv lookup: a failing run is an ERROR"]
 fn a_python_version_file_in_the_temp_dir_does_not_turn_a_failure_into_an_error() {
     let shim = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
@@ -470,7 +470,6 @@ fn warnings_printed_first_do_not_hide_an_error_finding() {
 /// (any cache-named path: `.pytest_cache/…`, a `.coverage.*`, an `.eslintcache` eslint then
 /// reads); the record's guarantee (kept only where the worker cannot write) does not hold.
 #[test]
-#[ignore = "hole: a state dir that is the worker's link to a directory it writes outside the task is trusted"]
 fn a_state_directory_linked_out_of_the_task_by_the_worker_holds_no_trusted_record() {
     // The project ignores its state (`init` says to), as `.validator` (no slash: a link too).
     let dir = repository(
