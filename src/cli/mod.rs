@@ -753,14 +753,13 @@ mod tests {
                 .trim()
                 .trim_end_matches('\\')
                 .trim();
-            if command.contains(['[', '<', '…', '{', '$', '(', '*'])
+            // A usage line (`[--task T]`, `<task>`, `FILE`) is not a command as typed: its
+            // failure to parse says nothing; a command with a value such as `OK` still counts.
+            let usage = command.contains(['[', '<', '…', '{', '$', '(', '*'])
                 || command.split_whitespace().any(|w| {
                     w.chars().filter(char::is_ascii_alphabetic).count() > 1
                         && !w.chars().any(|c| c.is_ascii_lowercase())
-                })
-            {
-                continue;
-            }
+                });
             let Ok(words) = shell_words::split(command) else {
                 continue;
             };
@@ -769,6 +768,7 @@ mod tests {
                 Ok(_) => parsed += 1,
                 Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => parsed += 1,
                 Err(err) if err.kind() == clap::error::ErrorKind::DisplayVersion => parsed += 1,
+                Err(_) if usage => {}
                 // A command named in prose (`validator hook`) rather than run.
                 Err(err)
                     if !run && err.kind() == clap::error::ErrorKind::MissingRequiredArgument => {}
@@ -780,7 +780,7 @@ mod tests {
             "commands the docs show that do not parse:\n{}",
             broken.join("\n")
         );
-        assert!(parsed > 40, "only {parsed} commands found in the docs");
+        assert!(parsed >= 75, "only {parsed} commands found in the docs");
     }
 
     /// `-c` is offered wherever a rules file is read, and not on `completions`, which reads
