@@ -561,6 +561,12 @@ impl Command {
                 plural(read.unread)
             ),
             (0, false) => "clean".to_string(),
+            // The tool passed the files: what it printed it did not fail them for.
+            (n, false) => format!(
+                "exit 0; {n} finding{} it did not fail on, in {}",
+                plural(n),
+                files_of(&found)
+            ),
             (n, _) if errors > 0 && errors < n => format!(
                 "{n} findings ({errors} error{}) in {}",
                 plural(errors),
