@@ -8,6 +8,9 @@
 //! (`tests/corpus/findings`, `tests/corpus/tests`) repeated, with hostile lines between them:
 //! locations of files that do not exist, colon-rich lines, fake runner verdicts.
 
+// Tests and benchmarks unwrap, expect and panic: a failed one is how they say so.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 use std::time::Instant;
 

@@ -6,6 +6,9 @@
 //! Run: `cargo bench --bench watch` (or `bench/watch.sh`). `IDLE_SECS` sets the idle window
 //! (default 60).
 
+// Tests and benchmarks unwrap, expect and panic: a failed one is how they say so.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

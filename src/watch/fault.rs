@@ -11,6 +11,7 @@ fn asked(task: &str) -> Option<String> {
 }
 
 /// Before the worker's panic guard: `die` ends the thread.
+#[expect(clippy::panic, reason = "a panic is the fault a test asks for")]
 pub fn before_judging(task: &str) {
     if asked(task).as_deref() == Some("die") {
         panic!("fault injected: the worker judging `{task}` dies");
@@ -18,6 +19,7 @@ pub fn before_judging(task: &str) {
 }
 
 /// Inside the panic guard: `panic` panics, `hang` never returns.
+#[expect(clippy::panic, reason = "a panic is the fault a test asks for")]
 pub fn while_judging(task: &str) {
     match asked(task).as_deref() {
         Some("panic") => panic!("fault injected: judging `{task}` panics"),

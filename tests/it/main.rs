@@ -2,6 +2,9 @@
 //! area, in one test binary (one link on a two-core machine, not twenty). `common` holds the
 //! shared helpers; `reliability` is the reliability suite, whose long runs are `#[ignore]`d.
 
+// Tests and benchmarks unwrap, expect and panic: a failed one is how they say so.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 mod reliability;
 
