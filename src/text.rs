@@ -1,9 +1,14 @@
 //! Untrusted text made safe for where it lands: on one line (a feedback line, a log line, a
 //! table cell), and names (file names, paths, link targets) that a person or a model reads
 //! as what they are, never as structure of the document around them. Also the one
-//! did-you-mean every error message uses.
+//! did-you-mean every error message uses, and the one plural `s`.
 
 use std::borrow::Cow;
+
+/// The `s` a count's noun takes in English: "1 file", "2 files".
+pub fn plural<N: PartialEq + From<u8>>(n: N) -> &'static str {
+    if n == N::from(1) { "" } else { "s" }
+}
 
 /// `text` as one line of plain text: each run of line breaks becomes ` ⏎ ` (leading and trailing
 /// ones are dropped), and every other character is [`shown`]. Nothing in the result can start

@@ -96,30 +96,7 @@ pub(crate) enum LogFormat {
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Watch the staging directory and judge every done signal (the sidecar)
-    Watch {
-        /// Tasks judged in parallel [default: the number of cores]
-        #[arg(long, value_name = "N")]
-        jobs: Option<usize>,
-        /// Poll the file system at this interval instead of using OS notifications (10ms at
-        /// least)
-        #[arg(long, value_name = "DURATION", value_parser = parse_poll)]
-        poll: Option<Duration>,
-        /// After SIGTERM, how long running gates may finish before they are killed
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
-        grace: Duration,
-        /// Run every gate, even those whose `inputs:` are unchanged since they passed
-        #[arg(long)]
-        no_cache: bool,
-        /// How often the watcher proves it is alive and checks its workers (`status --health`
-        /// calls it stale after four missed beats); whole seconds
-        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "15s")]
-        heartbeat: Duration,
-        /// Serve Prometheus metrics at /metrics and the health check at /healthz over HTTP on
-        /// this address: 127.0.0.1:9464 for this host only, 0.0.0.0:9464 for a pod's probes
-        /// and scrapes (port 0: any free port, printed at start); off without it
-        #[arg(long, value_name = "IP:PORT", value_parser = parse_metrics_addr)]
-        metrics_addr: Option<std::net::SocketAddr>,
-    },
+    Watch(WatchArgs),
     /// Write a task's done file atomically, asking the watcher for a run
     Signal {
         /// The task: its files are in <staging>/<TASK>, its done file becomes <staging>/<TASK>.done
@@ -410,24 +387,9 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             validator::reaper::become_subreaper();
             check(&config, args, cli.verbose > 0)
         }
-        Command::Watch {
-            jobs,
-            poll,
-            grace,
-            no_cache,
-            heartbeat,
-            metrics_addr,
-        } => {
+        Command::Watch(args) => {
             let config = config()?;
             validator::reaper::become_subreaper();
-            let args = WatchArgs {
-                jobs,
-                poll,
-                grace,
-                no_cache,
-                heartbeat,
-                metrics_addr,
-            };
             watch(config, args)
         }
         Command::Snapshot { task, task_dir } => snapshot(&config()?, &task, task_dir),

@@ -64,7 +64,7 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
             "{}: {} problem{} that `check` would end in ERROR here",
             config.display(),
             problems.len(),
-            if problems.len() == 1 { "" } else { "s" },
+            validator::text::plural(problems.len()),
         )?;
         return Ok(ExitCode::from(super::EXIT_ERROR));
     }
@@ -73,9 +73,9 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
         "{}: valid, {} pipeline{}, {gates} gates, {} warning{}",
         config.display(),
         rules.pipelines.len(),
-        if rules.pipelines.len() == 1 { "" } else { "s" },
+        validator::text::plural(rules.pipelines.len()),
         warnings.len(),
-        if warnings.len() == 1 { "" } else { "s" },
+        validator::text::plural(warnings.len()),
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -13,15 +13,35 @@ use validator::watch::client;
 use validator::{Verdict, task};
 
 use super::check::terminal_progress;
-use super::{Format, StatusFormat, config_path, human_age, load, print_verdict};
+use super::{
+    Format, StatusFormat, config_path, human_age, load, parse_duration, parse_metrics_addr,
+    parse_poll, print_verdict,
+};
 
 /// `validator watch`'s options.
+#[derive(clap::Args)]
 pub(crate) struct WatchArgs {
+    /// Tasks judged in parallel [default: the number of cores]
+    #[arg(long, value_name = "N")]
     pub(crate) jobs: Option<usize>,
+    /// Poll the file system at this interval instead of using OS notifications (10ms at
+    /// least)
+    #[arg(long, value_name = "DURATION", value_parser = parse_poll)]
     pub(crate) poll: Option<Duration>,
+    /// After SIGTERM, how long running gates may finish before they are killed
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub(crate) grace: Duration,
+    /// Run every gate, even those whose `inputs:` are unchanged since they passed
+    #[arg(long)]
     pub(crate) no_cache: bool,
+    /// How often the watcher proves it is alive and checks its workers (`status --health`
+    /// calls it stale after four missed beats); whole seconds
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "15s")]
     pub(crate) heartbeat: Duration,
+    /// Serve Prometheus metrics at /metrics and the health check at /healthz over HTTP on
+    /// this address: 127.0.0.1:9464 for this host only, 0.0.0.0:9464 for a pod's probes
+    /// and scrapes (port 0: any free port, printed at start); off without it
+    #[arg(long, value_name = "IP:PORT", value_parser = parse_metrics_addr)]
     pub(crate) metrics_addr: Option<std::net::SocketAddr>,
 }
 

@@ -157,7 +157,7 @@ impl CoChange {
             ..Outcome::fail(format!(
                 "{} file{} matching `when: [{}]` changed without a change matching `then: [{}]`{how}",
                 triggered.len(),
-                if triggered.len() == 1 { "" } else { "s" },
+                crate::text::plural(triggered.len()),
                 self.when_globs(),
                 self.then_globs()
             ))

@@ -3,6 +3,7 @@
 //! output, or a JUnit XML report named by `junit:`). The command never goes through a shell;
 //! file names from `files:` are passed as separate arguments, in batches that fit the OS limit.
 
+use crate::text::plural;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -696,10 +697,6 @@ pub(super) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 fn files_of(found: &[Finding]) -> String {

@@ -194,10 +194,7 @@ impl Content {
         let scope = if self.changed_only { "changed " } else { "" };
         Outcome::from_findings(
             findings,
-            &format!(
-                "{read} {scope}file{} checked",
-                if read == 1 { "" } else { "s" }
-            ),
+            &format!("{read} {scope}file{} checked", crate::text::plural(read)),
             |n| format!("{n} content problems"),
         )
     }

@@ -110,10 +110,7 @@ impl Exists {
             }
         }
         Outcome::from_findings(findings, "all outputs present", |n| {
-            format!(
-                "{n} problem{} with the outputs",
-                if n == 1 { "" } else { "s" }
-            )
+            format!("{n} problem{} with the outputs", crate::text::plural(n))
         })
     }
 }

@@ -32,6 +32,7 @@ mod panel;
 
 pub use keys::{Mode, Network, ReviewerSpec};
 
+use crate::text::plural;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -476,10 +477,6 @@ fn single(reviewer: &Reviewer, asked: Asked) -> Outcome {
     outcome.exit_code = asked.exit_code;
     outcome.output_tail = asked.output_tail;
     outcome
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// Standard output's tail, then standard error's, each marked, for a reader of the verdict.

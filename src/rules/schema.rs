@@ -275,10 +275,7 @@ impl Schema {
                 globs.join(", ")
             ));
         }
-        let ok = format!(
-            "{checked} document{} valid",
-            if checked == 1 { "" } else { "s" }
-        );
+        let ok = format!("{checked} document{} valid", crate::text::plural(checked));
         Outcome::from_findings(findings, &ok, |n| format!("{n} schema problems"))
     }
 }

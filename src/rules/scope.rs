@@ -188,7 +188,7 @@ impl RuleDef for FileScope {
         let count = changed.len();
         let ok = format!(
             "{count} changed file{} in scope ({from})",
-            if count == 1 { "" } else { "s" }
+            crate::text::plural(count)
         );
         let cache_hint = (caches > 0).then(|| {
             format!(

@@ -217,7 +217,7 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
     let left = verdict.max_attempts.saturating_sub(verdict.attempt);
     let attempts_left = format!(
         "{left} attempt{} left before a person is called in.",
-        if left == 1 { "" } else { "s" }
+        crate::text::plural(left)
     );
     let advice = match verdict.verdict {
         Decision::Pass => "Every gate passed. Nothing to do.".to_string(),

@@ -132,7 +132,7 @@ pub fn changed_text(gate: &GateReport) -> String {
         out,
         "      {dim}counted as changed: {} file{}{dim:#}",
         changed.count,
-        if changed.count == 1 { "" } else { "s" }
+        crate::text::plural(changed.count)
     );
     for file in changed.files.iter().take(SHOWN) {
         let _ = writeln!(out, "        {}", one_line(file));
@@ -193,7 +193,7 @@ pub fn text_footer(verdict: &Verdict) -> String {
             let _ = writeln!(
                 out,
                 "  {ran} gate{} ran in {}",
-                if ran == 1 { "" } else { "s" },
+                crate::text::plural(ran),
                 human_ms(verdict.duration_ms)
             );
         }

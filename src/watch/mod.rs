@@ -134,11 +134,11 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
             rules.staging.display(),
             options.config.display(),
             rules.pipelines.len(),
-            if rules.pipelines.len() == 1 { "" } else { "s" },
+            crate::text::plural(rules.pipelines.len()),
             rules.verdicts.display(),
             rules.state.display(),
             options.jobs,
-            if options.jobs == 1 { "" } else { "s" },
+            crate::text::plural(options.jobs),
         ));
         if let Some(server) = &server {
             say(&format!(

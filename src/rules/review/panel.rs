@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Answer, Asked, MAX_FINDINGS, Mode, Review, Reviewer, Verdict, fenced, plural};
+use super::{Answer, Asked, MAX_FINDINGS, Mode, Review, Reviewer, Verdict, fenced};
 use crate::rules::{Context, Deadline, Outcome};
+use crate::text::plural;
 use crate::text::{name, one_line};
 use crate::verdict::Finding;
 
