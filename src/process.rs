@@ -19,13 +19,7 @@ use nix::unistd::Pid;
 /// Default cap on captured output per command.
 pub const OUTPUT_CAP: usize = 1024 * 1024;
 
-/// The environment variable that marks every process started under a marked [`Cancel`] (every
-/// front end's), as `<mark>.<n>` for its n-th command: inherited by all a command starts, it
-/// tells which running command a process re-parented to validator belongs to (so one gate's end
-/// never kills another's; see `reaper`), lets the next watcher find what this one left running
-/// if it was killed without a chance to kill its gates, and a command killed at its deadline
-/// what escaped its group ([`kill_marked`]).
-pub const MARK_VAR: &str = "VALIDATOR_WATCHER";
+pub use crate::reaper::MARK_VAR;
 
 /// Lets a supervisor stop every command started under it: the watcher cancels on shutdown,
 /// `check` and `hook` when asked to stop, which kills each running command's process group and
@@ -415,14 +409,14 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
 /// killed; nor is the caller's own group ever signalled. A process started with a cleared
 /// environment (`env -i`) is killed only with a marked group.
 pub fn kill_marked(mark: &str) -> usize {
-    let needle = format!("{MARK_VAR}={mark}");
+    let marks = [mark.to_owned()];
     let own_group = nix::unistd::getpgrp();
     let mut killed = HashSet::new();
     // A group being killed may be forking at that moment, and a process in the middle of an
     // exec shows no environment yet: look again until two looks in a row find nothing.
     let mut quiet = 0;
     for _ in 0..20 {
-        let marked = marked_processes(needle.as_bytes());
+        let marked = marked_processes(&marks);
         if marked.is_empty() {
             quiet += 1;
             if quiet == 2 {
@@ -447,10 +441,10 @@ pub fn kill_marked(mark: &str) -> usize {
     killed.len()
 }
 
-/// Live processes whose environment holds the entry `needle` (`NAME=value`), except this one
-/// and its ancestors: a watcher started from inside a gate (or from a shell that copied a
-/// gate's environment) inherits the mark, and must not kill what started it.
-fn marked_processes(needle: &[u8]) -> Vec<i32> {
+/// Live processes that carry one of `marks` (see [`crate::reaper::carries_a_mark_of`]), except
+/// this one and its ancestors: a watcher started from inside a gate (or from a shell that
+/// copied a gate's environment) inherits the mark, and must not kill what started it.
+fn marked_processes(marks: &[String]) -> Vec<i32> {
     let ancestors = ancestors();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -459,17 +453,8 @@ fn marked_processes(needle: &[u8]) -> Vec<i32> {
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| !ancestors.contains(pid))
-        .filter(|pid| {
-            // A zombie's environment reads empty: it is dead already.
-            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
-                environ.split(|&b| b == 0).any(|entry| {
-                    // `<mark>` itself or one of its commands, `<mark>.<n>`.
-                    entry
-                        .strip_prefix(needle)
-                        .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"."))
-                })
-            })
-        })
+        // A zombie's environment reads empty: it is dead already.
+        .filter(|&pid| crate::reaper::carries_a_mark_of(pid, marks))
         .collect()
 }
 
@@ -478,14 +463,7 @@ fn ancestors() -> HashSet<i32> {
     let mut chain = HashSet::new();
     let mut pid = std::process::id() as i32;
     while pid > 1 && chain.insert(pid) {
-        // `/proc/<pid>/stat`: "pid (comm) state ppid ..."; comm may hold spaces and parens.
-        let Some(parent) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                let (_, after_comm) = stat.rsplit_once(')')?;
-                after_comm.split_whitespace().nth(1)?.parse().ok()
-            })
-        else {
+        let Some(parent) = crate::reaper::parent_of(pid) else {
             break;
         };
         pid = parent;
@@ -901,11 +879,11 @@ mod tests {
         })
         .unwrap();
         assert_eq!(done.exit, Exit::TimedOut);
-        let needle = format!("{MARK_VAR}={mark}");
+        let marks = [mark.clone()];
         assert!(
-            marked_processes(needle.as_bytes()).is_empty(),
+            marked_processes(&marks).is_empty(),
             "survivors: {:?}",
-            marked_processes(needle.as_bytes())
+            marked_processes(&marks)
         );
     }
 
@@ -925,22 +903,22 @@ mod tests {
             spawn(format!("{mark}.70")),
         ];
         let deadline = Instant::now() + Duration::from_secs(20);
-        let find = |needle: String| {
-            let mut found = marked_processes(needle.as_bytes());
+        let find = |mark: String| {
+            let mut found = marked_processes(&[mark]);
             found.sort();
             found
         };
         let ids = children.each_ref().map(|child| child.id() as i32);
-        while find(format!("{MARK_VAR}={mark}")).len() < 2 {
+        while find(mark.clone()).len() < 2 {
             assert!(Instant::now() < deadline, "the sleeps never started");
             thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(find(format!("{MARK_VAR}={mark}")), {
+        assert_eq!(find(mark.clone()), {
             let mut both = vec![ids[0], ids[2]];
             both.sort();
             both
         });
-        assert_eq!(find(format!("{MARK_VAR}={mark}.7")), vec![ids[0]]);
+        assert_eq!(find(format!("{mark}.7")), vec![ids[0]]);
         for child in &mut children {
             let _ = child.kill();
             let _ = child.wait();
@@ -974,7 +952,7 @@ mod tests {
         // Counted once both sleeps have exec'd: a child between fork and exec can read as
         // unmarked for a moment, and would then be killed with its group but not counted.
         let sleeping = || {
-            marked_processes(format!("{MARK_VAR}={mark}").as_bytes())
+            marked_processes(std::slice::from_ref(&mark))
                 .into_iter()
                 .filter(|pid| {
                     std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -989,7 +967,7 @@ mod tests {
         }
         assert_eq!(kill_marked(&mark), 3);
         assert_eq!(leader.wait().unwrap().signal(), Some(9));
-        assert!(marked_processes(format!("{MARK_VAR}={mark}").as_bytes()).is_empty());
+        assert!(marked_processes(std::slice::from_ref(&mark)).is_empty());
         assert_eq!(kill_marked(&mark), 0);
     }
 
@@ -1016,7 +994,7 @@ mod tests {
             .unwrap();
         // Until its exec is through, a new process shows no environment.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while marked_processes(format!("{MARK_VAR}={mark}").as_bytes()).is_empty() {
+        while marked_processes(std::slice::from_ref(&mark)).is_empty() {
             assert!(Instant::now() < deadline, "the intruder never started");
             thread::sleep(Duration::from_millis(10));
         }

@@ -32,6 +32,14 @@ use std::time::{Duration, Instant};
 
 use nix::libc;
 
+/// The environment variable that marks every process started under a marked [`Cancel`] (every
+/// front end's), as `<mark>.<n>` for its n-th command: inherited by all a command starts, it
+/// tells which running command a process re-parented to validator belongs to (so one gate's end
+/// never kills another's; see `reaper`), lets the next watcher find what this one left running
+/// if it was killed without a chance to kill its gates, and a command killed at its deadline
+/// what escaped its group ([`kill_marked`]).
+pub const MARK_VAR: &str = "VALIDATOR_WATCHER";
+
 /// Commands started and not yet waited for, by pid (each leads a process group of that id).
 static RUNNING: Mutex<Option<HashMap<i32, Running>>> = Mutex::new(None);
 
@@ -217,7 +225,8 @@ fn children(pid: i32) -> Vec<i32> {
 }
 
 /// The parent of `pid`.
-fn parent_of(pid: i32) -> Option<i32> {
+/// The parent of process `pid`, from `/proc/<pid>/stat`.
+pub(crate) fn parent_of(pid: i32) -> Option<i32> {
     stat_field(pid, 1)
 }
 
@@ -232,14 +241,14 @@ fn stat_field(pid: i32, n: usize) -> Option<i32> {
 /// Whether `pid`'s environment carries one of `marks` (`VALIDATOR_WATCHER=<mark>`), or a mark
 /// made under one (`<mark>.…`: what a validator run as that command marks its own commands
 /// with, see `process::one_shot_mark`).
-fn carries_a_mark_of(pid: i32, marks: &[String]) -> bool {
+pub(crate) fn carries_a_mark_of(pid: i32, marks: &[String]) -> bool {
     if marks.is_empty() {
         return false;
     }
     let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
         return false;
     };
-    let prefix = format!("{}=", crate::process::MARK_VAR);
+    let prefix = format!("{MARK_VAR}=");
     environ.split(|&b| b == 0).any(|entry| {
         entry
             .strip_prefix(prefix.as_bytes())
