@@ -5,6 +5,24 @@
 
 use std::borrow::Cow;
 
+/// What a URI's path may hold as it is: the unreserved characters (RFC 3986) and `/`.
+const URI_PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// A path's bytes as a URI's path: every byte but the unreserved ones and `/` as `%XX`.
+pub fn uri_path(bytes: &[u8]) -> String {
+    percent_encoding::percent_encode(bytes, URI_PATH).to_string()
+}
+
+/// A URI's path as bytes, its `%XX` escapes decoded; a `%` that starts no escape is kept.
+pub fn uri_path_bytes(text: &str) -> Vec<u8> {
+    percent_encoding::percent_decode_str(text).collect()
+}
+
 /// The `s` a count's noun takes in English: "1 file", "2 files".
 pub fn plural<N: PartialEq + From<u8>>(n: N) -> &'static str {
     if n == N::from(1) { "" } else { "s" }

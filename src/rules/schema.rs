@@ -509,40 +509,28 @@ fn read_schema_file(path: &Path, links: crate::files::Links) -> Result<Value, Re
         .map_err(|why| format!("{} does not parse: {why}", path.display()).into())
 }
 
-/// `%XX` escapes decoded, as a URI's path writes bytes it cannot hold as they are.
+/// `%XX` escapes decoded, as a URI's path writes bytes it cannot hold as they are; a `%` that
+/// starts no escape is refused.
 fn percent_decode(text: &str) -> Result<Vec<u8>, RetrieveError> {
     let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        if byte == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit))
-                .and_then(|hex| std::str::from_utf8(hex).ok())
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-                .ok_or_else(|| format!("`{text}` has a `%` that is no escape"))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(byte);
-            i += 1;
-        }
+    let stray = bytes.iter().enumerate().any(|(at, &byte)| {
+        byte == b'%'
+            && !bytes
+                .get(at + 1..at + 3)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if stray {
+        return Err(format!("`{text}` has a `%` that is no escape").into());
     }
-    Ok(out)
+    Ok(crate::text::uri_path_bytes(text))
 }
 
 /// A path as a `file:` URI, each byte outside the unreserved set and `/` escaped.
 fn file_uri(path: &Path) -> String {
-    let mut uri = String::from("file://");
-    for &byte in path.as_os_str().as_bytes() {
-        if byte.is_ascii_alphanumeric() || b"/-._~".contains(&byte) {
-            uri.push(char::from(byte));
-        } else {
-            let _ = write!(uri, "%{byte:02X}");
-        }
-    }
-    uri
+    format!(
+        "file://{}",
+        crate::text::uri_path(path.as_os_str().as_bytes())
+    )
 }
 
 impl Schema {

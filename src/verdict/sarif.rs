@@ -123,15 +123,7 @@ fn result(
 /// A relative file name as a URI reference: every byte but unreserved ones and `/`
 /// percent-encoded, so spaces, `#`, `?` and `%` in a worker's file names stay part of the name.
 fn uri_reference(file: &str) -> String {
-    let mut out = String::with_capacity(file.len());
-    for byte in file.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    crate::text::uri_path(file.as_bytes())
 }
 
 #[cfg(test)]

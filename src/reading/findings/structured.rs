@@ -219,24 +219,7 @@ impl<'a> SarifRules<'a> {
 /// A SARIF artifact URI as a path: `file:///t/a.py` → `/t/a.py`, `src/a%20b.py` → `src/a b.py`.
 fn file_uri(uri: &str) -> String {
     let path = uri.strip_prefix("file://").unwrap_or(uri);
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if let (b'%', Some(Some(high)), Some(Some(low))) = (
-            bytes[i],
-            bytes.get(i + 1).map(|&b| hex(b)),
-            bytes.get(i + 2).map(|&b| hex(b)),
-        ) {
-            out.push((high * 16 + low) as u8);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    String::from_utf8_lossy(&crate::text::uri_path_bytes(path)).into_owned()
 }
 
 fn rdjson(diagnostic: &Value, default_severity: Option<&str>) -> Option<Finding> {
