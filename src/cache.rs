@@ -73,7 +73,7 @@ impl Cache {
         let written = std::fs::create_dir_all(&self.dir)
             .map_err(|err| err.to_string())
             .and_then(|()| {
-                crate::atomic::replace_unsynced(&self.path(task), text.as_bytes())
+                crate::replace::without_sync(&self.path(task), text.as_bytes())
                     .map_err(|err| format!("{err:#}"))
             });
         if let Err(err) = written {

@@ -203,12 +203,12 @@ pub fn init(
     })?;
     // The schema first: a rules file whose first line names a missing schema would make the
     // editor complain.
-    crate::atomic::replace(
+    crate::replace::atomically(
         &schema,
         crate::config::schema::rules_schema_text().as_bytes(),
     )?;
-    crate::atomic::replace(rules, text.as_bytes())?;
-    crate::atomic::sync_dir(dir)?;
+    crate::replace::atomically(rules, text.as_bytes())?;
+    crate::replace::sync_dir(dir)?;
     // The state directory lies beside the rules file: in the project only if the rules are.
     let in_project = dir.canonicalize().ok() == project.canonicalize().ok();
     Ok(Initialized {

@@ -43,8 +43,6 @@
 //! hidden from these docs; the floors they stand on are in ARCHITECTURE.md.
 
 #[doc(hidden)]
-pub mod atomic;
-#[doc(hidden)]
 pub mod brief;
 pub mod cache;
 pub mod config;
@@ -73,6 +71,8 @@ pub mod progress;
 pub mod reading;
 #[doc(hidden)]
 pub mod reaper;
+#[doc(hidden)]
+pub mod replace;
 #[doc(hidden)]
 pub mod rules;
 #[doc(hidden)]

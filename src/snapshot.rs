@@ -55,7 +55,7 @@ pub fn take(task: &Task, state_dir: &Path) -> Result<(PathBuf, Baseline), Error>
         files,
     };
     let target = path(state_dir, &task.name);
-    crate::atomic::write(
+    crate::replace::durably(
         &target,
         &serde_json::to_vec_pretty(&baseline).unwrap_or_default(),
     )?;

@@ -205,7 +205,7 @@ impl TaskState {
         let bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
         // A crash keeps the page cache, so this survives `kill -9`; only a power loss could lose
         // the last update, which makes an attempt count one short, never a verdict wrong.
-        crate::atomic::replace_unsynced(&path(state_dir, task), &bytes)
+        crate::replace::without_sync(&path(state_dir, task), &bytes)
     }
 
     /// Clears the task (after a person has decided). Returns whether there was anything to clear.

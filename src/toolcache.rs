@@ -198,7 +198,7 @@ pub fn save(state_dir: &Path, task: &Task, mut record: Record) {
         .map_or(Ok(()), std::fs::create_dir_all)
         .map_err(|err| err.to_string())
         .and_then(|()| {
-            crate::atomic::replace_unsynced(&target, &text).map_err(|err| format!("{err:#}"))
+            crate::replace::without_sync(&target, &text).map_err(|err| format!("{err:#}"))
         });
     if let Err(err) = written {
         tracing::warn!(task = %task.name, %err, "cannot record the tool caches the gates wrote");

@@ -55,7 +55,7 @@ pub(crate) fn install_hook(config: Option<&Found>, hook: GitHook, force: bool) -
         }
     }
     let script = script(config)?;
-    validator::atomic::replace(&path, script.as_bytes())
+    validator::replace::atomically(&path, script.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))?;

@@ -195,7 +195,7 @@ pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Re
             from.display()
         )
     })?;
-    validator::atomic::replace(&rules, converted.yaml.as_bytes())
+    validator::replace::atomically(&rules, converted.yaml.as_bytes())
         .with_context(|| format!("cannot write {}", rules.display()))?;
     println!("wrote {} from {}", rules.display(), from.display());
     for item in &converted.left_out {

@@ -195,7 +195,7 @@ impl Held {
         if bytes == self.read {
             return;
         }
-        if let Err(err) = crate::atomic::replace_unsynced(&self.path, &bytes) {
+        if let Err(err) = crate::replace::without_sync(&self.path, &bytes) {
             tracing::warn!("a session's record cannot be saved: {err}");
         }
     }

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use super::{Verdict, feedback};
-use crate::atomic;
 use crate::error::Error;
+use crate::replace;
 use crate::staging;
 
 /// Writes `<task>.feedback.md`, then `<task>.verdict.json` into `dir`. The verdict goes last:
@@ -17,12 +17,12 @@ pub fn write(dir: &Path, verdict: &Verdict) -> Result<(), Error> {
         source,
     })?;
     let feedback_path = staging::feedback_path(dir, &verdict.task);
-    atomic::replace(
+    replace::atomically(
         &feedback_path,
         feedback::render(verdict, feedback::Retry::Signal).as_bytes(),
     )?;
     let mut json = verdict.to_json();
     json.push('\n');
-    atomic::replace(&staging::verdict_path(dir, &verdict.task), json.as_bytes())?;
-    atomic::sync_dir(dir)
+    replace::atomically(&staging::verdict_path(dir, &verdict.task), json.as_bytes())?;
+    replace::sync_dir(dir)
 }

@@ -46,7 +46,7 @@ pub fn signal(rules: &Rules, task: &str, body: &SignalBody) -> Result<std::path:
         serde_json::to_string(body).unwrap_or_default() + "\n"
     };
     let path = staging::done_path(&rules.staging, task);
-    crate::atomic::write(&path, text.as_bytes())?;
+    crate::replace::durably(&path, text.as_bytes())?;
     Ok(path)
 }
 
@@ -54,7 +54,7 @@ pub fn signal(rules: &Rules, task: &str, body: &SignalBody) -> Result<std::path:
 pub fn signal_text(rules: &Rules, task: &str, text: &str) -> Result<std::path::PathBuf, Error> {
     task::validate_name(task)?;
     let path = staging::done_path(&rules.staging, task);
-    crate::atomic::write(&path, text.as_bytes())?;
+    crate::replace::durably(&path, text.as_bytes())?;
     Ok(path)
 }
 

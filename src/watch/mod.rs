@@ -795,7 +795,7 @@ fn remove_stale_temp_files(rules: &Rules) {
             if entry
                 .file_name()
                 .to_string_lossy()
-                .starts_with(crate::atomic::TEMP_PREFIX)
+                .starts_with(crate::replace::TEMP_PREFIX)
             {
                 let _ = std::fs::remove_file(entry.path());
             }

@@ -1,4 +1,4 @@
-//! Durable, atomic file replacement: write a temporary file in the same directory, flush it,
+//! Replacing a file, durably and atomically (`replace::durably`, `atomically`, `without_sync`): write a temporary file in the same directory, flush it,
 //! rename it over the target, flush the directory. A reader sees the old file or the new one.
 
 use std::fs::File;
@@ -11,8 +11,8 @@ use crate::error::Error;
 pub const TEMP_PREFIX: &str = ".validator-";
 
 /// Replaces `target` with `bytes` atomically and durably.
-pub fn write(target: &Path, bytes: &[u8]) -> Result<(), Error> {
-    replace(target, bytes)?;
+pub fn durably(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    atomically(target, bytes)?;
     sync_dir(target.parent().unwrap_or(Path::new(".")))
 }
 
@@ -28,14 +28,14 @@ pub fn sync_dir(dir: &Path) -> Result<(), Error> {
 
 /// Replaces `target` atomically; durable once its directory is synced ([`sync_dir`]), so
 /// several files in one directory can share one directory flush.
-pub fn replace(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+pub fn atomically(target: &Path, bytes: &[u8]) -> Result<(), Error> {
     replace_with(target, bytes, true)
 }
 
 /// Replaces `target` atomically without flushing it to the disk: it survives a crash of the
 /// process (the page cache does), not necessarily a power loss. For state that a lost update
 /// only makes slightly stale.
-pub fn replace_unsynced(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+pub fn without_sync(target: &Path, bytes: &[u8]) -> Result<(), Error> {
     replace_with(target, bytes, false)
 }
 
@@ -72,8 +72,8 @@ mod tests {
     fn replaces_and_leaves_no_temp_files() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("a.verdict.json");
-        write(&target, b"one").unwrap();
-        write(&target, b"two").unwrap();
+        durably(&target, b"one").unwrap();
+        durably(&target, b"two").unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
