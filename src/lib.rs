@@ -37,9 +37,9 @@
 //! # Ok::<(), validator::Error>(())
 //! ```
 //!
-//! The documented modules are that API: [`config`] (the rules file), [`task`], [`signal`],
-//! [`judge`], [`verdict`], [`cache`], [`state`] and [`events`] (what a task remembers), and
-//! [`error`]. The rest are the front ends' and the engine's own, public for the binary and
+//! The documented modules are that API: [`config`] (the rules file), [`task`], [`done`] (the
+//! done signal), [`judge`], [`verdict`], [`cache`], [`state`] and [`events`] (what a task
+//! remembers), and [`error`]. The rest are the front ends' and the engine's own, public for the binary and
 //! hidden from these docs; the floors they stand on are in ARCHITECTURE.md.
 
 #[doc(hidden)]
@@ -48,6 +48,7 @@ pub mod cache;
 pub mod config;
 #[doc(hidden)]
 pub mod contract;
+pub mod done;
 #[doc(hidden)]
 pub mod duration;
 pub mod error;
@@ -81,7 +82,6 @@ pub mod sandbox;
 pub mod shell;
 #[doc(hidden)]
 pub mod shingles;
-pub mod signal;
 #[doc(hidden)]
 pub mod snapshot;
 #[doc(hidden)]
@@ -105,7 +105,7 @@ pub mod watch;
 pub mod yaml;
 
 pub use config::Rules;
+pub use done::Signal;
 pub use error::{ConfigError, Error};
-pub use signal::Signal;
 pub use task::Task;
 pub use verdict::{Decision, Verdict};

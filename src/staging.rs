@@ -4,8 +4,8 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use crate::done::Signal;
 use crate::error::Error;
-use crate::signal::Signal;
 use crate::task;
 use crate::verdict::Verdict;
 

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::done::Signal;
 use crate::error::Error;
-use crate::signal::Signal;
 
 /// A task's handoff contract as its readers need it: a reviewer, and the verdict's `unchecked`
 /// criteria and `context`.

@@ -446,7 +446,7 @@ pub(crate) fn read_signal(path: &Path) -> Result<Signal> {
     if path == Path::new("-") {
         let mut body = Vec::new();
         std::io::stdin()
-            .take(validator::signal::MAX_BODY as u64 + 1)
+            .take(validator::done::MAX_BODY as u64 + 1)
             .read_to_end(&mut body)
             .context("cannot read the done signal from standard input")?;
         return Ok(Signal::from_bytes(&body, None));

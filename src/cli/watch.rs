@@ -293,22 +293,22 @@ pub(crate) fn signal_message(config: &Path, task: &str, message: &Path) -> Resul
                 // a file that something keeps growing still ends.
                 use std::io::{Seek, SeekFrom};
                 let len = file.metadata()?.len();
-                let keep = validator::signal::MAX_BODY as u64;
+                let keep = validator::done::MAX_BODY as u64;
                 file.seek(SeekFrom::Start(len.saturating_sub(keep)))?;
                 tail(file.take(keep))
             })
             .with_context(|| format!("cannot read the message from {}", message.display()))?
     };
     let text = String::from_utf8_lossy(&bytes);
-    let (message, _) = validator::text::last_bytes(&text, validator::signal::MAX_BODY);
+    let (message, _) = validator::text::last_bytes(&text, validator::done::MAX_BODY);
     let path = client::signal_text(&rules, task, message)?;
     println!("signalled {task}: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 
-/// The last [`validator::signal::MAX_BODY`] bytes of `reader`, however much it holds.
+/// The last [`validator::done::MAX_BODY`] bytes of `reader`, however much it holds.
 fn tail(mut reader: impl Read) -> std::io::Result<Vec<u8>> {
-    let keep = validator::signal::MAX_BODY;
+    let keep = validator::done::MAX_BODY;
     let mut kept = Vec::with_capacity(keep);
     let mut chunk = vec![0; 64 * 1024];
     loop {

@@ -57,11 +57,11 @@ use sha2::{Digest, Sha256};
 
 use crate::cache::Cache;
 use crate::config::{Pipeline, Rules};
+use crate::done::Signal;
 use crate::error::Error;
 use crate::events::{Event, EventLog};
 use crate::judge::{Case, History, Judge, Keeper};
 use crate::pipeline;
-use crate::signal::Signal;
 use crate::task::{self, Task};
 use crate::verdict::{Decision, Verdict, feedback};
 
@@ -429,11 +429,11 @@ impl Input {
         };
         match message {
             Cow::Borrowed(text) => {
-                let (tail, start) = crate::text::last_bytes(text, crate::signal::MAX_BODY);
+                let (tail, start) = crate::text::last_bytes(text, crate::done::MAX_BODY);
                 (Cow::Borrowed(tail), start)
             }
             Cow::Owned(text) => {
-                let (tail, start) = crate::text::last_bytes(&text, crate::signal::MAX_BODY);
+                let (tail, start) = crate::text::last_bytes(&text, crate::done::MAX_BODY);
                 (Cow::Owned(tail.to_owned()), start)
             }
         }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{About, Context, KeyError, Outcome, Required, RuleDef};
+use crate::done::Signal;
 use crate::rules::spec::GateSpec;
-use crate::signal::Signal;
 use crate::staging;
 use crate::state::TaskState;
 use crate::verdict::sign::{self, Key};

@@ -1002,7 +1002,7 @@ fn fenced(out: &mut String, info: &str, body: &str) {
 mod tests {
     use super::*;
     use crate::contract::Contract;
-    use crate::signal::Signal;
+    use crate::done::Signal;
     use crate::task::Task;
     use std::time::Duration;
 

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use super::{About, Context, KeyError, Outcome, Required, RuleDef};
+use crate::done::Declared;
 use crate::rules::spec::GateSpec;
-use crate::signal::Declared;
 use crate::verdict::GateOutcome;
 
 #[derive(Debug, Clone, Default)]

@@ -282,7 +282,7 @@ pub struct SignalInfo {
 
 impl SignalInfo {
     /// The signal section of the verdict: what makes it current, and what the worker said of itself.
-    pub fn of(signal: &crate::signal::Signal) -> SignalInfo {
+    pub fn of(signal: &crate::done::Signal) -> SignalInfo {
         let report = signal.report.as_ref().ok();
         SignalInfo {
             sha256: signal.sha256.clone(),

@@ -12,8 +12,8 @@ use notify::{RecursiveMode, Watcher};
 use serde::Serialize;
 
 use crate::config::Rules;
+use crate::done::Signal;
 use crate::error::Error;
-use crate::signal::Signal;
 use crate::state::TaskState;
 use crate::verdict::sign::{self, Key, VerifyError};
 use crate::verdict::{Decision, Verdict};

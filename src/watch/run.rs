@@ -10,12 +10,12 @@ use std::time::SystemTime;
 
 use crate::cache::Cache;
 use crate::config::Rules;
+use crate::done::Signal;
 use crate::error::Error;
 use crate::events::{Event, EventLog, Problem};
 use crate::judge::{Case, History, Judge, Keeper};
 use crate::pipeline::{self, Observer, Slots};
 use crate::process::Cancel;
-use crate::signal::Signal;
 use crate::staging;
 use crate::state::TaskState;
 use crate::task::Task;

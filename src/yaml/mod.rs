@@ -237,7 +237,7 @@ pub fn check_flow_depth(text: &[u8]) -> Result<(), TooDeep> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signal::{Declared, MAX_BODY, parse};
+    use crate::done::{Declared, MAX_BODY, parse};
 
     #[test]
     fn deep_flow_nesting_is_refused_before_parsing() {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::common::{Project, gate, pipeline};
 use serde_json::Value;
 
-/// The largest done-signal body that is still parsed (`validator::signal::MAX_BODY`).
+/// The largest done-signal body that is still parsed (`validator::done::MAX_BODY`).
 const MAX_BODY: usize = 1024 * 1024;
 
 /// Only stops a hung test. Each input here is built so that a parser or reader that is not
