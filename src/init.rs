@@ -205,7 +205,7 @@ pub fn init(
     // editor complain.
     crate::replace::atomically(
         &schema,
-        crate::config::schema::rules_schema_text().as_bytes(),
+        crate::config::json_schema::rules_schema_text().as_bytes(),
     )?;
     crate::replace::atomically(rules, text.as_bytes())?;
     crate::replace::sync_dir(dir)?;
@@ -258,8 +258,9 @@ fn is_our_schema(path: &Path) -> bool {
     let Ok(text) = read_capped(path, 1024 * 1024) else {
         return false;
     };
-    serde_json::from_str::<serde_json::Value>(&text)
-        .is_ok_and(|value| value.get("title") == crate::config::schema::rules_schema().get("title"))
+    serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|value| {
+        value.get("title") == crate::config::json_schema::rules_schema().get("title")
+    })
 }
 
 /// Whether the `.gitignore` beside the rules file keeps the packs' state directory out of git.

@@ -4,8 +4,8 @@
 pub mod convert;
 mod gates_json;
 pub mod graph;
+pub mod json_schema;
 pub mod raw;
-pub mod schema;
 pub mod tools;
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! (`deny_unknown_fields` everywhere), each value checked where its position is still known.
 //!
 //! The same types derive the JSON Schema that `validator rules schema` prints (see
-//! `config::schema`), so their doc comments are what an editor shows a user: they describe the
+//! `config::json_schema`), so their doc comments are what an editor shows a user: they describe the
 //! keys for the person writing the file.
 
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! A gate as the rules file writes it (`GateSpec`): the rule it runs and every key any rule
 //! takes, each value checked where its position is still known. Each rule reads its own keys
 //! from here (`from_spec`); the rules file's loader and its JSON Schema (`config::raw`,
-//! `config::schema`) take the same type, so its doc comments are what an editor shows a user.
+//! `config::json_schema`) take the same type, so its doc comments are what an editor shows a user.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,7 +18,7 @@ pub use super::RuleKind;
 
 /// One gate: a rule, its keys, and where the run goes after it.
 // Each rule reads the keys it owns from here (`rules::*::from_spec`) and the loader refuses
-// keys that belong to other rules; the schema says the same per rule (`config::schema`).
+// keys that belong to other rules; the schema says the same per rule (`config::json_schema`).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GateSpec {
