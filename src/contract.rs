@@ -15,7 +15,7 @@ use crate::config::{Gate, Pipeline, Route, Rules, error_at, parse_yaml};
 use crate::error::{ConfigError, Error};
 use crate::globs::Pattern;
 use crate::rules::spec::{Argv, GateSpec, RuleKind};
-use crate::rules::{Rule, dependencies::Dependencies, scope::FileScope};
+use crate::rules::{Rule, dependencies::Dependencies, file_scope::FileScope};
 use crate::task;
 use crate::verdict::Escalation;
 use crate::yaml::locate::Step;

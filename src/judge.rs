@@ -355,7 +355,7 @@ fn drift(history: &mut History<'_>, verdict: &mut Verdict, rules: &Rules, task: 
     }
     let mut text = String::from_utf8_lossy(task.signal.body()).into_owned();
     text.push('\n');
-    text.push_str(&crate::rules::scope::patch_text(task, &rules.state));
+    text.push_str(&crate::rules::file_scope::patch_text(task, &rules.state));
     let sketch = crate::shingles::Sketch::of(&text);
     let alike = match &history.state.drift {
         Some(last) if last.last.similarity(&sketch) >= limit.similarity => last.alike + 1,

@@ -17,7 +17,7 @@ use super::session::{Held, Memory};
 use super::{Agent, Input, Project, session_key};
 use crate::config::Rules;
 use crate::events::{Event, EventLog};
-use crate::rules::scope;
+use crate::rules::file_scope;
 use crate::task::Task;
 use crate::tooltime::{Action, Decision, Policy};
 
@@ -552,7 +552,7 @@ pub fn after(
             .at
             .saturating_duration_since(std::time::Instant::now());
         let listing = AFTER_TOOL_LISTING.min(left.mul_f32(0.8));
-        match scope::changed_now(&setting.task, &rules.state, listing) {
+        match file_scope::changed_now(&setting.task, &rules.state, listing) {
             Ok(changed) => {
                 let policy = setting.policy(input);
                 let memory = held.memory(&setting.agent_key);

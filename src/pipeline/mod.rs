@@ -10,7 +10,7 @@ use crate::cache::{self, Cache};
 use crate::config::{Pipeline, Route, Rules};
 use crate::duration;
 use crate::process::Cancel;
-use crate::rules::{Context, Deadline, Outcome, scope::Listed};
+use crate::rules::{Context, Deadline, Outcome, file_scope::Listed};
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
 
@@ -519,10 +519,12 @@ impl Runner<'_> {
     /// must not skip ruff).
     fn worker_changed_what(&self, only_if: &crate::rules::only_if::OnlyIf) -> bool {
         let ctx = self.between_gates("(only_if)");
-        match crate::rules::scope::changed(&ctx, "HEAD", ctx.started + ctx.timeout) {
+        match crate::rules::file_scope::changed(&ctx, "HEAD", ctx.started + ctx.timeout) {
             // Without git or a baseline there is no telling what the worker changed: every
             // file "changed", so only what is there decides.
-            Ok(changes) if matches!(changes.source, crate::rules::scope::Source::Everything) => {
+            Ok(changes)
+                if matches!(changes.source, crate::rules::file_scope::Source::Everything) =>
+            {
                 false
             }
             Ok(changes) => changes.files.iter().any(|rel| only_if.looks_at(rel)),

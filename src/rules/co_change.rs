@@ -8,7 +8,8 @@
 use std::path::Path;
 
 use super::{
-    About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, Stopped, scope,
+    About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, Stopped,
+    file_scope,
 };
 use crate::globs::PatternSet;
 use crate::rules::spec::GateSpec;
@@ -58,7 +59,7 @@ impl RuleDef for CoChange {
             }
         }
         Ok(CoChange {
-            base: scope::checked_base(spec)?,
+            base: file_scope::checked_base(spec)?,
             when: PatternSet::new(when),
             then: PatternSet::new(then),
             skip_marker: spec.skip_marker.as_ref().map(|m| m.trim().to_owned()),
@@ -78,13 +79,13 @@ impl RuleDef for CoChange {
 impl CoChange {
     fn judge(&self, ctx: &Context<'_>) -> Outcome {
         let deadline = ctx.deadline();
-        let changes = match scope::changed(ctx, &self.base, deadline.at()) {
+        let changes = match file_scope::changed(ctx, &self.base, deadline.at()) {
             Ok(changes) => changes,
             Err(problem) => return problem.outcome(ctx),
         };
         // Without git or a baseline every file counts as changed, and the rule would pass
         // whenever a `then` file exists: it cannot judge, and says what it needs.
-        if matches!(changes.source, scope::Source::Everything) {
+        if matches!(changes.source, file_scope::Source::Everything) {
             return Outcome::error(
                 "co-change needs to know what the worker changed: run it in a git work tree, or take a baseline with `validator snapshot TASK` before the worker starts",
             );
@@ -179,7 +180,7 @@ impl CoChange {
     fn skip_reason(&self, ctx: &Context<'_>, deadline: &Deadline<'_>) -> Option<String> {
         let marker = self.skip_marker.as_deref()?;
         let signal = String::from_utf8_lossy(ctx.task.signal.body()).into_owned();
-        let patch = scope::diff(ctx, &self.base, deadline.at(), MAX_PATCH_BYTES)
+        let patch = file_scope::diff(ctx, &self.base, deadline.at(), MAX_PATCH_BYTES)
             .ok()
             .flatten()
             .map(|patch| patch.text)

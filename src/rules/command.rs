@@ -356,7 +356,7 @@ impl Command {
                 let changed = match self.changed_only.as_deref() {
                     Some(base) => {
                         let deadline = Instant::now() + ctx.timeout;
-                        match super::scope::considered(ctx, base, deadline) {
+                        match super::file_scope::considered(ctx, base, deadline) {
                             Ok(changes) => {
                                 // Changes git was told to hide: what could not be seen is not clean.
                                 refused.extend(changes.findings);

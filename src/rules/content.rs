@@ -18,7 +18,7 @@ use regex::bytes::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, scope};
+use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, file_scope};
 use crate::globs::PatternSet;
 use crate::rules::spec::GateSpec;
 use crate::taskdir;
@@ -110,7 +110,7 @@ impl RuleDef for Content {
             ban,
             require,
             changed_only: spec.changed_only.unwrap_or(false),
-            base: scope::checked_base(spec)?,
+            base: file_scope::checked_base(spec)?,
             max_bytes: spec.max_bytes.unwrap_or(DEFAULT_MAX_BYTES),
         })
     }
@@ -133,7 +133,7 @@ impl Content {
         };
         let mut findings = Vec::new();
         let changed = if self.changed_only {
-            match scope::considered(ctx, &self.base, deadline.at()) {
+            match file_scope::considered(ctx, &self.base, deadline.at()) {
                 Ok(changes) => {
                     // What the listing could not see (a directory it could not read, a link
                     // out): what could not be seen is not clean either.

@@ -17,10 +17,10 @@ mod git;
 pub mod only_if;
 #[doc(hidden)]
 pub use git::read_listings as read_git_listings;
+pub mod file_scope;
 pub mod review;
 mod runner;
 pub mod schema;
-pub mod scope;
 pub mod spec;
 pub mod status;
 
@@ -51,7 +51,7 @@ pub struct Context<'a> {
     /// A person asked for every file (`check --all-files`): `changed_only` reads all of them.
     pub all_files: bool,
     /// The change sets this run has listed, shared by its gates.
-    pub listed: &'a scope::Listed,
+    pub listed: &'a file_scope::Listed,
     /// When the gate started: its deadline is `timeout` from then, one clock for the cache
     /// key taken before it, the rule's own reads and the programs it starts.
     pub started: Instant,
@@ -384,7 +384,7 @@ registry! {
     /// with `- file:line: issue` lines.
     Review = "review" => review::Review,
     /// Every changed file is inside `allow` (if given) and in neither `readonly` nor `deny`.
-    FileScope = "file-scope" => scope::FileScope,
+    FileScope = "file-scope" => file_scope::FileScope,
     /// The done signal says `STATUS: OK`; `STATUS: BLOCKED` ends the run BLOCKED with the
     /// worker's reason.
     Status = "status" => status::Status,

@@ -41,7 +41,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use super::command::{env_from_spec, is_executable, on_path, relative_findings, tail};
-use super::scope::{self, Problem};
+use super::file_scope::{self, Problem};
 use super::{About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
 use crate::duration;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
@@ -735,7 +735,7 @@ pub(crate) fn context(ctx: &Context<'_>, deadline: &Deadline<'_>) -> Result<Stri
         }
     }
 
-    let changes = match scope::changed(ctx, BASE, deadline.at()) {
+    let changes = match file_scope::changed(ctx, BASE, deadline.at()) {
         Ok(changes) => changes,
         Err(Problem::Judge(why)) => return Err(why),
         Err(problem @ (Problem::Worker(_) | Problem::Stopped(_))) => {
@@ -806,7 +806,7 @@ fn clip_bytes(text: &str, cap: usize) -> &str {
 fn changed_section(
     ctx: &Context<'_>,
     out: &mut String,
-    changes: &scope::Changes,
+    changes: &file_scope::Changes,
     deadline: &Deadline<'_>,
 ) {
     let task = ctx.task;
@@ -852,8 +852,8 @@ fn changed_section(
 
     let mut budget = MAX_CHANGES_BYTES;
     let mut in_patch = BTreeSet::new();
-    if matches!(changes.source, scope::Source::Git(_)) {
-        match scope::diff(ctx, BASE, deadline.at(), budget) {
+    if matches!(changes.source, file_scope::Source::Git(_)) {
+        match file_scope::diff(ctx, BASE, deadline.at(), budget) {
             Ok(Some(patch)) if !patch.text.is_empty() => {
                 let _ = writeln!(out, "## Patch against {BASE} (tracked files)\n");
                 if patch.from_middle {
@@ -1172,7 +1172,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             state_dir: &fixture.state,
             cancel: None,
-            listed: &crate::rules::scope::Listed::default(),
+            listed: &crate::rules::file_scope::Listed::default(),
             started: std::time::Instant::now(),
         };
         context(&ctx, &ctx.deadline()).unwrap()

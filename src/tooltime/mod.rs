@@ -16,7 +16,7 @@ use crate::config::Pipeline;
 use crate::config::tools::{CommandDecision, Tools, Unknown};
 use crate::contract::Contract;
 use crate::rules::Rule;
-use crate::rules::scope::FileScope;
+use crate::rules::file_scope::FileScope;
 use crate::task::Task;
 use crate::text::name;
 
