@@ -82,7 +82,7 @@ pub fn render(rules: &Rules, pipeline: &Pipeline, task: &str) -> Result<String, 
 /// A contract that cannot be read is an error, as it is to a run.
 pub fn brief(rules: &Rules, pipeline: &Pipeline, task: &str) -> Result<Brief, Error> {
     crate::task::validate_name(task)?;
-    let contract = rules.contract_for(task)?;
+    let contract = crate::contract::Contract::for_task(rules, task)?;
     let mut gates = Vec::new();
     if let Some(contract) = contract.as_ref() {
         if !contract.dependencies_completed.is_empty() {

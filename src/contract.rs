@@ -225,7 +225,53 @@ const PREFIXES: [&str; 4] = [
     "file exists:",
 ];
 
+/// The JSON Schema of a handoff contract (`contracts/<task>.yaml` or `.json`).
+pub fn schema() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    let mut schema = generator.into_root_schema_for::<RawHandoff>().to_value();
+    let flat_keys_refused: serde_json::Map<String, serde_json::Value> = TERMS
+        .iter()
+        .map(|key| ((*key).to_owned(), serde_json::Value::Bool(false)))
+        .collect();
+    if let Some(root) = schema.as_object_mut() {
+        root.insert(
+            "oneOf".into(),
+            serde_json::json!([
+                {
+                    "description": "The WorkerHandoff shape: the terms under `contract:`.",
+                    "required": ["contract"],
+                    "properties": flat_keys_refused,
+                },
+                {
+                    "description": "The flat shape: the terms at the top.",
+                    "required": ["task_id"],
+                    "properties": {"contract": false},
+                },
+            ]),
+        );
+    }
+    crate::config::json_schema::tidy(&mut schema);
+    schema
+}
+
+/// The contract schema as `validator rules schema --contract` prints it (and
+/// `schema/contract.schema.json` holds it).
+pub fn schema_text() -> String {
+    let mut text = serde_json::to_string_pretty(&schema()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 impl Contract {
+    /// The contract for `task` where `rules` keep contracts (`contracts:`), if they keep any
+    /// and one was written for it (see [`Contract::find`]).
+    pub fn for_task(rules: &Rules, task: &str) -> Result<Option<Contract>, Error> {
+        match &rules.contracts {
+            Some(dir) => Contract::find(dir, task),
+            None => Ok(None),
+        }
+    }
+
     /// The contract for `task` in `dir` (`<task>.yaml`, else `<task>.json`), if one was
     /// written. A contract that exists but cannot be read or checked is an error, and so are
     /// both files at once: a broken or ambiguous contract must never pass silently.

@@ -177,7 +177,9 @@ impl Judge<'_> {
             pipeline,
             refused,
         } = case;
-        let (contract, contract_error) = match rules.contract_for(&task.name) {
+        let (contract, contract_error) = match crate::contract::Contract::for_task(
+            rules, &task.name,
+        ) {
             // The worker could write what it is held to: no contract can be trusted there.
             Ok(Some(contract)) if task.worker_may_write(&contract.path) => (
                 None,

@@ -207,9 +207,9 @@ pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Re
 /// `validator rules schema [--contract]`: needs no rules file, it describes them (or the
 /// handoff contracts).
 pub(crate) fn rules_schema(contract: bool) -> Result<ExitCode> {
-    use validator::config::json_schema::{contract_schema_text, rules_schema_text};
+    use validator::config::json_schema::rules_schema_text;
     let text = if contract {
-        contract_schema_text()
+        validator::contract::schema_text()
     } else {
         rules_schema_text()
     };

@@ -37,45 +37,6 @@ pub fn rules_schema_text() -> String {
     text
 }
 
-/// The JSON Schema of a handoff contract (`contracts/<task>.yaml` or `.json`).
-pub fn contract_schema() -> Value {
-    let generator = SchemaSettings::draft07().into_generator();
-    let mut schema = generator
-        .into_root_schema_for::<crate::contract::RawHandoff>()
-        .to_value();
-    let flat_keys_refused: Map<String, Value> = crate::contract::TERMS
-        .iter()
-        .map(|key| ((*key).to_owned(), Value::Bool(false)))
-        .collect();
-    if let Some(root) = schema.as_object_mut() {
-        root.insert(
-            "oneOf".into(),
-            json!([
-                {
-                    "description": "The WorkerHandoff shape: the terms under `contract:`.",
-                    "required": ["contract"],
-                    "properties": flat_keys_refused,
-                },
-                {
-                    "description": "The flat shape: the terms at the top.",
-                    "required": ["task_id"],
-                    "properties": {"contract": false},
-                },
-            ]),
-        );
-    }
-    tidy(&mut schema);
-    schema
-}
-
-/// The contract schema as `validator rules schema --contract` prints it (and
-/// `schema/contract.schema.json` holds it).
-pub fn contract_schema_text() -> String {
-    let mut text = serde_json::to_string_pretty(&contract_schema()).unwrap_or_default();
-    text.push('\n');
-    text
-}
-
 /// The keys a rule refuses to go without, from its declaration (a unit test holds it to what
 /// its `from_spec` checks).
 fn required(kind: RuleKind) -> Value {
@@ -155,7 +116,7 @@ fn describe_rule_keys(schema: &mut Value) {
 /// the text itself (blank lines stay paragraph breaks). `default: null` comes from
 /// `#[serde(default)]` on keys whose real default is named in their description; offered as
 /// a completion it would write a null where a value belongs, so it goes.
-fn tidy(value: &mut Value) {
+pub(crate) fn tidy(value: &mut Value) {
     match value {
         Value::Object(map) => {
             if map.get("default") == Some(&Value::Null) {
@@ -374,13 +335,14 @@ mod tests {
         let loaded =
             crate::contract::Contract::parse(Path::new("/c/t.yaml"), source.to_owned(), "t");
         let instance: Value = yaml_serde::from_str(source).expect("test YAML parses");
-        let validator = jsonschema::draft7::new(&contract_schema()).expect("schema compiles");
+        let validator =
+            jsonschema::draft7::new(&crate::contract::schema()).expect("schema compiles");
         (loaded.is_ok(), validator.is_valid(&instance))
     }
 
     #[test]
     fn the_contract_schema_agrees_with_the_loader() {
-        jsonschema::draft7::meta::validate(&contract_schema()).expect("valid draft-07");
+        jsonschema::draft7::meta::validate(&crate::contract::schema()).expect("valid draft-07");
         for good in [
             "task_id: t\n",
             "task_id: t\nfiles_owned: [\"src/**\"]\ncontext: why\nescalation: {blocked_contact: c}\n",

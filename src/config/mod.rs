@@ -301,13 +301,6 @@ impl Rules {
             })
     }
 
-    pub fn contract_for(&self, task: &str) -> Result<Option<crate::contract::Contract>, Error> {
-        match &self.contracts {
-            Some(dir) => crate::contract::Contract::find(dir, task),
-            None => Ok(None),
-        }
-    }
-
     /// The pipeline for `task`: the one named, or the first whose `tasks` globs match.
     pub fn pipeline_for(&self, task: &str, named: Option<&str>) -> Result<&Pipeline, Error> {
         let available = || {

@@ -420,8 +420,7 @@ impl<'r> Setting<'r> {
         let task = Task::new(project.task_name(), &project.dir)
             .map_err(|err| format!("the project cannot be judged: {err}"))?
             .ignoring(&rules.state);
-        let contract = rules
-            .contract_for(&task.name)
+        let contract = crate::contract::Contract::for_task(rules, &task.name)
             .map_err(|err| format!("the task's contract cannot be read: {err:#}"))?;
         Ok(Setting {
             rules,
