@@ -11,12 +11,11 @@
 //! gate's deadline, which is then a timeout: a thousand links to one large file cannot keep it
 //! reading past its time, nor pass on the files it got through.
 
+pub use crate::rules::spec::ContentPattern;
 use std::path::Path;
 use std::sync::OnceLock;
 
 use regex::bytes::{Regex, RegexBuilder};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, file_scope};
 use crate::globs::PatternSet;
@@ -33,17 +32,6 @@ const DEFAULT_MAX_BYTES: u64 = 1024 * 1024;
 const MAX_PATTERN_SIZE: usize = 1024 * 1024;
 /// Longest excerpt of a matched line in a finding.
 const MAX_EXCERPT_CHARS: usize = 120;
-
-/// A pattern as the rules file writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ContentPattern {
-    /// A regular expression (Rust `regex` syntax: no look-around or back-references, so
-    /// matching is linear). `(?i)` ignores case; `^` and `$` match at each line.
-    pub pattern: String,
-    /// Why, for the worker: shown with each finding (default: the pattern).
-    pub message: Option<String>,
-}
 
 #[derive(Debug, Clone)]
 struct Check {

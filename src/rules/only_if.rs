@@ -7,13 +7,11 @@
 //! glob reaches unless it says `**`. In a run the look stops at the run's deadline, and what it
 //! did not get to counts as present: the gate runs (and, its time gone, times out).
 
+pub use crate::rules::spec::PresenceSpec;
 use std::path::Path;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use super::KeyError;
-use crate::globs::{Pattern, PatternSet};
+use crate::globs::PatternSet;
 use crate::task::Task;
 use crate::taskdir::{self, Deadline};
 use crate::text::one_line;
@@ -21,23 +19,6 @@ use crate::text::one_line;
 /// Largest file `contains` reads. A larger file, or one that cannot be read, lets the gate run:
 /// when in doubt the gate judges, so a worker cannot turn it off by padding the file.
 const MAX_BYTES: u64 = 1024 * 1024;
-
-/// One thing whose presence lets the gate run, as the rules file writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PresenceSpec {
-    /// A glob of files in the task directory, such as `ruff.toml` or `.eslintrc*`.
-    pub file: Pattern,
-    /// A regular expression one of those files must contain (`^` and `$` match at each
-    /// line), such as `^\[flake8\]` for setup.cfg. A file past 1 MiB is not read, and counts
-    /// as containing it.
-    pub contains: Option<String>,
-    /// A key one of those files must have, read as JSON (`.json`) or TOML (`.toml`), its
-    /// tables joined with `.`: `scripts.test` in package.json, `tool.ruff` in pyproject.toml
-    /// (however the TOML writes it: `[tool.ruff.lint]`, dotted keys, quotes). A file that is
-    /// neither, past 1 MiB, or that does not parse counts as having it.
-    pub key: Option<String>,
-}
 
 /// `only_if:` checked: the gate runs if any of these is present.
 #[derive(Debug, Clone)]

@@ -6,6 +6,7 @@
 //! read and checked on every core at once, each thread stopping at the gate's deadline (which
 //! then times the gate out: documents not checked are not valid).
 
+pub use crate::rules::spec::Draft;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::{self, Write as _};
@@ -45,16 +46,6 @@ pub struct Schema {
     draft: Option<Draft>,
     /// `refs:`, longest prefix first (the most specific mapping wins).
     refs: Vec<RefDir>,
-}
-
-/// A JSON Schema draft, as `draft:` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Draft {
-    Draft4,
-    Draft6,
-    Draft7,
-    Draft201909,
-    Draft202012,
 }
 
 impl Draft {

@@ -47,7 +47,7 @@ pub struct GateSpec {
     /// worker's: protect them with file-scope's `readonly:` where removing one must not turn a
     /// gate off.
     #[schemars(length(min = 1))]
-    pub only_if: Option<Vec<crate::rules::only_if::PresenceSpec>>,
+    pub only_if: Option<Vec<PresenceSpec>>,
     /// Gates next to each other with the same `group` start together (at most the pipeline's
     /// `jobs` at once) and are settled in the order they are written, as if they had run one
     /// after another: the first failure is the one reported first, and the routes are taken
@@ -100,17 +100,17 @@ pub struct GateSpec {
     /// review: several reviewers instead of one `run:`, each `{run, name, env}`; `mode` says
     /// how they decide.
     #[schemars(length(min = 1))]
-    pub reviewers: Option<Vec<crate::rules::review::ReviewerSpec>>,
+    pub reviewers: Option<Vec<ReviewerSpec>>,
     /// review: how `reviewers` decide: all (default: every one approves), majority (more than
     /// half approve) or critique (two: the second judges the first's answer, and decides).
-    pub mode: Option<crate::rules::review::Mode>,
+    pub mode: Option<Mode>,
     /// review: directories the reviewer may write besides its own scratch directory ($TMPDIR),
     /// such as `["~/.claude"]` where a model CLI keeps its session; relative to the rules
     /// file. Never the task's: an entry that is, holds or lies in the task directory or the
     /// worker's area is an ERROR when the gate runs.
     pub writable: Option<Vec<String>>,
     /// review: the TCP ports the reviewer may connect to (default: [443], HTTPS), or `any`.
-    pub network: Option<crate::rules::review::Network>,
+    pub network: Option<Network>,
     // schema
     /// schema: the JSON Schema file (relative to the rules file); draft 4 to 2020-12, local
     /// `$ref` only.
@@ -125,7 +125,7 @@ pub struct GateSpec {
     /// schema: the draft a schema without `$schema` is read as: 4, 6, 7, 2019-09 or 2020-12
     /// (default: 2020-12, and its errors then say it was assumed). A `$schema` in the file says
     /// what the file is written in and wins; a `draft:` that names another draft is an error.
-    pub draft: Option<crate::rules::schema::Draft>,
+    pub draft: Option<Draft>,
     /// schema: URL prefixes mapped to local directories (relative to the rules file), such as
     /// `{"https://example.com/schemas/": "schemas/"}`: a `$ref` under a prefix is read from its
     /// directory, never from outside it. validator never fetches anything: any other remote
@@ -134,12 +134,12 @@ pub struct GateSpec {
     pub refs: Option<BTreeMap<String, PathBuf>>,
     // content
     /// content: patterns no file matching `files` may contain: `[{pattern, message}]`.
-    pub ban: Option<Vec<crate::rules::content::ContentPattern>>,
+    pub ban: Option<Vec<ContentPattern>>,
     /// content: globs of files `files` matches that are not read (a generated file, the one
     /// module allowed what the others are not).
     pub exclude: Option<Vec<Pattern>>,
     /// content: patterns every file matching `files` must contain: `[{pattern, message}]`.
-    pub require: Option<Vec<crate::rules::content::ContentPattern>>,
+    pub require: Option<Vec<ContentPattern>>,
     /// content, lint, test: only the files the worker changed count among those `files` matches
     /// (git against `base`, else the baseline; with neither, every file), as pre-commit passes
     /// only staged files; a command gate with none left is skipped, saying so. `check
@@ -377,4 +377,84 @@ fn non_empty<E: de::Error>(words: Vec<String>) -> Result<Argv, E> {
         Some(program) if !program.is_empty() => Ok(Argv(words)),
         _ => Err(E::custom("the command is empty; name the program to run")),
     }
+}
+
+// The keys a rule owns, as written: defined here so a gate as written depends on no rule, and
+// each rule gives its own the behaviour it needs (their impls live with the rule).
+
+/// One thing whose presence lets the gate run, as the rules file writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PresenceSpec {
+    /// A glob of files in the task directory, such as `ruff.toml` or `.eslintrc*`.
+    pub file: Pattern,
+    /// A regular expression one of those files must contain (`^` and `$` match at each
+    /// line), such as `^\[flake8\]` for setup.cfg. A file past 1 MiB is not read, and counts
+    /// as containing it.
+    pub contains: Option<String>,
+    /// A key one of those files must have, read as JSON (`.json`) or TOML (`.toml`), its
+    /// tables joined with `.`: `scripts.test` in package.json, `tool.ruff` in pyproject.toml
+    /// (however the TOML writes it: `[tool.ruff.lint]`, dotted keys, quotes). A file that is
+    /// neither, past 1 MiB, or that does not parse counts as having it.
+    pub key: Option<String>,
+}
+
+/// A pattern as the rules file writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContentPattern {
+    /// A regular expression (Rust `regex` syntax: no look-around or back-references, so
+    /// matching is linear). `(?i)` ignores case; `^` and `$` match at each line.
+    pub pattern: String,
+    /// Why, for the worker: shown with each finding (default: the pattern).
+    pub message: Option<String>,
+}
+
+/// One reviewer of several.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewerSpec {
+    /// The reviewer's name in the verdict (its issues are labelled with it) and the review
+    /// state (default: its program's file name).
+    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]+$"))]
+    pub name: Option<String>,
+    /// The reviewer, as `run:` is written for one: it reads the context on stdin and prints
+    /// APPROVED or REJECTED, then its issues.
+    pub run: Argv,
+    /// Environment variables added for this reviewer (over the gate's `env:`).
+    pub env: Option<BTreeMap<String, String>>,
+}
+
+/// How several reviewers decide.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Every reviewer must approve (they run at once); one that cannot answer makes the gate
+    /// ERROR.
+    #[default]
+    All,
+    /// More than half of the reviewers must approve (they run at once); a reviewer that cannot
+    /// answer casts no vote, and the gate is ERROR only when its vote could have made the
+    /// majority.
+    Majority,
+    /// Two reviewers, one after the other: the second reads the first's answer with the
+    /// context, says whether each issue holds (and adds its own), and its verdict is the gate's.
+    Critique,
+}
+
+/// `network:` as written: the TCP ports a reviewer may connect to, or any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    Any,
+    Ports(Vec<u16>),
+}
+
+/// A JSON Schema draft, as `draft:` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draft {
+    Draft4,
+    Draft6,
+    Draft7,
+    Draft201909,
+    Draft202012,
 }

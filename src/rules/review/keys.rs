@@ -2,6 +2,7 @@
 //! they decide in, the directories a reviewer may write (`writable:`) and the TCP ports it may
 //! connect to (`network:`), as the rules file writes them and as they are checked at load.
 
+pub use crate::rules::spec::{Mode, Network, ReviewerSpec};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
@@ -12,43 +13,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Reviewer;
 use crate::rules::KeyError;
-use crate::rules::spec::{Argv, GateSpec};
+use crate::rules::spec::GateSpec;
 
 /// The port a reviewer may connect to when the gate says nothing: HTTPS, what a model's API
 /// is reached by.
 pub const DEFAULT_PORTS: &[u16] = &[443];
-
-/// One reviewer of several.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReviewerSpec {
-    /// The reviewer's name in the verdict (its issues are labelled with it) and the review
-    /// state (default: its program's file name).
-    #[schemars(regex(pattern = r"^[A-Za-z0-9._-]+$"))]
-    pub name: Option<String>,
-    /// The reviewer, as `run:` is written for one: it reads the context on stdin and prints
-    /// APPROVED or REJECTED, then its issues.
-    pub run: Argv,
-    /// Environment variables added for this reviewer (over the gate's `env:`).
-    pub env: Option<BTreeMap<String, String>>,
-}
-
-/// How several reviewers decide.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// Every reviewer must approve (they run at once); one that cannot answer makes the gate
-    /// ERROR.
-    #[default]
-    All,
-    /// More than half of the reviewers must approve (they run at once); a reviewer that cannot
-    /// answer casts no vote, and the gate is ERROR only when its vote could have made the
-    /// majority.
-    Majority,
-    /// Two reviewers, one after the other: the second reads the first's answer with the
-    /// context, says whether each issue holds (and adds its own), and its verdict is the gate's.
-    Critique,
-}
 
 impl Mode {
     pub fn as_str(self) -> &'static str {
@@ -58,13 +27,6 @@ impl Mode {
             Mode::Critique => "critique",
         }
     }
-}
-
-/// `network:` as written: the TCP ports a reviewer may connect to, or any.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Network {
-    Any,
-    Ports(Vec<u16>),
 }
 
 impl Network {
