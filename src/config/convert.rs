@@ -195,6 +195,11 @@ pub(super) fn is_hook_runner(top: &Map<String, Value>) -> bool {
 /// hook's pipeline, its gates with their routes, and the loader's notes as what was left out.
 fn from_hook_runner(path: &Path, source: &str) -> Result<Converted, String> {
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    if let Some(refused) =
+        other_dialect_error(path, source.strip_prefix('\u{feff}').unwrap_or(source))
+    {
+        return Err(refused.to_string());
+    }
     let rules = super::gates_json::parse(path, source, dir).map_err(|err| err.to_string())?;
     let mut out = Writer::default();
     out.left_out.extend(rules.notes.iter().cloned());
@@ -327,7 +332,7 @@ impl Writer {
         }
         for (key, value) in top {
             let key = key.as_str();
-            if is_comment(key) {
+            if super::gates_json::is_comment(key) {
                 continue;
             }
             match (key, value) {
@@ -454,7 +459,7 @@ impl Writer {
     /// `{"lint": "npm run lint", "build": ""}` or `{"lint": {"command": ...}}`.
     fn command_map(&mut self, key: &str, map: &Map<String, Value>) {
         for (name, value) in map {
-            if is_comment(name) {
+            if super::gates_json::is_comment(name) {
                 if runnable(value) {
                     self.left_out.push(format!(
                         "`{}.{}`: read as a comment, as its name says; if it is a command, rename it",
@@ -607,7 +612,7 @@ impl Writer {
             .map(String::as_str)
             .filter(|k| {
                 !READ_GATE_KEYS.contains(k)
-                    && !is_comment(k)
+                    && !super::gates_json::is_comment(k)
                     && !["why", "doc", "rationale", "owner"].contains(k)
             })
             .collect();
@@ -1042,7 +1047,9 @@ fn is_command_list(items: &[Value]) -> bool {
 /// A map of names to commands: one-line strings (empty for "not configured") or command
 /// objects, comments aside.
 fn is_command_map(map: &Map<String, Value>) -> bool {
-    let entries = map.iter().filter(|(key, _)| !is_comment(key));
+    let entries = map
+        .iter()
+        .filter(|(key, _)| !super::gates_json::is_comment(key));
     let (mut commands, mut all) = (0, 0);
     for (_, value) in entries {
         all += 1;
@@ -1113,26 +1120,6 @@ fn names_a_command(key: &str) -> bool {
         .any(|word| COMMAND_WORDS.contains(&word.to_ascii_lowercase().as_str()))
 }
 
-/// Keys that comment the file rather than configure anything (here and in the hook runner's
-/// own dialect, whose example files carry them too).
-pub(super) fn is_comment(key: &str) -> bool {
-    key.starts_with(['$', '_', '/', '#'])
-        || key.starts_with("comment")
-        || matches!(
-            key,
-            "description"
-                | "note"
-                | "notes"
-                | "version"
-                | "schema_version"
-                | "generated"
-                | "manifestHash"
-                | "repo"
-                | "project"
-                | "name"
-        )
-}
-
 /// `{"architect": ["docs/**"], "tester": {"write": ["tests/**"]}}`: roles mapped to the
 /// paths they may write.
 fn is_role_permissions(roles: &Map<String, Value>) -> bool {
@@ -1143,7 +1130,7 @@ fn is_role_permissions(roles: &Map<String, Value>) -> bool {
     };
     let mut any = false;
     for (role, value) in roles {
-        if is_comment(role) {
+        if super::gates_json::is_comment(role) {
             continue;
         }
         let writes = match value {
@@ -1247,6 +1234,64 @@ fn yaml_safe(text: &str) -> String {
 
 fn one_line(text: &str) -> String {
     crate::text::one_line(text)
+}
+
+/// A gates.json in another runner's format, refused where the hook runner's dialect is read,
+/// with what `init --from` would make of it: not a typo to remove, but another format whose
+/// gates say what the user wants. `None` for the dialect itself.
+pub(super) fn other_dialect_error(path: &Path, source: &str) -> Option<crate::error::ConfigError> {
+    let message = other_dialect(path, source)?;
+    Some(crate::error::ConfigError {
+        file: path.to_path_buf(),
+        line: Some(1),
+        column: Some(1),
+        message,
+        help: Some(
+            "`validator init --from FILE` writes another runner's gate file as a validator.yaml (a `lint` or `test` gate per command, a `content` gate per ban pattern, a `co-change` gate per coverage rule, a `file-scope` gate for protected paths) and lists what has no equivalent"
+                .into(),
+        ),
+    })
+}
+
+/// What a gate file of another runner's format holds, if `source` is one: a sentence saying
+/// what `init --from` would make of it, or why it is not a gate file at all. `None` for the
+/// hook runner's dialect (`hooks`, or `gates` as a map of objects), whose mistakes are the
+/// loader's to name.
+fn other_dialect(path: &Path, source: &str) -> Option<String> {
+    let top: serde_json::Value = serde_json::from_str(source).ok()?;
+    if let serde_json::Value::Object(map) = &top {
+        if map.get("hooks").is_some_and(serde_json::Value::is_object) {
+            return None;
+        }
+        // `gates` as a map of objects: the runner's dialect, unless it is another runner's
+        // whose objects `init --from` reads (a typo of the dialect's keys is the loader's).
+        let objects = map.get("gates").is_some_and(|gates| {
+            gates
+                .as_object()
+                .is_some_and(|gates| gates.values().all(serde_json::Value::is_object))
+        });
+        let runner_shaped = map
+            .get("gates")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|gates| {
+                gates.values().all(|gate| {
+                    gate.get("command").is_none_or(serde_json::Value::is_string)
+                        && ["run", "cmd", "script", "argv", "npm", "id", "name", "label"]
+                            .iter()
+                            .all(|key| gate.get(*key).is_none())
+                })
+            });
+        if objects && (runner_shaped || from_gates_json(path, source).is_err()) {
+            return None;
+        }
+    }
+    Some(match from_gates_json(path, source) {
+        Ok(converted) => format!(
+            "this gates.json is another runner's format ({} validator can convert), not the hook runner's dialect validator reads as it is (\"gates\" as an object of {{\"command\": ...}}, with \"hooks\")",
+            converted.summary
+        ),
+        Err(why) => format!("this file is not a gate file validator reads: {why}"),
+    })
 }
 
 #[cfg(test)]

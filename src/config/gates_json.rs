@@ -91,64 +91,10 @@ pub(super) fn is_gates_json(path: &Path, source: &str) -> bool {
     }
 }
 
-/// What a gate file of another runner's format holds, if `source` is one: a sentence saying
-/// what `init --from` would make of it, or why it is not a gate file at all. `None` for the
-/// hook runner's dialect (`hooks`, or `gates` as a map of objects), whose mistakes are the
-/// loader's to name.
-fn other_dialect(path: &Path, source: &str) -> Option<String> {
-    let top: serde_json::Value = serde_json::from_str(source).ok()?;
-    if let serde_json::Value::Object(map) = &top {
-        if map.get("hooks").is_some_and(serde_json::Value::is_object) {
-            return None;
-        }
-        // `gates` as a map of objects: the runner's dialect, unless it is another runner's
-        // whose objects `init --from` reads (a typo of the dialect's keys is the loader's).
-        let objects = map.get("gates").is_some_and(|gates| {
-            gates
-                .as_object()
-                .is_some_and(|gates| gates.values().all(serde_json::Value::is_object))
-        });
-        let runner_shaped = map
-            .get("gates")
-            .and_then(serde_json::Value::as_object)
-            .is_some_and(|gates| {
-                gates.values().all(|gate| {
-                    gate.get("command").is_none_or(serde_json::Value::is_string)
-                        && ["run", "cmd", "script", "argv", "npm", "id", "name", "label"]
-                            .iter()
-                            .all(|key| gate.get(*key).is_none())
-                })
-            });
-        if objects && (runner_shaped || super::convert::from_gates_json(path, source).is_err()) {
-            return None;
-        }
-    }
-    Some(match super::convert::from_gates_json(path, source) {
-        Ok(converted) => format!(
-            "this gates.json is another runner's format ({} validator can convert), not the hook runner's dialect validator reads as it is (\"gates\" as an object of {{\"command\": ...}}, with \"hooks\")",
-            converted.summary
-        ),
-        Err(why) => format!("this file is not a gate file validator reads: {why}"),
-    })
-}
-
 /// Reads gates.json text into checked rules; `dir` is the file's directory, which anchors the
 /// default `staging`, `verdicts` and `state` as for a validator.yaml that names none.
 pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, ConfigError> {
     let source = source.strip_prefix('\u{feff}').unwrap_or(source);
-    if let Some(message) = other_dialect(path, source) {
-        // Not a typo to remove: another format, whose gates say what the user wants.
-        return Err(ConfigError {
-            file: path.to_path_buf(),
-            line: Some(1),
-            column: Some(1),
-            message,
-            help: Some(
-                "`validator init --from FILE` writes another runner's gate file as a validator.yaml (a `lint` or `test` gate per command, a `content` gate per ban pattern, a `co-change` gate per coverage rule, a `file-scope` gate for protected paths) and lists what has no equivalent"
-                    .into(),
-            ),
-        });
-    }
     let file = File { path, source };
     let raw: RawFile = serde_json::from_str(source).map_err(|err| file.serde_error(&err))?;
     let mut reader = Reader {
@@ -254,7 +200,7 @@ impl<'de> Deserialize<'de> for RawFile {
                         "gates" | "hooks" => {
                             return Err(de::Error::custom(format!("`{key}` is given twice")));
                         }
-                        _ if super::convert::is_comment(&key) => {
+                        _ if is_comment(&key) => {
                             map.next_value::<de::IgnoredAny>()?;
                         }
                         _ => return Err(de::Error::unknown_field(&key, &["gates", "hooks"])),
@@ -1052,6 +998,26 @@ fn reach<'c>(head: &'c str, compiled: &'c HashMap<String, Compiled>) -> Vec<&'c 
         }
     }
     order
+}
+
+/// Keys that comment the file rather than configure anything (here and in the hook runner's
+/// own dialect, whose example files carry them too).
+pub(super) fn is_comment(key: &str) -> bool {
+    key.starts_with(['$', '_', '/', '#'])
+        || key.starts_with("comment")
+        || matches!(
+            key,
+            "description"
+                | "note"
+                | "notes"
+                | "version"
+                | "schema_version"
+                | "generated"
+                | "manifestHash"
+                | "repo"
+                | "project"
+                | "name"
+        )
 }
 
 #[cfg(test)]

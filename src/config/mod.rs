@@ -282,6 +282,10 @@ impl Rules {
             .unwrap_or(Path::new("."));
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         if gates_json::is_gates_json(path, source) {
+            let text = source.strip_prefix('\u{feff}').unwrap_or(source);
+            if let Some(refused) = convert::other_dialect_error(path, text) {
+                return Err(refused);
+            }
             return gates_json::parse(path, source, dir);
         }
         let loader = Loader { path, source };
