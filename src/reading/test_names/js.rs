@@ -12,6 +12,7 @@
 //! output: a test runs, and prints, before its runner sums up, so another runner's summary a
 //! test printed comes earlier and does not make its lines read as that runner's.
 
+use super::node::{is_test_file, load_error};
 use super::{Failed, Report, joined};
 
 /// A JavaScript runner, known by its closing summary.
@@ -129,16 +130,8 @@ fn node_spec(lines: &[&str], report: &mut Report) {
                 .take(3),
             3,
         );
-        report.add(Failed::named(&super::tap::path_name(&titles)).because(message));
+        report.add(Failed::named(&super::node::path_name(&titles)).because(message));
     }
-}
-
-/// A failing entry named by a test file's path: the file itself failed, before any test.
-pub(super) fn is_test_file(title: &str) -> bool {
-    title.starts_with('/')
-        && [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"]
-            .iter()
-            .any(|ext| title.ends_with(ext))
 }
 
 /// A test file that failed before any of its tests: the tests could not run, with the error
@@ -147,16 +140,6 @@ fn did_not_load(lines: &[&str], file: &str, report: &mut Report) {
     if report.could_not_run.is_none() {
         report.cannot_run(&load_error(lines).unwrap_or_else(|| format!("{file} did not load")));
     }
-}
-
-/// The error a test file failed to load with (`Error: Cannot find module 'x'`), as node
-/// printed it (in TAP, as a `# ` comment).
-pub(super) fn load_error(lines: &[&str]) -> Option<String> {
-    lines.iter().find_map(|l| {
-        let text = l.trim_start().trim_start_matches("# ").trim();
-        let (kind, _) = text.split_once(": ")?;
-        (kind.ends_with("Error") && !kind.contains(' ')).then(|| text.to_owned())
-    })
 }
 
 /// A spec line's title without its duration, and whether a `# reason` follows the duration
@@ -304,7 +287,7 @@ fn mocha(lines: &[&str], report: &mut Report) {
                 .take_while(|l| !l.trim_start().starts_with("at ") && !l.trim().is_empty()),
             2,
         );
-        report.add(Failed::named(&super::tap::path_name(&titles)).because(message));
+        report.add(Failed::named(&super::node::path_name(&titles)).because(message));
         i = j;
     }
 }
@@ -420,7 +403,7 @@ fn jasmine(lines: &[&str], report: &mut Report) {
         let place = lines[at + 2..end]
             .iter()
             .take_while(|l| l.starts_with(' ') || l.is_empty())
-            .filter_map(|l| super::tap::frame_place(l.trim().strip_prefix("at ")?))
+            .filter_map(|l| super::node::frame_place(l.trim().strip_prefix("at ")?))
             .find(|(file, _)| !file.contains("/node_modules/") && !file.starts_with('<'));
         if let Some((file, line)) = place {
             test.file = Some(file);
@@ -478,7 +461,7 @@ fn uvu(lines: &[&str], report: &mut Report) {
             1,
         ));
         let place = body
-            .filter_map(|l| super::tap::frame_place(l.trim().strip_prefix("at ")?))
+            .filter_map(|l| super::node::frame_place(l.trim().strip_prefix("at ")?))
             .find(|(file, _)| !file.contains("/node_modules/") && !file.starts_with("node:"));
         if let Some((file, line)) = place {
             test.file = Some(file);

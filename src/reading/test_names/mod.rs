@@ -23,6 +23,7 @@ mod js;
 mod jvm;
 mod libtest;
 mod lua;
+mod node;
 mod php;
 mod python;
 mod ruby;

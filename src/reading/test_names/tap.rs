@@ -21,6 +21,7 @@
 
 mod prove;
 
+use super::node::{frame_place, path_name};
 use std::collections::HashMap;
 
 use super::{Failed, Report, joined};
@@ -29,31 +30,6 @@ use crate::reading::MAX_FINDINGS;
 /// Subtests nested deeper than this are not read (no runner nests so deep; a stream that does
 /// would make naming cost its depth for every failure).
 const MAX_DEPTH: usize = 64;
-
-/// Longest name made of a path, in bytes: a long title nested over many failures would
-/// otherwise be copied whole into each of them.
-const MAX_NAME_BYTES: usize = 2048;
-
-/// A test's path joined with ` > `, cut at [`MAX_NAME_BYTES`] (on a character boundary) with
-/// no more of the path read than that.
-pub(super) fn path_name<S: AsRef<str>>(parts: &[S]) -> String {
-    let mut name = String::new();
-    for part in parts {
-        if !name.is_empty() {
-            name.push_str(" > ");
-        }
-        let part = part.as_ref();
-        let mut end = MAX_NAME_BYTES.saturating_sub(name.len()).min(part.len());
-        while !part.is_char_boundary(end) {
-            end -= 1;
-        }
-        name.push_str(&part[..end]);
-        if end < part.len() {
-            break;
-        }
-    }
-    name
-}
 
 pub fn read(lines: &[&str], report: &mut Report) {
     if prove::read(lines, report) {
@@ -426,7 +402,7 @@ impl Stream {
                 let cause = match standin {
                     Standin::Cause(cause) => cause,
                     Standin::LoadError(otherwise) => load_error
-                        .get_or_insert_with(|| super::js::load_error(lines))
+                        .get_or_insert_with(|| super::node::load_error(lines))
                         .clone()
                         .unwrap_or(otherwise),
                 };
@@ -539,7 +515,7 @@ impl Stream {
         let top = frame == 0;
         // node --test: a test file that failed before any test is a top-level failure named by
         // its absolute path, its error printed above as `# ` comments.
-        if top && point.child.is_none() && super::js::is_test_file(name) {
+        if top && point.child.is_none() && super::node::is_test_file(name) {
             return Some(Standin::LoadError(format!("{name} did not load")));
         }
         // node-tap: a test file whose subtest ran nothing (`1..0`) failed as it loaded.
@@ -792,19 +768,6 @@ fn yaml_scalar(value: &str) -> String {
     value.to_owned()
 }
 
-/// `file:line:column` at the end of a stack frame (`fn (file:1:2)` or `file:1:2`), `file://`
-/// taken off.
-pub(super) fn frame_place(frame: &str) -> Option<(String, u32)> {
-    let place = frame
-        .rsplit_once('(')
-        .map_or(frame, |(_, p)| p)
-        .trim_end_matches(')');
-    let mut parts = place.rsplitn(3, ':');
-    let (_column, line, file) = (parts.next()?, parts.next()?, parts.next()?);
-    let line = line.parse::<u32>().ok()?;
-    (!file.is_empty()).then(|| (file.trim_start_matches("file://").to_owned(), line))
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::{from_output, names};
@@ -987,10 +950,10 @@ mod name_tests {
     #[test]
     fn a_path_name_is_cut_on_a_character_boundary() {
         assert_eq!(super::path_name(&["a", "b c"]), "a > b c");
-        let long = "ü".repeat(super::MAX_NAME_BYTES);
+        let long = "ü".repeat(super::super::node::MAX_NAME_BYTES);
         let name = super::path_name(&["x", long.as_str(), "never read"]);
         assert!(
-            name.len() <= super::MAX_NAME_BYTES && name.starts_with("x > ü"),
+            name.len() <= super::super::node::MAX_NAME_BYTES && name.starts_with("x > ü"),
             "{name}"
         );
     }
