@@ -12,8 +12,8 @@
 //! The same listing, and the patch git shows for it, serve the `review` rule through
 //! [`changed`] and [`diff`]; it is found one way only, here.
 
+pub(crate) use super::changes::{Changes, Patch, Problem, Source};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
@@ -36,24 +36,6 @@ pub struct FileScope {
     base: String,
 }
 
-/// Where the list of changed files came from, said in the summary so a reader can trust it.
-#[derive(Clone)]
-pub(crate) enum Source {
-    Git(String),
-    Baseline,
-    Everything,
-}
-
-impl fmt::Display for Source {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Source::Git(base) => write!(f, "git, against {base}"),
-            Source::Baseline => f.write_str("the snapshot baseline"),
-            Source::Everything => f.write_str("every file: no git and no baseline"),
-        }
-    }
-}
-
 /// The `base:` a gate counts changes from (default: HEAD), refused when git could take it for
 /// an option or it is no revision at all. `file-scope`, `content` and `co-change` take it.
 pub(crate) fn checked_base(spec: &GateSpec) -> Result<String, KeyError> {
@@ -69,59 +51,6 @@ pub(crate) fn checked_base(spec: &GateSpec) -> Result<String, KeyError> {
         ));
     }
     Ok(base)
-}
-
-/// Why the changes could not be listed: the validator's problem (ERROR), the worker's (FAIL,
-/// e.g. a repository it broke), or the gate's deadline (a tree the worker made too large to
-/// list in time: a timeout, never a pass on part of it).
-pub(crate) enum Problem {
-    Judge(String),
-    Worker(String),
-    Stopped(taskdir::Stopped),
-}
-
-impl Problem {
-    /// The gate's outcome when its listing failed this way.
-    pub(crate) fn outcome(self, ctx: &Context<'_>) -> Outcome {
-        match self {
-            Problem::Judge(why) => Outcome::error(why),
-            Problem::Worker(why) => Outcome::fail(why),
-            Problem::Stopped(stopped) => {
-                Outcome::stopped(ctx, stopped, "listing what the worker changed", Vec::new())
-            }
-        }
-    }
-
-    /// In words, for a rule that reports it as text.
-    pub(crate) fn into_reason(self) -> String {
-        match self {
-            Problem::Judge(why) | Problem::Worker(why) => why,
-            Problem::Stopped(_) => {
-                "listing what the worker changed did not finish by the gate's deadline".into()
-            }
-        }
-    }
-}
-
-/// The changed files, and findings about how they were found (hidden changes, refused links).
-#[derive(Clone)]
-pub(crate) struct Changes {
-    pub source: Source,
-    pub files: BTreeSet<String>,
-    pub findings: Vec<Finding>,
-    pub note: Option<&'static str>,
-    /// The files in tool caches left out because validator's own gates wrote them (see
-    /// [`crate::toolcache`]), as they are now: what the run records at its end.
-    pub gate_written: BTreeMap<String, Stamp>,
-}
-
-/// What git shows of the tracked files' changes against a base, cut to a size.
-pub(crate) struct Patch {
-    pub text: String,
-    /// Bytes of the patch that were left out.
-    pub cut: u64,
-    /// The patch was too large to read whole, so `text` does not start at its beginning.
-    pub from_middle: bool,
 }
 
 impl RuleDef for FileScope {

@@ -155,3 +155,211 @@ fn the_reader_finds_grouped_and_inline_paths() {
     let code = "use crate::{atomic, verdict::sign::{self, Key}};\nlet x = crate::files::read(p);\n";
     assert_eq!(imported(code), ["atomic", "verdict", "files"]);
 }
+
+/// Every path `text` starts with, groups expanded: `a::b::{c, d::{e, self}}` is `a::b::c`,
+/// `a::b::d::e` and `a::b::d`. A segment that is not a plain name ends its path.
+fn expand(text: &str) -> Vec<Vec<String>> {
+    let mut segments = Vec::new();
+    let mut rest = text;
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut found = Vec::new();
+            let mut depth = 0;
+            let mut start = 0;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth > 0 => depth -= 1,
+                    ',' | '}' if depth == 0 => {
+                        for tail in expand(group[start..i].trim()) {
+                            let mut path = segments.clone();
+                            path.extend(tail.into_iter().filter(|s| s != "self"));
+                            found.push(path);
+                        }
+                        if c == '}' {
+                            break;
+                        }
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            return found;
+        }
+        let name = first_name(rest);
+        if name.is_empty() {
+            break;
+        }
+        rest = &rest.trim_start()[name.len()..];
+        segments.push(name);
+        match rest.strip_prefix("::") {
+            Some(after) => rest = after,
+            None => break,
+        }
+    }
+    vec![segments]
+}
+
+/// The module path of each source file (`rules/file_scope.rs` is `rules::file_scope`, a
+/// `mod.rs` its directory's), with its code outside unit tests and comments.
+fn modules() -> BTreeMap<Vec<String>, (PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut modules = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).expect("inside src").to_path_buf();
+        let mut path: Vec<String> = relative
+            .with_extension("")
+            .components()
+            .filter_map(|c| c.as_os_str().to_str().map(str::to_owned))
+            .collect();
+        if path.last().is_some_and(|last| last == "mod") {
+            path.pop();
+        }
+        if path == ["lib"] || path == ["main"] {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("source");
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        modules.insert(path, (relative, code));
+    }
+    modules
+}
+
+/// The other files a module's code names, through `crate::` and `super::` paths; a module's
+/// own ancestors (whose shared items a child module uses) aside.
+fn file_imports(
+    module: &[String],
+    code: &str,
+    modules: &BTreeMap<Vec<String>, (PathBuf, String)>,
+) -> Vec<Vec<String>> {
+    let mut named = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        if code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c == '$' || c == ':' || c.is_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        named.extend(expand(&code[at + "crate::".len()..]));
+    }
+    for (at, _) in code.match_indices("super::") {
+        if code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c == ':' || c.is_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let mut rest = &code[at..];
+        let mut up = 0;
+        while let Some(after) = rest.strip_prefix("super::") {
+            up += 1;
+            rest = after;
+        }
+        let Some(base) = module.len().checked_sub(up) else {
+            continue;
+        };
+        for tail in expand(rest) {
+            let mut path = module[..base].to_vec();
+            path.extend(tail);
+            named.push(path);
+        }
+    }
+    let mut files: Vec<Vec<String>> = named
+        .into_iter()
+        .filter_map(|path| {
+            (1..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|prefix| modules.contains_key(prefix))
+        })
+        .filter(|target| !module.starts_with(target))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// A circle of imports between files, if there is one: each file of it, the first again last.
+fn circle(edges: &BTreeMap<Vec<String>, Vec<Vec<String>>>) -> Option<Vec<Vec<String>>> {
+    fn visit(
+        at: &Vec<String>,
+        edges: &BTreeMap<Vec<String>, Vec<Vec<String>>>,
+        done: &mut std::collections::BTreeSet<Vec<String>>,
+        stack: &mut Vec<Vec<String>>,
+    ) -> Option<Vec<Vec<String>>> {
+        if let Some(from) = stack.iter().position(|m| m == at) {
+            let mut found = stack[from..].to_vec();
+            found.push(at.clone());
+            return Some(found);
+        }
+        if !done.insert(at.clone()) {
+            return None;
+        }
+        stack.push(at.clone());
+        for next in edges.get(at).into_iter().flatten() {
+            if let Some(found) = visit(next, edges, done, stack) {
+                return Some(found);
+            }
+        }
+        stack.pop();
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|start| visit(start, edges, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn no_two_files_import_each_other_in_a_circle() {
+    let modules = modules();
+    let edges: BTreeMap<Vec<String>, Vec<Vec<String>>> = modules
+        .iter()
+        .map(|(module, (_, code))| (module.clone(), file_imports(module, code, &modules)))
+        .collect();
+    if let Some(found) = circle(&edges) {
+        let shown: Vec<String> = found
+            .iter()
+            .map(|m| modules[m].0.display().to_string())
+            .collect();
+        panic!("an import circle between files: {}", shown.join(" → "));
+    }
+}
+
+#[test]
+fn the_circle_reader_expands_groups_and_finds_a_loop() {
+    assert_eq!(
+        expand("rules::{Context, spec::{self, GateSpec}};"),
+        [
+            vec!["rules", "Context"],
+            vec!["rules", "spec"],
+            vec!["rules", "spec", "GateSpec"]
+        ]
+        .map(|p| p.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    );
+    let name = |s: &str| vec![s.to_owned()];
+    let edges: BTreeMap<Vec<String>, Vec<Vec<String>>> = [
+        (name("a"), vec![name("b")]),
+        (name("b"), vec![name("c")]),
+        (name("c"), vec![name("a")]),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(circle(&edges).map(|c| c.len()), Some(4));
+    let edges: BTreeMap<Vec<String>, Vec<Vec<String>>> =
+        [(name("a"), vec![name("b")]), (name("b"), vec![])]
+            .into_iter()
+            .collect();
+    assert_eq!(circle(&edges), None);
+}
