@@ -45,6 +45,14 @@ pub struct Command {
 /// The variables a command is started with, on top of validator's own environment.
 type Environment = Vec<(OsString, OsString)>;
 
+/// What the command's runs came to: the output's tail, how many bytes of it were dropped, and
+/// how the last run ended.
+struct Ran {
+    output: Vec<u8>,
+    dropped: u64,
+    exit: Exit,
+}
+
 /// What to read out of the output.
 #[derive(Debug, Clone, Copy)]
 pub enum Parse {
@@ -349,109 +357,25 @@ impl Command {
                 Err(why) => return Outcome::fail(why),
             };
         let mut refused = Vec::new();
-        let batches = match &self.files {
-            None => vec![Vec::new()],
-            Some(globs) => {
-                let mut note = String::new();
-                let changed = match self.changed_only.as_deref() {
-                    Some(base) => {
-                        let deadline = Instant::now() + ctx.timeout;
-                        match super::file_scope::considered(ctx, base, deadline) {
-                            Ok(changes) => {
-                                // Changes git was told to hide: what could not be seen is not clean.
-                                refused.extend(changes.findings);
-                                note = format!(" ({})", changes.source);
-                                Some(changes.files)
-                            }
-                            Err(problem) => return problem.outcome(ctx),
-                        }
-                    }
-                    _ => None,
-                };
-                let (files, escaping) = matching_files(task, globs, &cwd, changed.as_ref());
-                refused.extend(
-                    escaping
-                        .into_iter()
-                        .map(|link| Finding::in_file(link, "is a link that points outside the task directory; it was not passed to the command")),
-                );
-                if files.is_empty() {
-                    return match refused.is_empty() {
-                        true if changed.is_some() => Outcome::new(
-                            crate::verdict::GateOutcome::Skipped,
-                            format!("not run: no changed file matches `files:`{note}"),
-                        ),
-                        true => Outcome::pass("no file matches `files:`; nothing to check"),
-                        false => Outcome::from_findings(refused, "", |n| {
-                            format!("{n} links point outside the task directory")
-                        }),
-                    };
-                }
-                batches(files, arg_budget(&base, &env))
-            }
+        let batches = match self.file_batches(ctx, &cwd, &base, &env, &mut refused) {
+            Ok(batches) => batches,
+            Err(outcome) => return outcome,
         };
-
         let deadline = Instant::now() + ctx.timeout;
-        let mut output = Vec::new();
-        let mut dropped = 0u64;
-        let mut exit = Exit::Code(0);
-        for batch in &batches {
-            let argv: Vec<OsString> = base.iter().chain(batch).cloned().collect();
-            let spec = process::Spec {
-                argv: &argv,
-                cwd: &cwd,
-                env: &env,
-                env_remove: &[],
-                timeout: deadline.saturating_duration_since(Instant::now()),
-                output_cap: OUTPUT_CAP,
-                cancel: ctx.cancel,
-                separate_stderr: false,
-                sandbox: None,
-            };
-            let finished = match process::run(&spec) {
-                Ok(finished) => finished,
-                // A relative path names a file of the task: missing is the worker's doing.
-                Err(SpawnError::NotFound(_)) if is_relative_path(&self.argv[0]) => {
-                    return Outcome::fail(format!(
-                        "`{}` is missing from the task directory; the command cannot run",
-                        self.argv[0]
-                    ));
-                }
-                // A PATH naming the task's own directories: a runner missing there (deleted
-                // from the task's virtualenv) is the task's to provide.
-                Err(SpawnError::NotFound(program)) if super::runner::path_in_task(&env, task) => {
-                    return Outcome::fail(format!(
-                        "command not found: `{program}`, on a PATH that names the task's own directories; the task must provide it (its virtualenv or node_modules, installed)"
-                    ));
-                }
-                Err(SpawnError::NotFound(program)) => {
-                    return Outcome::error(format!(
-                        "command not found: `{program}`; install it where validator runs, or fix `run:` in the rules file"
-                    ));
-                }
-                Err(err) => return Outcome::error(err.to_string()),
-            };
-            output.extend_from_slice(&finished.output);
-            dropped += finished.dropped;
-            if output.len() > OUTPUT_CAP {
-                let excess = output.len() - OUTPUT_CAP;
-                output.drain(..excess);
-                dropped += excess as u64;
-            }
-            if finished.exit != Exit::Code(0) {
-                exit = finished.exit;
-                break;
-            }
-        }
-        let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
+        let ran = match self.run_batches(ctx, &cwd, &base, &env, &batches, deadline) {
+            Ok(ran) => ran,
+            Err(outcome) => return outcome,
+        };
+        let text = findings::strip_ansi(&String::from_utf8_lossy(&ran.output));
         // A runner that is not there at all is said as such, before the output is read.
-        let missing = match exit {
+        let missing = match ran.exit {
             Exit::Code(code) if code != 0 => {
                 super::runner::missing(&self.argv, &env, task, &cwd, code, &text, deadline)
             }
             _ => None,
         };
         let mut outcome =
-            missing.unwrap_or_else(|| self.judge(ctx, parse, exit, &text, &cwd, &before));
+            missing.unwrap_or_else(|| self.judge(ctx, parse, ran.exit, &text, &cwd, &before));
         if !refused.is_empty() {
             let count = refused.len();
             refused.append(&mut outcome.findings);
@@ -463,12 +387,133 @@ impl Command {
                 outcome.summary
             );
         }
-        outcome.exit_code = match exit {
+        outcome.exit_code = match ran.exit {
             Exit::Code(code) => Some(code),
             _ => None,
         };
-        outcome.output_tail = tail(&text, dropped);
+        outcome.output_tail = tail(&text, ran.dropped);
         outcome
+    }
+
+    /// The file names each run of the command gets: none without `files:`, else the matching
+    /// files (the changed ones with `changed_only`) in batches that fit the argument space.
+    /// Links out of the task are left out and added to `refused`; `Err` is the gate's outcome
+    /// when nothing is left to run on.
+    fn file_batches(
+        &self,
+        ctx: &Context<'_>,
+        cwd: &Path,
+        base: &[OsString],
+        env: &Environment,
+        refused: &mut Vec<Finding>,
+    ) -> Result<Vec<Vec<OsString>>, Outcome> {
+        let Some(globs) = &self.files else {
+            return Ok(vec![Vec::new()]);
+        };
+        let mut note = String::new();
+        let changed = match self.changed_only.as_deref() {
+            Some(base) => {
+                let deadline = Instant::now() + ctx.timeout;
+                match super::file_scope::considered(ctx, base, deadline) {
+                    Ok(changes) => {
+                        // Changes git was told to hide: what could not be seen is not clean.
+                        refused.extend(changes.findings);
+                        note = format!(" ({})", changes.source);
+                        Some(changes.files)
+                    }
+                    Err(problem) => return Err(problem.outcome(ctx)),
+                }
+            }
+            _ => None,
+        };
+        let (files, escaping) = matching_files(ctx.task, globs, cwd, changed.as_ref());
+        refused.extend(escaping.into_iter().map(|link| {
+            Finding::in_file(
+                link,
+                "is a link that points outside the task directory; it was not passed to the command",
+            )
+        }));
+        if files.is_empty() {
+            return Err(match refused.is_empty() {
+                true if changed.is_some() => Outcome::new(
+                    crate::verdict::GateOutcome::Skipped,
+                    format!("not run: no changed file matches `files:`{note}"),
+                ),
+                true => Outcome::pass("no file matches `files:`; nothing to check"),
+                false => Outcome::from_findings(std::mem::take(refused), "", |n| {
+                    format!("{n} links point outside the task directory")
+                }),
+            });
+        }
+        Ok(batches(files, arg_budget(base, env)))
+    }
+
+    /// Runs the command once per batch, until one fails: the output (its tail kept), how much
+    /// was dropped, and how the last run ended. `Err` is the gate's outcome when it cannot start.
+    fn run_batches(
+        &self,
+        ctx: &Context<'_>,
+        cwd: &Path,
+        base: &[OsString],
+        env: &Environment,
+        batches: &[Vec<OsString>],
+        deadline: Instant,
+    ) -> Result<Ran, Outcome> {
+        let mut ran = Ran {
+            output: Vec::new(),
+            dropped: 0,
+            exit: Exit::Code(0),
+        };
+        for batch in batches {
+            let argv: Vec<OsString> = base.iter().chain(batch).cloned().collect();
+            let spec = process::Spec {
+                argv: &argv,
+                cwd,
+                env,
+                env_remove: &[],
+                timeout: deadline.saturating_duration_since(Instant::now()),
+                output_cap: OUTPUT_CAP,
+                cancel: ctx.cancel,
+                separate_stderr: false,
+                sandbox: None,
+            };
+            let finished =
+                process::run(&spec).map_err(|err| self.not_started(err, env, ctx.task))?;
+            ran.output.extend_from_slice(&finished.output);
+            ran.dropped += finished.dropped;
+            if ran.output.len() > OUTPUT_CAP {
+                let excess = ran.output.len() - OUTPUT_CAP;
+                ran.output.drain(..excess);
+                ran.dropped += excess as u64;
+            }
+            if finished.exit != Exit::Code(0) {
+                ran.exit = finished.exit;
+                break;
+            }
+        }
+        Ok(ran)
+    }
+
+    /// The gate's outcome when its command could not be started: whose fault it is.
+    fn not_started(&self, err: SpawnError, env: &Environment, task: &crate::task::Task) -> Outcome {
+        match err {
+            // A relative path names a file of the task: missing is the worker's doing.
+            SpawnError::NotFound(_) if is_relative_path(&self.argv[0]) => Outcome::fail(format!(
+                "`{}` is missing from the task directory; the command cannot run",
+                self.argv[0]
+            )),
+            // A PATH naming the task's own directories: a runner missing there (deleted from
+            // the task's virtualenv) is the task's to provide.
+            SpawnError::NotFound(program) if super::runner::path_in_task(env, task) => {
+                Outcome::fail(format!(
+                    "command not found: `{program}`, on a PATH that names the task's own directories; the task must provide it (its virtualenv or node_modules, installed)"
+                ))
+            }
+            SpawnError::NotFound(program) => Outcome::error(format!(
+                "command not found: `{program}`; install it where validator runs, or fix `run:` in the rules file"
+            )),
+            err => Outcome::error(err.to_string()),
+        }
     }
 
     fn judge(
