@@ -275,6 +275,39 @@ pub(crate) enum Status {
     Blocked,
 }
 
+impl Status {
+    /// As the done signal's STATUS line writes it.
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Blocked => "BLOCKED",
+        }
+    }
+}
+
+impl FeedbackFor {
+    /// How the worker is judged again, which the feedback's advice follows.
+    fn retry(self) -> validator::verdict::feedback::Retry {
+        match self {
+            FeedbackFor::Signal => validator::verdict::feedback::Retry::Signal,
+            FeedbackFor::Finish => validator::verdict::feedback::Retry::Stop,
+        }
+    }
+}
+
+/// What `reset` clears: the task named, or the hook session's (and its subagent's) record.
+fn reset_target(
+    task: Option<String>,
+    session: Option<String>,
+    agent_id: Option<String>,
+) -> Result<String> {
+    match (task, session) {
+        (Some(task), _) => Ok(task),
+        (None, Some(session)) => Ok(validator::hook::session_key(&session, agent_id.as_deref())),
+        (None, None) => bail!("name a task, or --session SESSION_ID"),
+    }
+}
+
 /// Exit code of `validator hook` when it cannot judge. Not 2: agents read exit 2 from a stop
 /// hook as "block" (Claude Code, Codex) or "retry" (Gemini CLI), which would trap the agent on
 /// a broken setup; any other non-zero code is a non-blocking error to all three.
@@ -417,13 +450,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let body = client::SignalBody {
                 agent,
-                status: Some(
-                    match status {
-                        Status::Ok => "OK",
-                        Status::Blocked => "BLOCKED",
-                    }
-                    .to_owned(),
-                ),
+                status: Some(status.as_str().to_owned()),
                 summary,
                 reason,
             };
@@ -440,26 +467,14 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             &task,
             timeout,
             format,
-            match feedback_for {
-                FeedbackFor::Signal => validator::verdict::feedback::Retry::Signal,
-                FeedbackFor::Finish => validator::verdict::feedback::Retry::Stop,
-            },
+            feedback_for.retry(),
             anyway,
         ),
         Command::Reset {
             task,
             session,
             agent_id,
-        } => {
-            let task = match (task, session) {
-                (Some(task), _) => task,
-                (None, Some(session)) => {
-                    validator::hook::session_key(&session, agent_id.as_deref())
-                }
-                (None, None) => bail!("name a task, or --session SESSION_ID"),
-            };
-            reset(&config()?, &task)
-        }
+        } => reset(&config()?, &reset_target(task, session, agent_id)?),
     }
 }
 
