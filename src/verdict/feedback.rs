@@ -72,119 +72,151 @@ pub fn render(verdict: &Verdict, retry: Retry) -> String {
         .collect();
 
     let mut body = Vec::new();
-    // Reasons that only repeat a failing gate's line are said once, under "What failed".
+    body.extend(why(verdict, &failing));
+    body.extend(what_failed(&failing));
+    body.extend(scope_change(verdict, &failing));
+    body.extend(section(
+        "## Warnings (reported, not blocking)",
+        verdict
+            .warnings
+            .iter()
+            .map(|w| format!("- {}", one_line(w)))
+            .collect(),
+    ));
+    body.extend(unchecked(verdict));
+    // The contract's context keeps the why in front of a worker that is about to retry.
+    if let Some(context) = verdict.context.as_deref().filter(|c| !c.trim().is_empty()) {
+        if verdict.verdict != Decision::Pass {
+            body.extend(section(
+                "## Context (from the task's contract)",
+                quoted(context, MAX_CONTEXT_LINES),
+            ));
+        }
+    }
+    // The output tail of the first failing gate that has one fills whatever room is left.
+    let room = MAX_LINES.saturating_sub(head.len() + body.len() + next.len() + 4);
+    body.extend(output(&failing, room));
+    head.extend(body);
+    fitted(head, &next)
+}
+
+/// `lines` under `title`, then a blank line; nothing when there are none.
+fn section(title: &str, lines: Vec<String>) -> Vec<String> {
+    if lines.is_empty() {
+        return lines;
+    }
+    let mut out = vec![title.to_string()];
+    out.extend(lines);
+    out.push(String::new());
+    out
+}
+
+/// The reasons, but those that only repeat a failing gate's line (said under "What failed").
+fn why(verdict: &Verdict, failing: &[&GateReport]) -> Vec<String> {
     let repeats = |reason: &String| {
         failing
             .iter()
             .any(|g| *reason == format!("{}: {}", g.name, g.summary))
     };
-    let reasons: Vec<&String> = verdict.reasons.iter().filter(|r| !repeats(r)).collect();
-    if !reasons.is_empty() {
-        body.push("## Why".to_string());
-        body.extend(reasons.iter().map(|r| format!("- {}", one_line(r))));
-        body.push(String::new());
-    }
-    if !failing.is_empty() {
-        body.push("## What failed".to_string());
-        for gate in &failing {
-            body.push(format!(
-                "- {} ({}): {}",
-                one_line(&gate.name),
-                one_line(&gate.rule),
-                one_line(&gate.summary)
-            ));
-            if let Some(fix) = &gate.fix {
-                body.push(format!("  - fix: run `{}`", one_line(fix)));
-            }
-            let shown = gate.findings.len().min(12);
-            body.extend(
-                gate.findings[..shown]
-                    .iter()
-                    .map(|f| format!("  - {}", one_line(&f.to_string()))),
-            );
-            if gate.findings.len() > shown {
-                body.push(format!("  - … and {} more", gate.findings.len() - shown));
-            }
+    let reasons = verdict.reasons.iter().filter(|r| !repeats(r));
+    section(
+        "## Why",
+        reasons.map(|r| format!("- {}", one_line(r))).collect(),
+    )
+}
+
+/// Each failing gate: its line, its `fix:`, its first findings.
+fn what_failed(failing: &[&GateReport]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for gate in failing {
+        lines.push(format!(
+            "- {} ({}): {}",
+            one_line(&gate.name),
+            one_line(&gate.rule),
+            one_line(&gate.summary)
+        ));
+        if let Some(fix) = &gate.fix {
+            lines.push(format!("  - fix: run `{}`", one_line(fix)));
         }
-        body.push(String::new());
+        let shown = gate.findings.len().min(12);
+        lines.extend(
+            gate.findings[..shown]
+                .iter()
+                .map(|f| format!("  - {}", one_line(&f.to_string()))),
+        );
+        if gate.findings.len() > shown {
+            lines.push(format!("  - … and {} more", gate.findings.len() - shown));
+        }
     }
-    // A worker that went outside its scope is told the contract's way to ask for more.
+    section("## What failed", lines)
+}
+
+/// A worker that went outside its scope is told the contract's way to ask for more.
+fn scope_change(verdict: &Verdict, failing: &[&GateReport]) -> Vec<String> {
     let out_of_scope = failing
         .iter()
         .any(|g| g.rule == "file-scope" && g.outcome == GateOutcome::Fail);
-    if let Some(ask) = verdict
+    let ask = verdict
         .escalation
         .as_ref()
         .and_then(super::Escalation::scope_change)
-        .filter(|_| out_of_scope)
-    {
-        body.push("## Scope change (from the task's contract)".to_string());
-        body.push(ask);
-        body.push(String::new());
-    }
-    if !verdict.warnings.is_empty() {
-        body.push("## Warnings (reported, not blocking)".to_string());
-        body.extend(
-            verdict
-                .warnings
-                .iter()
-                .map(|w| format!("- {}", one_line(w))),
-        );
-        body.push(String::new());
-    }
+        .filter(|_| out_of_scope);
+    section(
+        "## Scope change (from the task's contract)",
+        ask.into_iter().collect(),
+    )
+}
 
-    if !verdict.unchecked.is_empty() {
-        body.push("## Not checked by a machine (a person will)".to_string());
-        body.extend(
-            verdict
-                .unchecked
-                .iter()
-                .take(MAX_UNCHECKED)
-                .map(|c| format!("- {}", one_line(c))),
-        );
-        if verdict.unchecked.len() > MAX_UNCHECKED {
-            body.push(format!(
-                "- … and {} more",
-                verdict.unchecked.len() - MAX_UNCHECKED
-            ));
-        }
-        body.push(String::new());
+/// The contract's criteria no gate checks, the first [`MAX_UNCHECKED`].
+fn unchecked(verdict: &Verdict) -> Vec<String> {
+    let mut lines: Vec<String> = verdict
+        .unchecked
+        .iter()
+        .take(MAX_UNCHECKED)
+        .map(|c| format!("- {}", one_line(c)))
+        .collect();
+    if verdict.unchecked.len() > MAX_UNCHECKED {
+        lines.push(format!(
+            "- … and {} more",
+            verdict.unchecked.len() - MAX_UNCHECKED
+        ));
     }
-    // The contract's context keeps the why in front of a worker that is about to retry.
-    if let Some(context) = verdict.context.as_deref().filter(|c| !c.trim().is_empty()) {
-        if verdict.verdict != Decision::Pass {
-            body.push("## Context (from the task's contract)".to_string());
-            body.extend(quoted(context, MAX_CONTEXT_LINES));
-            body.push(String::new());
-        }
-    }
+    section("## Not checked by a machine (a person will)", lines)
+}
 
-    // The output tail of the first failing gate that has one fills whatever room is left.
-    let room = MAX_LINES.saturating_sub(head.len() + body.len() + next.len() + 4);
-    if let Some(gate) = failing.iter().find(|g| g.output_tail.is_some()) {
-        if room >= 3 {
-            let tail = gate.output_tail.as_deref().unwrap_or_default();
-            let lines: Vec<&str> = tail.lines().collect();
-            let keep = lines.len().min(room);
-            let lines: Vec<String> = lines[lines.len() - keep..]
-                .iter()
-                .map(|l| one_line(l))
-                .collect();
-            // A fence longer than any run of backticks in the output, so the output cannot
-            // close it and pass for the feedback's own text.
-            let fence = "`".repeat(longest_backtick_run(&lines).max(2) + 1);
-            body.push(format!(
-                "## Output of `{}` (last {keep} lines)",
-                one_line(&gate.name)
-            ));
-            body.push(fence.clone());
-            body.extend(lines);
-            body.push(fence);
-            body.push(String::new());
-        }
+/// The output's tail of the first failing gate that has one, in `room` lines (3 at least).
+fn output(failing: &[&GateReport], room: usize) -> Vec<String> {
+    let Some(gate) = failing.iter().find(|g| g.output_tail.is_some()) else {
+        return Vec::new();
+    };
+    if room < 3 {
+        return Vec::new();
     }
+    let tail = gate.output_tail.as_deref().unwrap_or_default();
+    let lines: Vec<&str> = tail.lines().collect();
+    let keep = lines.len().min(room);
+    let lines: Vec<String> = lines[lines.len() - keep..]
+        .iter()
+        .map(|l| one_line(l))
+        .collect();
+    // A fence longer than any run of backticks in the output, so the output cannot close it
+    // and pass for the feedback's own text.
+    let fence = "`".repeat(longest_backtick_run(&lines).max(2) + 1);
+    let mut fenced = vec![fence.clone()];
+    fenced.extend(lines);
+    fenced.push(fence);
+    section(
+        &format!(
+            "## Output of `{}` (last {keep} lines)",
+            one_line(&gate.name)
+        ),
+        fenced,
+    )
+}
 
-    head.extend(body);
+/// The text, at most [`MAX_LINES`] lines whatever slipped through: `lines` shortened if need
+/// be, then `next`.
+fn fitted(head: Vec<String>, next: &[String]) -> String {
     // Each line above is one line already; splitting again makes the limit a guarantee on
     // the lines of the final text, whatever slipped through.
     let mut lines: Vec<String> = head
