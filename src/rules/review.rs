@@ -809,7 +809,33 @@ fn changed_section(
     changes: &file_scope::Changes,
     deadline: &Deadline<'_>,
 ) {
-    let task = ctx.task;
+    changed_list(ctx.task, out, changes);
+    let mut budget = MAX_CHANGES_BYTES;
+    let mut in_patch = BTreeSet::new();
+    if matches!(changes.source, file_scope::Source::Git(_)) {
+        if let Some(shown) = patch_section(ctx, out, budget, deadline) {
+            budget = budget.saturating_sub(shown.len());
+            in_patch = patched_files(&shown);
+        }
+    }
+    // What git shows no patch for (new, untracked files) or every changed file without git.
+    // A look at each, so as long as the deadline allows.
+    let rest: Vec<&String> = changes
+        .files
+        .iter()
+        .filter(|file| !in_patch.contains(*file))
+        .take_while(|_| deadline.check().is_ok())
+        .filter(|file| ctx.task.dir.join(file).symlink_metadata().is_ok())
+        .collect();
+    if rest.is_empty() || deadline.check().is_err() {
+        return;
+    }
+    unpatched_section(ctx.task, out, &rest, budget, deadline);
+}
+
+/// The changed files' names (the first [`MAX_FILES_LISTED`]), and what validator noticed of
+/// how they were listed.
+fn changed_list(task: &crate::task::Task, out: &mut String, changes: &file_scope::Changes) {
     let from = match changes.note {
         Some(note) => format!("{}; {note}", changes.source),
         None => changes.source.to_string(),
@@ -849,51 +875,53 @@ fn changed_section(
             .collect();
         fenced(out, "text", &noticed);
     }
+}
 
-    let mut budget = MAX_CHANGES_BYTES;
-    let mut in_patch = BTreeSet::new();
-    if matches!(changes.source, file_scope::Source::Git(_)) {
-        match file_scope::diff(ctx, BASE, deadline.at(), budget) {
-            Ok(Some(patch)) if !patch.text.is_empty() => {
-                let _ = writeln!(out, "## Patch against {BASE} (tracked files)\n");
-                if patch.from_middle {
-                    out.push_str(
-                        "The patch is too large to read whole; this part starts in its middle.\n\n",
-                    );
-                }
-                fenced(out, "diff", &patch.text);
-                if patch.cut > 0 {
-                    let _ = writeln!(
-                        out,
-                        "[{} more bytes of the patch were left out]\n",
-                        patch.cut
-                    );
-                }
-                budget = budget.saturating_sub(patch.text.len());
-                in_patch = patched_files(&patch.text);
-            }
-            Ok(_) => {}
-            Err(why) => {
-                let _ = writeln!(
-                    out,
-                    "## Patch against {BASE}\n\ngit could not show it: {why}\n"
+/// The tracked files' patch against the base, cut to `budget`: the text shown, if any.
+fn patch_section(
+    ctx: &Context<'_>,
+    out: &mut String,
+    budget: usize,
+    deadline: &Deadline<'_>,
+) -> Option<String> {
+    match file_scope::diff(ctx, BASE, deadline.at(), budget) {
+        Ok(Some(patch)) if !patch.text.is_empty() => {
+            let _ = writeln!(out, "## Patch against {BASE} (tracked files)\n");
+            if patch.from_middle {
+                out.push_str(
+                    "The patch is too large to read whole; this part starts in its middle.\n\n",
                 );
             }
+            fenced(out, "diff", &patch.text);
+            if patch.cut > 0 {
+                let _ = writeln!(
+                    out,
+                    "[{} more bytes of the patch were left out]\n",
+                    patch.cut
+                );
+            }
+            Some(patch.text)
+        }
+        Ok(_) => None,
+        Err(why) => {
+            let _ = writeln!(
+                out,
+                "## Patch against {BASE}\n\ngit could not show it: {why}\n"
+            );
+            None
         }
     }
+}
 
-    // What git shows no patch for (new, untracked files) or every changed file without git.
-    // A look at each, so as long as the deadline allows.
-    let rest: Vec<&String> = changes
-        .files
-        .iter()
-        .filter(|file| !in_patch.contains(*file))
-        .take_while(|_| deadline.check().is_ok())
-        .filter(|file| task.dir.join(file).symlink_metadata().is_ok())
-        .collect();
-    if rest.is_empty() || deadline.check().is_err() {
-        return;
-    }
+/// The contents of the changed files no patch shows, numbered, while `budget` and the
+/// deadline last; the files left out named at the end.
+fn unpatched_section(
+    task: &crate::task::Task,
+    out: &mut String,
+    rest: &[&String],
+    mut budget: usize,
+    deadline: &Deadline<'_>,
+) {
     out.push_str(
         "## Changed files no patch shows\n\nTheir contents, with line numbers for `file:line` answers.\n\n",
     );
