@@ -161,6 +161,19 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
         header();
         verdict = judged(task.clone());
     }
+    finish(stream, &verdict, &args, pipeline, verbose, config)
+}
+
+/// Prints what the live lines have not: in text, the gates that never ran and the decision
+/// (the decision alone with `--quiet`); in another format, the verdict document.
+fn finish(
+    stream: Option<Stream>,
+    verdict: &validator::verdict::Verdict,
+    args: &CheckArgs,
+    pipeline: &validator::config::Pipeline,
+    verbose: bool,
+    config: &std::path::Path,
+) -> Result<ExitCode> {
     match stream {
         // The gates are on the screen already: the ones that never ran, then the decision.
         Some(stream) if matches!(args.format, Format::Text) => {
@@ -172,17 +185,17 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
                     rest.push_str(&format::changed_text(gate));
                 }
             }
-            rest.push_str(&format::text_footer(&verdict));
-            print_text(&rest, &verdict)
+            rest.push_str(&format::text_footer(verdict));
+            print_text(&rest, verdict)
         }
         // `--quiet`: the decision and its reasons, no line per gate.
         None if args.quiet && matches!(args.format, Format::Text) => print_text(
-            format::text_footer(&verdict).trim_start_matches('\n'),
-            &verdict,
+            format::text_footer(verdict).trim_start_matches('\n'),
+            verdict,
         ),
         stream => {
             drop(stream);
-            print_verdict(&verdict, args.format, feedback::Retry::Rerun, config)
+            print_verdict(verdict, args.format, feedback::Retry::Rerun, config)
         }
     }
 }
