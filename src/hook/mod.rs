@@ -724,39 +724,13 @@ pub fn judge(
     let events = EventLog::open_or_discard(&rules.state, rules.events);
     let (message, left_out) = input.message(agent);
     let signal = Signal::from_bytes(message.as_bytes(), None);
-    // Every stop is a new attempt, even with the same last message: a unique identity per call.
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let identity = format!("{} {nanos}", signal.sha256.as_deref().unwrap_or_default());
-    let mut history = History::load(
-        rules,
-        &session,
-        Some(identity),
-        &events,
-        Some(agent_name),
-        Keeper::Session,
-    );
-    events.record(
-        Some(&session),
-        history.agent.as_deref(),
-        Event::HookRun {
-            attempt: history.attempt(),
-            cwd: input.cwd.to_string_lossy().into_owned(),
-            event: input.hook_event_name.as_deref(),
-            message_bytes_left_out: left_out,
-            project: project.dir.to_string_lossy().into_owned(),
-            project_from: project.found_by,
-            sha256: signal.sha256.as_deref(),
-            stop_hook_active: input.stop_hook_active,
-        },
-    );
-    // Counted before the gates run: a stop answered at the deadline without the run's end
-    // still counts, so one that never finishes in time reaches `max_attempts`.
-    save(
-        &mut history,
-        "the session's attempt cannot be saved before the gates run",
-    );
+    let stop = Stop {
+        input,
+        project,
+        signal: &signal,
+        left_out,
+    };
+    let mut history = counted(rules, &session, &events, agent_name, &stop);
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
     // inside the agent's directory the rules must not count it as the agent's work.
@@ -790,6 +764,62 @@ pub fn judge(
         verdict,
         answer,
     })
+}
+
+/// A stop as the hook got it: its input, the project it judges, the done signal made of the
+/// agent's last message, and how much of that message was left out.
+struct Stop<'s> {
+    input: &'s Input,
+    project: &'s Project,
+    signal: &'s Signal,
+    left_out: usize,
+}
+
+/// The session's history with this stop counted as a new attempt (even with the same last
+/// message: a unique identity per call), recorded in the event log and saved before any gate
+/// runs: a stop answered at the deadline without the run's end still counts, so one that never
+/// finishes in time reaches `max_attempts`.
+fn counted<'h>(
+    rules: &Rules,
+    session: &str,
+    events: &'h EventLog,
+    agent_name: String,
+    stop: &Stop<'_>,
+) -> History<'h> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let identity = format!(
+        "{} {nanos}",
+        stop.signal.sha256.as_deref().unwrap_or_default()
+    );
+    let mut history = History::load(
+        rules,
+        session,
+        Some(identity),
+        events,
+        Some(agent_name),
+        Keeper::Session,
+    );
+    events.record(
+        Some(session),
+        history.agent.as_deref(),
+        Event::HookRun {
+            attempt: history.attempt(),
+            cwd: stop.input.cwd.to_string_lossy().into_owned(),
+            event: stop.input.hook_event_name.as_deref(),
+            message_bytes_left_out: stop.left_out,
+            project: stop.project.dir.to_string_lossy().into_owned(),
+            project_from: stop.project.found_by,
+            sha256: stop.signal.sha256.as_deref(),
+            stop_hook_active: stop.input.stop_hook_active,
+        },
+    );
+    save(
+        &mut history,
+        "the session's attempt cannot be saved before the gates run",
+    );
+    history
 }
 
 /// Saves the session's history, or says on stderr what could not be kept: the agent's answer
