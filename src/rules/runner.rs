@@ -176,16 +176,21 @@ pub(super) fn path_in_task(env: &[(OsString, OsString)], task: &Task) -> bool {
     path_of(env).any(|dir| dir.is_absolute() && task.worker_may_write(&dir))
 }
 
-/// The PATH a command gets: its gate's `env`, else validator's own.
-fn path_of(env: &[(OsString, OsString)]) -> impl Iterator<Item = PathBuf> {
-    let path = env
-        .iter()
+/// The value of `name` a command gets: its gate's `env`, else validator's own.
+fn variable(env: &[(OsString, OsString)], name: &str) -> OsString {
+    env.iter()
         .rev()
-        .find(|(key, _)| key == "PATH")
+        .find(|(key, _)| key == name)
         .map(|(_, value)| value.clone())
-        .or_else(|| std::env::var_os("PATH"))
-        .unwrap_or_default();
-    std::env::split_paths(&path).collect::<Vec<_>>().into_iter()
+        .or_else(|| std::env::var_os(name))
+        .unwrap_or_default()
+}
+
+/// The PATH a command gets, its directories in order.
+fn path_of(env: &[(OsString, OsString)]) -> impl Iterator<Item = PathBuf> {
+    std::env::split_paths(&variable(env, "PATH"))
+        .collect::<Vec<_>>()
+        .into_iter()
 }
 
 /// Whether `node_modules/.bin/TOOL` is in `cwd` or a directory above it in the task.
@@ -200,13 +205,7 @@ fn in_node_modules(tool: &str, cwd: &Path, task: &Task) -> bool {
 /// failure is then the task's.
 fn in_task(module: &str, cwd: &Path, env: &[(OsString, OsString)]) -> bool {
     let top = module.split('.').next().unwrap_or(module);
-    let python_path = env
-        .iter()
-        .rev()
-        .find(|(key, _)| key == "PYTHONPATH")
-        .map(|(_, value)| value.clone())
-        .or_else(|| std::env::var_os("PYTHONPATH"))
-        .unwrap_or_default();
+    let python_path = variable(env, "PYTHONPATH");
     std::iter::once(cwd.to_path_buf())
         .chain(std::env::split_paths(&python_path).map(|dir| cwd.join(dir)))
         .any(|dir| {

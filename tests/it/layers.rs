@@ -38,6 +38,18 @@ fn floors() -> BTreeMap<String, usize> {
     floors
 }
 
+/// A source file's code, its unit tests and comment lines left out.
+fn code_of(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).expect("source");
+    text.split("#[cfg(test)]")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("src") {
         let path = entry.expect("entry").path();
@@ -117,15 +129,7 @@ fn no_import_runs_up_a_floor() {
                 relative.display()
             );
         };
-        let text = std::fs::read_to_string(&file).expect("source");
-        let code: String = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap_or_default()
-            .lines()
-            .filter(|line| !line.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let code = code_of(&file);
         for target in imported(&code) {
             let Some(&floor) = floors.get(&target) else {
                 panic!(
@@ -220,15 +224,7 @@ fn modules() -> BTreeMap<Vec<String>, (PathBuf, String)> {
         if path == ["lib"] || path == ["main"] {
             continue;
         }
-        let text = std::fs::read_to_string(&file).expect("source");
-        let code: String = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap_or_default()
-            .lines()
-            .filter(|line| !line.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let code = code_of(&file);
         modules.insert(path, (relative, code));
     }
     modules
