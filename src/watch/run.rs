@@ -175,21 +175,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         agent.clone(),
         Keeper::Task,
     );
-    // Current only if this watcher published it: a verdict file alone could be forged where
-    // the worker can write (verdicts inside staging). With a key, it must also still carry a
-    // valid signature: one edited since (or signed with an old key) is judged and published
-    // again, with the same attempt number.
-    if history.state.judged == key
-        && staging::read_verdict(&rules.verdicts, name)
-            .is_some_and(|verdict| staging::is_current(&verdict, &signal))
-        && signing.as_deref().is_none_or(|signing| {
-            sign::read_document(
-                &staging::verdict_path(&rules.verdicts, name),
-                crate::files::Links::Refuse,
-            )
-            .is_ok_and(|document| sign::verify(&document, signing).is_ok())
-        })
-    {
+    if history.state.judged == key && published_for(&rules, name, &signal, signing.as_deref()) {
         return Ok(Judged::AlreadyCurrent);
     }
     // A task a breaker holds gives each new signal the same answer until a person resets it:
@@ -216,28 +202,12 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     let pipeline = rules
         .pipeline_for(name, None)
         .map_err(|err| (Decision::Error, err.to_string()));
-    let cache = shared.use_cache.then(|| Cache::new(&rules.state));
-    let key_read = Ok(signing.clone());
-    let observers = Observers {
-        metrics: &shared.metrics,
-        also: shared.observer.as_deref().map(|o| o as &dyn Observer),
-    };
-    let judge = Judge {
-        rules: &rules,
-        key: &key_read,
-        sign: true,
-        cache: cache.as_ref(),
-        cancel: Some(&shared.cancel),
-        observer: Some(&observers),
-        selection: crate::pipeline::Selection::default(),
-        slots: Some(&shared.slots),
-    };
     let case = Case {
         task,
         pipeline,
         refused,
     };
-    let judged = judge.judge(case, Some(&mut history));
+    let judged = run(shared, &rules, signing, case, &mut history);
     if judged.cancelled {
         return Ok(Judged::Cancelled);
     }
@@ -261,6 +231,50 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         );
     }
     Ok(published)
+}
+
+/// Whether the verdict on file answers `signal` and is this watcher's own: a verdict file alone
+/// could be forged where the worker can write (verdicts inside staging), so with a key it must
+/// also still carry a valid signature; one edited since (or signed with an old key) is judged
+/// and published again, with the same attempt number.
+fn published_for(rules: &Rules, name: &str, signal: &Signal, signing: Option<&Key>) -> bool {
+    staging::read_verdict(&rules.verdicts, name)
+        .is_some_and(|verdict| staging::is_current(&verdict, signal))
+        && signing.is_none_or(|signing| {
+            sign::read_document(
+                &staging::verdict_path(&rules.verdicts, name),
+                crate::files::Links::Refuse,
+            )
+            .is_ok_and(|document| sign::verify(&document, signing).is_ok())
+        })
+}
+
+/// Judges `case` as the watcher does: signed, cached where asked, under its cancel, observed
+/// by its metrics, bounded by its slots.
+fn run(
+    shared: &Shared,
+    rules: &Rules,
+    signing: Option<Arc<Key>>,
+    case: Case<'_>,
+    history: &mut History<'_>,
+) -> crate::judge::Judged {
+    let cache = shared.use_cache.then(|| Cache::new(&rules.state));
+    let key_read = Ok(signing);
+    let observers = Observers {
+        metrics: &shared.metrics,
+        also: shared.observer.as_deref().map(|o| o as &dyn Observer),
+    };
+    let judge = Judge {
+        rules,
+        key: &key_read,
+        sign: true,
+        cache: cache.as_ref(),
+        cancel: Some(&shared.cancel),
+        observer: Some(&observers),
+        selection: crate::pipeline::Selection::default(),
+        slots: Some(&shared.slots),
+    };
+    judge.judge(case, Some(history))
 }
 
 /// Writes a judged run: the state first (a crash between the two re-runs the signal, whose
