@@ -480,15 +480,7 @@ impl<'a> Repo<'a> {
             Pinned::Unborn => None,
             Pinned::Missing => return Err(self.missing_base(shown)),
         };
-        let mut private = self.private(oid)?;
-        let (mut status, mut index) = self.first_look(&private);
-        if (status.is_err() || index.is_err()) && private.from_published {
-            // An index of validator's git cannot read (its state damaged, a git that writes
-            // another format) is made again from the base, once.
-            let _ = std::fs::remove_file(private.dir.join("index"));
-            private = self.private(oid)?;
-            (status, index) = self.first_look(&private);
-        }
+        let (private, status, index) = self.looked(oid)?;
         let status = Status::parse(&status.map_err(worker("status"))?, self);
         let index = Index::parse(&index.map_err(worker("ls-files"))?, self);
 
@@ -543,21 +535,7 @@ impl<'a> Repo<'a> {
                 }
             }
         }
-        if !every_file_under.is_empty() {
-            let by = taskdir::Deadline::new(self.deadline, self.ctx.cancel);
-            let listing = taskdir::list_by(self.ctx.task, &by).map_err(Problem::Stopped)?;
-            files.extend(
-                listing
-                    .files
-                    .into_iter()
-                    .map(|entry| entry.rel)
-                    .filter(|rel| {
-                        every_file_under
-                            .iter()
-                            .any(|dir| rel.starts_with(dir.as_str()))
-                    }),
-            );
-        }
+        files.extend(self.files_under(&every_file_under)?);
         let changes = Changes {
             source: Source::Git(shown.to_owned()),
             files,
@@ -566,6 +544,36 @@ impl<'a> Repo<'a> {
             gate_written: Default::default(),
         };
         Ok((changes, accounted))
+    }
+
+    /// validator's private index of `base` and git's first look at the work tree through it
+    /// (status, and the index's files). An index git cannot read (validator's state damaged, a
+    /// git that writes another format) is made again from the base, once.
+    fn looked(&self, base: Option<&str>) -> Result<(Private, Listing, Listing), Problem> {
+        let mut private = self.private(base)?;
+        let (mut status, mut index) = self.first_look(&private);
+        if (status.is_err() || index.is_err()) && private.from_published {
+            let _ = std::fs::remove_file(private.dir.join("index"));
+            private = self.private(base)?;
+            (status, index) = self.first_look(&private);
+        }
+        Ok((private, status, index))
+    }
+
+    /// Every file the task holds under `dirs` (each ending in `/`): what a nested repository
+    /// git does not look inside holds, all of it new.
+    fn files_under(&self, dirs: &[String]) -> Result<Vec<String>, Problem> {
+        if dirs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let by = taskdir::Deadline::new(self.deadline, self.ctx.cancel);
+        let listing = taskdir::list_by(self.ctx.task, &by).map_err(Problem::Stopped)?;
+        Ok(listing
+            .files
+            .into_iter()
+            .map(|entry| entry.rel)
+            .filter(|rel| dirs.iter().any(|dir| rel.starts_with(dir.as_str())))
+            .collect())
     }
 
     /// What git's first listings account for: the base's files, the untracked and ignored
@@ -586,7 +594,7 @@ impl<'a> Repo<'a> {
 
     /// `git status` of the work tree against the private index `private`, and the index's
     /// own listing beside it.
-    fn first_look(&self, private: &Private) -> (Result<Vec<u8>, String>, Result<Vec<u8>, String>) {
+    fn first_look(&self, private: &Private) -> (Listing, Listing) {
         std::thread::scope(|scope| {
             let index = scope.spawn(|| {
                 self.listing(self.with(private), &["ls-files", "-z", "-s", "--full-name"])
@@ -1023,6 +1031,9 @@ impl<'a> Repo<'a> {
         let _ = std::fs::rename(&private.work, private.dir.join("index"));
     }
 }
+
+/// What a git listing printed, or why git could not list.
+type Listing = Result<Vec<u8>, String>;
 
 /// validator's own index of a repository at a base (see the module doc): read from the base's
 /// tree, kept in `<indexes>/<task>-<repository>-<base>/index` and refreshed by git as it
