@@ -5,18 +5,7 @@ use crate::common::{Project, pipeline, validator};
 
 /// `rules check` on `gates`: exit code and stderr.
 fn rules_check(gates: &str) -> (i32, String) {
-    let project = Project::new();
-    project.rules(&pipeline(gates));
-    let output = validator()
-        .arg("-c")
-        .arg(project.rules_path())
-        .args(["rules", "check"])
-        .output()
-        .expect("run validator");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    rules_check_text(&pipeline(gates))
 }
 
 #[test]
@@ -113,17 +102,7 @@ fn yaml_slips_are_named_as_a_person_makes_them() {
 
 /// `git commit` in `dir` as a person runs it (the hooks run): whether it was made.
 fn commit(dir: &std::path::Path, message: &str) -> bool {
-    std::process::Command::new("git")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-        .args(["-c", "commit.gpgsign=false", "commit", "-qm", message])
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .status()
-        .expect("run git")
-        .success()
+    crate::common::git_succeeds(dir, &["commit", "-qm", message])
 }
 
 fn install_hook(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {

@@ -162,7 +162,12 @@ pub fn commit_all(dir: &Path) {
 
 /// Runs git in `dir` with a fixed identity and no system or user configuration.
 pub fn git(dir: &Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
+    assert!(git_succeeds(dir, args), "git {args:?} failed");
+}
+
+/// As [`git`], saying whether it succeeded (a commit a hook may refuse).
+pub fn git_succeeds(dir: &Path, args: &[&str]) -> bool {
+    std::process::Command::new("git")
         .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
         .args([
             "-c",
@@ -177,8 +182,8 @@ pub fn git(dir: &Path, args: &[&str]) {
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .status()
-        .expect("run git");
-    assert!(status.success(), "git {args:?} failed");
+        .expect("run git")
+        .success()
 }
 
 /// A verdict's reasons, one per line.
