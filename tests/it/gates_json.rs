@@ -564,10 +564,12 @@ fn watch_judges_signals_with_a_gates_json() {
         .output()
         .expect("run validator");
     assert_eq!(signal.status.code(), Some(0), "{signal:?}");
+    // The watcher was only just spawned: --anyway waits for it to come up rather than
+    // answering that none runs.
     let mut wait = validator();
     wait.arg("-c")
         .arg(&rules)
-        .args(["wait", "svc", "--timeout", "5m", "--format", "json"]);
+        .args(["wait", "svc", "--timeout", "5m", "--anyway", "--format", "json"]);
     let (code, verdict) = json_verdict(wait);
     assert_eq!(code, 1, "{verdict:#}");
     assert_eq!(verdict["pipeline"], "SubagentStop");
