@@ -84,7 +84,7 @@ impl Cache {
 
 /// What a gate's run depends on, taken before it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Key {
+pub struct RunKey {
     /// The content key a pass is remembered under (stable across rewrites of the same bytes).
     pub content: String,
     /// The inputs' inode and change time (which no worker can set back): if they differ after
@@ -93,16 +93,16 @@ pub struct Key {
     stamp: String,
 }
 
-impl Key {
+impl RunKey {
     /// Whether `after`, taken once the gate finished, shows inputs untouched during the run.
-    pub fn unchanged_by(&self, after: &Key) -> bool {
+    pub fn unchanged_by(&self, after: &RunKey) -> bool {
         self == after
     }
 }
 
 /// The key of one run of `gate` over `task` under `pipeline`, or `None` when the gate has no
 /// `inputs:`, the key cannot be computed exactly, or `deadline` (the gate's) came first.
-pub fn key(task: &Task, pipeline: &str, gate: &Gate, deadline: &Deadline<'_>) -> Option<Key> {
+pub fn key(task: &Task, pipeline: &str, gate: &Gate, deadline: &Deadline<'_>) -> Option<RunKey> {
     use std::os::unix::fs::MetadataExt;
     let inputs = gate.inputs.as_ref()?;
     let mut stamp = Sha256::new();
@@ -168,7 +168,7 @@ pub fn key(task: &Task, pipeline: &str, gate: &Gate, deadline: &Deadline<'_>) ->
         matched += 1;
     }
     field("inputs", &(matched as u64).to_le_bytes());
-    Some(Key {
+    Some(RunKey {
         content: format!("{:x}", hash.finalize()),
         stamp: format!("{:x}", stamp.finalize()),
     })

@@ -33,13 +33,21 @@ pub struct Progress {
     ticker: Option<JoinHandle<()>>,
 }
 
+/// What names each running gate on the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labels {
+    /// The gate alone: `check` runs one task.
+    Gate,
+    /// The task, then the gate: the watcher runs tasks side by side.
+    TaskAndGate,
+}
+
 struct Shared {
     state: Mutex<State>,
     wake: Condvar,
     /// Held while drawing, and by [`Progress::suspend`] while someone else prints.
     out: Mutex<Box<dyn Write + Send>>,
-    /// Name the task on the line (the watcher runs several); `check` runs one.
-    with_task: bool,
+    labels: Labels,
     /// The terminal's width; `None` where nothing is redrawn (a pipe, a log).
     width: Option<usize>,
 }
@@ -61,24 +69,23 @@ struct Running {
 }
 
 impl Progress {
-    /// Draws on `out`, a terminal `width` columns wide; `with_task` names the task before each
-    /// gate (for the watcher, which runs tasks side by side).
-    pub fn new(out: Box<dyn Write + Send>, width: usize, with_task: bool) -> Progress {
-        Progress::start(out, Some(width.max(20)), with_task)
+    /// Draws on `out`, a terminal `width` columns wide, each gate named as `labels` say.
+    pub fn new(out: Box<dyn Write + Send>, width: usize, labels: Labels) -> Progress {
+        Progress::start(out, Some(width.max(20)), labels)
     }
 
     /// Writes on `out`, where nothing can be redrawn (a pipe, a CI log): a line every 30 s for
     /// each gate still running.
-    pub fn log(out: Box<dyn Write + Send>, with_task: bool) -> Progress {
-        Progress::start(out, None, with_task)
+    pub fn log(out: Box<dyn Write + Send>, labels: Labels) -> Progress {
+        Progress::start(out, None, labels)
     }
 
-    fn start(out: Box<dyn Write + Send>, width: Option<usize>, with_task: bool) -> Progress {
+    fn start(out: Box<dyn Write + Send>, width: Option<usize>, labels: Labels) -> Progress {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
             out: Mutex::new(out),
-            with_task,
+            labels,
             width,
         });
         let ticker = {
@@ -198,9 +205,9 @@ impl Shared {
                 continue;
             }
             running.said = periods;
-            let name = match self.with_task {
-                true => format!("{}: {}", running.task, running.gate),
-                false => running.gate.clone(),
+            let name = match self.labels {
+                Labels::TaskAndGate => format!("{}: {}", running.task, running.gate),
+                Labels::Gate => running.gate.clone(),
             };
             lines.push_str(&format!(
                 "  … {} still running ({})\n",
@@ -241,9 +248,9 @@ impl Shared {
                 let elapsed = now.duration_since(r.since);
                 (elapsed >= SHOW_AFTER).then(|| {
                     let secs = elapsed.as_secs_f64();
-                    match self.with_task {
-                        true => format!("{}: {} {secs:.1}s", r.task, r.gate),
-                        false => format!("{} {secs:.1}s", r.gate),
+                    match self.labels {
+                        Labels::TaskAndGate => format!("{}: {} {secs:.1}s", r.task, r.gate),
+                        Labels::Gate => format!("{} {secs:.1}s", r.gate),
                     }
                 })
             })
@@ -306,14 +313,14 @@ mod tests {
         }
     }
 
-    fn progress(screen: &Screen, with_task: bool) -> Progress {
-        Progress::new(Box::new(screen.clone()), 80, with_task)
+    fn progress(screen: &Screen, labels: Labels) -> Progress {
+        Progress::new(Box::new(screen.clone()), 80, labels)
     }
 
     #[test]
     fn a_gate_running_past_a_second_gets_a_line_with_its_name_and_time() {
         let screen = Screen::default();
-        let progress = progress(&screen, true);
+        let progress = progress(&screen, Labels::TaskAndGate);
         let task = task();
         progress.gate_started(&task, "test");
         // Back-date the start instead of sleeping past SHOW_AFTER.
@@ -330,7 +337,7 @@ mod tests {
     #[test]
     fn in_a_pipe_a_gate_still_running_is_named_every_30_seconds_on_its_own_line() {
         let screen = Screen::default();
-        let progress = Progress::log(Box::new(screen.clone()), false);
+        let progress = Progress::log(Box::new(screen.clone()), Labels::Gate);
         let task = task();
         progress.gate_started(&task, "test");
         progress.shared.redraw();
@@ -353,7 +360,7 @@ mod tests {
     #[test]
     fn fast_gates_draw_nothing() {
         let screen = Screen::default();
-        let progress = progress(&screen, false);
+        let progress = progress(&screen, Labels::Gate);
         let task = task();
         progress.gate_started(&task, "lint");
         progress.shared.redraw();
@@ -365,7 +372,7 @@ mod tests {
     #[test]
     fn the_line_never_wraps_a_narrow_terminal() {
         let screen = Screen::default();
-        let progress = Progress::new(Box::new(screen.clone()), 30, false);
+        let progress = Progress::new(Box::new(screen.clone()), 30, Labels::Gate);
         let task = task();
         progress.gate_started(&task, &"g".repeat(100));
         lock(&progress.shared.state).running[0].since -= SHOW_AFTER;
@@ -379,7 +386,7 @@ mod tests {
     #[test]
     fn suspend_erases_the_line_before_someone_else_prints() {
         let screen = Screen::default();
-        let progress = progress(&screen, true);
+        let progress = progress(&screen, Labels::TaskAndGate);
         let task = task();
         progress.gate_started(&task, "test");
         lock(&progress.shared.state).running[0].since -= SHOW_AFTER;

@@ -29,17 +29,24 @@ pub fn sync_dir(dir: &Path) -> Result<(), Error> {
 /// Replaces `target` atomically; durable once its directory is synced ([`sync_dir`]), so
 /// several files in one directory can share one directory flush.
 pub fn atomically(target: &Path, bytes: &[u8]) -> Result<(), Error> {
-    replace_with(target, bytes, true)
+    replace_with(target, bytes, Flush::File)
 }
 
 /// Replaces `target` atomically without flushing it to the disk: it survives a crash of the
 /// process (the page cache does), not necessarily a power loss. For state that a lost update
 /// only makes slightly stale.
 pub fn without_sync(target: &Path, bytes: &[u8]) -> Result<(), Error> {
-    replace_with(target, bytes, false)
+    replace_with(target, bytes, Flush::Nothing)
 }
 
-fn replace_with(target: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
+/// Whether the temporary file is flushed to the disk before the rename.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    File,
+    Nothing,
+}
+
+fn replace_with(target: &Path, bytes: &[u8], flush: Flush) -> Result<(), Error> {
     let write_err = |source| Error::Write {
         path: target.to_path_buf(),
         source,
@@ -57,7 +64,7 @@ fn replace_with(target: &Path, bytes: &[u8], sync: bool) -> Result<(), Error> {
         .tempfile_in(dir)
         .map_err(write_err)?;
     temp.write_all(bytes).map_err(write_err)?;
-    if sync {
+    if flush == Flush::File {
         temp.as_file().sync_data().map_err(write_err)?;
     }
     temp.persist(target).map_err(|err| write_err(err.error))?;

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result, bail};
 
 use super::{Format, Found, load, print_verdict};
-use validator::progress::Progress;
+use validator::progress::{Labels, Progress};
 use validator::verdict::sign;
 use validator::verdict::{feedback, format};
 use validator::{Signal, Task, task};
@@ -225,9 +225,9 @@ impl Stream {
     fn new(format: Format, pipeline: &validator::config::Pipeline, verbose: bool) -> Stream {
         let to_stdout = matches!(format, Format::Text);
         let progress = if to_stdout {
-            progress_on(std::io::stdout(), false)
+            progress_on(std::io::stdout(), Labels::Gate)
         } else {
-            progress_on(std::io::stderr(), false)
+            progress_on(std::io::stderr(), Labels::Gate)
         };
         Stream {
             progress: Some(progress),
@@ -408,9 +408,9 @@ pub(crate) fn cancel_on_stop_signals() -> Result<Arc<validator::process::Cancel>
 
 /// A status line for gates that take longer than a second, only when stdout is a terminal
 /// that can redraw a line: pipes, files and CI logs get the verdict lines alone.
-pub(crate) fn terminal_progress(with_task: bool) -> Option<Arc<Progress>> {
+pub(crate) fn terminal_progress(labels: Labels) -> Option<Arc<Progress>> {
     let stdout = std::io::stdout();
-    redraws(&stdout).then(|| progress_on(stdout, with_task))
+    redraws(&stdout).then(|| progress_on(stdout, labels))
 }
 
 fn redraws(stream: &impl IsTerminal) -> bool {
@@ -418,19 +418,15 @@ fn redraws(stream: &impl IsTerminal) -> bool {
 }
 
 /// Progress on `stream`: redrawn in place on a terminal, a line every 30 s elsewhere.
-fn progress_on<S>(stream: S, with_task: bool) -> Arc<Progress>
+fn progress_on<S>(stream: S, labels: Labels) -> Arc<Progress>
 where
     S: IsTerminal + std::os::fd::AsFd + Write + Send + 'static,
 {
     if !redraws(&stream) {
-        return Arc::new(Progress::log(Box::new(stream), with_task));
+        return Arc::new(Progress::log(Box::new(stream), labels));
     }
     let width = terminal_size::terminal_size_of(&stream).map_or(80, |(width, _)| width.0);
-    Arc::new(Progress::new(
-        Box::new(stream),
-        usize::from(width),
-        with_task,
-    ))
+    Arc::new(Progress::new(Box::new(stream), usize::from(width), labels))
 }
 
 /// The user's request for `--request`, as text: a file of at most 1 MiB, or standard input's

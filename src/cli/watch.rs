@@ -17,6 +17,7 @@ use super::{
     Format, StatusFormat, config_path, human_age, load, parse_duration, parse_metrics_addr,
     parse_poll, print_verdict,
 };
+use validator::progress::Labels;
 
 /// `validator watch`'s options.
 #[derive(clap::Args)]
@@ -49,7 +50,7 @@ pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let progress = terminal_progress(true);
+    let progress = terminal_progress(Labels::TaskAndGate);
     let options = validator::watch::Options {
         config,
         jobs,

@@ -281,7 +281,7 @@ fn group_at(pipeline: &Pipeline, index: usize) -> std::ops::Range<usize> {
 }
 
 /// What running one gate came to, before the run routes on it.
-enum Step {
+enum GateRun {
     /// Left out (`--only`/`--skip`, `only_if`): its report, and the warning it is worth, if any.
     NotRun(GateReport, Option<String>),
     /// Kept from starting by a group's `fail_fast`, because a sibling's failure ends the run.
@@ -426,7 +426,7 @@ impl Runner<'_> {
     /// The gates of `members` run: one on this thread, a group on up to its pipeline's `jobs`
     /// threads at once: this one, and others for as long as shared slots are free (see
     /// [`Slots`]). Results in the order of `members`.
-    fn steps(&self, members: std::ops::Range<usize>) -> Vec<Step> {
+    fn steps(&self, members: std::ops::Range<usize>) -> Vec<GateRun> {
         if members.len() == 1 {
             return vec![self.step(members.start, None)];
         }
@@ -434,7 +434,7 @@ impl Runner<'_> {
         let next = AtomicUsize::new(members.start);
         let failed = AtomicBool::new(false);
         let stop = self.pipeline.fail_fast.then_some(&failed);
-        let done: Mutex<Vec<(usize, Step)>> = Mutex::new(Vec::new());
+        let done: Mutex<Vec<(usize, GateRun)>> = Mutex::new(Vec::new());
         let ended = Ended::new(members.clone());
         let work = |borrowing: bool| {
             loop {
@@ -548,8 +548,8 @@ impl Runner<'_> {
     /// Whether the gate at `index`, having come to `step`, ends the run whatever its siblings
     /// find: only such a failure may keep them from starting (`fail_fast`). A failure routed
     /// on (an advisory gate) does not, nor one `--keep-going` runs past.
-    fn ends_the_run(&self, index: usize, step: &Step) -> bool {
-        let Step::Ran {
+    fn ends_the_run(&self, index: usize, step: &GateRun) -> bool {
+        let GateRun::Ran {
             report, blocked, ..
         } = step
         else {
@@ -569,7 +569,7 @@ impl Runner<'_> {
 
     /// Runs the gate at `index`, unless it is left out; `stop` set means a gate of its group
     /// failed in a way that ends the run, and `fail_fast` keeps this one from starting.
-    fn step(&self, index: usize, stop: Option<&AtomicBool>) -> Step {
+    fn step(&self, index: usize, stop: Option<&AtomicBool>) -> GateRun {
         self.step_told(index, stop, self.supervision.observer)
     }
 
@@ -579,7 +579,7 @@ impl Runner<'_> {
         index: usize,
         stop: Option<&AtomicBool>,
         observer: Option<&dyn Observer>,
-    ) -> Step {
+    ) -> GateRun {
         let gate = &self.pipeline.gates[index];
         let supervision = Supervision {
             observer,
@@ -591,7 +591,7 @@ impl Runner<'_> {
             if let Some(observer) = supervision.observer {
                 observer.gate_finished(self.task, &report);
             }
-            Step::NotRun(report, warning)
+            GateRun::NotRun(report, warning)
         };
         if let Some(flag) = supervision.selection.leaves_out(&gate.name) {
             return not_run(
@@ -612,11 +612,11 @@ impl Runner<'_> {
             if let Some(observer) = supervision.observer {
                 observer.gate_finished(self.task, &report);
             }
-            return Step::Stopped(report);
+            return GateRun::Stopped(report);
         }
         let remaining = self.deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
-            return Step::OutOfBudget;
+            return GateRun::OutOfBudget;
         }
         let task = self.task;
         let ctx = Context {
@@ -652,7 +652,7 @@ impl Runner<'_> {
         if let Some(observer) = supervision.observer {
             observer.gate_finished(task, &report);
         }
-        Step::Ran {
+        GateRun::Ran {
             report,
             blocked,
             line,
@@ -663,17 +663,17 @@ impl Runner<'_> {
 
 impl Run {
     /// Takes the gate at `index`'s step into the run, and says where the run goes next.
-    fn settle(&mut self, runner: &Runner<'_>, index: usize, step: Step) -> Flow {
+    fn settle(&mut self, runner: &Runner<'_>, index: usize, step: GateRun) -> Flow {
         let gate = &runner.pipeline.gates[index];
         let rules = runner.rules;
         let selection = runner.supervision.selection;
         let (report, blocked, line, remember) = match step {
-            Step::NotRun(report, warning) => {
+            GateRun::NotRun(report, warning) => {
                 self.gates.push(report);
                 self.warnings.extend(warning);
                 return Flow::Next(follow(gate.on_pass, index));
             }
-            Step::Stopped(report) => {
+            GateRun::Stopped(report) => {
                 self.gates.push(report);
                 self.reasons.push(format!(
                     "{}: did not run (fail_fast), and the run did not end before it",
@@ -681,7 +681,7 @@ impl Run {
                 ));
                 return Flow::End(Decision::Fail);
             }
-            Step::OutOfBudget => {
+            GateRun::OutOfBudget => {
                 self.reasons.push(format!(
                     "the run's budget of {} ran out before gate `{}`",
                     duration::format(rules.defaults.budget),
@@ -689,7 +689,7 @@ impl Run {
                 ));
                 return Flow::End(Decision::Fail);
             }
-            Step::Ran {
+            GateRun::Ran {
                 report,
                 blocked,
                 line,
@@ -768,7 +768,7 @@ impl Run {
         let mut ended = None;
         let mut next = Flow::Next(Some(members.end));
         for (at, step) in members.zip(steps) {
-            if let Step::Ran { report, .. } = &step {
+            if let GateRun::Ran { report, .. } = &step {
                 order.push((at, report.outcome));
             }
             match ended {
@@ -812,8 +812,8 @@ impl Run {
             // Not told to the observers: the gate's line was shown; only a failure now changes
             // what the run says.
             let (report, line) = match runner.step_told(at, None, None) {
-                Step::Ran { report, line, .. } => (report, line),
-                Step::OutOfBudget => {
+                GateRun::Ran { report, line, .. } => (report, line),
+                GateRun::OutOfBudget => {
                     self.reasons.push(format!(
                         "the run's budget of {} ran out before gate `{}` could be judged again after the programs that ran after it",
                         duration::format(runner.rules.defaults.budget),
@@ -821,7 +821,7 @@ impl Run {
                     ));
                     return Decision::Fail;
                 }
-                Step::NotRun(..) | Step::Stopped(_) => continue,
+                GateRun::NotRun(..) | GateRun::Stopped(_) => continue,
             };
             let outcome = report.outcome;
             if matches!(outcome, GateOutcome::Fail | GateOutcome::Error) {
@@ -844,9 +844,9 @@ impl Run {
 
     /// A gate of a group that ran although the run ended at an earlier one: reported as it
     /// ran, its failure a reason after the first (or a warning, if routed on).
-    fn after_the_end(&mut self, gate: &crate::config::Gate, step: Step) {
+    fn after_the_end(&mut self, gate: &crate::config::Gate, step: GateRun) {
         match step {
-            Step::Ran { report, line, .. } => {
+            GateRun::Ran { report, line, .. } => {
                 match report.outcome {
                     GateOutcome::Fail if routes_on(gate.on_fail) => self.warnings.push(line),
                     GateOutcome::Fail | GateOutcome::Error => self.reasons.push(line),
@@ -854,12 +854,12 @@ impl Run {
                 }
                 self.gates.push(report);
             }
-            Step::NotRun(report, warning) => {
+            GateRun::NotRun(report, warning) => {
                 self.gates.push(report);
                 self.warnings.extend(warning);
             }
-            Step::Stopped(report) => self.gates.push(report),
-            Step::OutOfBudget => {
+            GateRun::Stopped(report) => self.gates.push(report),
+            GateRun::OutOfBudget => {
                 let mut report = skipped(gate);
                 report.summary = "not run: the run's budget ran out".into();
                 self.gates.push(report);

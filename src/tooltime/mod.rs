@@ -54,7 +54,7 @@ pub enum Decision {
 /// A decision, and why some of what a shell command writes could not be told (it runs, and
 /// what it changed is looked at when it ends).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judged {
+pub struct Ruling {
     pub decision: Decision,
     pub unknown: Vec<String>,
 }
@@ -111,15 +111,15 @@ impl<'a> Policy<'a> {
     }
 
     /// Judges `action`, made from `cwd` (the directory the agent's tool runs in).
-    pub fn decide(&self, action: &Action, cwd: &Path) -> Judged {
-        let allowed = |unknown| Judged {
+    pub fn decide(&self, action: &Action, cwd: &Path) -> Ruling {
+        let allowed = |unknown| Ruling {
             decision: Decision::Allow,
             unknown,
         };
         match action {
             Action::Other => allowed(Vec::new()),
             Action::Write(paths) => match paths.iter().find_map(|p| self.refuse_write(cwd, p)) {
-                Some(why) => Judged {
+                Some(why) => Ruling {
                     decision: Decision::Deny(why),
                     unknown: Vec::new(),
                 },
@@ -132,19 +132,19 @@ impl<'a> Policy<'a> {
 
     /// The answer to a call some of whose writes cannot be told (`unknown`, each why): refused
     /// under `tools.unknown: deny`, else `decision` (and what changed is looked at after).
-    fn unknown_writes(&self, decision: Decision, unknown: Vec<String>) -> Judged {
+    fn unknown_writes(&self, decision: Decision, unknown: Vec<String>) -> Ruling {
         match unknown.first() {
-            Some(why) if self.tools.unknown == Unknown::Deny => Judged {
+            Some(why) if self.tools.unknown == Unknown::Deny => Ruling {
                 decision: Decision::Deny(format!(
                     "validator cannot tell before it runs what this writes ({why}), and the rules refuse such calls (`tools.unknown: deny`); write the files with your file tools, or ask a person to allow the command in the rules"
                 )),
                 unknown,
             },
-            _ => Judged { decision, unknown },
+            _ => Ruling { decision, unknown },
         }
     }
 
-    fn decide_shell(&self, line: &str, cwd: &Path) -> Judged {
+    fn decide_shell(&self, line: &str, cwd: &Path) -> Ruling {
         let script = crate::shell::read(line);
         let seen = commands::seen(&script);
         let mut asked = None;
@@ -158,7 +158,7 @@ impl<'a> Policy<'a> {
         // `moved`). Every place a write could land is judged.
         let mut here = vec![cwd.to_path_buf()];
         for command in &seen {
-            let deny = |why: String| Judged {
+            let deny = |why: String| Ruling {
                 decision: Decision::Deny(why),
                 unknown: unknown.clone(),
             };
@@ -592,7 +592,7 @@ pipelines:
         }
     }
 
-    fn decide(fixture: &Fixture, action: Action) -> Judged {
+    fn decide(fixture: &Fixture, action: Action) -> Ruling {
         let policy = Policy::new(
             &fixture.task,
             fixture.rules.pipelines.first(),
@@ -602,7 +602,7 @@ pipelines:
         policy.decide(&action, &fixture.task.dir)
     }
 
-    fn refused(judged: &Judged) -> bool {
+    fn refused(judged: &Ruling) -> bool {
         matches!(judged.decision, Decision::Deny(_))
     }
 

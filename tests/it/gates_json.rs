@@ -567,9 +567,15 @@ fn watch_judges_signals_with_a_gates_json() {
     // The watcher was only just spawned: --anyway waits for it to come up rather than
     // answering that none runs.
     let mut wait = validator();
-    wait.arg("-c")
-        .arg(&rules)
-        .args(["wait", "svc", "--timeout", "5m", "--anyway", "--format", "json"]);
+    wait.arg("-c").arg(&rules).args([
+        "wait",
+        "svc",
+        "--timeout",
+        "5m",
+        "--anyway",
+        "--format",
+        "json",
+    ]);
     let (code, verdict) = json_verdict(wait);
     assert_eq!(code, 1, "{verdict:#}");
     assert_eq!(verdict["pipeline"], "SubagentStop");
