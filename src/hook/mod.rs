@@ -41,6 +41,8 @@
 //! attempt is saved before the gates run, so even an answer the front end had to give without
 //! the run (the gates still running at the deadline itself) counts.
 
+mod input;
+mod project;
 pub mod prompt;
 pub mod session;
 pub mod tool;
@@ -48,10 +50,9 @@ mod transcript;
 mod usage;
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -62,8 +63,12 @@ use crate::error::Error;
 use crate::events::{Event, EventLog};
 use crate::judge::{Case, History, Judge, Keeper};
 use crate::pipeline;
-use crate::task::{self, Task};
+use crate::task::Task;
 use crate::verdict::{Decision, Verdict, feedback};
+
+use input::js_int;
+pub use input::{Input, MANUAL_SESSION, Phase, event_of_partial};
+pub use project::Project;
 
 /// Largest hook input read and parsed. A last message longer than a done signal's cap is judged
 /// by its end (where its STATUS block is); an input past this is answered with a block that
@@ -189,340 +194,6 @@ impl Agent {
             Agent::Gemini => "deny",
         }
     }
-}
-
-/// When a hook is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// The agent is about to stop: judge the work.
-    Stop,
-    /// A tool is about to run: judge the call.
-    BeforeTool,
-    /// A tool ran: look at what it did.
-    AfterTool,
-    /// The session starts: brief the agent.
-    SessionStart,
-    /// The person submitted a prompt: keep it, run its gates.
-    Prompt,
-}
-
-impl Phase {
-    /// Whether the answer is context or a verdict on a tool call, which the hook's deadline
-    /// leaves to the agent; only a stop is refused when it was not judged in time.
-    pub fn before_or_beside_the_stop(self) -> bool {
-        self != Phase::Stop
-    }
-}
-
-/// The JSON with every `\uD800`-`\uDFFF` escape that is not half of a pair replaced by
-/// `\uFFFD`. JavaScript's `JSON.stringify` writes a lone surrogate a model's text can hold;
-/// serde refuses it, and a refused input would let the agent stop unjudged.
-fn lone_surrogates_replaced(bytes: &[u8]) -> Cow<'_, [u8]> {
-    let hex = |at: usize| -> Option<u16> {
-        let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
-        u16::from_str_radix(digits, 16).ok()
-    };
-    let escape_at = |at: usize| -> Option<u16> {
-        (bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u'))
-            .then(|| hex(at + 2))
-            .flatten()
-    };
-    let mut out: Option<Vec<u8>> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'\\' {
-            if let Some(out) = out.as_mut() {
-                out.push(bytes[i]);
-            }
-            i += 1;
-            continue;
-        }
-        let width = match escape_at(i) {
-            Some(0xD800..=0xDBFF)
-                if escape_at(i + 6).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low)) =>
-            {
-                12
-            }
-            Some(0xD800..=0xDFFF) => {
-                out.get_or_insert_with(|| bytes[..i].to_vec())
-                    .extend_from_slice(b"\\ufffd");
-                i += 6;
-                continue;
-            }
-            Some(_) => 6,
-            None => 2,
-        };
-        let end = (i + width).min(bytes.len());
-        if let Some(out) = out.as_mut() {
-            out.extend_from_slice(&bytes[i..end]);
-        }
-        i = end;
-    }
-    match out {
-        Some(out) => Cow::Owned(out),
-        None => Cow::Borrowed(bytes),
-    }
-}
-
-/// An integer as Claude Code reads its variables: a number (`2e0`, `2.0`) truncated, else the
-/// leading digits after an optional sign (`3abc` is 3); `None` when there are none.
-fn js_int(text: &str) -> Option<i64> {
-    let text = text.trim();
-    if let Ok(number) = text.parse::<f64>()
-        && number.is_finite()
-    {
-        return Some(number.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64);
-    }
-    let (sign, digits) = match text.strip_prefix('-') {
-        Some(rest) => (-1, rest),
-        None => (1, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let digits: String = digits
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .take(18)
-        .collect();
-    digits.parse::<i64>().ok().map(|n| sign * n)
-}
-
-/// The event a hook input names at its top level, read from as much of it as arrived: an
-/// input too long to read whole, or cut by the deadline, still says what it was about when the
-/// agent wrote the event first (as all of them do). Only the top level is read, so an event
-/// name in a tool's input or a message is never taken for it.
-pub fn event_of_partial(bytes: &[u8]) -> Option<String> {
-    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
-    struct TopLevel<'a>(&'a mut Option<String>);
-    impl<'de> Visitor<'de> for TopLevel<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a hook's JSON object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if key == "hook_event_name" {
-                    *self.0 = map.next_value::<Option<String>>()?;
-                    return Ok(());
-                }
-                map.next_value::<IgnoredAny>()?;
-            }
-            Ok(())
-        }
-    }
-    let mut event = None;
-    let mut reader = serde_json::Deserializer::from_slice(bytes);
-    // Cut short, the input ends in an error once the event has been read, if it came first.
-    let _ = reader.deserialize_map(TopLevel(&mut event));
-    event
-}
-
-/// The session of a hook input that names none: one made by hand to try the gate.
-pub const MANUAL_SESSION: &str = "manual";
-
-fn manual_session() -> String {
-    MANUAL_SESSION.to_owned()
-}
-
-/// The fields of a stop hook's input that the adapter uses; agents add others, which are ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Input {
-    /// Absent in a hand-made input (seed 001's `{"output": …}`): such calls share the session
-    /// [`MANUAL_SESSION`].
-    #[serde(default = "manual_session")]
-    pub session_id: String,
-    /// Where the agent is; absent in a hand-made input. Only logged: never what is judged.
-    #[serde(default)]
-    pub cwd: PathBuf,
-    #[serde(default)]
-    pub hook_event_name: Option<String>,
-    #[serde(default)]
-    pub stop_hook_active: Option<bool>,
-    #[serde(default)]
-    pub transcript_path: Option<String>,
-    /// Claude Code and Codex: the agent's final message.
-    #[serde(default)]
-    pub last_assistant_message: Option<String>,
-    /// A gates.json hook runner's input (seed 001's test): the agent's final message.
-    #[serde(default)]
-    pub output: Option<String>,
-    /// A subagent's id (`SubagentStop`); its attempts are counted apart from its parent's.
-    #[serde(default)]
-    pub agent_id: Option<String>,
-    #[serde(default)]
-    pub agent_type: Option<String>,
-    /// Gemini CLI: the user's prompt and the agent's answer to it.
-    #[serde(default)]
-    pub prompt: Option<String>,
-    #[serde(default)]
-    pub prompt_response: Option<String>,
-    /// A tool event's tool (`Write`, `Bash`, `apply_patch`, `write_file`, …) and its input.
-    #[serde(default)]
-    pub tool_name: Option<String>,
-    #[serde(default)]
-    pub tool_input: Option<serde_json::Value>,
-    /// After a tool ran: what it gave back, and its error when it failed.
-    #[serde(default)]
-    pub tool_response: Option<serde_json::Value>,
-    #[serde(default)]
-    pub error: Option<serde_json::Value>,
-    /// OpenCode's plugin: the session's tokens so far, from its message events.
-    #[serde(default)]
-    pub tokens: Option<u64>,
-}
-
-impl Input {
-    /// Parses what `agent` sent on stdin (at most [`MAX_INPUT`] bytes were meant to be read;
-    /// pass one more so an oversized input is recognised).
-    pub fn parse(agent: Agent, bytes: &[u8]) -> Result<Input, Error> {
-        let refuse = |reason: String| Error::HookInput {
-            agent: agent.name(),
-            reason,
-        };
-        if bytes.len() > MAX_INPUT {
-            return Err(refuse(format!(
-                "the input is over {} MiB",
-                MAX_INPUT / 1024 / 1024
-            )));
-        }
-        let bytes = lone_surrogates_replaced(bytes);
-        let mut input: Input = serde_json::from_slice(&bytes)
-            .map_err(|err| refuse(format!("not the JSON object a stop hook receives: {err}")))?;
-        if input.cwd.as_os_str().is_empty() {
-            // A hand-made input: the agent starts its hooks where it works.
-            input.cwd = std::env::current_dir().unwrap_or_default();
-        }
-        if input.session_id.trim().is_empty() {
-            return Err(refuse("`session_id` is empty".into()));
-        }
-        if let Some(event) = &input.hook_event_name {
-            if !agent.events().contains(&event.as_str()) {
-                return Err(refuse(format!(
-                    "event `{}` is not one this adapter answers; wire it to {} only",
-                    event.chars().take(64).collect::<String>(),
-                    agent.events().join(" and ")
-                )));
-            }
-        }
-        Ok(input)
-    }
-
-    /// The agent's last message: the done signal's body (empty when the agent sent none). For
-    /// Gemini CLI it is the last model turn of its transcript (its `prompt_response` joins the
-    /// answers before a deny with the retry), else `prompt_response`. A message longer than a
-    /// done signal may be is cut to its end, where an agent's STATUS block is; the second value
-    /// says how many bytes were left out.
-    pub fn message(&self, agent: Agent) -> (Cow<'_, str>, usize) {
-        let message: Cow<'_, str> = match agent {
-            Agent::Claude | Agent::Codex | Agent::Opencode => Cow::Borrowed(
-                self.last_assistant_message
-                    .as_deref()
-                    .or(self.output.as_deref())
-                    .unwrap_or_default(),
-            ),
-            Agent::Gemini => self
-                .transcript_path
-                .as_deref()
-                .and_then(|path| transcript::last_model_turn(Path::new(path)))
-                .map(Cow::Owned)
-                .unwrap_or(Cow::Borrowed(
-                    self.prompt_response.as_deref().unwrap_or_default(),
-                )),
-        };
-        match message {
-            Cow::Borrowed(text) => {
-                let (tail, start) = crate::text::last_bytes(text, crate::done::MAX_BODY);
-                (Cow::Borrowed(tail), start)
-            }
-            Cow::Owned(text) => {
-                let (tail, start) = crate::text::last_bytes(&text, crate::done::MAX_BODY);
-                (Cow::Owned(tail.to_owned()), start)
-            }
-        }
-    }
-
-    /// Whether this is a subagent stopping (Claude Code's and Codex's `SubagentStop`).
-    pub fn is_subagent_stop(&self) -> bool {
-        match self.hook_event_name.as_deref() {
-            Some(event) => event == "SubagentStop",
-            None => self.subagent().is_some(),
-        }
-    }
-
-    /// The subagent's id, if this is a subagent stopping.
-    fn subagent(&self) -> Option<&str> {
-        self.agent_id.as_deref().filter(|id| !id.is_empty())
-    }
-
-    /// The state name attempts are counted under; see [`session_key`].
-    pub fn session_key(&self) -> String {
-        session_key(&self.session_id, self.subagent())
-    }
-
-    /// Who stopped, as the event log names it: the agent, or `agent/type` for a subagent.
-    pub fn agent_name(&self, agent: Agent) -> String {
-        match (&self.agent_type, self.subagent()) {
-            (Some(kind), Some(_)) => format!("{}/{}", agent.name(), kind),
-            _ => agent.name().to_owned(),
-        }
-    }
-}
-
-/// Where a stop is judged: the project the agent works on, found without asking the agent. The
-/// directory an agent's input names (`cwd`) is where it last moved to: judging that would let it
-/// `cd` into a corner (a subdirectory no pipeline or contract names, a scratch directory) and
-/// stop there unjudged.
-#[derive(Debug, Clone)]
-pub struct Project {
-    pub dir: PathBuf,
-    /// The task's name, when the hook command gives one (else the directory's name).
-    pub task: Option<String>,
-    /// How `dir` was found, for the event log.
-    pub found_by: &'static str,
-}
-
-impl Project {
-    /// The project of `agent`'s stop: `named_dir` if the hook command gives one; else the
-    /// project directory the agent puts in the hook's environment (`env`); else the top of the
-    /// git repository the hook runs in (`cwd`, which the agent started it in); else `cwd`.
-    pub fn locate(
-        agent: Agent,
-        named_dir: Option<PathBuf>,
-        task: Option<String>,
-        env: impl Fn(&str) -> Option<std::ffi::OsString>,
-        cwd: &std::path::Path,
-    ) -> Project {
-        let (dir, found_by) = if let Some(dir) = named_dir {
-            (dir, "--task-dir")
-        } else if let Some((var, dir)) = agent
-            .project_dir_vars()
-            .iter()
-            .find_map(|var| env(var).filter(|v| !v.is_empty()).map(|dir| (*var, dir)))
-        {
-            (PathBuf::from(dir), var)
-        } else if let Some(top) = repository_top(cwd) {
-            (top, "the repository the hook runs in")
-        } else {
-            (cwd.to_path_buf(), "the hook's working directory")
-        };
-        Project {
-            dir,
-            task,
-            found_by,
-        }
-    }
-
-    fn task_name(&self) -> String {
-        self.task
-            .clone()
-            .unwrap_or_else(|| task::name_from_dir(&self.dir))
-    }
-}
-
-/// The nearest directory at or above `dir` holding a `.git`.
-fn repository_top(dir: &std::path::Path) -> Option<PathBuf> {
-    let dir = dir.canonicalize().ok()?;
-    dir.ancestors()
-        .find(|at| at.join(".git").symlink_metadata().is_ok())
-        .map(std::path::Path::to_path_buf)
 }
 
 /// The state name of a session (or of one subagent in it): `hook-` and 16 hex digits of a
