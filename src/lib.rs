@@ -45,6 +45,7 @@
 #[doc(hidden)]
 pub mod brief;
 pub mod cache;
+mod changes;
 pub mod config;
 #[doc(hidden)]
 pub mod contract;

@@ -12,7 +12,7 @@
 //! The same listing, and the patch git shows for it, serve the `review` rule through
 //! [`changed`] and [`diff`]; it is found one way only, here.
 
-pub(crate) use super::changes::{Changes, Patch, Problem, Source};
+pub(crate) use crate::changes::{Changes, Patch, Problem, Source};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -27,6 +27,20 @@ use crate::toolcache::{self, Stamp};
 use crate::verdict::{Breach, ChangedFiles, Finding};
 
 use crate::{snapshot, taskdir};
+
+impl Problem {
+    /// The gate's outcome when its listing failed this way. Here, not beside `Problem`:
+    /// [`crate::changes`] stands below the rules and knows no gate.
+    pub(crate) fn outcome(self, ctx: &Context<'_>) -> Outcome {
+        match self {
+            Problem::Judge(why) => Outcome::error(why),
+            Problem::Worker(why) => Outcome::fail(why),
+            Problem::Stopped(stopped) => {
+                Outcome::stopped(ctx, stopped, "listing what the worker changed", Vec::new())
+            }
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct FileScope {

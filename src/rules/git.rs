@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::Context;
-use super::changes::{Changes, Patch, Problem, Source};
+use crate::changes::{Changes, Patch, Problem, Source};
 use crate::files::{self, Links};
 use crate::process::{self, Exit, SpawnError};
 use crate::sandbox::Sandbox;

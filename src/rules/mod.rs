@@ -8,7 +8,6 @@
 //! [`spec::GateSpec`], the one type the loader, the positions of its errors and the JSON Schema
 //! come from; which rule owns the key is said only in the rule's `About`.
 
-mod changes;
 pub mod co_change;
 pub mod command;
 pub mod content;
