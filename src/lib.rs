@@ -57,6 +57,8 @@ pub mod events;
 #[doc(hidden)]
 pub mod files;
 #[doc(hidden)]
+pub mod git;
+#[doc(hidden)]
 pub mod globs;
 #[doc(hidden)]
 pub mod hook;

@@ -13,11 +13,8 @@ pub mod command;
 pub mod content;
 pub mod dependencies;
 pub mod exists;
-mod git;
-pub mod only_if;
-#[doc(hidden)]
-pub use git::read_listings as read_git_listings;
 pub mod file_scope;
+pub mod only_if;
 pub mod review;
 mod runner;
 pub mod schema;

@@ -33,11 +33,11 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::Context;
 use crate::changes::{Changes, Patch, Problem, Source};
 use crate::files::{self, Links};
-use crate::process::{self, Exit, SpawnError};
+use crate::process::{self, Cancel, Exit, SpawnError};
 use crate::sandbox::Sandbox;
+use crate::task::Task;
 use crate::taskdir;
 use crate::text::name;
 use crate::verdict::Finding;
@@ -213,7 +213,9 @@ struct GitDirs {
 
 /// A repository of the task, ready to run hardened git in.
 pub(crate) struct Repo<'a> {
-    ctx: &'a Context<'a>,
+    task: &'a Task,
+    /// Set by a supervisor (the watcher) that may stop the run: git is stopped with it.
+    cancel: Option<&'a Cancel>,
     layout: Layout,
     /// Each filter or diff driver program the repository configures, by its config name as
     /// git printed it (raw bytes: a subsection may hold anything), to be set empty.
@@ -246,18 +248,20 @@ impl<'a> Repo<'a> {
     /// [`Problem::Judge`] when validator cannot judge it (git not installed, a repository in
     /// a directory every worker writes). Its private indexes are kept in `indexes`.
     pub fn open(
-        ctx: &'a Context<'a>,
+        task: &'a Task,
+        cancel: Option<&'a Cancel>,
         deadline: Instant,
         indexes: &Path,
     ) -> Result<Option<Self>, Problem> {
-        match locate(ctx.task)? {
-            Some(layout) => Repo::at(ctx, layout, deadline, 0, indexes).map(Some),
+        match locate(task)? {
+            Some(layout) => Repo::at(task, cancel, layout, deadline, 0, indexes).map(Some),
             None => Ok(None),
         }
     }
 
     fn at(
-        ctx: &'a Context<'a>,
+        task: &'a Task,
+        cancel: Option<&'a Cancel>,
         layout: Layout,
         deadline: Instant,
         depth: u32,
@@ -268,12 +272,13 @@ impl<'a> Repo<'a> {
                 "git is not installed, and the task is in a git repository: install git where validator runs (or take a `validator snapshot` before the worker starts)".into(),
             )
         })?;
-        let mut readable = vec![ctx.task.dir.clone()];
+        let mut readable = vec![task.dir.clone()];
         readable.extend(layout.outside.iter().cloned());
         let sandbox = Sandbox::reading(&git, &readable)
             .map_err(|why| Problem::Judge(format!("cannot sandbox git: {why}")))?;
         let mut repo = Repo {
-            ctx,
+            task,
+            cancel,
             layout,
             neutralised: Vec::new(),
             sandbox,
@@ -304,7 +309,7 @@ impl<'a> Repo<'a> {
         Invocation {
             git_dir: &self.layout.git_dir,
             work_tree: &self.layout.work_tree,
-            cwd: self.ctx.task.dir.join(&self.layout.under),
+            cwd: self.task.dir.join(&self.layout.under),
             index: None,
             sandbox: self.sandbox.as_ref(),
         }
@@ -391,7 +396,7 @@ impl<'a> Repo<'a> {
             env_remove: REPOSITORY_VARS,
             timeout: self.deadline.saturating_duration_since(Instant::now()),
             output_cap: cap,
-            cancel: self.ctx.cancel,
+            cancel: self.cancel,
             separate_stderr: true,
             sandbox: how.sandbox,
         };
@@ -513,7 +518,7 @@ impl<'a> Repo<'a> {
         }
         let mut findings = Vec::new();
         for (path, base_commit) in index.gitlinks {
-            let at = self.ctx.task.dir.join(&path);
+            let at = self.task.dir.join(&path);
             if !at.symlink_metadata().is_ok_and(|meta| meta.is_dir()) {
                 // Removed, or replaced by a file or a link: the path itself changed.
                 files.insert(path);
@@ -566,8 +571,8 @@ impl<'a> Repo<'a> {
         if dirs.is_empty() {
             return Ok(Vec::new());
         }
-        let by = taskdir::Deadline::new(self.deadline, self.ctx.cancel);
-        let listing = taskdir::list_by(self.ctx.task, &by).map_err(Problem::Stopped)?;
+        let by = taskdir::Deadline::new(self.deadline, self.cancel);
+        let listing = taskdir::list_by(self.task, &by).map_err(Problem::Stopped)?;
         Ok(listing
             .files
             .into_iter()
@@ -622,7 +627,7 @@ impl<'a> Repo<'a> {
     /// (the commit its gitlink records in the base), or why that cannot be told, in which case
     /// everything in it counts as changed.
     fn nested(&self, path: &str, base_commit: &str) -> Nested {
-        let dir = self.ctx.task.dir.join(path);
+        let dir = self.task.dir.join(path);
         let dotgit = dir.join(".git");
         if dotgit.symlink_metadata().is_err() {
             // Not checked out (an empty directory, usually), or replaced by plain files.
@@ -631,7 +636,7 @@ impl<'a> Repo<'a> {
         if self.depth >= MAX_NESTING {
             return Nested::Unknown(None);
         }
-        let mut allowed = vec![self.ctx.task.dir.clone()];
+        let mut allowed = vec![self.task.dir.clone()];
         allowed.extend(self.layout.outside.iter().cloned());
         let layout = match nested_layout(&dotgit, &allowed) {
             Ok(dirs) => Layout {
@@ -645,7 +650,8 @@ impl<'a> Repo<'a> {
             Err(why) => return Nested::Unknown(Some(why)),
         };
         let repo = match Repo::at(
-            self.ctx,
+            self.task,
+            self.cancel,
             layout,
             self.deadline,
             self.depth + 1,
@@ -926,7 +932,7 @@ impl<'a> Repo<'a> {
         };
         let family = format!(
             "{}-{}-",
-            self.ctx.task.name,
+            self.task.name,
             short_hash(self.layout.git_dir.as_os_str().as_encoded_bytes())
         );
         let dir = self.indexes.join(format!(
@@ -966,7 +972,7 @@ impl<'a> Repo<'a> {
                     .symlink_metadata()
                     .is_ok_and(|meta| (meta.dev(), meta.ino()) == id)
             });
-        let mut readable = vec![self.ctx.task.dir.clone()];
+        let mut readable = vec![self.task.dir.clone()];
         readable.extend(self.layout.outside.iter().cloned());
         let sandbox = Sandbox::reading_and_writing(&self.git, &readable, Some(&dir))
             .map_err(|why| Problem::Judge(format!("cannot sandbox git: {why}")))?;
@@ -1239,7 +1245,7 @@ fn git_program() -> Option<PathBuf> {
 
 /// The repository git would use for the task directory, found and checked as the module's
 /// documentation says; `None` when there is none.
-fn locate(task: &crate::task::Task) -> Result<Option<Layout>, Problem> {
+fn locate(task: &Task) -> Result<Option<Layout>, Problem> {
     use std::os::unix::fs::MetadataExt;
     let ceilings = ceiling_directories();
     let across_devices = std::env::var("GIT_DISCOVERY_ACROSS_FILESYSTEM")
@@ -1290,7 +1296,7 @@ fn locate(task: &crate::task::Task) -> Result<Option<Layout>, Problem> {
 /// Whether a `.git` between the task directory and the top of the worker's area was passed
 /// over (see [`locate`]): said in the summary, so an operator who made staging a repository
 /// learns why it is not used.
-pub(crate) fn passed_over_in_worker_area(task: &crate::task::Task) -> bool {
+pub(crate) fn passed_over_in_worker_area(task: &Task) -> bool {
     task.dir
         .ancestors()
         .skip(1)
@@ -1311,7 +1317,7 @@ fn ceiling_directories() -> Vec<PathBuf> {
 
 /// The task directory's own `.git`: a repository git can read, held inside the task (or a
 /// registered linked worktree of one outside), borrowing no objects from outside.
-fn worker_repository(task: &crate::task::Task, dotgit: &Path) -> Result<Layout, Problem> {
+fn worker_repository(task: &Task, dotgit: &Path) -> Result<Layout, Problem> {
     let dirs = resolve_git_dir(dotgit).map_err(Problem::Worker)?;
     let inside = |path: &Path| path.starts_with(&task.dir);
     let outside = if inside(&dirs.git_dir) && inside(&dirs.common) {
