@@ -18,11 +18,9 @@ use crate::text::name;
 
 /// Largest private index read back (about 2.5 million files); a larger one is not kept.
 const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;
-
 /// A private index of a base no run has used for this long is removed when another is made,
 /// and so is a run's leftover copy (a git killed at its deadline leaves one).
 const STALE: Duration = Duration::from_secs(60 * 60);
-
 /// Any private index no run has used for this long (its task gone, say) is removed when
 /// another is made.
 const ABANDONED: Duration = Duration::from_secs(7 * 24 * 60 * 60);
