@@ -16,7 +16,6 @@ pub mod exists;
 pub mod file_scope;
 pub mod only_if;
 pub mod review;
-mod runner;
 pub mod schema;
 pub mod spec;
 pub mod status;

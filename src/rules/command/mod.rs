@@ -3,6 +3,8 @@
 //! output, or a JUnit XML report named by `junit:`). The command never goes through a shell;
 //! file names from `files:` are passed as separate arguments, in batches that fit the OS limit.
 
+mod runner;
+
 use crate::text::plural;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -370,7 +372,7 @@ impl Command {
         // A runner that is not there at all is said as such, before the output is read.
         let missing = match ran.exit {
             Exit::Code(code) if code != 0 => {
-                super::runner::missing(&self.argv, &env, task, &cwd, code, &text, deadline)
+                runner::missing(&self.argv, &env, task, &cwd, code, &text, deadline)
             }
             _ => None,
         };
@@ -504,7 +506,7 @@ impl Command {
             )),
             // A PATH naming the task's own directories: a runner missing there (deleted from
             // the task's virtualenv) is the task's to provide.
-            SpawnError::NotFound(program) if super::runner::path_in_task(env, task) => {
+            SpawnError::NotFound(program) if runner::path_in_task(env, task) => {
                 Outcome::fail(format!(
                     "command not found: `{program}`, on a PATH that names the task's own directories; the task must provide it (its virtualenv or node_modules, installed)"
                 ))
