@@ -370,7 +370,7 @@ registry! {
     Exists = "exists" => exists::Exists,
     /// `run` exits 0; `file:line[:col]: message` lines and rustc-style `--> file:line:col`
     /// blocks become findings.
-    Lint = "lint" => command::Lint,
+    Lint = "lint" => command::lint::Lint,
     /// `run` exits 0; failed test names are read from cargo test, nextest, pytest, unittest,
     /// go test and a `junit` report.
     Test = "test" => command::Test,
@@ -411,7 +411,7 @@ impl Rule {
         cancel: Option<&crate::process::Cancel>,
     ) -> Option<Result<String, String>> {
         match self {
-            Rule::Lint(command::Lint(rule)) | Rule::Test(command::Test(rule)) => {
+            Rule::Lint(command::lint::Lint(rule)) | Rule::Test(command::Test(rule)) => {
                 rule.run_fix(task, timeout, cancel)
             }
             _ => None,
