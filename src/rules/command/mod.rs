@@ -1,22 +1,22 @@
-//! `lint` and `test`: run a command over the task and judge it by its exit code. `lint` reads
-//! `file:line[:col]: message` findings from the output (`lint.rs`); `test` names the failed
-//! tests (console output, or a JUnit XML report named by `junit:`). The command never goes
-//! through a shell; file names from `files:` are passed as separate arguments, in batches that
-//! fit the OS limit.
+//! The command rules, `lint` ([`lint`]) and `test` ([`test`]), and what they share: a command
+//! (`run:`) run over the task and judged by its exit code, each rule reading its output its own
+//! way, with the same keys but theirs ([`Command`]). The command never goes through a shell;
+//! file names from `files:` are passed as separate arguments, in batches that fit the OS limit.
+//! Whose fault a runner that is not there is, [`runner`] says.
 
 pub mod lint;
 mod runner;
+pub mod test;
 
-use crate::text::plural;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required};
+use super::{Context, KeyError, MAX_FINDINGS, Outcome};
 use crate::duration;
 use crate::globs::PatternSet;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
-use crate::reading::{findings, test_names};
+use crate::reading::findings;
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
@@ -101,32 +101,6 @@ macro_rules! command_rule {
     };
 }
 use command_rule;
-
-/// `test`: the command's failed tests.
-#[derive(Debug, Clone)]
-pub struct Test(pub(super) Command);
-
-command_rule!(
-    Test,
-    Parse::TestNames,
-    About {
-        keys: &[
-            "run",
-            "files",
-            "env",
-            "cwd",
-            "junit",
-            "fix",
-            "changed_only",
-            "base",
-        ],
-        required: Required::All(&["run"]),
-        cacheable: true,
-        shows_timeout: true,
-        starts_programs: true,
-        runs_workers_code: true,
-    }
-);
 
 impl Command {
     pub fn from_spec(spec: &GateSpec) -> Result<Self, KeyError> {
@@ -530,67 +504,6 @@ impl Command {
             Parse::TestNames => self.judge_tests(ctx, text, cwd, before, code),
         }
     }
-
-    /// A failed `test` command's outcome: the failed tests named from its output (and its
-    /// `junit:` report), or why the tests could not run.
-    fn judge_tests(
-        &self,
-        ctx: &Context<'_>,
-        text: &str,
-        cwd: &Path,
-        before: &Before,
-        code: i32,
-    ) -> Outcome {
-        let program = &self.argv[0];
-        let report = test_names::from_output(text);
-        let mut failures = report.failed;
-        let mut note = String::new();
-        if let Some(report) = &self.junit {
-            match read_junit(ctx, report, before) {
-                Ok(from_report) => {
-                    for test in from_report {
-                        if !failures
-                            .iter()
-                            .any(|known| test_names::same_test(&known.name, &test.name))
-                        {
-                            failures.push(test);
-                        }
-                    }
-                }
-                Err(why) => note = format!(" (JUnit report {report}: {why})"),
-            }
-        }
-        if failures.is_empty() {
-            if let Some(cause) = report.could_not_run {
-                return Outcome::fail(format!("the tests could not run: {cause}{note}"));
-            }
-        }
-        failures.truncate(MAX_FINDINGS);
-        let summary = match failures.len() {
-            0 => format!("`{program}` exited with {code}{note}"),
-            n => {
-                let shown: Vec<&str> = failures.iter().take(5).map(|f| f.name.as_str()).collect();
-                let more = if n > 5 {
-                    format!(" and {} more", n - 5)
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{n} test{} failed: {}{more}{note}",
-                    plural(n),
-                    shown.join(", ")
-                )
-            }
-        };
-        let found = failures
-            .into_iter()
-            .map(test_names::Failed::into_finding)
-            .collect();
-        Outcome {
-            findings: relative_findings(&ctx.task.dir, cwd, found),
-            ..Outcome::fail(summary)
-        }
-    }
 }
 
 /// `written` as started from `dir`: a relative path with a `/` joined to it (`.` and `..`
@@ -634,17 +547,6 @@ pub(super) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// The failed tests of the JUnit report the command wrote. A report from before the command
-/// started was not written by this run (a worker may leave one in place to name tests), and is
-/// not read.
-fn read_junit(
-    ctx: &Context<'_>,
-    report: &str,
-    before: &Before,
-) -> Result<Vec<test_names::Failed>, String> {
-    test_names::from_junit(&read_report(ctx, report, before)?)
 }
 
 /// What the report files (`junit:`, `report:`) were before the command ran: when it started,
