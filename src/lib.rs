@@ -45,6 +45,7 @@
 #[doc(hidden)]
 pub mod brief;
 pub mod cache;
+mod changes;
 pub mod config;
 #[doc(hidden)]
 pub mod contract;
@@ -55,6 +56,8 @@ pub mod error;
 pub mod events;
 #[doc(hidden)]
 pub mod files;
+#[doc(hidden)]
+pub mod git;
 #[doc(hidden)]
 pub mod globs;
 #[doc(hidden)]

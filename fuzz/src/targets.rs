@@ -202,7 +202,7 @@ pub fn shell_line(data: &[u8]) {
 /// `diff-index --raw -z`), whose paths are the worker's names: every path read is a non-empty
 /// path inside the task, and every name shows on one line.
 pub fn git_listing(data: &[u8]) {
-    for path in validator::rules::read_git_listings(data) {
+    for path in validator::git::read_listings(data) {
         assert!(!path.is_empty());
         let shown = validator::text::name(&path);
         assert!(!shown.contains(['\n', '\r', '\u{1b}', '\u{2028}', '\u{2029}', '\u{85}']));

@@ -3,7 +3,7 @@
 //! `base`, untracked files included) in a work tree, else every file in the task directory
 //! counts. A declared `files_touched` list is checked against what really changed, in both
 //! directions. The task directory, its `.git` included, is the worker's: git runs as
-//! [`super::git`] runs it, and the tricks that would hide a change from it (ignore files,
+//! [`crate::git`] runs it, and the tricks that would hide a change from it (ignore files,
 //! a forged index, nested repositories) are undone there. What the changes are counted from
 //! (no repository, a repository, one validator cannot use) and each base are fixed when the
 //! run starts ([`Listed::pin`]): a repository a test makes, repairs or swaps later hides
@@ -12,14 +12,14 @@
 //! The same listing, and the patch git shows for it, serve the `review` rule through
 //! [`changed`] and [`diff`]; it is found one way only, here.
 
-pub(crate) use super::changes::{Changes, Patch, Problem, Source};
+pub(crate) use crate::changes::{Changes, Patch, Problem, Source};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Instant;
 
-use super::git::{Accounted, Pinned, Repo};
 use super::{About, Context, KeyError, Outcome, Required, RuleDef};
+use crate::git::{Accounted, Pinned, Repo};
 use crate::globs::{Pattern, PatternSet};
 use crate::rules::spec::GateSpec;
 use crate::text::name;
@@ -27,6 +27,20 @@ use crate::toolcache::{self, Stamp};
 use crate::verdict::{Breach, ChangedFiles, Finding};
 
 use crate::{snapshot, taskdir};
+
+impl Problem {
+    /// The gate's outcome when its listing failed this way. Here, not beside `Problem`:
+    /// [`crate::changes`] stands below the rules and knows no gate.
+    pub(crate) fn outcome(self, ctx: &Context<'_>) -> Outcome {
+        match self {
+            Problem::Judge(why) => Outcome::error(why),
+            Problem::Worker(why) => Outcome::fail(why),
+            Problem::Stopped(stopped) => {
+                Outcome::stopped(ctx, stopped, "listing what the worker changed", Vec::new())
+            }
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct FileScope {
@@ -368,7 +382,8 @@ impl Listed {
         ctx: &'c Context<'c>,
         deadline: Instant,
     ) -> Result<Opened<'c>, Problem> {
-        let opened = index_home(ctx).and_then(|home| Repo::open(ctx, deadline, &home));
+        let opened =
+            index_home(ctx).and_then(|home| Repo::open(ctx.task, ctx.cancel, deadline, &home));
         let now = match &opened {
             Ok(None) => Origin::NoRepository,
             Ok(Some(repo)) => Origin::Repository(repo.git_dir().to_path_buf()),
@@ -517,7 +532,7 @@ impl Listed {
 }
 
 /// Where git keeps validator's private indexes of the task's repositories (see
-/// [`super::git`]): `<state>/git-index`, out of the worker's reach, so what git hashed once it
+/// [`crate::git`]): `<state>/git-index`, out of the worker's reach, so what git hashed once it
 /// need not hash again in the next run; with the state where a worker writes (the task, or
 /// the staging directory holding it, where any worker could forge another's) or unusable, a
 /// directory of this run's own.
@@ -574,7 +589,7 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
     let listed_by =
         |listing: Result<taskdir::Listing, taskdir::Stopped>| listing.map_err(Problem::Stopped);
     tracing::debug!(task = %task.name, gate = ctx.gate, base, "listing what the worker changed");
-    let mut note = super::git::passed_over_in_worker_area(task)
+    let mut note = crate::git::passed_over_in_worker_area(task)
         .then_some("a `.git` in the staging directory, which every worker writes, was passed over");
     // A baseline the worker could have written is no baseline.
     let baseline = if state_inside_task(ctx) {

@@ -7,20 +7,20 @@
 //! them. A rule that takes a key no rule takes yet also declares it as a field of
 //! [`spec::GateSpec`], the one type the loader, the positions of its errors and the JSON Schema
 //! come from; which rule owns the key is said only in the rule's `About`.
+//!
+//! A rule's file is named as its `rule:` kind (`file-scope` is [`file_scope`], which also lists
+//! what the worker changed for every rule that asks); `lint` and `test` are [`command::lint`]
+//! and [`command::test`], beside the command both run ([`command`]). Besides the rules, only
+//! what every gate has: [`spec`] (a gate as written) and [`only_if`] (any gate's `only_if:`).
 
-mod changes;
 pub mod co_change;
 pub mod command;
 pub mod content;
 pub mod dependencies;
 pub mod exists;
-mod git;
-pub mod only_if;
-#[doc(hidden)]
-pub use git::read_listings as read_git_listings;
 pub mod file_scope;
+pub mod only_if;
 pub mod review;
-mod runner;
 pub mod schema;
 pub mod spec;
 pub mod status;
@@ -375,10 +375,10 @@ registry! {
     Exists = "exists" => exists::Exists,
     /// `run` exits 0; `file:line[:col]: message` lines and rustc-style `--> file:line:col`
     /// blocks become findings.
-    Lint = "lint" => command::Lint,
+    Lint = "lint" => command::lint::Lint,
     /// `run` exits 0; failed test names are read from cargo test, nextest, pytest, unittest,
     /// go test and a `junit` report.
-    Test = "test" => command::Test,
+    Test = "test" => command::test::Test,
     /// Every JSON/YAML file matching `files` validates against the JSON Schema `schema`.
     Schema = "schema" => schema::Schema,
     /// A reviewer program reads the task's context on stdin and answers APPROVED or REJECTED
@@ -416,7 +416,7 @@ impl Rule {
         cancel: Option<&crate::process::Cancel>,
     ) -> Option<Result<String, String>> {
         match self {
-            Rule::Lint(command::Lint(rule)) | Rule::Test(command::Test(rule)) => {
+            Rule::Lint(command::lint::Lint(rule)) | Rule::Test(command::test::Test(rule)) => {
                 rule.run_fix(task, timeout, cancel)
             }
             _ => None,

@@ -47,7 +47,7 @@ use crate::duration;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
 use crate::reading::findings;
 use crate::rules::spec::{Argv, GateSpec};
-use crate::sandbox::{Confinement, Sandbox};
+use crate::sandbox::{Confined, Confinement, Sandbox};
 use crate::taskdir;
 use crate::text::name;
 use crate::verdict::Finding;
@@ -299,97 +299,134 @@ impl Review {
             output_tail: None,
             unenforced: None,
         };
-        let task = ctx.task;
+        let (scratch, confined) = match self.confine(&ctx.task.worker_area) {
+            Ok(confined) => confined,
+            Err(why) => return failed(why),
+        };
+        let sandbox = confined.sandbox.as_ref();
+        match run_reviewer(reviewer, ctx, deadline, input, scratch.path(), sandbox) {
+            Ok(finished) => asked_of(reviewer, ctx, finished, confined.unenforced),
+            Err(why) => failed(why),
+        }
+    }
+
+    /// The reviewer's scratch directory, and its sandbox, which lets it write there and in
+    /// `writable:` only; `Err` says why it cannot be run so.
+    fn confine(&self, worker_area: &Path) -> Result<(tempfile::TempDir, Confined), String> {
         // The one place the reviewer may write, besides `writable:`: its own, removed after it.
         let scratch = match tempfile::Builder::new()
             .prefix("validator-review-")
             .tempdir()
         {
-            Ok(dir) if !keys::touches(dir.path(), &task.worker_area) => dir,
+            Ok(dir) if !keys::touches(dir.path(), worker_area) => dir,
             Ok(dir) => {
-                return failed(format!(
+                return Err(format!(
                     "the temporary directory {} lies in the worker's area; set TMPDIR for validator elsewhere",
                     dir.path().display()
                 ));
             }
             Err(err) => {
-                return failed(format!(
+                return Err(format!(
                     "cannot make the reviewer's scratch directory: {err}"
                 ));
             }
         };
         let mut writable = vec![scratch.path().to_path_buf()];
         writable.extend(self.writable.iter().cloned());
-        let confined = match Sandbox::confining(Confinement {
+        let confined = Sandbox::confining(Confinement {
             writable: &writable,
             ports: self.network.ports(),
-        }) {
-            Ok(confined) => confined,
-            Err(why) => return failed(format!("cannot sandbox the reviewer: {why}")),
-        };
-        let mut env: Vec<(OsString, OsString)> = vec![
-            ("VALIDATOR_TASK".into(), task.name.clone().into()),
-            ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
-            ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
-            ("TMPDIR".into(), scratch.path().into()),
-        ];
-        env.extend(reviewer.env.iter().map(|(k, v)| (k.into(), v.into())));
-        let argv: Vec<OsString> = std::iter::once(reviewer.program.clone().into_os_string())
-            .chain(reviewer.argv[1..].iter().map(OsString::from))
-            .collect();
-        let spec = process::Spec {
-            argv: &argv,
-            cwd: &task.dir,
-            env: &env,
-            env_remove: &[],
-            timeout: deadline.remaining(),
-            output_cap: OUTPUT_CAP,
-            cancel: ctx.cancel,
-            // The verdict is read from standard output only; a CLI's warnings on standard
-            // error must not become issues.
-            separate_stderr: true,
-            sandbox: confined.sandbox.as_ref(),
-        };
-        let finished = match process::run_with_input(&spec, input.as_bytes()) {
-            Ok(finished) => finished,
-            Err(SpawnError::NotFound(program)) => {
-                let written = &reviewer.argv[0];
-                let from = if written.contains('/') && Path::new(written).is_relative() {
-                    format!(" (`{written}`, relative to the rules file's directory)")
-                } else {
-                    String::new()
-                };
-                return failed(format!(
-                    "reviewer not found: `{program}`{from}; install it where validator runs, or fix `run:` in the rules file"
-                ));
-            }
-            Err(err) => return failed(format!("reviewer: {err}")),
-        };
-        let stdout = findings::strip_ansi(&String::from_utf8_lossy(&finished.output));
-        let stderr = findings::strip_ansi(&String::from_utf8_lossy(&finished.errors));
-        // Only the tail of a flood is kept, and the verdict line is at its head: reading the
-        // tail could turn a REJECTED into whatever the flood ends with.
-        let answer = if finished.dropped > 0 {
+        })
+        .map_err(|why| format!("cannot sandbox the reviewer: {why}"))?;
+        Ok((scratch, confined))
+    }
+}
+
+/// Runs `reviewer` in the task directory with `input` on its standard input, `scratch` its
+/// `TMPDIR`, in `sandbox`, under what is left of the deadline; `Err` says why it could not.
+fn run_reviewer(
+    reviewer: &Reviewer,
+    ctx: &Context<'_>,
+    deadline: &Deadline<'_>,
+    input: &str,
+    scratch: &Path,
+    sandbox: Option<&Sandbox>,
+) -> Result<process::Finished, String> {
+    let task = ctx.task;
+    let mut env: Vec<(OsString, OsString)> = vec![
+        ("VALIDATOR_TASK".into(), task.name.clone().into()),
+        ("VALIDATOR_TASK_DIR".into(), task.dir.clone().into()),
+        ("VALIDATOR_ATTEMPT".into(), task.attempt.to_string().into()),
+        ("TMPDIR".into(), scratch.into()),
+    ];
+    env.extend(reviewer.env.iter().map(|(k, v)| (k.into(), v.into())));
+    let argv: Vec<OsString> = std::iter::once(reviewer.program.clone().into_os_string())
+        .chain(reviewer.argv[1..].iter().map(OsString::from))
+        .collect();
+    let spec = process::Spec {
+        argv: &argv,
+        cwd: &task.dir,
+        env: &env,
+        env_remove: &[],
+        timeout: deadline.remaining(),
+        output_cap: OUTPUT_CAP,
+        cancel: ctx.cancel,
+        // The verdict is read from standard output only; a CLI's warnings on standard
+        // error must not become issues.
+        separate_stderr: true,
+        sandbox,
+    };
+    match process::run_with_input(&spec, input.as_bytes()) {
+        Ok(finished) => Ok(finished),
+        Err(SpawnError::NotFound(program)) => {
+            let written = &reviewer.argv[0];
+            let from = if written.contains('/') && Path::new(written).is_relative() {
+                format!(" (`{written}`, relative to the rules file's directory)")
+            } else {
+                String::new()
+            };
             Err(format!(
-                "the reviewer wrote over {} MiB; its verdict line may be among the {} bytes that were dropped, so it cannot be read",
-                process::OUTPUT_CAP >> 20,
-                finished.dropped
+                "reviewer not found: `{program}`{from}; install it where validator runs, or fix `run:` in the rules file"
             ))
-        } else {
-            answer_of(reviewer, ctx.timeout, finished.exit, &stdout).map(|mut answer| {
-                answer.issues = relative_findings(&task.dir, &task.dir, answer.issues);
-                answer
-            })
-        };
-        Asked {
-            answer,
-            exit_code: match finished.exit {
-                Exit::Code(code) => Some(code),
-                _ => None,
-            },
-            output_tail: output_tail(&stdout, finished.dropped, &stderr),
-            unenforced: confined.unenforced,
         }
+        Err(err) => Err(format!("reviewer: {err}")),
+    }
+}
+
+/// What the reviewer's run came to: its answer read from its standard output (the issues'
+/// paths made the task's), how it exited and its output's tail; `unenforced` what its sandbox
+/// did not enforce.
+fn asked_of(
+    reviewer: &Reviewer,
+    ctx: &Context<'_>,
+    finished: process::Finished,
+    unenforced: Option<String>,
+) -> Asked {
+    let task = ctx.task;
+    let stdout = findings::strip_ansi(&String::from_utf8_lossy(&finished.output));
+    let stderr = findings::strip_ansi(&String::from_utf8_lossy(&finished.errors));
+    // Only the tail of a flood is kept, and the verdict line is at its head: reading the
+    // tail could turn a REJECTED into whatever the flood ends with.
+    let answer = if finished.dropped > 0 {
+        Err(format!(
+            "the reviewer wrote over {} MiB; its verdict line may be among the {} bytes that were dropped, so it cannot be read",
+            process::OUTPUT_CAP >> 20,
+            finished.dropped
+        ))
+    } else {
+        answer_of(reviewer, ctx.timeout, finished.exit, &stdout).map(|mut answer| {
+            answer.issues = relative_findings(&task.dir, &task.dir, answer.issues);
+            answer
+        })
+    };
+    Asked {
+        answer,
+        exit_code: match finished.exit {
+            Exit::Code(code) => Some(code),
+            _ => None,
+        },
+        output_tail: output_tail(&stdout, finished.dropped, &stderr),
+        unenforced,
     }
 }
 

@@ -1,12 +1,12 @@
-//! What a run counts as the worker's changes, as the listing (`file_scope`) and git
-//! (`git`) both speak of it: where the list came from, the list, the patch, and why there is
-//! none. Its own file so that git's reading and the listing built on it do not import each
-//! other.
+//! What a run counts as the worker's changes, as git (`git`) and the rules' listing
+//! (`rules::file_scope`) both speak of it: where the list came from, the list, the patch, and
+//! why there is none. Below both, so that git's reading and the listing built on it do not
+//! import each other; a failed listing as a gate's outcome is the rules' (`Problem::outcome`,
+//! in `rules::file_scope`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::{Context, Outcome};
 use crate::taskdir;
 use crate::toolcache::Stamp;
 use crate::verdict::Finding;
@@ -39,17 +39,6 @@ pub(crate) enum Problem {
 }
 
 impl Problem {
-    /// The gate's outcome when its listing failed this way.
-    pub(crate) fn outcome(self, ctx: &Context<'_>) -> Outcome {
-        match self {
-            Problem::Judge(why) => Outcome::error(why),
-            Problem::Worker(why) => Outcome::fail(why),
-            Problem::Stopped(stopped) => {
-                Outcome::stopped(ctx, stopped, "listing what the worker changed", Vec::new())
-            }
-        }
-    }
-
     /// In words, for a rule that reports it as text.
     pub(crate) fn into_reason(self) -> String {
         match self {

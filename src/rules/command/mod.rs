@@ -1,18 +1,22 @@
-//! `lint` and `test`: run a command over the task and judge it by its exit code. `lint` reads
-//! `file:line[:col]: message` findings from the output; `test` names the failed tests (console
-//! output, or a JUnit XML report named by `junit:`). The command never goes through a shell;
+//! The command rules, `lint` ([`lint`]) and `test` ([`test`]), and what they share: a command
+//! (`run:`) run over the task and judged by its exit code, each rule reading its output its own
+//! way, with the same keys but theirs ([`Command`]). The command never goes through a shell;
 //! file names from `files:` are passed as separate arguments, in batches that fit the OS limit.
+//! Whose fault a runner that is not there is, [`runner`] says.
 
-use crate::text::plural;
+pub mod lint;
+mod runner;
+pub mod test;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
+use super::{Context, KeyError, MAX_FINDINGS, Outcome};
 use crate::duration;
 use crate::globs::PatternSet;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
-use crate::reading::{findings, test_names};
+use crate::reading::findings;
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
@@ -60,26 +64,21 @@ pub enum Parse {
     TestNames,
 }
 
-/// `lint`: the command's findings.
-#[derive(Debug, Clone)]
-pub struct Lint(pub(super) Command);
-
-/// `test`: the command's failed tests.
-#[derive(Debug, Clone)]
-pub struct Test(pub(super) Command);
-
 /// `lint` and `test` are one command rule reading its output two ways: the same keys but
-/// theirs, the same delegation.
+/// theirs, the same delegation. Written out in each rule's own file, so its paths are whole.
 macro_rules! command_rule {
     ($rule:ident, $parse:expr, $about:expr) => {
-        impl RuleDef for $rule {
-            const ABOUT: About = $about;
+        impl $crate::rules::RuleDef for $rule {
+            const ABOUT: $crate::rules::About = $about;
 
-            fn from_spec(spec: &GateSpec, _rules_dir: &Path) -> Result<Self, KeyError> {
-                Command::from_spec(spec).map($rule)
+            fn from_spec(
+                spec: &$crate::rules::spec::GateSpec,
+                _rules_dir: &std::path::Path,
+            ) -> Result<Self, $crate::rules::KeyError> {
+                $crate::rules::command::Command::from_spec(spec).map($rule)
             }
 
-            fn run(&self, ctx: &Context<'_>) -> Outcome {
+            fn run(&self, ctx: &$crate::rules::Context<'_>) -> $crate::rules::Outcome {
                 self.0.run(ctx, $parse)
             }
 
@@ -87,7 +86,7 @@ macro_rules! command_rule {
                 self.0.preflight()
             }
 
-            fn program(&self, task: &crate::task::Task) -> Option<PathBuf> {
+            fn program(&self, task: &$crate::task::Task) -> Option<std::path::PathBuf> {
                 self.0.program(task)
             }
 
@@ -101,52 +100,7 @@ macro_rules! command_rule {
         }
     };
 }
-
-command_rule!(
-    Lint,
-    Parse::Findings,
-    About {
-        keys: &[
-            "run",
-            "files",
-            "env",
-            "cwd",
-            "format",
-            "report",
-            "fix",
-            "fail_on_findings",
-            "changed_only",
-            "base",
-        ],
-        required: Required::All(&["run"]),
-        cacheable: true,
-        shows_timeout: true,
-        starts_programs: true,
-        runs_workers_code: false,
-    }
-);
-
-command_rule!(
-    Test,
-    Parse::TestNames,
-    About {
-        keys: &[
-            "run",
-            "files",
-            "env",
-            "cwd",
-            "junit",
-            "fix",
-            "changed_only",
-            "base",
-        ],
-        required: Required::All(&["run"]),
-        cacheable: true,
-        shows_timeout: true,
-        starts_programs: true,
-        runs_workers_code: true,
-    }
-);
+use command_rule;
 
 impl Command {
     pub fn from_spec(spec: &GateSpec) -> Result<Self, KeyError> {
@@ -370,7 +324,7 @@ impl Command {
         // A runner that is not there at all is said as such, before the output is read.
         let missing = match ran.exit {
             Exit::Code(code) if code != 0 => {
-                super::runner::missing(&self.argv, &env, task, &cwd, code, &text, deadline)
+                runner::missing(&self.argv, &env, task, &cwd, code, &text, deadline)
             }
             _ => None,
         };
@@ -504,7 +458,7 @@ impl Command {
             )),
             // A PATH naming the task's own directories: a runner missing there (deleted from
             // the task's virtualenv) is the task's to provide.
-            SpawnError::NotFound(program) if super::runner::path_in_task(env, task) => {
+            SpawnError::NotFound(program) if runner::path_in_task(env, task) => {
                 Outcome::fail(format!(
                     "command not found: `{program}`, on a PATH that names the task's own directories; the task must provide it (its virtualenv or node_modules, installed)"
                 ))
@@ -550,155 +504,6 @@ impl Command {
             Parse::TestNames => self.judge_tests(ctx, text, cwd, before, code),
         }
     }
-
-    /// A `lint` command's outcome: its exit, and the findings read from its output (and its
-    /// `report:`).
-    fn judge_findings(
-        &self,
-        ctx: &Context<'_>,
-        text: &str,
-        cwd: &Path,
-        before: &Before,
-        failed: bool,
-        code: i32,
-    ) -> Outcome {
-        let program = &self.argv[0];
-        let files = TaskFiles::new(&ctx.task.dir, cwd, &self.argv);
-        let read = findings::read(text, self.format, &files);
-        let mut found = read.findings;
-        let mut note = String::new();
-        if let Some(report) = &self.report {
-            match read_report(ctx, report, before) {
-                Ok(document) => {
-                    found.extend(findings::read(&document, self.format, &files).findings);
-                    findings::dedup(&mut found);
-                }
-                Err(why) => note = format!(" (report {report}: {why})"),
-            }
-        }
-        let mut found = relative_findings(&ctx.task.dir, cwd, found);
-        // What fails the gate first: an error is not to be hidden behind a tool's warnings.
-        found.sort_by_key(|f| severity_rank(f.severity.as_deref()));
-        let errors = found
-            .iter()
-            .filter(|f| severity_rank(f.severity.as_deref()) == 0)
-            .count();
-        // With `fail_on_findings` the tool's silence is the pass: output that names no
-        // finding validator can read (a file name with a space, a line of another
-        // shape) fails too, rather than passing unread.
-        let printed = self.fail_on_findings && !failed && !text.trim().is_empty();
-        let failed = failed || printed;
-        let summary = match (found.len(), failed) {
-            (0, true) if printed => format!(
-                "`{program}` printed output, and `fail_on_findings` wants none; no finding could be read from it"
-            ),
-            (0, true) if text.trim().is_empty() => {
-                format!("`{program}` exited with {code}")
-            }
-            // Said for whoever writes the rules: a format validator reads names the
-            // findings instead of leaving the worker the output's tail.
-            (0, true) => format!(
-                "`{program}` exited with {code}; no finding could be read from its output (an option for `file:line:col: message`, SARIF or checkstyle output lets validator list them)"
-            ),
-            // A clean exit over lines that read as warnings is not called clean.
-            (0, false) if read.unread > 0 => format!(
-                "exit 0; {} line{} not read as findings",
-                read.unread,
-                plural(read.unread)
-            ),
-            (0, false) => "clean".to_string(),
-            // The tool passed the files: what it printed it did not fail them for.
-            (n, false) => format!(
-                "exit 0; {n} finding{} it did not fail on, in {}",
-                plural(n),
-                files_of(&found)
-            ),
-            (n, _) if errors > 0 && errors < n => format!(
-                "{n} findings ({errors} error{}) in {}",
-                plural(errors),
-                files_of(&found)
-            ),
-            (n, _) => format!("{n} finding{} in {}", plural(n), files_of(&found)),
-        } + &note;
-        found.truncate(MAX_FINDINGS);
-        Outcome {
-            findings: found,
-            ..if failed {
-                Outcome::fail(summary)
-            } else {
-                Outcome::pass(summary)
-            }
-        }
-    }
-
-    /// A failed `test` command's outcome: the failed tests named from its output (and its
-    /// `junit:` report), or why the tests could not run.
-    fn judge_tests(
-        &self,
-        ctx: &Context<'_>,
-        text: &str,
-        cwd: &Path,
-        before: &Before,
-        code: i32,
-    ) -> Outcome {
-        let program = &self.argv[0];
-        let report = test_names::from_output(text);
-        let mut failures = report.failed;
-        let mut note = String::new();
-        if let Some(report) = &self.junit {
-            match read_junit(ctx, report, before) {
-                Ok(from_report) => {
-                    for test in from_report {
-                        if !failures
-                            .iter()
-                            .any(|known| test_names::same_test(&known.name, &test.name))
-                        {
-                            failures.push(test);
-                        }
-                    }
-                }
-                Err(why) => note = format!(" (JUnit report {report}: {why})"),
-            }
-        }
-        if failures.is_empty() {
-            if let Some(cause) = report.could_not_run {
-                return Outcome::fail(format!("the tests could not run: {cause}{note}"));
-            }
-        }
-        failures.truncate(MAX_FINDINGS);
-        let summary = match failures.len() {
-            0 => format!("`{program}` exited with {code}{note}"),
-            n => {
-                let shown: Vec<&str> = failures.iter().take(5).map(|f| f.name.as_str()).collect();
-                let more = if n > 5 {
-                    format!(" and {} more", n - 5)
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{n} test{} failed: {}{more}{note}",
-                    plural(n),
-                    shown.join(", ")
-                )
-            }
-        };
-        let found = failures
-            .into_iter()
-            .map(test_names::Failed::into_finding)
-            .collect();
-        Outcome {
-            findings: relative_findings(&ctx.task.dir, cwd, found),
-            ..Outcome::fail(summary)
-        }
-    }
-}
-
-/// Where a finding of this severity is listed: errors first, the rest in the tool's order.
-fn severity_rank(severity: Option<&str>) -> u8 {
-    match severity {
-        Some("error" | "fatal" | "critical" | "failure" | "blocker") => 0,
-        _ => 1,
-    }
 }
 
 /// `written` as started from `dir`: a relative path with a `/` joined to it (`.` and `..`
@@ -742,32 +547,6 @@ pub(super) fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-fn files_of(found: &[Finding]) -> String {
-    let mut files: Vec<std::borrow::Cow<'_, str>> = found
-        .iter()
-        .filter_map(|f| f.file.as_deref().map(crate::text::name))
-        .collect();
-    files.dedup();
-    files.sort_unstable();
-    files.dedup();
-    match files.len() {
-        0 => "the output".into(),
-        1..=3 => files.join(", "),
-        n => format!("{} and {} more files", files[..3].join(", "), n - 3),
-    }
-}
-
-/// The failed tests of the JUnit report the command wrote. A report from before the command
-/// started was not written by this run (a worker may leave one in place to name tests), and is
-/// not read.
-fn read_junit(
-    ctx: &Context<'_>,
-    report: &str,
-    before: &Before,
-) -> Result<Vec<test_names::Failed>, String> {
-    test_names::from_junit(&read_report(ctx, report, before)?)
 }
 
 /// What the report files (`junit:`, `report:`) were before the command ran: when it started,
