@@ -23,8 +23,10 @@ mod scheduler;
 mod workers;
 
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -85,17 +87,7 @@ enum Message {
 pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     // Events name absolute paths; so must the rules file, or hot reload never matches it.
     options.config = std::path::absolute(&options.config).unwrap_or(options.config);
-    let rules = Rules::load(&options.config)?;
-    // A key that is named but unusable stops the start: publishing unsigned verdicts that every
-    // reader holding the key refuses would only look like a gate.
-    let key = sign::configured_key(rules.key_named())?;
-    std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
-        path: rules.staging.clone(),
-        source,
-    })?;
-    if let Some(key) = &key {
-        tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
-    }
+    let (rules, key) = rules_and_key(&options.config)?;
     // First: from the moment the watcher can be seen (its record), SIGTERM must mean a clean
     // stop, never the default death. One that comes early waits in the channel for the loop.
     let (tx, rx) = mpsc::channel();
@@ -108,20 +100,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         Shared::new(rules, key, !options.no_cache, mark.as_str(), options.jobs)?
             .observed_by(options.observer.clone()),
     );
-    // After the claim (a second watcher is refused for that, not for the port), before any
-    // work: a port that cannot be bound stops the start.
-    let server = match options.metrics {
-        Some(addr) => Some(metrics::Server::start(
-            addr,
-            Arc::clone(&shared.metrics),
-            Box::new({
-                let shared = Arc::clone(&shared);
-                // The judgement of `status --health`, made the same way on the same record.
-                move || health::check(&shared.rules())
-            }),
-        )?),
-        None => None,
-    };
+    let server = serve_metrics(options.metrics, &shared)?;
     kill_orphans(
         &mark,
         &heartbeat,
@@ -130,161 +109,13 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     );
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
-    if let Some(say) = &options.say {
-        let rules = shared.rules();
-        say(&format!(
-            "watching {} for <task>.done signals; rules {} ({} pipeline{}), verdicts in {}, state in {}, {} task{} at a time",
-            rules.staging.display(),
-            options.config.display(),
-            rules.pipelines.len(),
-            crate::text::plural(rules.pipelines.len()),
-            rules.verdicts.display(),
-            rules.state.display(),
-            options.jobs,
-            crate::text::plural(options.jobs),
-        ));
-        if let Some(server) = &server {
-            say(&format!(
-                "metrics on http://{0}/metrics, health on http://{0}/healthz",
-                server.addr()
-            ));
-        }
-    }
-    if let Some(server) = &server {
-        tracing::info!(addr = %server.addr(), "serving metrics and health over HTTP");
-    }
-    let report = Arc::new(report);
+    announce(&options, &shared.rules(), server.as_ref());
 
-    let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
-    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let pool = workers::Pool::start(
-        options.jobs,
-        &Arc::new(workers::Context {
-            shared: Arc::clone(&shared),
-            report,
-            jobs: Arc::new(Mutex::new(jobs_rx)),
-            done: tx.clone(),
-            stopping: Arc::clone(&stopping),
-        }),
-    );
-
-    let tick_pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut watches = Watches::start(&options, tx.clone(), &shared.rules(), &tick_pending)?;
-    let mut scheduler = Scheduler::new(jobs_tx, Arc::clone(&shared.metrics));
-    rescan(&shared, &mut scheduler);
-    tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
-
-    let report_problems = |heartbeat: &mut health::Registration| {
-        let unpublished = shared.unpublished_reasons();
-        let mut problems = pool.problems(stuck_after(&shared.rules(), options.heartbeat));
-        if let Some((task, why)) = unpublished.iter().next() {
-            let others = match unpublished.len() - 1 {
-                0 => String::new(),
-                n => format!(" (and {n} other tasks')"),
-            };
-            problems.push(format!("the verdict of task `{task}`{others} is {why}"));
-        }
-        heartbeat.report(problems, unpublished);
-    };
-    let beat = |heartbeat: &mut health::Registration| {
-        heartbeat.beat();
-        report_problems(heartbeat);
-    };
-    let mut retries = Retries::default();
-    let mut lost = None;
-    loop {
-        let wake = heartbeat.until_due().min(retries.until_due());
-        let message = match rx.recv_timeout(wake) {
-            Ok(message) => Some(message),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        // Before anything is judged for this message: a watcher whose state directory was
-        // deleted (and perhaps made again, and claimed by another) holds nothing any more.
-        if let Some(why) = heartbeat.lost() {
-            tracing::error!(state = %shared.rules().state.display(), "{why}");
-            lost = Some(why);
-            break;
-        }
-        // Also between messages: a flood of events must not starve the heartbeat.
-        if heartbeat.due() {
-            beat(&mut heartbeat);
-        }
-        for task in retries.due(|task| shared.is_unpublished(task)) {
-            scheduler.request(task);
-        }
-        let Some(message) = message else { continue };
-        match message {
-            Message::Fs(Ok(event)) if event.need_rescan() => {
-                // The OS dropped events (its queue overflowed): look at everything again.
-                tracing::warn!(
-                    "file events were lost (notification queue overflow); rescanning staging"
-                );
-                shared.events.record(
-                    None,
-                    None,
-                    Event::Error(Problem::Watcher("event queue overflow; rescanned".into())),
-                );
-                rescan(&shared, &mut scheduler);
-            }
-            Message::Fs(Ok(event)) => {
-                on_fs_event(&event, &options, &shared, &mut watches, &mut scheduler)
-            }
-            Message::Fs(Err(err)) => {
-                tracing::error!(%err, "file watcher error");
-                shared
-                    .events
-                    .record(None, None, Event::Error(Problem::Watcher(err.to_string())));
-            }
-            Message::Tick => {
-                tick_pending.store(false, std::sync::atomic::Ordering::SeqCst);
-                if watches.rules_changed(&options.config) {
-                    reload(&options, &shared, &mut watches, &mut scheduler);
-                }
-                poll(&shared, &mut scheduler);
-            }
-            Message::Finished(task) => scheduler.finished(&task),
-            Message::Unpublished(task) => {
-                retries.failed(task);
-                report_problems(&mut heartbeat);
-            }
-            Message::Shutdown => break,
-        }
-    }
-
-    tracing::info!("shutting down");
-    drop(watches);
-    stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-    scheduler.close();
-    // Runs under a lost claim publish nothing: cancelled now, not after a grace.
-    if lost.is_some() {
-        shared.cancel.cancel();
-    }
-    let deadline = Instant::now() + options.grace;
-    while !scheduler.running.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let received = rx.recv_timeout(left.min(heartbeat.until_due()));
-        // A long --grace must not read as a wedged watcher.
-        if heartbeat.due() {
-            heartbeat.beat();
-        }
-        match received {
-            Ok(Message::Finished(task)) => {
-                scheduler.running.remove(&task);
-            }
-            Ok(_) => {}
-            Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
-            Err(RecvTimeoutError::Timeout) => {
-                tracing::warn!(
-                    running = scheduler.running.len(),
-                    "grace period over; killing running gates"
-                );
-                shared.cancel.cancel();
-                break;
-            }
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-    }
+    let stopping = Arc::new(AtomicBool::new(false));
+    let (jobs, pool) = start_workers(options.jobs, &shared, report, &tx, &stopping);
+    let mut main = MainLoop::start(&options, &shared, &pool, &mut heartbeat, jobs, &tx)?;
+    let lost = main.run(&rx);
+    main.stop(&rx, &stopping, lost.is_some());
     drop(tx);
     pool.join();
     crate::reaper::release_cgroups();
@@ -303,6 +134,280 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
             message,
         }),
         None => Ok(()),
+    }
+}
+
+/// The rules the watcher starts with, the key they name, and their staging directory made.
+fn rules_and_key(config: &Path) -> Result<(Rules, Option<sign::Key>), Error> {
+    let rules = Rules::load(config)?;
+    // A key that is named but unusable stops the start: publishing unsigned verdicts that every
+    // reader holding the key refuses would only look like a gate.
+    let key = sign::configured_key(rules.key_named())?;
+    std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
+        path: rules.staging.clone(),
+        source,
+    })?;
+    if let Some(key) = &key {
+        tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
+    }
+    Ok((rules, key))
+}
+
+/// The metrics server, when `--metrics-addr` asks for one. Started after the claim (a second
+/// watcher is refused for that, not for the port), before any work: a port that cannot be
+/// bound stops the start.
+fn serve_metrics(
+    addr: Option<SocketAddr>,
+    shared: &Arc<Shared>,
+) -> Result<Option<metrics::Server>, Error> {
+    let server = match addr {
+        Some(addr) => Some(metrics::Server::start(
+            addr,
+            Arc::clone(&shared.metrics),
+            Box::new({
+                let shared = Arc::clone(shared);
+                // The judgement of `status --health`, made the same way on the same record.
+                move || health::check(&shared.rules())
+            }),
+        )?),
+        None => None,
+    };
+    Ok(server)
+}
+
+/// Says what the watcher watches (to a person, when asked) and where it serves its metrics.
+fn announce(options: &Options, rules: &Rules, server: Option<&metrics::Server>) {
+    if let Some(say) = &options.say {
+        say(&format!(
+            "watching {} for <task>.done signals; rules {} ({} pipeline{}), verdicts in {}, state in {}, {} task{} at a time",
+            rules.staging.display(),
+            options.config.display(),
+            rules.pipelines.len(),
+            crate::text::plural(rules.pipelines.len()),
+            rules.verdicts.display(),
+            rules.state.display(),
+            options.jobs,
+            crate::text::plural(options.jobs),
+        ));
+        if let Some(server) = server {
+            say(&format!(
+                "metrics on http://{0}/metrics, health on http://{0}/healthz",
+                server.addr()
+            ));
+        }
+    }
+    if let Some(server) = server {
+        tracing::info!(addr = %server.addr(), "serving metrics and health over HTTP");
+    }
+}
+
+/// The `jobs` workers, and the sender the scheduler hands them tasks through.
+fn start_workers(
+    jobs: usize,
+    shared: &Arc<Shared>,
+    report: Reporter,
+    done: &Sender<Message>,
+    stopping: &Arc<AtomicBool>,
+) -> (Sender<String>, workers::Pool) {
+    let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
+    let pool = workers::Pool::start(
+        jobs,
+        &Arc::new(workers::Context {
+            shared: Arc::clone(shared),
+            report: Arc::new(report),
+            jobs: Arc::new(Mutex::new(jobs_rx)),
+            done: done.clone(),
+            stopping: Arc::clone(stopping),
+        }),
+    );
+    (jobs_tx, pool)
+}
+
+/// What the main loop ties together: the file events and the rules they may reload, the
+/// scheduler they feed, the retries of verdicts not yet written, and the heartbeat that says
+/// the loop is alive.
+struct MainLoop<'a> {
+    options: &'a Options,
+    shared: &'a Shared,
+    pool: &'a workers::Pool,
+    heartbeat: &'a mut health::Registration,
+    watches: Watches,
+    scheduler: Scheduler,
+    retries: Retries,
+    /// Polling mode: a tick waits in the channel (the ticker sends no other until it is read).
+    tick_pending: Arc<AtomicBool>,
+}
+
+impl<'a> MainLoop<'a> {
+    /// Watches the files and asks for a run of every signal already in staging.
+    fn start(
+        options: &'a Options,
+        shared: &'a Shared,
+        pool: &'a workers::Pool,
+        heartbeat: &'a mut health::Registration,
+        jobs: Sender<String>,
+        tx: &Sender<Message>,
+    ) -> Result<Self, Error> {
+        let tick_pending = Arc::new(AtomicBool::new(false));
+        let watches = Watches::start(options, tx.clone(), &shared.rules(), &tick_pending)?;
+        let mut scheduler = Scheduler::new(jobs, Arc::clone(&shared.metrics));
+        rescan(shared, &mut scheduler);
+        tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
+        Ok(MainLoop {
+            options,
+            shared,
+            pool,
+            heartbeat,
+            watches,
+            scheduler,
+            retries: Retries::default(),
+            tick_pending,
+        })
+    }
+
+    /// Takes messages until a shutdown (or the channel's end); why the claim on the state
+    /// directory was lost, if that is what ended it.
+    fn run(&mut self, rx: &Receiver<Message>) -> Option<String> {
+        loop {
+            let wake = self.heartbeat.until_due().min(self.retries.until_due());
+            let message = match rx.recv_timeout(wake) {
+                Ok(message) => Some(message),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            };
+            // Before anything is judged for this message: a watcher whose state directory was
+            // deleted (and perhaps made again, and claimed by another) holds nothing any more.
+            if let Some(why) = self.heartbeat.lost() {
+                tracing::error!(state = %self.shared.rules().state.display(), "{why}");
+                return Some(why);
+            }
+            // Also between messages: a flood of events must not starve the heartbeat.
+            if self.heartbeat.due() {
+                self.beat();
+            }
+            let shared = self.shared;
+            for task in self.retries.due(|task| shared.is_unpublished(task)) {
+                self.scheduler.request(task);
+            }
+            let Some(message) = message else { continue };
+            if self.handle(message).is_break() {
+                return None;
+            }
+        }
+    }
+
+    /// Does what one message asks; `Break` when it asks the watcher to stop.
+    fn handle(&mut self, message: Message) -> ControlFlow<()> {
+        let shared = self.shared;
+        match message {
+            Message::Fs(Ok(event)) if event.need_rescan() => {
+                // The OS dropped events (its queue overflowed): look at everything again.
+                tracing::warn!(
+                    "file events were lost (notification queue overflow); rescanning staging"
+                );
+                shared.events.record(
+                    None,
+                    None,
+                    Event::Error(Problem::Watcher("event queue overflow; rescanned".into())),
+                );
+                rescan(shared, &mut self.scheduler);
+            }
+            Message::Fs(Ok(event)) => on_fs_event(
+                &event,
+                self.options,
+                shared,
+                &mut self.watches,
+                &mut self.scheduler,
+            ),
+            Message::Fs(Err(err)) => {
+                tracing::error!(%err, "file watcher error");
+                shared
+                    .events
+                    .record(None, None, Event::Error(Problem::Watcher(err.to_string())));
+            }
+            Message::Tick => {
+                self.tick_pending.store(false, Ordering::SeqCst);
+                if self.watches.rules_changed(&self.options.config) {
+                    reload(self.options, shared, &mut self.watches, &mut self.scheduler);
+                }
+                poll(shared, &mut self.scheduler);
+            }
+            Message::Finished(task) => self.scheduler.finished(&task),
+            Message::Unpublished(task) => {
+                self.retries.failed(task);
+                self.report_problems();
+            }
+            Message::Shutdown => return ControlFlow::Break(()),
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn beat(&mut self) {
+        self.heartbeat.beat();
+        self.report_problems();
+    }
+
+    /// Tells the heartbeat's record what keeps the watcher from judging as it should: workers
+    /// gone or stuck, verdicts not written.
+    fn report_problems(&mut self) {
+        let unpublished = self.shared.unpublished_reasons();
+        let mut problems = self
+            .pool
+            .problems(stuck_after(&self.shared.rules(), self.options.heartbeat));
+        if let Some((task, why)) = unpublished.iter().next() {
+            let others = match unpublished.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} other tasks')"),
+            };
+            problems.push(format!("the verdict of task `{task}`{others} is {why}"));
+        }
+        self.heartbeat.report(problems, unpublished);
+    }
+
+    /// Stops watching and dispatching, then waits `--grace` for the running tasks, beating
+    /// all the while, and cancels what is still running after it. Runs under a lost claim
+    /// publish nothing: cancelled now, not after a grace.
+    fn stop(self, rx: &Receiver<Message>, stopping: &AtomicBool, lost: bool) {
+        let MainLoop {
+            options,
+            shared,
+            heartbeat,
+            watches,
+            mut scheduler,
+            ..
+        } = self;
+        tracing::info!("shutting down");
+        drop(watches);
+        stopping.store(true, Ordering::SeqCst);
+        scheduler.close();
+        if lost {
+            shared.cancel.cancel();
+        }
+        let deadline = Instant::now() + options.grace;
+        while !scheduler.running.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let received = rx.recv_timeout(left.min(heartbeat.until_due()));
+            // A long --grace must not read as a wedged watcher.
+            if heartbeat.due() {
+                heartbeat.beat();
+            }
+            match received {
+                Ok(Message::Finished(task)) => {
+                    scheduler.running.remove(&task);
+                }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    tracing::warn!(
+                        running = scheduler.running.len(),
+                        "grace period over; killing running gates"
+                    );
+                    shared.cancel.cancel();
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
     }
 }
 
