@@ -8,8 +8,8 @@
 //! (`file_events`) and blocks on one channel (file events, finished runs, shutdown), so an
 //! idle watcher costs nothing; `jobs` workers judge tasks; one thread turns SIGTERM, SIGINT,
 //! SIGHUP and SIGQUIT into a shutdown message. The main loop also wakes on a slow timer to
-//! touch its heartbeat ([`health`]), so a wedged loop shows. With
-//! `metrics`, one more thread serves the watcher's numbers and health over HTTP ([`metrics`]).
+//! touch its heartbeat ([`health`]), so a wedged loop shows. With `metrics`, one more thread
+//! serves the watcher's numbers and health over HTTP ([`metrics`]).
 
 pub mod client;
 #[cfg(debug_assertions)]
@@ -159,9 +159,9 @@ fn rules_and_key(config: &Path) -> Result<(Rules, Option<sign::Key>), Error> {
 fn serve_metrics(
     addr: Option<SocketAddr>,
     shared: &Arc<Shared>,
-) -> Result<Option<metrics::Server>, Error> {
+) -> Result<Option<metrics::http::Server>, Error> {
     let server = match addr {
-        Some(addr) => Some(metrics::Server::start(
+        Some(addr) => Some(metrics::http::Server::start(
             addr,
             Arc::clone(&shared.metrics),
             Box::new({
@@ -176,7 +176,7 @@ fn serve_metrics(
 }
 
 /// Says what the watcher watches (to a person, when asked) and where it serves its metrics.
-fn announce(options: &Options, rules: &Rules, server: Option<&metrics::Server>) {
+fn announce(options: &Options, rules: &Rules, server: Option<&metrics::http::Server>) {
     if let Some(say) = &options.say {
         say(&format!(
             "watching {} for <task>.done signals; rules {} ({} pipeline{}), verdicts in {}, state in {}, {} task{} at a time",
