@@ -189,7 +189,7 @@ pub enum SpawnError {
 /// left behind: the group is killed after the leader exits too, so daemonised children die.
 /// Standard input is empty (`/dev/null`).
 pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
-    start(spec, None)
+    start(spec, None)?.finish(spec)
 }
 
 /// As [`run`], with `input` on the command's standard input. The bytes are written from a thread
@@ -197,10 +197,12 @@ pub fn run(spec: &Spec<'_>) -> Result<Finished, SpawnError> {
 /// cannot stall the capture or the deadline; a command that closes its input early (a broken
 /// pipe) simply does not get the rest.
 pub fn run_with_input(spec: &Spec<'_>, input: &[u8]) -> Result<Finished, SpawnError> {
-    start(spec, Some(input))
+    start(spec, Some(input))?.finish(spec)
 }
 
-fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> {
+/// Starts `spec`'s command in a process group of its own (in its cgroup and its sandbox, when
+/// it has them), `input` fed to it and its output read, each on a thread of its own.
+fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Running, SpawnError> {
     let program = spec.argv.first().cloned().unwrap_or_default();
     let program_name = program.to_string_lossy().into_owned();
     let io_err = |source: io::Error| SpawnError::Io {
@@ -208,84 +210,199 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
         source,
     };
     let started = Instant::now();
-    let (reader, writer) = os_pipe::pipe().map_err(io_err)?;
-    let (error_reader, writer_for_stderr) = if spec.separate_stderr {
-        let (error_reader, error_writer) = os_pipe::pipe().map_err(io_err)?;
-        (Some(error_reader), error_writer)
-    } else {
-        (None, writer.try_clone().map_err(io_err)?)
-    };
-
-    let (stdin_reader, stdin_writer) = match input {
-        Some(_) => {
-            let (reader, writer) = os_pipe::pipe().map_err(io_err)?;
-            (Some(reader), Some(writer))
-        }
-        None => (None, None),
-    };
-
+    let pipes = Pipes::open(spec.separate_stderr, input.is_some()).map_err(io_err)?;
     let Some(resolved) = on_path(&program, spec.env) else {
         return Err(SpawnError::NotFound(program_name));
     };
-    let mut expression = duct::cmd(&resolved, &spec.argv[1..]).dir(spec.cwd);
-    // Each command carries its own mark under its supervisor's (`<mark>.<n>`), so what escaped
-    // this command's group can be found by it alone while other gates run on. Set first, as
-    // duct applies the modifier added first last: a gate's `env` cannot replace it.
     let run_mark = spec.cancel.and_then(Cancel::next_run_mark);
-    if let Some(mark) = &run_mark {
-        expression = expression.env(MARK_VAR, mark);
-    }
-    expression = match stdin_reader {
-        Some(reader) => expression.stdin_file(reader),
-        None => expression.stdin_null(),
-    };
-    let sandbox = spec.sandbox.map(crate::sandbox::Sandbox::fd);
-    // Under a watcher a command gets a cgroup where one can be made: its end kills the cgroup
-    // whole, and a watcher killed before that leaves it, named by its mark, to the next. (A
-    // command in git's sandbox starts nothing; a reviewer in its own starts what it likes. A
-    // one-shot run relies on being the subreaper: joining a cgroup costs a fork where a spawn
-    // would do, half a millisecond a command.)
-    let cgroup_prefix = crate::reaper::cgroup_prefix(run_mark.as_deref());
-    let in_cgroup = spec
-        .sandbox
-        .is_none_or(crate::sandbox::Sandbox::runs_programs)
-        && spec.cancel.is_some_and(Cancel::uses_cgroups);
-    let cgroup = match (in_cgroup, &run_mark) {
-        (true, Some(_)) => crate::reaper::Cgroup::new(&cgroup_prefix),
-        _ => None,
-    };
-    let joins = cgroup.as_ref().map(crate::reaper::Cgroup::procs_fd);
+    let confinement = Confinement::new(spec, run_mark.as_deref());
     // With a step between fork and exec, std execs with execvp, which runs a file that is no
     // program under /bin/sh; posix_spawn (used otherwise) refuses it. Refuse it the same way.
-    if (joins.is_some() || sandbox.is_some()) && !runnable(Path::new(&resolved), spec.cwd) {
+    if (confinement.joins.is_some() || confinement.sandbox.is_some())
+        && !runnable(Path::new(&resolved), spec.cwd)
+    {
         return Err(io_err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "not a program this machine can run (a script needs a `#!` line naming its interpreter)",
         )));
     }
+    let before_exec = before_exec(program, confinement.joins, confinement.sandbox);
+    let expression = command(
+        spec,
+        &resolved,
+        run_mark.as_deref(),
+        pipes.child,
+        before_exec,
+    );
+    let (handle, group) = spawn(
+        expression,
+        spec,
+        &program_name,
+        run_mark.as_deref(),
+        confinement.cgroup.as_ref(),
+    )?;
+    let feeder = match (pipes.input, input) {
+        (Some(writer), Some(bytes)) => Some(Feeder::start(writer, bytes.to_vec())),
+        _ => None,
+    };
+    let output = Capture::start(pipes.output, spec.output_cap);
+    let errors = pipes
+        .errors
+        .map(|reader| Capture::start(reader, spec.output_cap));
+    Ok(Running {
+        program: program_name,
+        started,
+        handle,
+        group,
+        run_mark,
+        cgroup: confinement.cgroup,
+        cgroup_prefix: confinement.cgroup_prefix,
+        feeder,
+        output,
+        errors,
+    })
+}
+
+/// A command's pipes: the ends validator reads its output from and writes its input to, and
+/// the ends the command is given.
+struct Pipes {
+    output: os_pipe::PipeReader,
+    /// Standard error apart, when `separate_stderr` asks for it.
+    errors: Option<os_pipe::PipeReader>,
+    /// Where its input is written, when it is given any.
+    input: Option<os_pipe::PipeWriter>,
+    child: ChildPipes,
+}
+
+/// The ends of its pipes a command is given.
+struct ChildPipes {
+    stdout: os_pipe::PipeWriter,
+    /// Standard output's pipe again, unless standard error is kept apart.
+    stderr: os_pipe::PipeWriter,
+    /// None: `/dev/null`.
+    stdin: Option<os_pipe::PipeReader>,
+}
+
+impl Pipes {
+    fn open(separate_stderr: bool, fed: bool) -> io::Result<Pipes> {
+        let (reader, writer) = os_pipe::pipe()?;
+        let (error_reader, writer_for_stderr) = if separate_stderr {
+            let (error_reader, error_writer) = os_pipe::pipe()?;
+            (Some(error_reader), error_writer)
+        } else {
+            (None, writer.try_clone()?)
+        };
+
+        let (stdin_reader, stdin_writer) = if fed {
+            let (reader, writer) = os_pipe::pipe()?;
+            (Some(reader), Some(writer))
+        } else {
+            (None, None)
+        };
+        Ok(Pipes {
+            output: reader,
+            errors: error_reader,
+            input: stdin_writer,
+            child: ChildPipes {
+                stdout: writer,
+                stderr: writer_for_stderr,
+                stdin: stdin_reader,
+            },
+        })
+    }
+}
+
+/// Where a command is held besides its process group: the cgroup it joins and the sandbox it
+/// enters, both between fork and exec.
+struct Confinement {
+    sandbox: Option<crate::sandbox::Entry>,
+    cgroup_prefix: String,
+    cgroup: Option<crate::reaper::Cgroup>,
+    /// The cgroup's `cgroup.procs`, which the child writes itself into.
+    joins: Option<i32>,
+}
+
+impl Confinement {
+    fn new(spec: &Spec<'_>, run_mark: Option<&str>) -> Confinement {
+        let sandbox = spec.sandbox.map(crate::sandbox::Sandbox::fd);
+        // Under a watcher a command gets a cgroup where one can be made: its end kills the cgroup
+        // whole, and a watcher killed before that leaves it, named by its mark, to the next. (A
+        // command in git's sandbox starts nothing; a reviewer in its own starts what it likes. A
+        // one-shot run relies on being the subreaper: joining a cgroup costs a fork where a spawn
+        // would do, half a millisecond a command.)
+        let cgroup_prefix = crate::reaper::cgroup_prefix(run_mark);
+        let in_cgroup = spec
+            .sandbox
+            .is_none_or(crate::sandbox::Sandbox::runs_programs)
+            && spec.cancel.is_some_and(Cancel::uses_cgroups);
+        let cgroup = match (in_cgroup, run_mark) {
+            (true, Some(_)) => crate::reaper::Cgroup::new(&cgroup_prefix),
+            _ => None,
+        };
+        let joins = cgroup.as_ref().map(crate::reaper::Cgroup::procs_fd);
+        Confinement {
+            sandbox,
+            cgroup_prefix,
+            cgroup,
+            joins,
+        }
+    }
+}
+
+/// What the child does before it becomes the program: it leads a process group of its own,
+/// sees its program's name as `argv[0]`, and, between fork and exec, joins its cgroup and
+/// enters its sandbox.
+fn before_exec(
+    program: OsString,
+    joins: Option<i32>,
+    sandbox: Option<crate::sandbox::Entry>,
+) -> impl Fn(&mut std::process::Command) -> io::Result<()> + Send + Sync + 'static {
+    move |command| {
+        command.process_group(0);
+        // The program is spawned by its full path (see `on_path`); it still sees its name.
+        command.arg0(&program);
+        if let Some(procs) = joins {
+            // SAFETY: `join` makes one system call, as a child between fork and exec may.
+            unsafe {
+                command.pre_exec(move || crate::reaper::join(procs));
+            }
+        }
+        if let Some(ruleset) = sandbox {
+            // SAFETY: `enter` makes two system calls and nothing else, as a child between
+            // fork and exec may.
+            unsafe {
+                command.pre_exec(move || crate::sandbox::enter(ruleset));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The command as duct runs it: `resolved` with `spec`'s arguments, directory and
+/// environment, its mark, its pipes, and `before_exec`.
+fn command(
+    spec: &Spec<'_>,
+    resolved: &OsString,
+    run_mark: Option<&str>,
+    pipes: ChildPipes,
+    before_exec: impl Fn(&mut std::process::Command) -> io::Result<()> + Send + Sync + 'static,
+) -> duct::Expression {
+    let mut expression = duct::cmd(resolved, &spec.argv[1..]).dir(spec.cwd);
+    // Each command carries its own mark under its supervisor's (`<mark>.<n>`), so what escaped
+    // this command's group can be found by it alone while other gates run on. Set first, as
+    // duct applies the modifier added first last: a gate's `env` cannot replace it.
+    if let Some(mark) = run_mark {
+        expression = expression.env(MARK_VAR, mark);
+    }
+    expression = match pipes.stdin {
+        Some(reader) => expression.stdin_file(reader),
+        None => expression.stdin_null(),
+    };
     let mut expression = expression
-        .stdout_file(writer)
-        .stderr_file(writer_for_stderr)
+        .stdout_file(pipes.stdout)
+        .stderr_file(pipes.stderr)
         .unchecked()
-        .before_spawn(move |command| {
-            command.process_group(0);
-            // The program is spawned by its full path (see `on_path`); it still sees its name.
-            command.arg0(&program);
-            if let Some(procs) = joins {
-                // SAFETY: `join` makes one system call, as a child between fork and exec may.
-                unsafe {
-                    command.pre_exec(move || crate::reaper::join(procs));
-                }
-            }
-            if let Some(ruleset) = sandbox {
-                // SAFETY: `enter` makes two system calls and nothing else, as a child between
-                // fork and exec may.
-                unsafe {
-                    command.pre_exec(move || crate::sandbox::enter(ruleset));
-                }
-            }
-            Ok(())
-        });
+        .before_spawn(before_exec);
     // What `env` sets anew is not removed: duct applies the modifier added first last, so
     // removing it would undo the setting.
     for key in spec
@@ -298,6 +415,23 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     for (key, value) in spec.env {
         expression = expression.env(key, value);
     }
+    expression
+}
+
+/// Spawns `expression`, registered as a running command (see `reaper`) and with `spec`'s
+/// supervisor; its handle and its process group. A supervisor cancelled meanwhile has the
+/// group killed at once.
+fn spawn(
+    expression: duct::Expression,
+    spec: &Spec<'_>,
+    program: &str,
+    run_mark: Option<&str>,
+    cgroup: Option<&crate::reaper::Cgroup>,
+) -> Result<(duct::Handle, Option<Pid>), SpawnError> {
+    let io_err = |source: io::Error| SpawnError::Io {
+        program: program.to_owned(),
+        source,
+    };
     // Registered before anyone may look for what commands left behind (see `reaper`).
     let spawning = crate::reaper::Spawning::begin();
     let started_handle = expression.start();
@@ -306,7 +440,7 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     // end: once it is closed, a command that stops reading makes our writes fail, not block.
     drop(expression);
     let handle = started_handle.map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => SpawnError::NotFound(program_name.clone()),
+        io::ErrorKind::NotFound => SpawnError::NotFound(program.to_owned()),
         // execvp would have run it under /bin/sh; posix_spawn by path does not.
         _ if source.raw_os_error() == Some(nix::libc::ENOEXEC) => io_err(io::Error::new(
             source.kind(),
@@ -318,7 +452,7 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     })?;
     let group = handle.pids().first().map(|&pid| Pid::from_raw(pid as i32));
     if let Some(group) = group {
-        spawning.started(group.as_raw(), run_mark.as_deref(), cgroup.as_ref());
+        spawning.started(group.as_raw(), run_mark, cgroup);
     } else {
         drop(spawning);
     }
@@ -327,14 +461,99 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
             let _ = killpg(group, Signal::SIGKILL);
         }
     }
-    let feeder = match (stdin_writer, input) {
-        (Some(writer), Some(bytes)) => Some(Feeder::start(writer, bytes.to_vec())),
-        _ => None,
-    };
-    let output = Capture::start(reader, spec.output_cap);
-    let errors = error_reader.map(|reader| Capture::start(reader, spec.output_cap));
+    Ok((handle, group))
+}
 
-    let deadline = started + spec.timeout;
+/// A command started: what it takes to wait for it, to kill what it leaves, and to read what
+/// it wrote.
+struct Running {
+    program: String,
+    started: Instant,
+    handle: duct::Handle,
+    /// Its process group: its leader's pid.
+    group: Option<Pid>,
+    run_mark: Option<String>,
+    cgroup: Option<crate::reaper::Cgroup>,
+    cgroup_prefix: String,
+    feeder: Option<Feeder>,
+    output: Capture,
+    errors: Option<Capture>,
+}
+
+impl Running {
+    /// Waits for the command until `spec`'s deadline, then kills its group and whatever it
+    /// left, and reads what it wrote.
+    fn finish(self, spec: &Spec<'_>) -> Result<Finished, SpawnError> {
+        let (status, timed_out) = end(
+            &self.handle,
+            self.started + spec.timeout,
+            self.group,
+            self.feeder,
+            self.cgroup,
+            &self.cgroup_prefix,
+        );
+        let status = status.map_err(|source| SpawnError::Io {
+            program: self.program,
+            source,
+        })?;
+        let drained_by = Instant::now() + DRAIN_GRACE;
+        let (
+            Tail {
+                kept: output,
+                dropped,
+            },
+            closed,
+        ) = self.output.finish(drained_by);
+        let (errors, errors_closed) = self
+            .errors
+            .map(|capture| capture.finish(drained_by))
+            .map_or((Vec::new(), true), |(tail, closed)| (tail.kept, closed));
+        // Killed at its deadline or cancelled, a command may have left processes in groups of
+        // their own (`setsid`, GNU `timeout`), and a pipe still open says something outlived the
+        // group: find them by the command's mark. A command that ended by itself with its output
+        // closed pays nothing for the look.
+        if let Some(mark) = &self.run_mark {
+            if timed_out
+                || !closed
+                || !errors_closed
+                || spec.cancel.is_some_and(Cancel::is_cancelled)
+            {
+                kill_marked(mark);
+            }
+        }
+        if let (Some(cancel), Some(group)) = (spec.cancel, self.group) {
+            cancel.unregister(group.as_raw());
+        }
+        let exit = if spec.cancel.is_some_and(Cancel::is_cancelled) {
+            Exit::Cancelled
+        } else if timed_out {
+            Exit::TimedOut
+        } else if let Some(code) = status.code() {
+            Exit::Code(code)
+        } else {
+            Exit::Signal(status.signal().unwrap_or(0))
+        };
+        Ok(Finished {
+            exit,
+            output,
+            dropped,
+            errors,
+            elapsed: self.started.elapsed(),
+        })
+    }
+}
+
+/// Waits for a command's leader until `deadline`, then kills its group, stops feeding it its
+/// input, and kills and reaps what it left in its cgroup or re-parented to validator; how the
+/// leader ended, and whether the deadline came first.
+fn end(
+    handle: &duct::Handle,
+    deadline: Instant,
+    group: Option<Pid>,
+    feeder: Option<Feeder>,
+    cgroup: Option<crate::reaper::Cgroup>,
+    cgroup_prefix: &str,
+) -> (io::Result<std::process::ExitStatus>, bool) {
     let waited = handle.wait_deadline(deadline);
     let timed_out = matches!(waited, Ok(None));
     if let Some(group) = group {
@@ -349,52 +568,13 @@ fn start(spec: &Spec<'_>, input: Option<&[u8]>) -> Result<Finished, SpawnError> 
     // Whatever the command left in its cgroup dies with it; whatever it left re-parented to
     // validator (it escaped group and mark) is killed and reaped.
     if let Some(cgroup) = cgroup {
-        crate::reaper::finish(cgroup, &cgroup_prefix);
+        crate::reaper::finish(cgroup, cgroup_prefix);
     }
     if let Some(group) = group {
         crate::reaper::finished(group.as_raw());
     }
     crate::reaper::reap_adopted();
-    let status = status.map_err(io_err)?;
-    let drained_by = Instant::now() + DRAIN_GRACE;
-    let (
-        Tail {
-            kept: output,
-            dropped,
-        },
-        closed,
-    ) = output.finish(drained_by);
-    let (errors, errors_closed) = errors
-        .map(|capture| capture.finish(drained_by))
-        .map_or((Vec::new(), true), |(tail, closed)| (tail.kept, closed));
-    // Killed at its deadline or cancelled, a command may have left processes in groups of
-    // their own (`setsid`, GNU `timeout`), and a pipe still open says something outlived the
-    // group: find them by the command's mark. A command that ended by itself with its output
-    // closed pays nothing for the look.
-    if let Some(mark) = &run_mark {
-        if timed_out || !closed || !errors_closed || spec.cancel.is_some_and(Cancel::is_cancelled) {
-            kill_marked(mark);
-        }
-    }
-    if let (Some(cancel), Some(group)) = (spec.cancel, group) {
-        cancel.unregister(group.as_raw());
-    }
-    let exit = if spec.cancel.is_some_and(Cancel::is_cancelled) {
-        Exit::Cancelled
-    } else if timed_out {
-        Exit::TimedOut
-    } else if let Some(code) = status.code() {
-        Exit::Code(code)
-    } else {
-        Exit::Signal(status.signal().unwrap_or(0))
-    };
-    Ok(Finished {
-        exit,
-        output,
-        dropped,
-        errors,
-        elapsed: started.elapsed(),
-    })
+    (status, timed_out)
 }
 
 /// Kills every process whose environment carries `VALIDATOR_WATCHER=<mark>` or

@@ -536,6 +536,17 @@ fn inspect(rules: &Rules, path: &Path) -> Health {
             stale_after_secs: None,
         };
     };
+    live_watcher(rules, record, &who, modified)
+}
+
+/// Health of a watcher that holds its record (`who` it is): whether it runs these rules,
+/// whether it reported problems, and how old its heartbeat (the record's `modified` time) is.
+fn live_watcher(
+    rules: &Rules,
+    record: Record,
+    who: &str,
+    modified: io::Result<SystemTime>,
+) -> Health {
     if !same_rules_file(&record.config, &rules.path) {
         return Health {
             watcher: Some(record.clone()),

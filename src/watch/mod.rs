@@ -4,39 +4,44 @@
 //! start it runs every signal without a current verdict, so nothing is lost across a crash,
 //! after killing what the gates of a crashed predecessor left running ([`orphans`]).
 //!
-//! Threads: the main loop owns the scheduler and the file watcher and blocks on one channel
-//! (file events, finished runs, shutdown), so an idle watcher costs nothing; `jobs` workers
-//! judge tasks; one thread turns SIGTERM, SIGINT, SIGHUP and SIGQUIT into a shutdown message. The main loop also
-//! wakes on a slow timer to touch its heartbeat ([`health`]), so a wedged loop shows. With
-//! `metrics`, one more thread serves the watcher's numbers and health over HTTP ([`metrics`]).
+//! Threads: the main loop owns the scheduler (`scheduler`) and the file watcher
+//! (`file_events`) and blocks on one channel (file events, finished runs, shutdown), so an
+//! idle watcher costs nothing; `jobs` workers judge tasks; one thread turns SIGTERM, SIGINT,
+//! SIGHUP and SIGQUIT into a shutdown message. The main loop also wakes on a slow timer to
+//! touch its heartbeat ([`health`]), so a wedged loop shows. With `metrics`, one more thread
+//! serves the watcher's numbers and health over HTTP ([`metrics`]).
 
 pub mod client;
 #[cfg(debug_assertions)]
 mod fault;
+mod file_events;
 pub mod health;
 pub mod metrics;
 pub mod orphans;
 pub mod run;
+mod scheduler;
 mod workers;
 
-use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::EventKind;
+use notify::event::ModifyKind;
 
 use crate::config::Rules;
 use crate::error::Error;
 use crate::events::{Event, Problem};
 use crate::pipeline::Observer;
-use crate::staging;
 use crate::verdict::{Verdict, sign};
+use file_events::{Fingerprint, Watches, same_file, signals_a_run};
 use run::Shared;
+use scheduler::{Retries, Scheduler, poll, rescan, task_of};
 
 /// How the watcher runs.
 pub struct Options {
@@ -82,17 +87,7 @@ enum Message {
 pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     // Events name absolute paths; so must the rules file, or hot reload never matches it.
     options.config = std::path::absolute(&options.config).unwrap_or(options.config);
-    let rules = Rules::load(&options.config)?;
-    // A key that is named but unusable stops the start: publishing unsigned verdicts that every
-    // reader holding the key refuses would only look like a gate.
-    let key = sign::configured_key(rules.key_named())?;
-    std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
-        path: rules.staging.clone(),
-        source,
-    })?;
-    if let Some(key) = &key {
-        tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
-    }
+    let (rules, key) = rules_and_key(&options.config)?;
     // First: from the moment the watcher can be seen (its record), SIGTERM must mean a clean
     // stop, never the default death. One that comes early waits in the channel for the loop.
     let (tx, rx) = mpsc::channel();
@@ -105,20 +100,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         Shared::new(rules, key, !options.no_cache, mark.as_str(), options.jobs)?
             .observed_by(options.observer.clone()),
     );
-    // After the claim (a second watcher is refused for that, not for the port), before any
-    // work: a port that cannot be bound stops the start.
-    let server = match options.metrics {
-        Some(addr) => Some(metrics::Server::start(
-            addr,
-            Arc::clone(&shared.metrics),
-            Box::new({
-                let shared = Arc::clone(&shared);
-                // The judgement of `status --health`, made the same way on the same record.
-                move || health::check(&shared.rules())
-            }),
-        )?),
-        None => None,
-    };
+    let server = serve_metrics(options.metrics, &shared)?;
     kill_orphans(
         &mark,
         &heartbeat,
@@ -127,161 +109,13 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     );
     warn_about_layout(&shared.rules());
     remove_stale_temp_files(&shared.rules());
-    if let Some(say) = &options.say {
-        let rules = shared.rules();
-        say(&format!(
-            "watching {} for <task>.done signals; rules {} ({} pipeline{}), verdicts in {}, state in {}, {} task{} at a time",
-            rules.staging.display(),
-            options.config.display(),
-            rules.pipelines.len(),
-            crate::text::plural(rules.pipelines.len()),
-            rules.verdicts.display(),
-            rules.state.display(),
-            options.jobs,
-            crate::text::plural(options.jobs),
-        ));
-        if let Some(server) = &server {
-            say(&format!(
-                "metrics on http://{0}/metrics, health on http://{0}/healthz",
-                server.addr()
-            ));
-        }
-    }
-    if let Some(server) = &server {
-        tracing::info!(addr = %server.addr(), "serving metrics and health over HTTP");
-    }
-    let report = Arc::new(report);
+    announce(&options, &shared.rules(), server.as_ref());
 
-    let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
-    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let pool = workers::Pool::start(
-        options.jobs,
-        &Arc::new(workers::Context {
-            shared: Arc::clone(&shared),
-            report,
-            jobs: Arc::new(Mutex::new(jobs_rx)),
-            done: tx.clone(),
-            stopping: Arc::clone(&stopping),
-        }),
-    );
-
-    let tick_pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut watches = Watches::start(&options, tx.clone(), &shared.rules(), &tick_pending)?;
-    let mut scheduler = Scheduler::new(jobs_tx, Arc::clone(&shared.metrics));
-    rescan(&shared, &mut scheduler);
-    tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
-
-    let report_problems = |heartbeat: &mut health::Registration| {
-        let unpublished = shared.unpublished_reasons();
-        let mut problems = pool.problems(stuck_after(&shared.rules(), options.heartbeat));
-        if let Some((task, why)) = unpublished.iter().next() {
-            let others = match unpublished.len() - 1 {
-                0 => String::new(),
-                n => format!(" (and {n} other tasks')"),
-            };
-            problems.push(format!("the verdict of task `{task}`{others} is {why}"));
-        }
-        heartbeat.report(problems, unpublished);
-    };
-    let beat = |heartbeat: &mut health::Registration| {
-        heartbeat.beat();
-        report_problems(heartbeat);
-    };
-    let mut retries = Retries::default();
-    let mut lost = None;
-    loop {
-        let wake = heartbeat.until_due().min(retries.until_due());
-        let message = match rx.recv_timeout(wake) {
-            Ok(message) => Some(message),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => break,
-        };
-        // Before anything is judged for this message: a watcher whose state directory was
-        // deleted (and perhaps made again, and claimed by another) holds nothing any more.
-        if let Some(why) = heartbeat.lost() {
-            tracing::error!(state = %shared.rules().state.display(), "{why}");
-            lost = Some(why);
-            break;
-        }
-        // Also between messages: a flood of events must not starve the heartbeat.
-        if heartbeat.due() {
-            beat(&mut heartbeat);
-        }
-        for task in retries.due(|task| shared.is_unpublished(task)) {
-            scheduler.request(task);
-        }
-        let Some(message) = message else { continue };
-        match message {
-            Message::Fs(Ok(event)) if event.need_rescan() => {
-                // The OS dropped events (its queue overflowed): look at everything again.
-                tracing::warn!(
-                    "file events were lost (notification queue overflow); rescanning staging"
-                );
-                shared.events.record(
-                    None,
-                    None,
-                    Event::Error(Problem::Watcher("event queue overflow; rescanned".into())),
-                );
-                rescan(&shared, &mut scheduler);
-            }
-            Message::Fs(Ok(event)) => {
-                on_fs_event(&event, &options, &shared, &mut watches, &mut scheduler)
-            }
-            Message::Fs(Err(err)) => {
-                tracing::error!(%err, "file watcher error");
-                shared
-                    .events
-                    .record(None, None, Event::Error(Problem::Watcher(err.to_string())));
-            }
-            Message::Tick => {
-                tick_pending.store(false, std::sync::atomic::Ordering::SeqCst);
-                if watches.rules_changed(&options.config) {
-                    reload(&options, &shared, &mut watches, &mut scheduler);
-                }
-                poll(&shared, &mut scheduler);
-            }
-            Message::Finished(task) => scheduler.finished(&task),
-            Message::Unpublished(task) => {
-                retries.failed(task);
-                report_problems(&mut heartbeat);
-            }
-            Message::Shutdown => break,
-        }
-    }
-
-    tracing::info!("shutting down");
-    drop(watches);
-    stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-    scheduler.close();
-    // Runs under a lost claim publish nothing: cancelled now, not after a grace.
-    if lost.is_some() {
-        shared.cancel.cancel();
-    }
-    let deadline = Instant::now() + options.grace;
-    while !scheduler.running.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let received = rx.recv_timeout(left.min(heartbeat.until_due()));
-        // A long --grace must not read as a wedged watcher.
-        if heartbeat.due() {
-            heartbeat.beat();
-        }
-        match received {
-            Ok(Message::Finished(task)) => {
-                scheduler.running.remove(&task);
-            }
-            Ok(_) => {}
-            Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
-            Err(RecvTimeoutError::Timeout) => {
-                tracing::warn!(
-                    running = scheduler.running.len(),
-                    "grace period over; killing running gates"
-                );
-                shared.cancel.cancel();
-                break;
-            }
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-    }
+    let stopping = Arc::new(AtomicBool::new(false));
+    let (jobs, pool) = start_workers(options.jobs, &shared, report, &tx, &stopping);
+    let mut main = MainLoop::start(&options, &shared, &pool, &mut heartbeat, jobs, &tx)?;
+    let lost = main.run(&rx);
+    main.stop(&rx, &stopping, lost.is_some());
     drop(tx);
     pool.join();
     crate::reaper::release_cgroups();
@@ -303,6 +137,280 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     }
 }
 
+/// The rules the watcher starts with, the key they name, and their staging directory made.
+fn rules_and_key(config: &Path) -> Result<(Rules, Option<sign::Key>), Error> {
+    let rules = Rules::load(config)?;
+    // A key that is named but unusable stops the start: publishing unsigned verdicts that every
+    // reader holding the key refuses would only look like a gate.
+    let key = sign::configured_key(rules.key_named())?;
+    std::fs::create_dir_all(&rules.staging).map_err(|source| Error::Write {
+        path: rules.staging.clone(),
+        source,
+    })?;
+    if let Some(key) = &key {
+        tracing::info!(key = %key.path().display(), "verdicts are signed (HMAC-SHA256)");
+    }
+    Ok((rules, key))
+}
+
+/// The metrics server, when `--metrics-addr` asks for one. Started after the claim (a second
+/// watcher is refused for that, not for the port), before any work: a port that cannot be
+/// bound stops the start.
+fn serve_metrics(
+    addr: Option<SocketAddr>,
+    shared: &Arc<Shared>,
+) -> Result<Option<metrics::http::Server>, Error> {
+    let server = match addr {
+        Some(addr) => Some(metrics::http::Server::start(
+            addr,
+            Arc::clone(&shared.metrics),
+            Box::new({
+                let shared = Arc::clone(shared);
+                // The judgement of `status --health`, made the same way on the same record.
+                move || health::check(&shared.rules())
+            }),
+        )?),
+        None => None,
+    };
+    Ok(server)
+}
+
+/// Says what the watcher watches (to a person, when asked) and where it serves its metrics.
+fn announce(options: &Options, rules: &Rules, server: Option<&metrics::http::Server>) {
+    if let Some(say) = &options.say {
+        say(&format!(
+            "watching {} for <task>.done signals; rules {} ({} pipeline{}), verdicts in {}, state in {}, {} task{} at a time",
+            rules.staging.display(),
+            options.config.display(),
+            rules.pipelines.len(),
+            crate::text::plural(rules.pipelines.len()),
+            rules.verdicts.display(),
+            rules.state.display(),
+            options.jobs,
+            crate::text::plural(options.jobs),
+        ));
+        if let Some(server) = server {
+            say(&format!(
+                "metrics on http://{0}/metrics, health on http://{0}/healthz",
+                server.addr()
+            ));
+        }
+    }
+    if let Some(server) = server {
+        tracing::info!(addr = %server.addr(), "serving metrics and health over HTTP");
+    }
+}
+
+/// The `jobs` workers, and the sender the scheduler hands them tasks through.
+fn start_workers(
+    jobs: usize,
+    shared: &Arc<Shared>,
+    report: Reporter,
+    done: &Sender<Message>,
+    stopping: &Arc<AtomicBool>,
+) -> (Sender<String>, workers::Pool) {
+    let (jobs_tx, jobs_rx) = mpsc::channel::<String>();
+    let pool = workers::Pool::start(
+        jobs,
+        &Arc::new(workers::Context {
+            shared: Arc::clone(shared),
+            report: Arc::new(report),
+            jobs: Arc::new(Mutex::new(jobs_rx)),
+            done: done.clone(),
+            stopping: Arc::clone(stopping),
+        }),
+    );
+    (jobs_tx, pool)
+}
+
+/// What the main loop ties together: the file events and the rules they may reload, the
+/// scheduler they feed, the retries of verdicts not yet written, and the heartbeat that says
+/// the loop is alive.
+struct MainLoop<'a> {
+    options: &'a Options,
+    shared: &'a Shared,
+    pool: &'a workers::Pool,
+    heartbeat: &'a mut health::Registration,
+    watches: Watches,
+    scheduler: Scheduler,
+    retries: Retries,
+    /// Polling mode: a tick waits in the channel (the ticker sends no other until it is read).
+    tick_pending: Arc<AtomicBool>,
+}
+
+impl<'a> MainLoop<'a> {
+    /// Watches the files and asks for a run of every signal already in staging.
+    fn start(
+        options: &'a Options,
+        shared: &'a Shared,
+        pool: &'a workers::Pool,
+        heartbeat: &'a mut health::Registration,
+        jobs: Sender<String>,
+        tx: &Sender<Message>,
+    ) -> Result<Self, Error> {
+        let tick_pending = Arc::new(AtomicBool::new(false));
+        let watches = Watches::start(options, tx.clone(), &shared.rules(), &tick_pending)?;
+        let mut scheduler = Scheduler::new(jobs, Arc::clone(&shared.metrics));
+        rescan(shared, &mut scheduler);
+        tracing::info!(staging = %shared.rules().staging.display(), jobs = options.jobs, "watching");
+        Ok(MainLoop {
+            options,
+            shared,
+            pool,
+            heartbeat,
+            watches,
+            scheduler,
+            retries: Retries::default(),
+            tick_pending,
+        })
+    }
+
+    /// Takes messages until a shutdown (or the channel's end); why the claim on the state
+    /// directory was lost, if that is what ended it.
+    fn run(&mut self, rx: &Receiver<Message>) -> Option<String> {
+        loop {
+            let wake = self.heartbeat.until_due().min(self.retries.until_due());
+            let message = match rx.recv_timeout(wake) {
+                Ok(message) => Some(message),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            };
+            // Before anything is judged for this message: a watcher whose state directory was
+            // deleted (and perhaps made again, and claimed by another) holds nothing any more.
+            if let Some(why) = self.heartbeat.lost() {
+                tracing::error!(state = %self.shared.rules().state.display(), "{why}");
+                return Some(why);
+            }
+            // Also between messages: a flood of events must not starve the heartbeat.
+            if self.heartbeat.due() {
+                self.beat();
+            }
+            let shared = self.shared;
+            for task in self.retries.due(|task| shared.is_unpublished(task)) {
+                self.scheduler.request(task);
+            }
+            let Some(message) = message else { continue };
+            if self.handle(message).is_break() {
+                return None;
+            }
+        }
+    }
+
+    /// Does what one message asks; `Break` when it asks the watcher to stop.
+    fn handle(&mut self, message: Message) -> ControlFlow<()> {
+        let shared = self.shared;
+        match message {
+            Message::Fs(Ok(event)) if event.need_rescan() => {
+                // The OS dropped events (its queue overflowed): look at everything again.
+                tracing::warn!(
+                    "file events were lost (notification queue overflow); rescanning staging"
+                );
+                shared.events.record(
+                    None,
+                    None,
+                    Event::Error(Problem::Watcher("event queue overflow; rescanned".into())),
+                );
+                rescan(shared, &mut self.scheduler);
+            }
+            Message::Fs(Ok(event)) => on_fs_event(
+                &event,
+                self.options,
+                shared,
+                &mut self.watches,
+                &mut self.scheduler,
+            ),
+            Message::Fs(Err(err)) => {
+                tracing::error!(%err, "file watcher error");
+                shared
+                    .events
+                    .record(None, None, Event::Error(Problem::Watcher(err.to_string())));
+            }
+            Message::Tick => {
+                self.tick_pending.store(false, Ordering::SeqCst);
+                if self.watches.rules_changed(&self.options.config) {
+                    reload(self.options, shared, &mut self.watches, &mut self.scheduler);
+                }
+                poll(shared, &mut self.scheduler);
+            }
+            Message::Finished(task) => self.scheduler.finished(&task),
+            Message::Unpublished(task) => {
+                self.retries.failed(task);
+                self.report_problems();
+            }
+            Message::Shutdown => return ControlFlow::Break(()),
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn beat(&mut self) {
+        self.heartbeat.beat();
+        self.report_problems();
+    }
+
+    /// Tells the heartbeat's record what keeps the watcher from judging as it should: workers
+    /// gone or stuck, verdicts not written.
+    fn report_problems(&mut self) {
+        let unpublished = self.shared.unpublished_reasons();
+        let mut problems = self
+            .pool
+            .problems(stuck_after(&self.shared.rules(), self.options.heartbeat));
+        if let Some((task, why)) = unpublished.iter().next() {
+            let others = match unpublished.len() - 1 {
+                0 => String::new(),
+                n => format!(" (and {n} other tasks')"),
+            };
+            problems.push(format!("the verdict of task `{task}`{others} is {why}"));
+        }
+        self.heartbeat.report(problems, unpublished);
+    }
+
+    /// Stops watching and dispatching, then waits `--grace` for the running tasks, beating
+    /// all the while, and cancels what is still running after it. Runs under a lost claim
+    /// publish nothing: cancelled now, not after a grace.
+    fn stop(self, rx: &Receiver<Message>, stopping: &AtomicBool, lost: bool) {
+        let MainLoop {
+            options,
+            shared,
+            heartbeat,
+            watches,
+            mut scheduler,
+            ..
+        } = self;
+        tracing::info!("shutting down");
+        drop(watches);
+        stopping.store(true, Ordering::SeqCst);
+        scheduler.close();
+        if lost {
+            shared.cancel.cancel();
+        }
+        let deadline = Instant::now() + options.grace;
+        while !scheduler.running.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let received = rx.recv_timeout(left.min(heartbeat.until_due()));
+            // A long --grace must not read as a wedged watcher.
+            if heartbeat.due() {
+                heartbeat.beat();
+            }
+            match received {
+                Ok(Message::Finished(task)) => {
+                    scheduler.running.remove(&task);
+                }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    tracing::warn!(
+                        running = scheduler.running.len(),
+                        "grace period over; killing running gates"
+                    );
+                    shared.cancel.cancel();
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+}
+
 /// How long a worker may be on one task before it counts as stuck: the run's budget (no gate
 /// starts after it, and each gate's deadline is cut to it), plus room for what follows the
 /// last gate (killing its processes, draining their output, publishing) and two heartbeats.
@@ -320,220 +428,6 @@ fn kill_orphans(mark: &orphans::Mark, claim: &health::Registration, shared: &Sha
         shared
             .events
             .record(None, None, Event::OrphansKilled { processes: killed });
-    }
-}
-
-/// Tasks whose verdict could not be written, each tried again after a pause that doubles with
-/// every failure (1 s up to a minute): space may come back, a mount may be fixed.
-#[derive(Default)]
-struct Retries(HashMap<String, (u32, Option<Instant>)>);
-
-impl Retries {
-    const FIRST: Duration = Duration::from_secs(1);
-    const LONGEST: Duration = Duration::from_secs(60);
-
-    fn failed(&mut self, task: String) {
-        let failures = self.0.get(&task).map_or(0, |(failures, _)| *failures) + 1;
-        let pause = Self::FIRST
-            .saturating_mul(1 << failures.saturating_sub(1).min(6))
-            .min(Self::LONGEST);
-        self.0
-            .insert(task, (failures, Some(Instant::now() + pause)));
-    }
-
-    /// How long the main loop may sleep before a retry is due.
-    fn until_due(&self) -> Duration {
-        self.0
-            .values()
-            .filter_map(|(_, due)| *due)
-            .map(|due| due.saturating_duration_since(Instant::now()))
-            .min()
-            .unwrap_or(Duration::MAX)
-    }
-
-    /// The tasks due now, of those `waiting` still says wait to be written; a task tried
-    /// keeps its count of failures until it is written, and is forgotten then.
-    fn due(&mut self, waiting: impl Fn(&str) -> bool) -> Vec<String> {
-        let now = Instant::now();
-        self.0.retain(|task, _| waiting(task));
-        let mut due = Vec::new();
-        for (task, (_, at)) in &mut self.0 {
-            if at.is_some_and(|at| at <= now) {
-                *at = None;
-                due.push(task.clone());
-            }
-        }
-        due
-    }
-}
-
-/// The most done files with bad names remembered as reported.
-const MAX_REFUSED: usize = 10_000;
-
-/// One run per task at a time; a signal during a run asks for exactly one more run after it.
-struct Scheduler {
-    jobs: Option<Sender<String>>,
-    /// Counts the signals waiting: sent to the workers and not yet taken, or in `again`.
-    metrics: Arc<metrics::Metrics>,
-    running: HashSet<String>,
-    again: HashSet<String>,
-    /// Done files with bad names already reported: one file fires several events.
-    refused: HashSet<PathBuf>,
-    /// What each done file looked like when its run was last requested, so a rescan (polling
-    /// mode) requests runs only for signals that changed.
-    seen: HashMap<String, Fingerprint>,
-    /// Polling mode: each done file's fingerprint at the last tick.
-    observed: HashMap<String, Fingerprint>,
-}
-
-/// Identifies one version of a file: a rewrite, a rename over it or a touch changes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Fingerprint {
-    inode: u64,
-    len: u64,
-    mtime: (i64, i64),
-}
-
-impl Fingerprint {
-    /// The file a path leads to, through links: the rules file may be a link whose target is
-    /// swapped (a Kubernetes ConfigMap).
-    fn of(path: &Path) -> Option<Self> {
-        path.metadata().ok().map(|meta| Self::from_metadata(&meta))
-    }
-
-    /// The entry itself, never through a link: a done file that is a link is a signal of its
-    /// own (refused when judged), whatever it points to.
-    fn of_entry(path: &Path) -> Option<Self> {
-        path.symlink_metadata()
-            .ok()
-            .map(|meta| Self::from_metadata(&meta))
-    }
-
-    fn from_metadata(meta: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        Fingerprint {
-            inode: meta.ino(),
-            len: meta.len(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-        }
-    }
-}
-
-impl Scheduler {
-    fn new(jobs: Sender<String>, metrics: Arc<metrics::Metrics>) -> Self {
-        Scheduler {
-            jobs: Some(jobs),
-            metrics,
-            running: HashSet::new(),
-            again: HashSet::new(),
-            refused: HashSet::new(),
-            seen: HashMap::new(),
-            observed: HashMap::new(),
-        }
-    }
-
-    fn request(&mut self, task: String) {
-        if self.running.contains(&task) {
-            if self.again.insert(task) {
-                self.metrics.queued(1);
-            }
-        } else if let Some(jobs) = &self.jobs {
-            // Counted before it is sent: a worker counts it out as soon as it takes it.
-            self.metrics.queued(1);
-            if jobs.send(task.clone()).is_ok() {
-                self.running.insert(task);
-            } else {
-                self.metrics.queued(-1);
-            }
-        }
-    }
-
-    fn finished(&mut self, task: &str) {
-        self.running.remove(task);
-        if self.again.remove(task) {
-            self.metrics.queued(-1);
-            self.request(task.to_owned());
-        }
-    }
-
-    fn close(&mut self) {
-        self.jobs = None;
-        self.metrics
-            .queued(-i64::try_from(self.again.len()).unwrap_or(i64::MAX));
-        self.again.clear();
-    }
-}
-
-/// Requests a run for every done signal in staging that changed since its last request (all
-/// of them at start); the run itself skips signals whose verdict is current.
-fn rescan(shared: &Shared, scheduler: &mut Scheduler) {
-    let rules = shared.rules();
-    let Ok(entries) = std::fs::read_dir(&rules.staging) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if let Some(task) = task_of(shared, scheduler, &path) {
-            let now = Fingerprint::of_entry(&path);
-            if now.is_some() && scheduler.seen.get(&task) != now.as_ref() {
-                scheduler.seen.extend(now.map(|f| (task.clone(), f)));
-                scheduler.request(task);
-            }
-        }
-    }
-}
-
-/// Polling mode: requests a run for each done file that changed and then held still for one
-/// interval, so a signal still being written is not judged half-written. Forgets files that
-/// are gone.
-fn poll(shared: &Shared, scheduler: &mut Scheduler) {
-    let rules = shared.rules();
-    let Ok(entries) = std::fs::read_dir(&rules.staging) else {
-        return;
-    };
-    let mut observed = HashMap::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let (Some(task), Some(now)) = (
-            task_of(shared, scheduler, &path),
-            Fingerprint::of_entry(&path),
-        ) else {
-            continue;
-        };
-        let settled = scheduler.observed.get(&task) == Some(&now);
-        if settled && scheduler.seen.get(&task) != Some(&now) {
-            scheduler.seen.insert(task.clone(), now);
-            scheduler.request(task.clone());
-        }
-        observed.insert(task, now);
-    }
-    scheduler.seen.retain(|task, _| observed.contains_key(task));
-    scheduler.observed = observed;
-}
-
-/// The task a path signals, logging (once, not failing on) a done file with a bad name.
-fn task_of(shared: &Shared, scheduler: &mut Scheduler, path: &Path) -> Option<String> {
-    match staging::task_of_signal(path.file_name()?)? {
-        Ok(task) => Some(task),
-        Err(err) => {
-            // Each bad name is reported once; the set is bounded, so a worker making names
-            // without end cannot grow the watcher (past the bound, names may be reported again).
-            if scheduler.refused.len() >= MAX_REFUSED {
-                scheduler.refused.clear();
-            }
-            if scheduler.refused.insert(path.to_path_buf()) {
-                tracing::error!(path = %path.display(), %err, "skipping a done signal with a bad task name");
-                shared.events.record(
-                    None,
-                    None,
-                    Event::Error(Problem::Unreadable {
-                        error: err.to_string(),
-                        path: path.display().to_string(),
-                    }),
-                );
-            }
-            None
-        }
     }
 }
 
@@ -578,31 +472,6 @@ fn on_fs_event(
             reload(options, shared, watches, scheduler);
         }
     }
-}
-
-/// Events that mean a done file is complete: closed after writing, renamed into place,
-/// touched, or hard-linked in; or an entry that is whole once made (a link, a FIFO, a
-/// directory: refused when judged, but answered). A plain create of a regular file or a write
-/// is not: the writer is still at work, and reading now would judge half a signal (and spend
-/// an attempt on it).
-fn signals_a_run(kind: &EventKind, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Modify(ModifyKind::Name(RenameMode::From)) => false,
-        EventKind::Modify(ModifyKind::Name(_) | ModifyKind::Metadata(_)) => true,
-        EventKind::Create(_) => path
-            .symlink_metadata()
-            .is_ok_and(|m| m.nlink() > 1 || !m.file_type().is_file()),
-        _ => false,
-    }
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b
-        || (a.file_name() == b.file_name()
-            && a.parent().and_then(|p| p.canonicalize().ok())
-                == b.parent().and_then(|p| p.canonicalize().ok()))
 }
 
 fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: &mut Scheduler) {
@@ -675,113 +544,6 @@ fn reload(options: &Options, shared: &Shared, watches: &mut Watches, scheduler: 
                 .record(None, None, Event::Error(Problem::Config(err.to_string())));
         }
     }
-}
-
-/// The directories under watch: staging (signals), its parent (staging removed and created
-/// again) and the rules file's directory (hot reload). When polling (asked for, or because the
-/// OS refused a watch) there is no watcher: a ticker asks for a rescan at each interval, which
-/// compares inodes, sizes and nanosecond mtimes, so it misses nothing a notification would see.
-struct Watches {
-    watcher: Option<Box<dyn Watcher + Send>>,
-    rules_seen: Option<Fingerprint>,
-}
-
-impl Watches {
-    fn start(
-        options: &Options,
-        tx: Sender<Message>,
-        rules: &Rules,
-        tick_pending: &Arc<std::sync::atomic::AtomicBool>,
-    ) -> Result<Self, Error> {
-        let rules_seen = Fingerprint::of(&options.config);
-        if let Some(interval) = options.poll {
-            tracing::info!(interval = %crate::duration::format(interval), "polling the staging directory");
-            spawn_ticker(tx, interval, Arc::clone(tick_pending));
-            return Ok(Watches {
-                watcher: None,
-                rules_seen,
-            });
-        }
-        let mut dirs = vec![rules.staging.clone()];
-        for extra in [rules.staging.parent(), options.config.parent()]
-            .into_iter()
-            .flatten()
-        {
-            let extra = if extra.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                extra
-            };
-            if !dirs.iter().any(|d| d == extra) {
-                dirs.push(extra.to_path_buf());
-            }
-        }
-        let events = tx.clone();
-        let native = RecommendedWatcher::new(
-            move |event| {
-                let _ = events.send(Message::Fs(event));
-            },
-            notify::Config::default(),
-        )
-        .and_then(|mut watcher| {
-            // Staging must be watched; the others only add staging re-creation and hot reload.
-            watcher.watch(&dirs[0], RecursiveMode::NonRecursive)?;
-            for dir in &dirs[1..] {
-                if let Err(err) = watcher.watch(dir, RecursiveMode::NonRecursive) {
-                    tracing::warn!(dir = %dir.display(), %err, "cannot watch directory");
-                }
-            }
-            Ok(watcher)
-        });
-        match native {
-            Ok(watcher) => Ok(Watches {
-                watcher: Some(Box::new(watcher)),
-                rules_seen,
-            }),
-            Err(err) => {
-                tracing::warn!(%err, "the OS refused a file watch (inotify limit or a network file system?); polling every second instead");
-                spawn_ticker(tx, Duration::from_secs(1), Arc::clone(tick_pending));
-                Ok(Watches {
-                    watcher: None,
-                    rules_seen,
-                })
-            }
-        }
-    }
-
-    /// Whether the rules file changed since the last look (or the last reload).
-    fn rules_changed(&mut self, config: &Path) -> bool {
-        let now = Fingerprint::of(config);
-        now.is_some() && std::mem::replace(&mut self.rules_seen, now) != now
-    }
-
-    fn watch_staging(&mut self, staging: &Path) {
-        let Some(watcher) = self.watcher.as_mut() else {
-            return;
-        };
-        let _ = watcher.unwatch(staging);
-        if let Err(err) = watcher.watch(staging, RecursiveMode::NonRecursive) {
-            tracing::warn!(dir = %staging.display(), %err, "cannot watch the staging directory");
-        }
-    }
-}
-
-/// Asks for a rescan every `interval`, but never queues a tick while the last one is still
-/// waiting: a rescan slower than the interval must not pile up work (or delay shutdown).
-fn spawn_ticker(
-    tx: Sender<Message>,
-    interval: Duration,
-    pending: Arc<std::sync::atomic::AtomicBool>,
-) {
-    use std::sync::atomic::Ordering;
-    thread::spawn(move || {
-        loop {
-            if !pending.swap(true, Ordering::SeqCst) && tx.send(Message::Tick).is_err() {
-                return;
-            }
-            thread::sleep(interval);
-        }
-    });
 }
 
 /// Temporary files of atomic writes interrupted by a crash, in the directories only the
