@@ -310,111 +310,152 @@ impl Writer {
             .filter(|(_, value)| value.is_array() || value.is_object())
             .flat_map(|(_, value)| command_names(value))
             .collect();
-        // A `required` list makes the others warn only, if it names this file's commands; a
-        // list of anything else (tools, versions) must not make every gate optional.
-        if let Some((key, names)) = ["required", "requiredCommands", "required_gates"]
-            .iter()
-            .find_map(|key| Some((*key, top.get(*key)?.as_array()?)))
-        {
-            let names: BTreeSet<String> = names
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect();
-            if !names.is_empty() && names.iter().all(|name| commands.contains(name.as_str())) {
-                self.required = Some(names);
-            } else {
-                self.left_out.push(format!(
-                    "`{key}` {}: it does not name this file's commands, so every gate blocks",
-                    json(&names)
-                ));
-            }
-        }
+        self.required_list(top, &commands);
         for (key, value) in top {
             let key = key.as_str();
             if super::gates_json::is_comment(key) {
                 continue;
             }
-            match (key, value) {
-                ("timeout", Value::Number(_)) => {}
-                ("required" | "requiredCommands" | "required_gates", Value::Array(_)) => {}
-                ("ban_patterns", Value::Array(list)) => list.iter().for_each(|item| self.ban(item)),
-                ("coverage_rules", Value::Array(list)) => {
-                    list.iter().for_each(|item| self.coverage(item))
-                }
-                ("coverage_rules", Value::Object(map)) => self.object_rules(map),
-                ("require_run", Value::Array(list)) => {
-                    list.iter().for_each(|item| self.require_run(item))
-                }
-                ("askPaths" | "ask_paths", _) => self.left_out.push(format!(
-                    "`{key}` {}: the other runner asked a person before such an edit; validator judges the result, so add them to the `file-scope` gate's `readonly` if the worker must not change them",
-                    json(&strings(Some(value)))
-                )),
-                (_, Value::Array(_)) if READONLY_KEYS.contains(&key) => {
-                    let globs = self.globs(&format!("`{key}`"), &strings(Some(value)));
-                    self.readonly.extend(globs)
-                }
-                (_, Value::Array(_)) if DENY_KEYS.contains(&key) => {
-                    let globs = self.globs(&format!("`{key}`"), &strings(Some(value)));
-                    self.deny.extend(globs)
-                }
-                // `"gates": ["docs/adr/**", ".github/**"]`: protected paths, not commands.
-                ("gates", Value::Array(list))
-                    if !list.is_empty()
-                        && list.iter().all(|i| i.as_str().is_some_and(looks_like_path)) =>
-                {
-                    let globs = self.globs("`gates`", &strings(Some(value)));
-                    self.readonly.extend(globs);
-                    self.left_out.push("`gates` is a list of paths: they became the `file-scope` gate's `readonly` (the worker must not change them); who may approve a change to them is not carried over".into());
-                }
-                (_, Value::Array(list)) if is_command_list(list) => {
-                    self.command_list(&format!("`{}`", one_line(key)), list, Some(key))
-                }
-                (_, Value::Object(map)) if COMMAND_MAPS.contains(&key) && is_command_map(map) => {
-                    self.command_map(key, map)
-                }
-                // `"fast": {"command": ["make", "check-fast"]}`
-                (_, Value::Object(gate)) if command_of(gate).is_some() => {
-                    self.command_object(Some(key), gate)
-                }
-                (_, Value::String(command)) if names_a_command(key) && looks_like_command(command) => {
-                    self.command_text(key, command)
-                }
-                // `"frontend": ["npm ci", "npm run lint"]`: shell lines, one gate each.
-                (_, Value::Array(list)) if is_shell_lines(list) => {
-                    for line in list.iter().filter_map(Value::as_str) {
-                        self.command_text(line, line);
-                    }
-                    self.left_out.push(format!(
-                        "`{}`: its commands became gates of the one pipeline; when the other runner ran them is not carried over",
-                        one_line(key)
-                    ));
-                }
-                // `"fast": ["lint", "typecheck"]`: a subset of the gates, to run at times.
-                (_, Value::Array(list))
-                    if !list.is_empty()
-                        && list
-                            .iter()
-                            .all(|i| i.as_str().is_some_and(|n| commands.contains(n))) =>
-                {
-                    self.left_out.push(format!(
-                        "`{}` {}: a subset of the gates the other runner ran at times; validator runs the whole pipeline (write a second pipeline with these gates and pick it with `check --pipeline`)",
-                        one_line(key),
-                        json(&strings(Some(value)))
-                    ))
-                }
-                (_, Value::Null) => {}
-                (_, Value::Object(roles)) if is_role_permissions(roles) => self.left_out.push(format!(
-                    "`{}`: write permissions per role; give each worker a handoff contract with its `files_owned` (README, \"Contracts\"), or a pipeline whose `tasks` match its workers with a `file-scope` gate's `allow`",
-                    one_line(key)
-                )),
-                _ => self.left_out.push(format!(
-                    "`{}`: validator has no equivalent (it judges a worker's files and its stop, not its commands or edits as they happen)",
-                    one_line(key)
-                )),
+            let taken = self.section(key, value)
+                || self.paths(key, value)
+                || self.commands(key, value, &commands);
+            if !taken {
+                self.other(key, value);
             }
         }
         self.scope_gate();
+    }
+
+    /// A `required` list makes the others warn only, if it names this file's commands; a list
+    /// of anything else (tools, versions) must not make every gate optional.
+    fn required_list(&mut self, top: &Map<String, Value>, commands: &BTreeSet<&str>) {
+        let Some((key, names)) = ["required", "requiredCommands", "required_gates"]
+            .iter()
+            .find_map(|key| Some((*key, top.get(*key)?.as_array()?)))
+        else {
+            return;
+        };
+        let names: BTreeSet<String> = names
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        if !names.is_empty() && names.iter().all(|name| commands.contains(name.as_str())) {
+            self.required = Some(names);
+        } else {
+            self.left_out.push(format!(
+                "`{key}` {}: it does not name this file's commands, so every gate blocks",
+                json(&names)
+            ));
+        }
+    }
+
+    /// A top-level key with a meaning of its own (timeouts, bans, coverage); false if `key` is
+    /// not one.
+    fn section(&mut self, key: &str, value: &Value) -> bool {
+        match (key, value) {
+            ("timeout", Value::Number(_)) => {}
+            ("required" | "requiredCommands" | "required_gates", Value::Array(_)) => {}
+            ("ban_patterns", Value::Array(list)) => list.iter().for_each(|item| self.ban(item)),
+            ("coverage_rules", Value::Array(list)) => {
+                list.iter().for_each(|item| self.coverage(item))
+            }
+            ("coverage_rules", Value::Object(map)) => self.object_rules(map),
+            ("require_run", Value::Array(list)) => {
+                list.iter().for_each(|item| self.require_run(item))
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A top-level key that lists paths (protected, denied, asked about); false if `key` is
+    /// not one.
+    fn paths(&mut self, key: &str, value: &Value) -> bool {
+        match (key, value) {
+            ("askPaths" | "ask_paths", _) => self.left_out.push(format!(
+                "`{key}` {}: the other runner asked a person before such an edit; validator judges the result, so add them to the `file-scope` gate's `readonly` if the worker must not change them",
+                json(&strings(Some(value)))
+            )),
+            (_, Value::Array(_)) if READONLY_KEYS.contains(&key) => {
+                let globs = self.globs(&format!("`{key}`"), &strings(Some(value)));
+                self.readonly.extend(globs)
+            }
+            (_, Value::Array(_)) if DENY_KEYS.contains(&key) => {
+                let globs = self.globs(&format!("`{key}`"), &strings(Some(value)));
+                self.deny.extend(globs)
+            }
+            // `"gates": ["docs/adr/**", ".github/**"]`: protected paths, not commands.
+            ("gates", Value::Array(list))
+                if !list.is_empty()
+                    && list.iter().all(|i| i.as_str().is_some_and(looks_like_path)) =>
+            {
+                let globs = self.globs("`gates`", &strings(Some(value)));
+                self.readonly.extend(globs);
+                self.left_out.push("`gates` is a list of paths: they became the `file-scope` gate's `readonly` (the worker must not change them); who may approve a change to them is not carried over".into());
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A top-level key that holds commands, or names some of them; false if `key` does not.
+    fn commands(&mut self, key: &str, value: &Value, commands: &BTreeSet<&str>) -> bool {
+        match (key, value) {
+            (_, Value::Array(list)) if is_command_list(list) => {
+                self.command_list(&format!("`{}`", one_line(key)), list, Some(key))
+            }
+            (_, Value::Object(map)) if COMMAND_MAPS.contains(&key) && is_command_map(map) => {
+                self.command_map(key, map)
+            }
+            // `"fast": {"command": ["make", "check-fast"]}`
+            (_, Value::Object(gate)) if command_of(gate).is_some() => {
+                self.command_object(Some(key), gate)
+            }
+            (_, Value::String(command)) if names_a_command(key) && looks_like_command(command) => {
+                self.command_text(key, command)
+            }
+            // `"frontend": ["npm ci", "npm run lint"]`: shell lines, one gate each.
+            (_, Value::Array(list)) if is_shell_lines(list) => {
+                for line in list.iter().filter_map(Value::as_str) {
+                    self.command_text(line, line);
+                }
+                self.left_out.push(format!(
+                    "`{}`: its commands became gates of the one pipeline; when the other runner ran them is not carried over",
+                    one_line(key)
+                ));
+            }
+            // `"fast": ["lint", "typecheck"]`: a subset of the gates, to run at times.
+            (_, Value::Array(list))
+                if !list.is_empty()
+                    && list
+                        .iter()
+                        .all(|i| i.as_str().is_some_and(|n| commands.contains(n))) =>
+            {
+                self.left_out.push(format!(
+                    "`{}` {}: a subset of the gates the other runner ran at times; validator runs the whole pipeline (write a second pipeline with these gates and pick it with `check --pipeline`)",
+                    one_line(key),
+                    json(&strings(Some(value)))
+                ))
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A top-level key validator has no use for: listed, unless it is empty.
+    fn other(&mut self, key: &str, value: &Value) {
+        match value {
+            Value::Null => {}
+            Value::Object(roles) if is_role_permissions(roles) => self.left_out.push(format!(
+                "`{}`: write permissions per role; give each worker a handoff contract with its `files_owned` (README, \"Contracts\"), or a pipeline whose `tasks` match its workers with a `file-scope` gate's `allow`",
+                one_line(key)
+            )),
+            _ => self.left_out.push(format!(
+                "`{}`: validator has no equivalent (it judges a worker's files and its stop, not its commands or edits as they happen)",
+                one_line(key)
+            )),
+        }
     }
 
     /// `coverage_rules` as an object: `{"require_run": [{"command", "evidence"}]}`.
@@ -522,10 +563,9 @@ impl Writer {
     }
 
     fn command_object(&mut self, key: Option<&str>, gate: &Map<String, Value>) {
-        let text = |k: &str| gate.get(k).and_then(Value::as_str);
         let name = NAME_KEYS
             .iter()
-            .find_map(|k| text(k))
+            .find_map(|k| gate.get(*k).and_then(Value::as_str))
             .or(key)
             .unwrap_or("gate");
         let Some((field, command)) = command_of(gate) else {
@@ -564,49 +604,14 @@ impl Writer {
                 .push(format!("gate `{}`: an empty command", one_line(name)));
             return;
         }
-        let number = |k: &str| {
-            gate.get(k)
-                .or_else(|| nested.and_then(|inner| inner.get(k)))
-                .and_then(Value::as_u64)
-        };
-        let mut command = Command::new(name, argv);
-        command.aliases = NAME_KEYS
-            .iter()
-            .filter_map(|k| text(k))
-            .chain(key)
-            .map(str::to_owned)
-            .collect();
-        command.timeout = number("timeout")
-            .or_else(|| number("timeout_seconds"))
-            .or_else(|| number("timeoutSec"))
-            .or_else(|| number("timeoutMs").map(|ms| ms.div_ceil(1000)));
-        command.fix = match gate.get("fix") {
-            Some(Value::String(fix)) if !fix.trim().is_empty() => Some(shell(fix)),
-            Some(fix @ Value::Array(_)) => Some(strings(Some(fix))).filter(|f| !f.is_empty()),
-            _ => None,
-        };
-        command.cwd = text("cwd")
-            .or_else(|| text("dir"))
-            .filter(|d| !d.is_empty());
-        for env in [gate.get("env"), gate.get("environment")]
-            .into_iter()
-            .chain([nested.and_then(|inner| inner.get("environment"))])
-            .flatten()
-        {
-            if let Value::Object(vars) = env {
-                for (var, value) in vars {
-                    if let Some(value) = value.as_str() {
-                        command.env.push((var.clone(), value.to_owned()));
-                    }
-                }
-            }
-        }
-        command.advisory = gate.get("allowFailure") == Some(&Value::Bool(true))
-            || gate.get("blocking") == Some(&Value::Bool(false))
-            || gate.get("required") == Some(&Value::Bool(false))
-            || ["level", "severity"]
-                .iter()
-                .any(|k| text(k).is_some_and(|v| v.eq_ignore_ascii_case("warn")));
+        let command = with_settings(Command::new(name, argv), key, gate, nested);
+        self.scheduling_left_out(name, gate);
+        self.command_argv(command);
+    }
+
+    /// The keys of a command object that say when the other runner ran it, or that
+    /// validator does not read, are listed as not carried over.
+    fn scheduling_left_out(&mut self, name: &str, gate: &Map<String, Value>) {
         let scheduling: Vec<&str> = gate
             .keys()
             .map(String::as_str)
@@ -616,23 +621,23 @@ impl Writer {
                     && !["why", "doc", "rationale", "owner"].contains(k)
             })
             .collect();
-        if !scheduling.is_empty() {
-            self.left_out.push(format!(
-                "gate `{}`: {} not carried over ({})",
-                one_line(name),
-                scheduling
-                    .iter()
-                    .map(|k| format!("`{}`", one_line(k)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if scheduling.iter().all(|k| SCHEDULING_KEYS.contains(k)) {
-                    "validator runs every gate of the pipeline on each stop, in order"
-                } else {
-                    "validator judges a command by its exit status: check the gate means the same without them"
-                }
-            ));
+        if scheduling.is_empty() {
+            return;
         }
-        self.command_argv(command);
+        self.left_out.push(format!(
+            "gate `{}`: {} not carried over ({})",
+            one_line(name),
+            scheduling
+                .iter()
+                .map(|k| format!("`{}`", one_line(k)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if scheduling.iter().all(|k| SCHEDULING_KEYS.contains(k)) {
+                "validator runs every gate of the pipeline on each stop, in order"
+            } else {
+                "validator judges a command by its exit status: check the gate means the same without them"
+            }
+        ));
     }
 
     fn command_argv(&mut self, command: Command<'_>) {
@@ -1003,6 +1008,61 @@ impl Writer {
             summary,
         }
     }
+}
+
+/// A command object's settings besides its command: the names it goes by, its timeout, fix,
+/// directory and environment (its own, or its nested command's), and whether the other runner
+/// let it fail.
+fn with_settings<'a>(
+    mut command: Command<'a>,
+    key: Option<&'a str>,
+    gate: &'a Map<String, Value>,
+    nested: Option<&Map<String, Value>>,
+) -> Command<'a> {
+    let text = |k: &str| gate.get(k).and_then(Value::as_str);
+    let number = |k: &str| {
+        gate.get(k)
+            .or_else(|| nested.and_then(|inner| inner.get(k)))
+            .and_then(Value::as_u64)
+    };
+    command.aliases = NAME_KEYS
+        .iter()
+        .filter_map(|k| text(k))
+        .chain(key)
+        .map(str::to_owned)
+        .collect();
+    command.timeout = number("timeout")
+        .or_else(|| number("timeout_seconds"))
+        .or_else(|| number("timeoutSec"))
+        .or_else(|| number("timeoutMs").map(|ms| ms.div_ceil(1000)));
+    command.fix = match gate.get("fix") {
+        Some(Value::String(fix)) if !fix.trim().is_empty() => Some(shell(fix)),
+        Some(fix @ Value::Array(_)) => Some(strings(Some(fix))).filter(|f| !f.is_empty()),
+        _ => None,
+    };
+    command.cwd = text("cwd")
+        .or_else(|| text("dir"))
+        .filter(|d| !d.is_empty());
+    for env in [gate.get("env"), gate.get("environment")]
+        .into_iter()
+        .chain([nested.and_then(|inner| inner.get("environment"))])
+        .flatten()
+    {
+        if let Value::Object(vars) = env {
+            for (var, value) in vars {
+                if let Some(value) = value.as_str() {
+                    command.env.push((var.clone(), value.to_owned()));
+                }
+            }
+        }
+    }
+    command.advisory = gate.get("allowFailure") == Some(&Value::Bool(true))
+        || gate.get("blocking") == Some(&Value::Bool(false))
+        || gate.get("required") == Some(&Value::Bool(false))
+        || ["level", "severity"]
+            .iter()
+            .any(|k| text(k).is_some_and(|v| v.eq_ignore_ascii_case("warn")));
+    command
 }
 
 /// A command as a map may hold it: a one-line shell string or an argv list.

@@ -9,8 +9,13 @@
 //! for where it lands.
 
 use std::fmt::Write;
+use std::io;
 
 use anstyle::{AnsiColor, Style};
+use quick_xml::escape::escape;
+use quick_xml::events::attributes::Attribute;
+use quick_xml::events::{BytesDecl, BytesText, Event};
+use quick_xml::name::QName;
 
 use super::{Decision, Finding, GateOutcome, GateReport, Verdict};
 use crate::text::{each_line, one_line};
@@ -233,106 +238,173 @@ fn routed_on<'v>(verdict: &'v Verdict, gate: &GateReport) -> Option<&'v str> {
 /// fails (or errs) exactly when the run's decision is not PASS, so a CI report agrees with the
 /// exit code. A gate whose failure was routed on is a passing testcase carrying its warning.
 pub fn junit(verdict: &Verdict) -> String {
-    let pipeline = xml(&verdict.pipeline);
-    let (mut failures, mut errors, mut skipped) = (0, 0, 0);
-    let mut cases = String::new();
-    for gate in &verdict.gates {
-        let _ = write!(
-            cases,
-            "  <testcase classname=\"validator.{pipeline}.{}\" name=\"{}\" time=\"{}\"",
-            xml(&gate.rule),
-            xml(&gate.name),
-            seconds(gate.duration_ms)
-        );
-        match (gate.outcome, routed_on(verdict, gate)) {
-            (GateOutcome::Fail, Some(warning)) => {
-                let body = format!("warning: {warning}\n{}", gate_details(gate));
-                let _ = writeln!(
-                    cases,
-                    ">\n    <system-out>{}</system-out>\n  </testcase>",
-                    xml(&body)
-                );
-            }
-            (outcome @ (GateOutcome::Fail | GateOutcome::Error), None) => {
-                let element = if outcome == GateOutcome::Fail {
-                    failures += 1;
-                    "failure"
-                } else {
-                    errors += 1;
-                    "error"
-                };
-                let _ = writeln!(
-                    cases,
-                    ">\n    <{element} message=\"{}\">{}</{element}>\n  </testcase>",
-                    xml(&gate.summary),
-                    xml(&gate_details(gate))
-                );
-            }
-            (GateOutcome::Skipped, _) => {
-                skipped += 1;
-                let why = match gate.summary.as_str() {
-                    "" => "not reached",
-                    summary => summary,
-                };
-                let _ = writeln!(
-                    cases,
-                    ">\n    <skipped message=\"{}\"/>\n  </testcase>",
-                    xml(why)
-                );
-            }
-            _ => {
-                let _ = writeln!(cases, "/>");
-            }
-        }
-    }
-
+    let cases: Vec<Case<'_>> = verdict
+        .gates
+        .iter()
+        .map(|gate| Case::of(verdict, gate))
+        .collect();
     // The decision itself: a broken done signal, the loop guard, the budget or on_pass: BLOCK
-    // decide a run without any gate failing. It takes no time of its own (the suite's time is
-    // the run's).
-    let _ = write!(
-        cases,
-        "  <testcase classname=\"validator.{pipeline}\" name=\"verdict\" time=\"0.000\""
-    );
-    let element = match verdict.verdict {
+    // decide a run without any gate failing.
+    let decision = match verdict.verdict {
         Decision::Pass => None,
-        Decision::Error => {
-            errors += 1;
-            Some("error")
-        }
-        Decision::Fail | Decision::Blocked | Decision::Escalated => {
-            failures += 1;
-            Some("failure")
-        }
+        Decision::Error => Some("error"),
+        Decision::Fail | Decision::Blocked | Decision::Escalated => Some("failure"),
     };
-    match element {
-        Some(element) => {
-            let mut body = String::new();
-            for reason in &verdict.reasons {
-                let _ = writeln!(body, "{reason}");
+    let count = |element: &str| {
+        let gates = cases.iter().filter(|case| **case == Case::Failed(element));
+        gates.count() + usize::from(decision == Some(element))
+    };
+    let skipped = cases
+        .iter()
+        .filter(|case| matches!(case, Case::Skipped(_)))
+        .count();
+    let counts = [
+        ("tests", verdict.gates.len() + 1),
+        ("failures", count("failure")),
+        ("errors", count("error")),
+        ("skipped", skipped),
+    ]
+    .map(|(key, n)| (key, n.to_string()));
+    let mut out = Xml::new_with_indent(Vec::new(), b' ', 2);
+    // Writing to memory cannot fail.
+    let _ = out.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    let _ = out
+        .create_element("testsuite")
+        .with_attribute(attribute(
+            "name",
+            &format!("validator.{}", verdict.pipeline),
+        ))
+        .with_attributes(counts.iter().map(|(key, n)| attribute(key, n)))
+        .with_attribute(attribute("time", &seconds(verdict.duration_ms)))
+        .write_inner_content(|out| {
+            for (gate, case) in verdict.gates.iter().zip(&cases) {
+                gate_case(out, verdict, gate, case)?;
             }
-            let _ = writeln!(
-                cases,
-                ">\n    <{element} message=\"{}\" type=\"{}\">{}</{element}>\n  </testcase>",
-                verdict.verdict,
-                verdict.verdict,
-                xml(&body)
-            );
-        }
-        None => {
-            let _ = writeln!(cases, "/>");
+            verdict_case(out, verdict, decision)
+        });
+    let mut xml = String::from_utf8_lossy(&out.into_inner()).into_owned();
+    xml.push('\n');
+    xml
+}
+
+type Xml = quick_xml::Writer<Vec<u8>>;
+
+/// What a gate's testcase holds.
+#[derive(Debug, PartialEq, Eq)]
+enum Case<'v> {
+    Passed,
+    /// A failure the run routed on, with the warning it was recorded under.
+    RoutedOn(&'v str),
+    /// `failure` or `error`.
+    Failed(&'v str),
+    /// Why the gate was not run.
+    Skipped(&'v str),
+}
+
+impl<'v> Case<'v> {
+    fn of(verdict: &'v Verdict, gate: &'v GateReport) -> Self {
+        match (gate.outcome, routed_on(verdict, gate)) {
+            (GateOutcome::Fail, Some(warning)) => Case::RoutedOn(warning),
+            (GateOutcome::Fail, None) => Case::Failed("failure"),
+            (GateOutcome::Error, _) => Case::Failed("error"),
+            (GateOutcome::Skipped, _) => Case::Skipped(match gate.summary.as_str() {
+                "" => "not reached",
+                summary => summary,
+            }),
+            _ => Case::Passed,
         }
     }
+}
 
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuite name=\"validator.{pipeline}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{}\">",
-        verdict.gates.len() + 1,
-        seconds(verdict.duration_ms)
-    );
-    out.push_str(&cases);
-    out.push_str("</testsuite>\n");
-    out
+fn gate_case(
+    out: &mut Xml,
+    verdict: &Verdict,
+    gate: &GateReport,
+    case: &Case<'_>,
+) -> io::Result<()> {
+    let classname = format!("validator.{}.{}", verdict.pipeline, gate.rule);
+    let testcase = out.create_element("testcase").with_attributes([
+        attribute("classname", &classname),
+        attribute("name", &gate.name),
+        attribute("time", &seconds(gate.duration_ms)),
+    ]);
+    match case {
+        Case::Passed => testcase.write_empty(),
+        Case::RoutedOn(warning) => testcase.write_inner_content(|out| {
+            let body = format!("warning: {warning}\n{}", gate_details(gate));
+            element(out, "system-out", &[], Some(&body))
+        }),
+        Case::Failed(name) => testcase.write_inner_content(|out| {
+            let message = [("message", gate.summary.as_str())];
+            element(out, name, &message, Some(&gate_details(gate)))
+        }),
+        Case::Skipped(why) => {
+            testcase.write_inner_content(|out| element(out, "skipped", &[("message", why)], None))
+        }
+    }
+    .map(drop)
+}
+
+/// The testcase of the decision. It takes no time of its own (the suite's time is the run's).
+fn verdict_case(out: &mut Xml, verdict: &Verdict, decision: Option<&str>) -> io::Result<()> {
+    let testcase = out.create_element("testcase").with_attributes([
+        attribute("classname", &format!("validator.{}", verdict.pipeline)),
+        attribute("name", "verdict"),
+        attribute("time", "0.000"),
+    ]);
+    let Some(name) = decision else {
+        return testcase.write_empty().map(drop);
+    };
+    let decided = verdict.verdict.to_string();
+    let reasons: String = verdict.reasons.iter().map(|r| format!("{r}\n")).collect();
+    testcase
+        .write_inner_content(|out| {
+            let attributes = [("message", decided.as_str()), ("type", decided.as_str())];
+            element(out, name, &attributes, Some(&reasons))
+        })
+        .map(drop)
+}
+
+/// `<name attributes…>body</name>`, or `<name attributes…/>` without a body.
+fn element(
+    out: &mut Xml,
+    name: &str,
+    attributes: &[(&str, &str)],
+    body: Option<&str>,
+) -> io::Result<()> {
+    let element = out
+        .create_element(name)
+        .with_attributes(attributes.iter().map(|(key, value)| attribute(key, value)));
+    match body {
+        Some(body) => element.write_text_content(BytesText::new(&xml_text(body))),
+        None => element.write_empty(),
+    }
+    .map(drop)
+}
+
+/// An attribute as [`xml_text`], escaped by quick-xml as text is. (Its attribute escaping
+/// would write a line break as `&#10;`, which a reader keeps; this report has always written
+/// it raw, which a reader takes for a space.)
+fn attribute<'a>(key: &'a str, value: &str) -> Attribute<'a> {
+    Attribute {
+        key: QName(key),
+        value: escape(xml_text(value)),
+    }
+}
+
+/// Text for XML, before quick-xml escapes it: on its lines as [`each_line`] keeps them (XML 1.0
+/// cannot hold most C0 controls; a JUnit viewer would render C1 and bidirectional ones),
+/// without the noncharacters XML 1.0 forbids.
+fn xml_text(text: &str) -> String {
+    each_line(text).chars().filter(|&c| xml_holds(c)).collect()
+}
+
+/// Whether XML 1.0 can hold `c` (its `Char`, but for surrogates, which no `char` is).
+fn xml_holds(c: char) -> bool {
+    !matches!(
+        c,
+        '\0'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}'
+    )
 }
 
 fn seconds(ms: u64) -> String {
@@ -349,27 +421,6 @@ fn gate_details(gate: &GateReport) -> String {
         let _ = writeln!(body, "{tail}");
     }
     body
-}
-
-/// Text for XML: on its lines as [`each_line`] keeps them (XML 1.0 cannot hold most C0
-/// controls; a JUnit viewer would render C1 and bidirectional ones), escaped, without the
-/// noncharacters XML 1.0 forbids.
-fn xml(text: &str) -> String {
-    let text = each_line(text);
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// GitHub Actions workflow commands: an annotation per finding (or per failing gate without
@@ -636,11 +687,31 @@ mod tests {
     const INJECTED: &str = "x\n::error file=a,line=1::forged\r\n::add-mask::validator\n";
 
     #[test]
-    fn xml_escapes_markup_and_drops_control_characters() {
-        assert_eq!(
-            xml("<a & \"b\">\u{1b}[0m"),
-            "&lt;a &amp; &quot;b&quot;&gt;[0m"
+    fn junit_escapes_markup_and_drops_what_xml_cannot_hold() {
+        let mut failing = gate("<a & \"b\">\u{1b}[0m", GateOutcome::Fail, "");
+        // C0 controls, DEL and C1 become spaces, ESC and the noncharacters U+FFFE and U+FFFF
+        // go; line breaks of every kind are `\n`, in attributes too (where a reader takes
+        // them for spaces).
+        failing.summary = "a\u{0}b\u{7}c\u{1b}[0md\u{7f}e\u{9b}f\u{fffe}g\u{ffff}h\r\ni".into();
+        failing.output_tail = Some("x\ty\r\nz\u{b}w\u{85}v\u{2028}u\ru&<\"'>\u{1f}".into());
+        let out = junit(&verdict(Decision::Fail, vec![failing], &["r\u{c}\u{0}s"]));
+        let case = case(&out, "&lt;a &amp; &quot;b&quot;&gt;[0m");
+        assert!(
+            case.contains(
+                "<failure message=\"a b c[0md e fgh\ni\">x y\nz\nw\nv\nu\nu&amp;&lt;&quot;&apos;&gt; \n</failure>"
+            ),
+            "{out}"
         );
+        assert!(out.contains(">r\n s\n</failure>"), "{out}");
+        assert!(out.chars().all(xml_holds), "{out:?}");
+        let mut reader = quick_xml::Reader::from_str(&out);
+        loop {
+            match reader.read_event() {
+                Ok(quick_xml::events::Event::Eof) => break,
+                Ok(_) => {}
+                Err(err) => panic!("{err}: {out}"),
+            }
+        }
     }
 
     #[test]
@@ -879,5 +950,58 @@ mod tests {
         assert_eq!(attribute(&out, "failures"), "1", "{out}");
         assert_eq!(attribute(&out, "errors"), "2", "{out}");
         assert_eq!(out.matches("<testcase ").count(), 4, "{out}");
+    }
+
+    #[test]
+    fn junit_writes_each_kind_of_testcase_in_one_layout() {
+        let mut routed = gate("soft", GateOutcome::Fail, "1 finding");
+        routed.findings = vec![Finding {
+            line: Some(3),
+            ..Finding::in_file("src/a.rs", "unused <T>")
+        }];
+        let mut failing = gate("tests", GateOutcome::Fail, "2 failed");
+        failing.rule = "test".into();
+        failing.output_tail = Some("FAILED a::b\nFAILED a::c".into());
+        let mut v = verdict(
+            Decision::Fail,
+            vec![
+                gate("fmt", GateOutcome::Pass, "clean"),
+                routed,
+                failing,
+                gate("review", GateOutcome::Error, "reviewer timed out"),
+                gate("cached", GateOutcome::Cached, "cached"),
+                gate("later", GateOutcome::Skipped, ""),
+            ],
+            &["tests: 2 failed", "review: reviewer timed out"],
+        );
+        v.warnings = vec!["soft: 1 finding".into()];
+        let expected = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="validator.p" tests="7" failures="2" errors="1" skipped="1" time="0.010">
+  <testcase classname="validator.p.lint" name="fmt" time="0.005"/>
+  <testcase classname="validator.p.lint" name="soft" time="0.005">
+    <system-out>warning: soft: 1 finding
+src/a.rs:3: unused &lt;T&gt;
+</system-out>
+  </testcase>
+  <testcase classname="validator.p.test" name="tests" time="0.005">
+    <failure message="2 failed">FAILED a::b
+FAILED a::c
+</failure>
+  </testcase>
+  <testcase classname="validator.p.lint" name="review" time="0.005">
+    <error message="reviewer timed out"></error>
+  </testcase>
+  <testcase classname="validator.p.lint" name="cached" time="0.005"/>
+  <testcase classname="validator.p.lint" name="later" time="0.005">
+    <skipped message="not reached"/>
+  </testcase>
+  <testcase classname="validator.p" name="verdict" time="0.000">
+    <failure message="FAIL" type="FAIL">tests: 2 failed
+review: reviewer timed out
+</failure>
+  </testcase>
+</testsuite>
+"#;
+        assert_eq!(junit(&v), expected);
     }
 }

@@ -48,104 +48,6 @@ pub fn check_flow_depth(text: &[u8]) -> Result<(), TooDeep> {
     if text.iter().filter(|&&b| b == b'[' || b == b'{').count() <= MAX_FLOW_DEPTH {
         return Ok(());
     }
-    // Readings: where the parser may be, and the deepest flow level each may be at.
-    const OUT: usize = 0; // outside quotes, comments and tags
-    const SINGLE: usize = 1; // in a '…' scalar
-    const SINGLE_END: usize = 2; // just after a ' in a '…' scalar: '' or the end
-    const DOUBLE: usize = 3; // in a "…" scalar
-    const DOUBLE_ESCAPE: usize = 4; // just after a \ in a "…" scalar
-    const COMMENT: usize = 5; // in a # comment
-    const TAG: usize = 6; // in a !tag
-    const PLAIN: usize = 7; // outside every collection, in a plain or block scalar
-    const MODES: usize = 8;
-    type Readings = [Option<usize>; MODES];
-
-    /// What came before the byte being read.
-    struct Before {
-        /// The previous byte.
-        prev: Option<u8>,
-        /// The last byte that is not a space, tab or line break.
-        last_solid: Option<u8>,
-        /// Whether spaces or line breaks follow `last_solid`.
-        spaced: bool,
-    }
-    impl Before {
-        /// A quote, comment or tag can start here: after a space or a line break (also NEL,
-        /// LS, PS, and a BOM: any non-ASCII byte counts), an indicator or a closing quote.
-        fn boundary(&self) -> bool {
-            self.prev
-                .is_none_or(|p| p <= b' ' || p >= 0x80 || b"[]{},?:'\"".contains(&p))
-        }
-        /// A quote here starts one unless the parser is outside every flow collection (in a
-        /// plain scalar `a: x, 'y`, or a block scalar): no plain scalar in a collection holds
-        /// `[`, `{`, `,`, `]`, `}` or `: `.
-        fn quote_starts(&self) -> bool {
-            match self.last_solid {
-                None => true,
-                Some(b'[' | b'{' | b',' | b']' | b'}') => true,
-                Some(b':') => self.spaced,
-                Some(_) => false,
-            }
-        }
-        /// Likewise for a `#`, which in a collection starts a comment after a space.
-        fn comment_starts(&self) -> bool {
-            self.prev.is_none_or(|p| {
-                matches!(
-                    p,
-                    b' ' | b'\t' | b'\r' | b'\n' | b'[' | b'{' | b',' | b']' | b'}'
-                )
-            })
-        }
-    }
-
-    fn put(next: &mut Readings, mode: usize, depth: usize) {
-        next[mode] = next[mode].max(Some(depth));
-    }
-    /// One byte read outside quotes, comments and tags, by a reading at `depth`.
-    fn outside(next: &mut Readings, depth: usize, byte: u8, before: &Before) {
-        let boundary = before.boundary();
-        match byte {
-            b'[' | b'{' => put(next, OUT, depth + 1),
-            b']' | b'}' => put(next, OUT, depth.saturating_sub(1)),
-            // Not a quote or comment here only in a scalar outside every collection.
-            b'\'' | b'"' if boundary && before.quote_starts() => put(next, PLAIN, 0),
-            b'#' if before.comment_starts() => put(next, PLAIN, 0),
-            _ => put(next, OUT, depth),
-        }
-        if boundary {
-            match byte {
-                b'\'' => put(next, SINGLE, depth),
-                b'"' => put(next, DOUBLE, depth),
-                b'#' => put(next, COMMENT, depth),
-                b'!' => put(next, TAG, depth),
-                _ => {}
-            }
-        }
-    }
-    /// Bytes that may continue a tag (a URI), also `<`, `>` of a verbatim `!<…>`, and `#`
-    /// (which would be an error).
-    fn is_tag_byte(byte: u8) -> bool {
-        byte.is_ascii_alphanumeric() || b"-_;/?:@&=+$.%!~*'()<>#".contains(&byte)
-    }
-
-    /// The bytes that change no reading but those just after a `'` or `\` in a quote, or in a
-    /// tag.
-    const QUIET: [bool; 256] = {
-        let mut quiet = [false; 256];
-        let mut byte = 0;
-        while byte < 0x80 {
-            quiet[byte] = true;
-            byte += 1;
-        }
-        let mut i = 0;
-        let loud = b"[]{}'\"#!\\:,\r\n";
-        while i < loud.len() {
-            quiet[loud[i] as usize] = false;
-            i += 1;
-        }
-        quiet
-    };
-
     let mut readings: Readings = [None; MODES];
     readings[OUT] = Some(0);
     let mut before = Before {
@@ -156,82 +58,189 @@ pub fn check_flow_depth(text: &[u8]) -> Result<(), TooDeep> {
     let mut line = 1;
     for &byte in text {
         // Most bytes change no reading: skip the work for them.
-        if QUIET[usize::from(byte)]
+        let quiet = QUIET[usize::from(byte)]
             && readings[SINGLE_END].is_none()
             && readings[DOUBLE_ESCAPE].is_none()
-            && readings[TAG].is_none()
-        {
-            before.prev = Some(byte);
-            if byte == b' ' || byte == b'\t' {
-                before.spaced = true;
-            } else {
-                before.last_solid = Some(byte);
-                before.spaced = false;
+            && readings[TAG].is_none();
+        if !quiet {
+            if byte == b'\n' {
+                line += 1;
             }
-            continue;
-        }
-        if byte == b'\n' {
-            line += 1;
-        }
-        let mut next: Readings = [None; MODES];
-        for (mode, depth) in readings.iter().enumerate() {
-            let Some(depth) = *depth else { continue };
-            match mode {
-                OUT => outside(&mut next, depth, byte, &before),
-                SINGLE if byte == b'\'' => put(&mut next, SINGLE_END, depth),
-                SINGLE => put(&mut next, SINGLE, depth),
-                // '' is a quote inside the scalar; anything else follows its end.
-                SINGLE_END if byte == b'\'' => put(&mut next, SINGLE, depth),
-                SINGLE_END => outside(&mut next, depth, byte, &before),
-                DOUBLE => match byte {
-                    b'\\' => put(&mut next, DOUBLE_ESCAPE, depth),
-                    b'"' => put(&mut next, OUT, depth),
-                    _ => put(&mut next, DOUBLE, depth),
-                },
-                DOUBLE_ESCAPE => put(&mut next, DOUBLE, depth),
-                COMMENT => match byte {
-                    b'\n' | b'\r' => put(&mut next, OUT, depth),
-                    // Maybe part of a NEL, LS or PS line break.
-                    0x80.. => {
-                        put(&mut next, COMMENT, depth);
-                        put(&mut next, OUT, depth);
-                    }
-                    _ => put(&mut next, COMMENT, depth),
-                },
-                // Such a scalar may end at a line break, `: ` or ` #`; until then nothing in it
-                // counts. (Line breaks also end a directive and continue a block scalar.)
-                PLAIN => {
-                    put(&mut next, PLAIN, 0);
-                    match byte {
-                        b'\n' | b'\r' | b':' | 0x80.. => put(&mut next, OUT, 0),
-                        b'#' if before.comment_starts() => put(&mut next, COMMENT, 0),
-                        _ => {}
-                    }
-                }
-                _ => {
-                    // TAG: `,`, `[`, `]` may belong to it or end it.
-                    if is_tag_byte(byte) || matches!(byte, b',' | b'[' | b']') {
-                        put(&mut next, TAG, depth);
-                    }
-                    if !is_tag_byte(byte) {
-                        outside(&mut next, depth, byte, &before);
-                    }
-                }
+            readings = step(&readings, byte, &before);
+            if readings
+                .iter()
+                .flatten()
+                .any(|&depth| depth > MAX_FLOW_DEPTH)
+            {
+                return Err(TooDeep { line });
             }
         }
-        if next.iter().flatten().any(|&depth| depth > MAX_FLOW_DEPTH) {
-            return Err(TooDeep { line });
-        }
-        readings = next;
-        before.prev = Some(byte);
-        if matches!(byte, b' ' | b'\t' | b'\r' | b'\n') {
-            before.spaced = true;
-        } else {
-            before.last_solid = Some(byte);
-            before.spaced = false;
-        }
+        before.read(byte);
     }
     Ok(())
+}
+
+// The modes of a reading: where the parser may be.
+const OUT: usize = 0; // outside quotes, comments and tags
+const SINGLE: usize = 1; // in a '…' scalar
+const SINGLE_END: usize = 2; // just after a ' in a '…' scalar: '' or the end
+const DOUBLE: usize = 3; // in a "…" scalar
+const DOUBLE_ESCAPE: usize = 4; // just after a \ in a "…" scalar
+const COMMENT: usize = 5; // in a # comment
+const TAG: usize = 6; // in a !tag
+const PLAIN: usize = 7; // outside every collection, in a plain or block scalar
+const MODES: usize = 8;
+/// The readings: for each mode, the deepest flow level a reading in it may be at.
+type Readings = [Option<usize>; MODES];
+
+/// The bytes that change no reading but those just after a `'` or `\` in a quote, or in a
+/// tag.
+const QUIET: [bool; 256] = {
+    let mut quiet = [false; 256];
+    let mut byte = 0;
+    while byte < 0x80 {
+        quiet[byte] = true;
+        byte += 1;
+    }
+    let mut i = 0;
+    let loud = b"[]{}'\"#!\\:,\r\n";
+    while i < loud.len() {
+        quiet[loud[i] as usize] = false;
+        i += 1;
+    }
+    quiet
+};
+
+/// What came before the byte being read.
+struct Before {
+    /// The previous byte.
+    prev: Option<u8>,
+    /// The last byte that is not a space, tab or line break.
+    last_solid: Option<u8>,
+    /// Whether spaces or line breaks follow `last_solid`.
+    spaced: bool,
+}
+
+impl Before {
+    /// `byte` has been read.
+    fn read(&mut self, byte: u8) {
+        self.prev = Some(byte);
+        if matches!(byte, b' ' | b'\t' | b'\r' | b'\n') {
+            self.spaced = true;
+        } else {
+            self.last_solid = Some(byte);
+            self.spaced = false;
+        }
+    }
+    /// A quote, comment or tag can start here: after a space or a line break (also NEL,
+    /// LS, PS, and a BOM: any non-ASCII byte counts), an indicator or a closing quote.
+    fn boundary(&self) -> bool {
+        self.prev
+            .is_none_or(|p| p <= b' ' || p >= 0x80 || b"[]{},?:'\"".contains(&p))
+    }
+    /// A quote here starts one unless the parser is outside every flow collection (in a
+    /// plain scalar `a: x, 'y`, or a block scalar): no plain scalar in a collection holds
+    /// `[`, `{`, `,`, `]`, `}` or `: `.
+    fn quote_starts(&self) -> bool {
+        match self.last_solid {
+            None => true,
+            Some(b'[' | b'{' | b',' | b']' | b'}') => true,
+            Some(b':') => self.spaced,
+            Some(_) => false,
+        }
+    }
+    /// Likewise for a `#`, which in a collection starts a comment after a space.
+    fn comment_starts(&self) -> bool {
+        self.prev.is_none_or(|p| {
+            matches!(
+                p,
+                b' ' | b'\t' | b'\r' | b'\n' | b'[' | b'{' | b',' | b']' | b'}'
+            )
+        })
+    }
+}
+
+/// The readings after `byte`, from those before it.
+fn step(readings: &Readings, byte: u8, before: &Before) -> Readings {
+    let mut next: Readings = [None; MODES];
+    for (mode, depth) in readings.iter().enumerate() {
+        let Some(depth) = *depth else { continue };
+        match mode {
+            OUT => outside(&mut next, depth, byte, before),
+            SINGLE if byte == b'\'' => put(&mut next, SINGLE_END, depth),
+            SINGLE => put(&mut next, SINGLE, depth),
+            // '' is a quote inside the scalar; anything else follows its end.
+            SINGLE_END if byte == b'\'' => put(&mut next, SINGLE, depth),
+            SINGLE_END => outside(&mut next, depth, byte, before),
+            DOUBLE => match byte {
+                b'\\' => put(&mut next, DOUBLE_ESCAPE, depth),
+                b'"' => put(&mut next, OUT, depth),
+                _ => put(&mut next, DOUBLE, depth),
+            },
+            DOUBLE_ESCAPE => put(&mut next, DOUBLE, depth),
+            COMMENT => match byte {
+                b'\n' | b'\r' => put(&mut next, OUT, depth),
+                // Maybe part of a NEL, LS or PS line break.
+                0x80.. => {
+                    put(&mut next, COMMENT, depth);
+                    put(&mut next, OUT, depth);
+                }
+                _ => put(&mut next, COMMENT, depth),
+            },
+            // Such a scalar may end at a line break, `: ` or ` #`; until then nothing in it
+            // counts. (Line breaks also end a directive and continue a block scalar.)
+            PLAIN => {
+                put(&mut next, PLAIN, 0);
+                match byte {
+                    b'\n' | b'\r' | b':' | 0x80.. => put(&mut next, OUT, 0),
+                    b'#' if before.comment_starts() => put(&mut next, COMMENT, 0),
+                    _ => {}
+                }
+            }
+            _ => {
+                // TAG: `,`, `[`, `]` may belong to it or end it.
+                if is_tag_byte(byte) || matches!(byte, b',' | b'[' | b']') {
+                    put(&mut next, TAG, depth);
+                }
+                if !is_tag_byte(byte) {
+                    outside(&mut next, depth, byte, before);
+                }
+            }
+        }
+    }
+    next
+}
+
+fn put(next: &mut Readings, mode: usize, depth: usize) {
+    next[mode] = next[mode].max(Some(depth));
+}
+
+/// One byte read outside quotes, comments and tags, by a reading at `depth`.
+fn outside(next: &mut Readings, depth: usize, byte: u8, before: &Before) {
+    let boundary = before.boundary();
+    match byte {
+        b'[' | b'{' => put(next, OUT, depth + 1),
+        b']' | b'}' => put(next, OUT, depth.saturating_sub(1)),
+        // Not a quote or comment here only in a scalar outside every collection.
+        b'\'' | b'"' if boundary && before.quote_starts() => put(next, PLAIN, 0),
+        b'#' if before.comment_starts() => put(next, PLAIN, 0),
+        _ => put(next, OUT, depth),
+    }
+    if boundary {
+        match byte {
+            b'\'' => put(next, SINGLE, depth),
+            b'"' => put(next, DOUBLE, depth),
+            b'#' => put(next, COMMENT, depth),
+            b'!' => put(next, TAG, depth),
+            _ => {}
+        }
+    }
+}
+
+/// Bytes that may continue a tag (a URI), also `<`, `>` of a verbatim `!<…>`, and `#`
+/// (which would be an error).
+fn is_tag_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-_;/?:@&=+$.%!~*'()<>#".contains(&byte)
 }
 
 #[cfg(test)]

@@ -2,6 +2,14 @@
 //! gate that does not exist, a gate with no command). serde_json keeps no positions once it has
 //! built a value, so this walks the text the way the parser did. It is only given text serde_json
 //! has already accepted, and it never recurses, so no input can make it loop or overflow.
+//!
+//! JSON is YAML flow syntax, but the YAML locator ([`crate::yaml::locate`]) cannot stand in for
+//! this one: its parser ends a line at a lone CR, NEL, LS or PS, where serde_json (whose own
+//! errors give the file's other positions) ends one only at LF, so a raw U+2028 in a string
+//! moves every later line by one; and it refuses text serde_json accepts (a raw DEL or C1
+//! control in a string, a `\ud83d\ude00` escape, a key longer than 1024 characters or whose
+//! `:` is on the next line, a tab before the document), which would leave an error there with
+//! no position at all.
 
 use std::borrow::Cow;
 
@@ -213,6 +221,30 @@ mod tests {
         assert_eq!(
             locate(DOC, &[Step::Key("gates"), Step::Index(0)], false),
             None
+        );
+    }
+
+    #[test]
+    fn lines_end_at_lf_only_as_serde_json_counts_them() {
+        let item = [
+            Step::Key("hooks"),
+            Step::Key("Stop"),
+            Step::Key("gates"),
+            Step::Index(1),
+        ];
+        // What a YAML parser would place a line lower, or refuse.
+        for before in ["\u{2028}", "\u{85}", "\u{7f}", "\\ud83d\\ude00"] {
+            let doc = DOC.replace("x }", &format!("x {before} }}"));
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&doc).is_ok(),
+                "{doc}"
+            );
+            assert_eq!(locate(&doc, &item, false), Some((8, 39)), "{doc:?}");
+        }
+        // Lines that end at a lone CR are one line.
+        assert_eq!(
+            locate(&DOC.replace('\n', "\r"), &item, false),
+            Some((1, 159))
         );
     }
 }
