@@ -2,8 +2,14 @@
 //! area, in one test binary (one link on a two-core machine, not twenty). `common` holds the
 //! shared helpers; `reliability` is the reliability suite, whose long runs are `#[ignore]`d.
 
-// Tests and benchmarks unwrap, expect and panic: a failed one is how they say so.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests and benchmarks unwrap, expect and panic: a failed one is how they say so. A table of
+// cases may run long: a test is read top to bottom, not cut into steps.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::too_many_lines
+)]
 
 mod common;
 mod reliability;

@@ -130,35 +130,7 @@ impl Scanner {
     fn line(&mut self, line: &str) {
         let trimmed = line.trim_start();
         let indented = trimmed.len() != line.len();
-        // A header's location: ` --> file:line:col` (rustc, ruff) or `┌─ file:line:col`.
-        if let Some(location) = trimmed
-            .strip_prefix("--> ")
-            .or_else(|| trimmed.strip_prefix("┌─ "))
-        {
-            if let (Some(header), Some(found)) =
-                (self.header.take(), framed_location(location.trim()))
-            {
-                let finding = Finding {
-                    message: header.message,
-                    ..found
-                }
-                .with_severity(header.severity.as_deref())
-                .with_rule(header.rule.as_deref());
-                self.block = Some(self.found.len());
-                self.push(finding);
-                self.block_open = true;
-            }
-            return;
-        }
-        self.header = None;
-        if let Some(rule) = block_note(trimmed) {
-            if let Some(index) = self.block {
-                if let Some(finding) = self.found.get_mut(index) {
-                    if finding.rule.is_none() {
-                        finding.rule = Some(rule);
-                    }
-                }
-            }
+        if self.block_line(trimmed) {
             return;
         }
         if self.explains(line, trimmed) {
@@ -215,18 +187,57 @@ impl Scanner {
             self.list_file = Some(heading.to_owned());
             return;
         }
-        // pyright puts its rule at the end of a message's last continuation line.
         if indented {
-            if let Some(last) = self.found.last_mut().filter(|f| f.rule.is_none()) {
-                if let Some(rule) = trimmed
-                    .strip_suffix(')')
-                    .and_then(|t| t.rsplit_once(" ("))
-                    .map(|(_, rule)| rule)
-                    .filter(|rule| rule.starts_with("report") && !rule.contains(' '))
-                {
-                    last.rule = Some(rule.to_owned());
+            self.trailing_rule(trimmed);
+        }
+    }
+
+    /// A block's location line or its note, read into the block: whether `trimmed` was one.
+    fn block_line(&mut self, trimmed: &str) -> bool {
+        // A header's location: ` --> file:line:col` (rustc, ruff) or `┌─ file:line:col`.
+        if let Some(location) = trimmed
+            .strip_prefix("--> ")
+            .or_else(|| trimmed.strip_prefix("┌─ "))
+        {
+            if let (Some(header), Some(found)) =
+                (self.header.take(), framed_location(location.trim()))
+            {
+                let finding = Finding {
+                    message: header.message,
+                    ..found
                 }
+                .with_severity(header.severity.as_deref())
+                .with_rule(header.rule.as_deref());
+                self.block = Some(self.found.len());
+                self.push(finding);
+                self.block_open = true;
             }
+            return true;
+        }
+        self.header = None;
+        let Some(rule) = block_note(trimmed) else {
+            return false;
+        };
+        if let Some(finding) = self.block.and_then(|index| self.found.get_mut(index)) {
+            if finding.rule.is_none() {
+                finding.rule = Some(rule);
+            }
+        }
+        true
+    }
+
+    /// pyright puts its rule at the end of a message's last continuation line.
+    fn trailing_rule(&mut self, trimmed: &str) {
+        let Some(last) = self.found.last_mut().filter(|f| f.rule.is_none()) else {
+            return;
+        };
+        if let Some(rule) = trimmed
+            .strip_suffix(')')
+            .and_then(|t| t.rsplit_once(" ("))
+            .map(|(_, rule)| rule)
+            .filter(|rule| rule.starts_with("report") && !rule.contains(' '))
+        {
+            last.rule = Some(rule.to_owned());
         }
     }
 

@@ -572,6 +572,10 @@ mod tests {
     }
 
     #[test]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a table of each tool's line, read top to bottom"
+    )]
     fn reads_each_tools_one_line_shape() {
         let cases: &[(&str, Read<'_>)] = &[
             (
