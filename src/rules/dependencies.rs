@@ -14,7 +14,7 @@ use crate::done::Signal;
 use crate::rules::spec::GateSpec;
 use crate::staging;
 use crate::state::TaskState;
-use crate::verdict::sign::{self, Key};
+use crate::verdict::sign::{self, SigningKey};
 use crate::verdict::{Decision, Finding, Verdict};
 
 #[derive(Debug, Clone)]
@@ -24,7 +24,7 @@ pub struct Dependencies {
     pub verdicts: PathBuf,
     pub state: PathBuf,
     /// With a signing key, a dependency's verdict counts only if its signature verifies.
-    pub key: Option<Arc<Key>>,
+    pub key: Option<Arc<SigningKey>>,
 }
 
 impl RuleDef for Dependencies {

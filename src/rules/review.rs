@@ -115,7 +115,7 @@ impl Reviewer {
 
 /// What the reviewer decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Approval {
     Approved,
     Rejected,
 }
@@ -123,7 +123,7 @@ pub enum Verdict {
 /// A reviewer's answer: its verdict and the issues it listed after it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
-    pub verdict: Verdict,
+    pub verdict: Approval,
     /// At most [`MAX_FINDINGS`].
     pub issues: Vec<Finding>,
     /// Issues listed beyond the cap.
@@ -478,7 +478,7 @@ fn single(reviewer: &Reviewer, asked: Asked) -> Outcome {
             };
             let count = issues.len() + answer.more;
             match answer.verdict {
-                Verdict::Approved => {
+                Approval::Approved => {
                     let summary = match count {
                         0 => format!("approved by `{shown}`"),
                         n => format!("approved by `{shown}`, with {n} note{}{more}", plural(n)),
@@ -488,14 +488,14 @@ fn single(reviewer: &Reviewer, asked: Asked) -> Outcome {
                         ..Outcome::pass(summary)
                     }
                 }
-                Verdict::Rejected if issues.is_empty() => {
+                Approval::Rejected if issues.is_empty() => {
                     let why = format!("rejected by `{shown}` without giving reasons");
                     Outcome {
                         findings: vec![Finding::new(why.clone())],
                         ..Outcome::fail(why)
                     }
                 }
-                Verdict::Rejected => {
+                Approval::Rejected => {
                     let summary = match count {
                         1 => format!("rejected by `{shown}`: {}", issues[0]),
                         n => format!("rejected by `{shown}`: {n} issues{more}"),
@@ -566,16 +566,16 @@ pub fn parse(output: &str) -> Option<Answer> {
     })
 }
 
-fn verdict_of(line: &str) -> Option<Verdict> {
+fn verdict_of(line: &str) -> Option<Approval> {
     let marks = |c: char| matches!(c, '*' | '_' | '#' | '`') || c.is_whitespace();
     let word = line
         .trim_matches(marks)
         .trim_end_matches(['.', ':', '!'])
         .trim_matches(marks);
     if word.eq_ignore_ascii_case("APPROVED") {
-        Some(Verdict::Approved)
+        Some(Approval::Approved)
     } else if word.eq_ignore_ascii_case("REJECTED") {
-        Some(Verdict::Rejected)
+        Some(Approval::Rejected)
     } else {
         None
     }
@@ -1084,11 +1084,11 @@ mod tests {
     fn a_verdict_quoted_in_a_fence_is_not_the_reviewers() {
         let quoted = "The worker wrote:\n```\nAPPROVED\n```\n~~~~\nAPPROVED\n~~~\nstill quoted\n~~~~\nREJECTED\n- a.py:1: wrong\n";
         let answer = parse(quoted).unwrap();
-        assert_eq!(answer.verdict, Verdict::Rejected);
+        assert_eq!(answer.verdict, Approval::Rejected);
         assert_eq!(parse("```\nAPPROVED\n"), None);
         assert_eq!(
             parse("```text\nx\n```\nAPPROVED").unwrap().verdict,
-            Verdict::Approved
+            Approval::Approved
         );
     }
 
@@ -1098,7 +1098,7 @@ mod tests {
             "I read the diff and the contract.\nThe tests look thin.\n\n**REJECTED**\n\n## Issues\n- src/a.py:3: off by one in the loop bound\n* `src/b.py:10:4`: unused import\n1. README.md: the usage section is stale\n- the tests never exercise the error path\n---\nAPPROVED\n",
         )
         .unwrap();
-        assert_eq!(answer.verdict, Verdict::Rejected);
+        assert_eq!(answer.verdict, Approval::Rejected);
         assert_eq!(
             answer.issues,
             [
@@ -1124,13 +1124,13 @@ mod tests {
         ] {
             assert_eq!(
                 parse(line).map(|a| a.verdict),
-                Some(Verdict::Approved),
+                Some(Approval::Approved),
                 "{line}"
             );
         }
         assert_eq!(
             parse("## REJECTED:\n").map(|a| a.verdict),
-            Some(Verdict::Rejected)
+            Some(Approval::Rejected)
         );
     }
 

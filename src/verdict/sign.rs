@@ -88,7 +88,7 @@ impl KeySource {
 /// The signing key configured for a run, as the front end read it. A key that is named but
 /// cannot be read is kept as its error: a run that must sign or verify with it fails for it,
 /// and a run that needs no key is not stopped by it.
-pub type Signing = Result<Option<std::sync::Arc<Key>>, String>;
+pub type Signing = Result<Option<std::sync::Arc<SigningKey>>, String>;
 
 /// A rules file's `signing_key_file:` (resolved) and the rules file that names it.
 #[derive(Debug, Clone, Copy)]
@@ -112,7 +112,7 @@ impl KeyFile {
     }
 
     /// Reads the key; a key file that is named but unusable is an error, never "unsigned".
-    pub fn read(&self) -> Result<Key, Error> {
+    pub fn read(&self) -> Result<SigningKey, Error> {
         let fail = |reason: String| Error::SigningKey {
             path: self.path.clone(),
             named_by: self.source.to_string(),
@@ -132,7 +132,7 @@ impl KeyFile {
             return Err(fail("it is empty (or only whitespace)".into()));
         }
         let mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|err| fail(err.to_string()))?;
-        Ok(Key {
+        Ok(SigningKey {
             mac,
             path: self.path.clone(),
         })
@@ -153,7 +153,7 @@ fn choose(env: Option<OsString>, rules: Option<Named<'_>>) -> Option<KeyFile> {
 }
 
 /// The configured key, read: `None` when no key file is configured.
-pub fn configured_key(rules: Option<Named<'_>>) -> Result<Option<Key>, Error> {
+pub fn configured_key(rules: Option<Named<'_>>) -> Result<Option<SigningKey>, Error> {
     KeyFile::configured(rules)
         .map(|file| file.read())
         .transpose()
@@ -161,12 +161,12 @@ pub fn configured_key(rules: Option<Named<'_>>) -> Result<Option<Key>, Error> {
 
 /// A signing key, ready to use. Its `Debug` shows where it came from, never the secret.
 #[derive(Clone)]
-pub struct Key {
+pub struct SigningKey {
     mac: Hmac<Sha256>,
     path: PathBuf,
 }
 
-impl Key {
+impl SigningKey {
     /// The file the key was read from.
     pub fn path(&self) -> &Path {
         &self.path
@@ -179,9 +179,9 @@ impl Key {
     }
 }
 
-impl fmt::Debug for Key {
+impl fmt::Debug for SigningKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Key")
+        f.debug_struct("SigningKey")
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
@@ -206,7 +206,7 @@ pub enum VerifyError {
 }
 
 /// Signs `verdict` in place: its `signature` becomes the HMAC of its canonical JSON.
-pub fn sign(verdict: &mut Verdict, key: &Key) {
+pub fn sign(verdict: &mut Verdict, key: &SigningKey) {
     verdict.signature = None;
     // A verdict is strings, numbers and lists, which always serialise; were it ever not to,
     // the verdict stays unsigned, and a reader holding the key refuses it rather than trusts it.
@@ -219,7 +219,7 @@ pub fn sign(verdict: &mut Verdict, key: &Key) {
 /// Checks the signature of a verdict document as it is on disk: every member but `signature`
 /// is covered, including any the `Verdict` type does not know, and a document with a key twice
 /// in any object never verifies ([`parse_strict`]).
-pub fn verify(document: &str, key: &Key) -> Result<(), VerifyError> {
+pub fn verify(document: &str, key: &SigningKey) -> Result<(), VerifyError> {
     let mut value = parse_strict(document)?;
     let Some(object) = value.as_object_mut() else {
         return Err(VerifyError::Malformed(
@@ -428,7 +428,7 @@ mod tests {
     use super::*;
     use crate::verdict::{Decision, SCHEMA, SignalInfo};
 
-    fn key(secret: &str) -> Key {
+    fn key(secret: &str) -> SigningKey {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("key");
         std::fs::write(&path, secret).unwrap();
@@ -466,7 +466,7 @@ mod tests {
         }
     }
 
-    fn signed(key: &Key) -> String {
+    fn signed(key: &SigningKey) -> String {
         let mut verdict = verdict();
         sign(&mut verdict, key);
         verdict.to_json()

@@ -15,7 +15,7 @@ use crate::config::Rules;
 use crate::done::Signal;
 use crate::error::Error;
 use crate::state::TaskState;
-use crate::verdict::sign::{self, Key, VerifyError};
+use crate::verdict::sign::{self, SigningKey, VerifyError};
 use crate::verdict::{Decision, Verdict};
 use crate::{staging, task};
 
@@ -65,7 +65,7 @@ pub fn wait(
     rules: &Rules,
     task: &str,
     timeout: Duration,
-    key: Option<&Key>,
+    key: Option<&SigningKey>,
 ) -> Result<Option<Verdict>, Error> {
     task::validate_name(task)?;
     let deadline = Instant::now() + timeout;
@@ -96,7 +96,7 @@ pub fn wait(
 pub fn current_verdict(
     rules: &Rules,
     task: &str,
-    key: Option<&Key>,
+    key: Option<&SigningKey>,
 ) -> Result<Option<Verdict>, Error> {
     let Some(read) = read_verdict(rules, task, key) else {
         return Ok(None);
@@ -120,7 +120,7 @@ struct Read {
 }
 
 /// Reads the task's verdict once, so the bytes verified are the bytes parsed.
-fn read_verdict(rules: &Rules, task: &str, key: Option<&Key>) -> Option<Read> {
+fn read_verdict(rules: &Rules, task: &str, key: Option<&SigningKey>) -> Option<Read> {
     let document = sign::read_document(
         &staging::verdict_path(&rules.verdicts, task),
         crate::files::Links::Refuse,
@@ -208,7 +208,7 @@ pub struct TaskStatus {
 
 /// Every task that has a done signal, a verdict or state. With a key, a verdict is current only
 /// if its signature verifies.
-pub fn status(rules: &Rules, key: Option<&Key>) -> Vec<TaskStatus> {
+pub fn status(rules: &Rules, key: Option<&SigningKey>) -> Vec<TaskStatus> {
     let mut names = BTreeSet::new();
     let mut collect = |dir: &Path, suffix: &str| {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {

@@ -138,7 +138,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
 }
 
 /// The rules the watcher starts with, the key they name, and their staging directory made.
-fn rules_and_key(config: &Path) -> Result<(Rules, Option<sign::Key>), Error> {
+fn rules_and_key(config: &Path) -> Result<(Rules, Option<sign::SigningKey>), Error> {
     let rules = Rules::load(config)?;
     // A key that is named but unusable stops the start: publishing unsigned verdicts that every
     // reader holding the key refuses would only look like a gate.

@@ -19,7 +19,7 @@ use crate::process::Cancel;
 use crate::staging;
 use crate::state::TaskState;
 use crate::task::Task;
-use crate::verdict::sign::{self, Key};
+use crate::verdict::sign::{self, SigningKey};
 use crate::verdict::{Decision, GateReport, Verdict, write};
 
 use super::metrics::Metrics;
@@ -28,7 +28,7 @@ use super::metrics::Metrics;
 pub struct Shared {
     /// The rules and the signing key they configure, swapped together on reload so a run never
     /// signs with a key the rules it ran under did not name.
-    config: RwLock<(Arc<Rules>, Option<Arc<Key>>)>,
+    config: RwLock<(Arc<Rules>, Option<Arc<SigningKey>>)>,
     pub events: EventLog,
     pub cancel: Cancel,
     /// Whether gates with `inputs:` may be skipped as `cached`.
@@ -58,9 +58,9 @@ struct Unpublished {
     escalation: bool,
 }
 
-/// How a request to judge a task ended.
+/// How answering a task's done signal ended.
 #[derive(Debug)]
-pub enum Judged {
+pub enum Answered {
     /// The done file is gone.
     NoSignal,
     /// The verdict on disk already answers this signal.
@@ -78,7 +78,7 @@ impl Shared {
     /// `jobs` bounds the gates running at once, across tasks.
     pub fn new(
         rules: Rules,
-        key: Option<Key>,
+        key: Option<SigningKey>,
         use_cache: bool,
         mark: &str,
         jobs: usize,
@@ -107,14 +107,14 @@ impl Shared {
     }
 
     /// The rules in force now and the key that signs the verdicts of runs under them.
-    pub fn config(&self) -> (Arc<Rules>, Option<Arc<Key>>) {
+    pub fn config(&self) -> (Arc<Rules>, Option<Arc<SigningKey>>) {
         self.config
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
-    pub fn replace_rules(&self, rules: Rules, key: Option<Key>) {
+    pub fn replace_rules(&self, rules: Rules, key: Option<SigningKey>) {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) =
             (Arc::new(rules), key.map(Arc::new));
     }
@@ -147,14 +147,14 @@ impl Shared {
     }
 }
 
-/// Judges `task` if its done signal has no current verdict.
-pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
+/// Answers `task`'s done signal: judges it if it has no current verdict, and publishes.
+pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     let (rules, signing) = shared.config();
     let done = staging::done_path(&rules.staging, name);
     let signal = match Signal::read(&done) {
         Ok(signal) => signal,
         Err(Error::Read { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-            return Ok(Judged::NoSignal);
+            return Ok(Answered::NoSignal);
         }
         Err(err) => return Err(err),
     };
@@ -176,7 +176,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         Keeper::Task,
     );
     if history.state.judged == key && published_for(&rules, name, &signal, signing.as_deref()) {
-        return Ok(Judged::AlreadyCurrent);
+        return Ok(Answered::AlreadyCurrent);
     }
     // A task a breaker holds gives each new signal the same answer until a person resets it:
     // the verdict is written for the signal (so `wait` returns), but no attempt is counted and
@@ -209,7 +209,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
     };
     let judged = run(shared, &rules, signing, case, &mut history);
     if judged.cancelled {
-        return Ok(Judged::Cancelled);
+        return Ok(Answered::Cancelled);
     }
     // A held task's answer is ESCALATED too; only a breaker tripping now is an escalation.
     let escalation = judged.verdict.verdict == Decision::Escalated && !held;
@@ -223,7 +223,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
         escalation,
     };
     let published = publish(shared, &rules, name, judged);
-    if let (Judged::Published(verdict), false) = (&published, held) {
+    if let (Answered::Published(verdict), false) = (&published, held) {
         shared.events.record(
             Some(name),
             agent.as_deref(),
@@ -237,7 +237,7 @@ pub fn judge(shared: &Shared, name: &str) -> Result<Judged, Error> {
 /// could be forged where the worker can write (verdicts inside staging), so with a key it must
 /// also still carry a valid signature; one edited since (or signed with an old key) is judged
 /// and published again, with the same attempt number.
-fn published_for(rules: &Rules, name: &str, signal: &Signal, signing: Option<&Key>) -> bool {
+fn published_for(rules: &Rules, name: &str, signal: &Signal, signing: Option<&SigningKey>) -> bool {
     staging::read_verdict(&rules.verdicts, name)
         .is_some_and(|verdict| staging::is_current(&verdict, signal))
         && signing.is_none_or(|signing| {
@@ -254,7 +254,7 @@ fn published_for(rules: &Rules, name: &str, signal: &Signal, signing: Option<&Ke
 fn run(
     shared: &Shared,
     rules: &Rules,
-    signing: Option<Arc<Key>>,
+    signing: Option<Arc<SigningKey>>,
     case: Case<'_>,
     history: &mut History<'_>,
 ) -> crate::judge::Judged {
@@ -281,7 +281,7 @@ fn run(
 /// verdict is not current, with the same attempt and without counting it twice), then the
 /// verdict. What cannot be written (a full or read-only disk) is kept, with the OS's reason, to
 /// be written when the task is tried again; nothing judged is lost.
-fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) -> Judged {
+fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) -> Answered {
     let written = if judged.save_state {
         judged.state.save(&rules.state, name)
     } else {
@@ -293,7 +293,7 @@ fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) 
             shared
                 .metrics
                 .published(judged.verdict.verdict, judged.escalation);
-            Judged::Published(Box::new(judged.verdict))
+            Answered::Published(Box::new(judged.verdict))
         }
         Err(err) => {
             judged.error = crate::error::with_causes(&err);
@@ -304,7 +304,7 @@ fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) 
                 Event::Error(Problem::Unpublished(reason.clone())),
             );
             shared.unpublished().insert(name.to_owned(), judged);
-            Judged::Unpublished(reason)
+            Answered::Unpublished(reason)
         }
     }
 }

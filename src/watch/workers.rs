@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::events::{Event, Problem};
 
-use super::run::{self, Judged, Shared};
+use super::run::{self, Answered, Shared};
 use super::{Message, Reporter};
 use crate::duration;
 
@@ -128,7 +128,7 @@ fn work(context: &Context, busy: &Busy) {
         busy.set(Some(&task));
         #[cfg(debug_assertions)]
         super::fault::before_judging(&task);
-        let judged = catch_unwind(AssertUnwindSafe(|| judge(context, &task)));
+        let judged = catch_unwind(AssertUnwindSafe(|| answer_and_report(context, &task)));
         if let Err(payload) = judged {
             contain(context, &task, payload.as_ref());
         }
@@ -149,16 +149,16 @@ impl Drop for Finished<'_> {
     }
 }
 
-fn judge(context: &Context, task: &str) {
+fn answer_and_report(context: &Context, task: &str) {
     #[cfg(debug_assertions)]
     super::fault::while_judging(task);
-    match run::judge(&context.shared, task) {
-        Ok(Judged::Published(verdict)) => (context.report)(&verdict),
-        Ok(Judged::Cancelled) => {
+    match run::answer(&context.shared, task) {
+        Ok(Answered::Published(verdict)) => (context.report)(&verdict),
+        Ok(Answered::Cancelled) => {
             tracing::info!(task, "run cancelled; it runs again at the next start")
         }
-        Ok(Judged::NoSignal | Judged::AlreadyCurrent) => {}
-        Ok(Judged::Unpublished(why)) => {
+        Ok(Answered::NoSignal | Answered::AlreadyCurrent) => {}
+        Ok(Answered::Unpublished(why)) => {
             tracing::error!(
                 task,
                 "the verdict cannot be written ({why}); it is kept and written when possible"

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Answer, Asked, MAX_FINDINGS, Mode, Review, Reviewer, Verdict, fenced};
+use super::{Answer, Approval, Asked, MAX_FINDINGS, Mode, Review, Reviewer, fenced};
 use crate::rules::{Context, Deadline, Outcome};
 use crate::text::plural;
 use crate::text::{name, one_line};
@@ -40,7 +40,7 @@ pub(super) fn vote(
     let mut tally = Tally::default();
     for (reviewer, asked) in &ballots {
         match &asked.answer {
-            Ok(answer) if answer.verdict == Verdict::Approved => {
+            Ok(answer) if answer.verdict == Approval::Approved => {
                 tally.approved.push(quoted(reviewer))
             }
             Ok(_) => tally.rejected.push(quoted(reviewer)),
@@ -82,8 +82,8 @@ pub(super) fn critique(
     let asked_second = review.ask(second, ctx, deadline, &critiqued(input, first, answer));
     let ballots = [(first, &asked_first), (second, &asked_second)];
     let was = match answer.verdict {
-        Verdict::Approved => "approved",
-        Verdict::Rejected => "rejected",
+        Approval::Approved => "approved",
+        Approval::Rejected => "rejected",
     };
     let first_said = format!(
         "{} {was} with {} issue{}",
@@ -100,11 +100,11 @@ pub(super) fn critique(
             let own = decided.issues.len() + decided.more;
             let theirs = format!("{own} issue{}", plural(own));
             match decided.verdict {
-                Verdict::Approved => Outcome::pass(format!(
+                Approval::Approved => Outcome::pass(format!(
                     "approved by {} critiquing {first_said}; it listed {theirs}",
                     quoted(second)
                 )),
-                Verdict::Rejected => Outcome::fail(format!(
+                Approval::Rejected => Outcome::fail(format!(
                     "rejected by {} critiquing {first_said}: {theirs}",
                     quoted(second)
                 )),
@@ -120,8 +120,8 @@ pub(super) fn critique(
 fn critiqued(input: &str, first: &Reviewer, answer: &Answer) -> String {
     let mut out = input.to_owned();
     let verdict = match answer.verdict {
-        Verdict::Approved => "APPROVED",
-        Verdict::Rejected => "REJECTED",
+        Approval::Approved => "APPROVED",
+        Approval::Rejected => "REJECTED",
     };
     let _ = writeln!(
         out,
