@@ -39,7 +39,7 @@ use super::raw::{Argv, GateSpec, RuleKind};
 use super::{Defaults, Gate, HookBinding, Pipeline, PromptHook, Route, Rules, bad_gate_name};
 use crate::error::ConfigError;
 use crate::rules::Rule;
-use locate::{Step, locate};
+use locate::{Aim, Step, locate};
 
 /// The hook events that are an agent stopping, in the order their pipelines are listed.
 const STOP_EVENTS: [&str; 2] = ["Stop", "SubagentStop"];
@@ -331,15 +331,15 @@ struct File<'a> {
 }
 
 impl File<'_> {
-    /// An error at the node `at` (at its key, with `key`).
+    /// An error at the node `at` (or its key: `aim`).
     fn error(
         &self,
         at: &[Step<'_>],
-        key: bool,
+        aim: Aim,
         message: impl Into<String>,
         help: impl Into<String>,
     ) -> ConfigError {
-        let position = locate(self.source, at, key);
+        let position = locate(self.source, at, aim);
         ConfigError {
             file: self.path.to_path_buf(),
             line: position.map(|p| p.0),
@@ -495,7 +495,7 @@ impl<'a> Reader<'a> {
             if let Some(why) = bad_gate_name(&name.replace(':', "-")) {
                 return Err(self.file.error(
                     &at(&[]),
-                    true,
+                    Aim::Key,
                     format!("`{name}` cannot name a gate here: {why}"),
                     "rename it (and the routes and hook lists that name it), using letters, digits, `-`, `_`, `.` and `:`",
                 ));
@@ -503,7 +503,7 @@ impl<'a> Reader<'a> {
             if gate.command.is_some() && (gate.plugin.is_some() || gate.gate.is_some()) {
                 return Err(self.file.error(
                     &at(&[]),
-                    true,
+                    Aim::Key,
                     format!("gate `{name}` has both `command` and `plugin`/`gate`"),
                     "keep one: `command` runs here, `plugin` and `gate` name another plugin's gate",
                 ));
@@ -515,7 +515,7 @@ impl<'a> Reader<'a> {
                 };
                 return Err(self.file.error(
                     &at(&[Step::Key(has)]),
-                    true,
+                    Aim::Key,
                     format!("gate `{name}` has `{has}` but no `{lacks}`"),
                     format!("add `{lacks}`, or remove `{has}`"),
                 ));
@@ -524,7 +524,7 @@ impl<'a> Reader<'a> {
                 if let Err(why) = command_argv(command) {
                     return Err(self.file.error(
                         &at(&[Step::Key("command")]),
-                        false,
+                        Aim::Value,
                         format!("gate `{name}`: cannot read `command` {command:?}: {why}"),
                         "write the command to run, closing every quote; or remove `command` for a built-in gate",
                     ));
@@ -582,7 +582,7 @@ impl<'a> Reader<'a> {
         };
         Err(self.file.error(
             &[Step::Key("gates"), Step::Key(gate), Step::Key(key)],
-            false,
+            Aim::Value,
             message,
             help,
         ))
@@ -612,7 +612,7 @@ impl<'a> Reader<'a> {
                     };
                     return Err(self.file.error(
                         &at(&[]),
-                        true,
+                        Aim::Key,
                         format!("`{event}` is not a hook event"),
                         help,
                     ));
@@ -631,10 +631,10 @@ impl<'a> Reader<'a> {
         }
         if stops.is_empty() && prompt.is_none() {
             let at = [Step::Key("hooks")];
-            let has_hooks = locate(self.file.source, &at, true).is_some();
+            let has_hooks = locate(self.file.source, &at, Aim::Key).is_some();
             return Err(self.file.error(
                 if has_hooks { &at[..] } else { &[] },
-                true,
+                Aim::Key,
                 "no Stop, SubagentStop or UserPromptSubmit hook runs gates: validator judges an agent when it stops",
                 "add one, e.g. \"hooks\": {\"SubagentStop\": {\"gates\": [\"check\"]}}",
             ));
@@ -659,14 +659,14 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         if hook.gates.is_empty() {
-            let key = if locate(self.file.source, &at(&[Step::Key("gates")]), true).is_some() {
+            let key = if locate(self.file.source, &at(&[Step::Key("gates")]), Aim::Key).is_some() {
                 at(&[Step::Key("gates")])
             } else {
                 at(&[])
             };
             return Err(self.file.error(
                 &key,
-                true,
+                Aim::Key,
                 format!("the {event} hook lists no gates, so it would judge nothing"),
                 "list the gates to run when the agent stops, e.g. \"gates\": [\"check\"], or remove the hook",
             ));
@@ -683,7 +683,7 @@ impl<'a> Reader<'a> {
                 };
                 return Err(self.file.error(
                     &at(&[Step::Key("gates"), Step::Index(i)]),
-                    false,
+                    Aim::Value,
                     format!(
                         "the {event} hook lists gate `{name}`, which this file does not define"
                     ),
@@ -747,7 +747,7 @@ impl<'a> Reader<'a> {
             } else if name == PLAN_COMPLIANCE {
                 return Err(self.file.error(
                     &at,
-                    false,
+                    Aim::Value,
                     format!("the {PROMPT_EVENT} hook lists `{PLAN_COMPLIANCE}`, which reads the STATUS an agent ends its work with; a prompt has none"),
                     "list it under SubagentStop (validator checks STATUS on every subagent stop by default)",
                 ));
@@ -762,7 +762,7 @@ impl<'a> Reader<'a> {
                 };
                 return Err(self.file.error(
                     &at,
-                    false,
+                    Aim::Value,
                     format!("the {PROMPT_EVENT} hook lists gate `{name}`, which this file does not define"),
                     help,
                 ));
@@ -846,21 +846,21 @@ impl<'a> Reader<'a> {
                 } else if let Some(plugin) = plugin {
                     return Err(self.file.error(
                         &here,
-                        true,
+                        Aim::Key,
                         format!("gate `{name}` runs gate `{builtin}` of plugin `{plugin}`, which validator cannot reach"),
                         format!("copy that gate's `command` from {plugin}'s hooks/gates.json into this gate, in place of `plugin` and `gate`"),
                     ));
                 } else if CONTEXT_BUILTINS.contains(&builtin) {
                     return Err(self.file.error(
                         &here,
-                        true,
+                        Aim::Key,
                         format!("gate `{name}` is a built-in of the hook runner that adds context or checks the runner itself; it judges nothing, and validator does not have it"),
                         "take it out of the Stop and SubagentStop gate lists (and the jumps to it), or give it a `command`",
                     ));
                 } else {
                     return Err(self.file.error(
                         &here,
-                        true,
+                        Aim::Key,
                         format!("gate `{name}` has no `command`, and `{name}` is no built-in validator knows (it has `plan-compliance`)"),
                         "add \"command\": \"…\" with the program to run; a TypeScript gate of your runner has to become a command, e.g. \"node gates/check.js\"",
                     ));
@@ -873,7 +873,7 @@ impl<'a> Reader<'a> {
             ));
         }
         let rule = Rule::from_spec(&spec, Path::new("."))
-            .map_err(|err| self.file.error(&here, true, err.message, err.help))?;
+            .map_err(|err| self.file.error(&here, Aim::Key, err.message, err.help))?;
         Ok(Compiled {
             rule,
             about: raw
@@ -904,7 +904,7 @@ impl<'a> Reader<'a> {
             if total > MAX_GATES {
                 return Err(self.file.error(
                     &[Step::Key("hooks"), Step::Key(stop.event), Step::Key("gates")],
-                    true,
+                    Aim::Key,
                     format!(
                         "the {} hook expands to more than {MAX_GATES} gates (each gate in its list brings every gate it can jump to)",
                         stop.event

@@ -130,10 +130,18 @@ fn lock_retrying(mut open: impl FnMut() -> io::Result<File>) -> io::Result<Attem
     }
 }
 
+/// Whether the record is opened to read one that exists, or to write it, made if missing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    ToRead,
+    ToWrite,
+}
+
 /// Opens the record without following a link or blocking on a FIFO planted in its place, and
 /// only if it is a regular file.
-fn open_record(path: &Path, create: bool) -> io::Result<File> {
+fn open_record(path: &Path, open: Open) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
+    let create = open == Open::ToWrite;
     let file = OpenOptions::new()
         .read(true)
         .write(create)
@@ -182,7 +190,7 @@ impl Registration {
                 (Some(lock), claimed)
             }
             Attempt::Busy => {
-                let holder = open_record(&path, false)
+                let holder = open_record(&path, Open::ToRead)
                     .ok()
                     .and_then(|file| read_record(&file))
                     .map(|r| {
@@ -346,7 +354,7 @@ impl Registration {
 /// Under the directory claim, the only other holder is a health probe, for microseconds.
 fn open_locked_record(path: &Path) -> io::Result<Held> {
     loop {
-        match lock_retrying(|| open_record(path, true))? {
+        match lock_retrying(|| open_record(path, Open::ToWrite))? {
             // A watcher exiting cleanly removes the path after we opened it: the lock we hold
             // is then on a file nobody can find. Open the path again.
             Attempt::Taken(lock) if is_at(&lock, path) => return Ok(Held::Locked(lock)),
@@ -446,7 +454,7 @@ pub fn check_config(config: &Path) -> Health {
 /// runs); `Err` says why not, for a caller about to wait on one.
 pub fn alive(rules: &Rules) -> Result<(), String> {
     let path = rules.state.join(FILE_NAME);
-    let file = match open_record(&path, false) {
+    let file = match open_record(&path, Open::ToRead) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return Err(format!(
@@ -470,7 +478,7 @@ pub fn alive(rules: &Rules) -> Result<(), String> {
 /// The tasks whose verdict the live watcher of `rules` cannot write, and why (empty when no
 /// watcher holds the record, or all is written).
 pub fn unpublished(rules: &Rules) -> BTreeMap<String, String> {
-    let Ok(file) = open_record(&rules.state.join(FILE_NAME), false) else {
+    let Ok(file) = open_record(&rules.state.join(FILE_NAME), Open::ToRead) else {
         return BTreeMap::new();
     };
     let record = read_record(&file);
@@ -490,7 +498,7 @@ pub fn check(rules: &Rules) -> Health {
 }
 
 fn inspect(rules: &Rules, path: &Path) -> Health {
-    let file = match open_record(path, false) {
+    let file = match open_record(path, Open::ToRead) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return Health::unhealthy(format!(

@@ -22,7 +22,7 @@ use crate::task::Task;
 use crate::verdict::sign::{self, SigningKey};
 use crate::verdict::{Decision, GateReport, Verdict, write};
 
-use super::metrics::Metrics;
+use super::metrics::{Metrics, Trip};
 
 /// What the watcher's threads share.
 pub struct Shared {
@@ -55,7 +55,7 @@ struct Unpublished {
     /// The last failure, with the OS's reason.
     error: String,
     /// Whether a circuit breaker tripped in the run that decided it (for the metrics).
-    escalation: bool,
+    trip: Trip,
 }
 
 /// How answering a task's done signal ended.
@@ -212,7 +212,10 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
         return Ok(Answered::Cancelled);
     }
     // A held task's answer is ESCALATED too; only a breaker tripping now is an escalation.
-    let escalation = judged.verdict.verdict == Decision::Escalated && !held;
+    let trip = match judged.verdict.verdict == Decision::Escalated && !held {
+        true => Trip::Now,
+        false => Trip::NotNow,
+    };
     let judged = Unpublished {
         key,
         save_state: history.keeps_state(),
@@ -220,7 +223,7 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
         verdict: judged.verdict,
         since: SystemTime::now(),
         error: String::new(),
-        escalation,
+        trip,
     };
     let published = publish(shared, &rules, name, judged);
     if let (Answered::Published(verdict), false) = (&published, held) {
@@ -292,7 +295,7 @@ fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) 
         Ok(()) => {
             shared
                 .metrics
-                .published(judged.verdict.verdict, judged.escalation);
+                .published(judged.verdict.verdict, judged.trip);
             Answered::Published(Box::new(judged.verdict))
         }
         Err(err) => {
@@ -334,7 +337,7 @@ pub fn publish_error(shared: &Shared, name: &str, why: String) -> Result<Option<
         sign::sign(&mut verdict, signing);
     }
     write::write(&rules.verdicts, &verdict)?;
-    shared.metrics.published(verdict.verdict, false);
+    shared.metrics.published(verdict.verdict, Trip::NotNow);
     shared
         .events
         .record(Some(name), None, Event::verdict_written(&verdict));

@@ -20,14 +20,23 @@ pub enum Step<'a> {
     Index(usize),
 }
 
-/// The 1-based line and column (in characters) where the node at `path` starts; with `key`,
-/// where the last step's key starts instead (to point at a gate's name rather than its body).
-pub fn locate(source: &str, path: &[Step<'_>], key: bool) -> Option<(usize, usize)> {
+/// Where a position points on the node a path ends at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aim {
+    /// At the last step's key (a gate's name rather than its body).
+    Key,
+    /// At the value.
+    Value,
+}
+
+/// The 1-based line and column (in characters) where the node at `path` starts, or its key
+/// (`aim`).
+pub fn locate(source: &str, path: &[Step<'_>], aim: Aim) -> Option<(usize, usize)> {
     let offset = Scanner {
         text: source.as_bytes(),
         pos: 0,
     }
-    .find(path, key)?;
+    .find(path, aim)?;
     let before = source.get(..offset)?;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     Some((
@@ -63,7 +72,7 @@ impl<'s> Scanner<'s> {
     }
 
     /// The byte offset of the node at `path`, walking from the start of the document.
-    fn find(&mut self, mut path: &[Step<'_>], key: bool) -> Option<usize> {
+    fn find(&mut self, mut path: &[Step<'_>], aim: Aim) -> Option<usize> {
         loop {
             self.skip_whitespace();
             let Some((step, rest)) = path.split_first() else {
@@ -82,7 +91,7 @@ impl<'s> Scanner<'s> {
                             return None;
                         }
                         if name == wanted {
-                            if rest.is_empty() && key {
+                            if rest.is_empty() && aim == Aim::Key {
                                 return Some(key_at);
                             }
                             break;
@@ -189,37 +198,37 @@ mod tests {
     #[test]
     fn finds_values_keys_and_array_items() {
         let fail = [Step::Key("gates"), Step::Key("check"), Step::Key("on_fail")];
-        assert_eq!(locate(DOC, &fail, false), Some((5, 18)));
-        assert_eq!(locate(DOC, &fail[..2], true), Some((4, 5)));
+        assert_eq!(locate(DOC, &fail, Aim::Value), Some((5, 18)));
+        assert_eq!(locate(DOC, &fail[..2], Aim::Key), Some((4, 5)));
         let item = [
             Step::Key("hooks"),
             Step::Key("Stop"),
             Step::Key("gates"),
             Step::Index(1),
         ];
-        assert_eq!(locate(DOC, &item, false), Some((8, 39)));
+        assert_eq!(locate(DOC, &item, Aim::Value), Some((8, 39)));
     }
 
     #[test]
     fn escaped_keys_match_their_text() {
         assert_eq!(
-            locate(DOC, &[Step::Key("gates"), Step::Key("ab")], true),
+            locate(DOC, &[Step::Key("gates"), Step::Key("ab")], Aim::Key),
             Some((3, 5))
         );
     }
 
     #[test]
     fn missing_nodes_have_no_position() {
-        assert_eq!(locate(DOC, &[Step::Key("nope")], false), None);
+        assert_eq!(locate(DOC, &[Step::Key("nope")], Aim::Value), None);
         let past_end = [
             Step::Key("hooks"),
             Step::Key("Stop"),
             Step::Key("gates"),
             Step::Index(2),
         ];
-        assert_eq!(locate(DOC, &past_end, false), None);
+        assert_eq!(locate(DOC, &past_end, Aim::Value), None);
         assert_eq!(
-            locate(DOC, &[Step::Key("gates"), Step::Index(0)], false),
+            locate(DOC, &[Step::Key("gates"), Step::Index(0)], Aim::Value),
             None
         );
     }
@@ -239,11 +248,11 @@ mod tests {
                 serde_json::from_str::<serde_json::Value>(&doc).is_ok(),
                 "{doc}"
             );
-            assert_eq!(locate(&doc, &item, false), Some((8, 39)), "{doc:?}");
+            assert_eq!(locate(&doc, &item, Aim::Value), Some((8, 39)), "{doc:?}");
         }
         // Lines that end at a lone CR are one line.
         assert_eq!(
-            locate(&DOC.replace('\n', "\r"), &item, false),
+            locate(&DOC.replace('\n', "\r"), &item, Aim::Value),
             Some((1, 159))
         );
     }

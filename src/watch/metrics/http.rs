@@ -546,7 +546,7 @@ mod tests {
     #[test]
     fn a_server_answers_over_tcp_and_closes_its_port_when_dropped() {
         let metrics = Arc::new(Metrics::default());
-        metrics.published(Decision::Pass, false);
+        metrics.published(Decision::Pass, super::super::Trip::NotNow);
         let server = Server::start(
             "127.0.0.1:0".parse().unwrap(),
             Arc::clone(&metrics),

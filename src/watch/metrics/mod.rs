@@ -96,12 +96,20 @@ impl Drop for Judging<'_> {
     }
 }
 
+/// Whether a circuit breaker tripped in the run a verdict comes from: an escalation is counted
+/// once, not with each answer a held task is given again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trip {
+    Now,
+    NotNow,
+}
+
 impl Metrics {
-    /// A verdict was published (written where readers find it); `escalation` when a circuit
-    /// breaker tripped in the run that decided it (not a held task's repeated answer).
-    pub fn published(&self, decision: Decision, escalation: bool) {
+    /// A verdict was published (written where readers find it), and whether a circuit breaker
+    /// tripped in the run that decided it.
+    pub fn published(&self, decision: Decision, trip: Trip) {
         self.verdicts[index(decision)].fetch_add(1, Ordering::Relaxed);
-        if escalation {
+        if trip == Trip::Now {
             self.escalations.fetch_add(1, Ordering::Relaxed);
         }
         let now = SystemTime::now()
@@ -326,11 +334,11 @@ mod tests {
     #[test]
     fn verdicts_escalations_queue_and_running_are_counted() {
         let metrics = Metrics::default();
-        metrics.published(Decision::Pass, false);
-        metrics.published(Decision::Fail, false);
-        metrics.published(Decision::Fail, false);
-        metrics.published(Decision::Escalated, true);
-        metrics.published(Decision::Escalated, false);
+        metrics.published(Decision::Pass, Trip::NotNow);
+        metrics.published(Decision::Fail, Trip::NotNow);
+        metrics.published(Decision::Fail, Trip::NotNow);
+        metrics.published(Decision::Escalated, Trip::Now);
+        metrics.published(Decision::Escalated, Trip::NotNow);
         metrics.queued(3);
         metrics.queued(-1);
         let judging = metrics.judging();
