@@ -9,16 +9,17 @@
 //! for where it lands.
 
 use std::fmt::Write;
-use std::io;
 
 use anstyle::{AnsiColor, Style};
-use quick_xml::escape::escape;
-use quick_xml::events::attributes::Attribute;
-use quick_xml::events::{BytesDecl, BytesText, Event};
-use quick_xml::name::QName;
 
-use super::{Decision, Finding, GateOutcome, GateReport, Verdict};
-use crate::text::{each_line, one_line};
+use super::{Decision, GateOutcome, GateReport, Verdict};
+use crate::text::one_line;
+
+mod github;
+mod junit;
+
+pub use github::{github, job_summary};
+pub use junit::junit;
 
 const FINDINGS_SHOWN: usize = 10;
 const TAIL_SHOWN: usize = 12;
@@ -210,7 +211,7 @@ pub fn text_footer(verdict: &Verdict) -> String {
     out
 }
 
-fn human_ms(ms: u64) -> String {
+pub(super) fn human_ms(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms}ms")
     } else {
@@ -220,7 +221,7 @@ fn human_ms(ms: u64) -> String {
 
 /// The warning under which `gate`'s failure was routed on (`on_fail: CONTINUE`, a jump, PASS),
 /// if it was: the run records such a failure as `name: summary` in `verdict.warnings`.
-fn routed_on<'v>(verdict: &'v Verdict, gate: &GateReport) -> Option<&'v str> {
+pub(super) fn routed_on<'v>(verdict: &'v Verdict, gate: &GateReport) -> Option<&'v str> {
     if gate.outcome != GateOutcome::Fail {
         return None;
     }
@@ -234,405 +235,12 @@ fn routed_on<'v>(verdict: &'v Verdict, gate: &GateReport) -> Option<&'v str> {
         .map(String::as_str)
 }
 
-/// JUnit XML: one testsuite; one testcase per gate run, then a testcase named `verdict` that
-/// fails (or errs) exactly when the run's decision is not PASS, so a CI report agrees with the
-/// exit code. A gate whose failure was routed on is a passing testcase carrying its warning.
-pub fn junit(verdict: &Verdict) -> String {
-    let cases: Vec<Case<'_>> = verdict
-        .gates
-        .iter()
-        .map(|gate| Case::of(verdict, gate))
-        .collect();
-    // The decision itself: a broken done signal, the loop guard, the budget or on_pass: BLOCK
-    // decide a run without any gate failing.
-    let decision = match verdict.verdict {
-        Decision::Pass => None,
-        Decision::Error => Some("error"),
-        Decision::Fail | Decision::Blocked | Decision::Escalated => Some("failure"),
-    };
-    let count = |element: &str| {
-        let gates = cases.iter().filter(|case| **case == Case::Failed(element));
-        gates.count() + usize::from(decision == Some(element))
-    };
-    let skipped = cases
-        .iter()
-        .filter(|case| matches!(case, Case::Skipped(_)))
-        .count();
-    let counts = [
-        ("tests", verdict.gates.len() + 1),
-        ("failures", count("failure")),
-        ("errors", count("error")),
-        ("skipped", skipped),
-    ]
-    .map(|(key, n)| (key, n.to_string()));
-    let mut out = Xml::new_with_indent(Vec::new(), b' ', 2);
-    // Writing to memory cannot fail.
-    let _ = out.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-    let _ = out
-        .create_element("testsuite")
-        .with_attribute(attribute(
-            "name",
-            &format!("validator.{}", verdict.pipeline),
-        ))
-        .with_attributes(counts.iter().map(|(key, n)| attribute(key, n)))
-        .with_attribute(attribute("time", &seconds(verdict.duration_ms)))
-        .write_inner_content(|out| {
-            for (gate, case) in verdict.gates.iter().zip(&cases) {
-                gate_case(out, verdict, gate, case)?;
-            }
-            verdict_case(out, verdict, decision)
-        });
-    let mut xml = String::from_utf8_lossy(&out.into_inner()).into_owned();
-    xml.push('\n');
-    xml
-}
-
-type Xml = quick_xml::Writer<Vec<u8>>;
-
-/// What a gate's testcase holds.
-#[derive(Debug, PartialEq, Eq)]
-enum Case<'v> {
-    Passed,
-    /// A failure the run routed on, with the warning it was recorded under.
-    RoutedOn(&'v str),
-    /// `failure` or `error`.
-    Failed(&'v str),
-    /// Why the gate was not run.
-    Skipped(&'v str),
-}
-
-impl<'v> Case<'v> {
-    fn of(verdict: &'v Verdict, gate: &'v GateReport) -> Self {
-        match (gate.outcome, routed_on(verdict, gate)) {
-            (GateOutcome::Fail, Some(warning)) => Case::RoutedOn(warning),
-            (GateOutcome::Fail, None) => Case::Failed("failure"),
-            (GateOutcome::Error, _) => Case::Failed("error"),
-            (GateOutcome::Skipped, _) => Case::Skipped(match gate.summary.as_str() {
-                "" => "not reached",
-                summary => summary,
-            }),
-            _ => Case::Passed,
-        }
-    }
-}
-
-fn gate_case(
-    out: &mut Xml,
-    verdict: &Verdict,
-    gate: &GateReport,
-    case: &Case<'_>,
-) -> io::Result<()> {
-    let classname = format!("validator.{}.{}", verdict.pipeline, gate.rule);
-    let testcase = out.create_element("testcase").with_attributes([
-        attribute("classname", &classname),
-        attribute("name", &gate.name),
-        attribute("time", &seconds(gate.duration_ms)),
-    ]);
-    match case {
-        Case::Passed => testcase.write_empty(),
-        Case::RoutedOn(warning) => testcase.write_inner_content(|out| {
-            let body = format!("warning: {warning}\n{}", gate_details(gate));
-            element(out, "system-out", &[], Some(&body))
-        }),
-        Case::Failed(name) => testcase.write_inner_content(|out| {
-            let message = [("message", gate.summary.as_str())];
-            element(out, name, &message, Some(&gate_details(gate)))
-        }),
-        Case::Skipped(why) => {
-            testcase.write_inner_content(|out| element(out, "skipped", &[("message", why)], None))
-        }
-    }
-    .map(drop)
-}
-
-/// The testcase of the decision. It takes no time of its own (the suite's time is the run's).
-fn verdict_case(out: &mut Xml, verdict: &Verdict, decision: Option<&str>) -> io::Result<()> {
-    let testcase = out.create_element("testcase").with_attributes([
-        attribute("classname", &format!("validator.{}", verdict.pipeline)),
-        attribute("name", "verdict"),
-        attribute("time", "0.000"),
-    ]);
-    let Some(name) = decision else {
-        return testcase.write_empty().map(drop);
-    };
-    let decided = verdict.verdict.to_string();
-    let reasons: String = verdict.reasons.iter().map(|r| format!("{r}\n")).collect();
-    testcase
-        .write_inner_content(|out| {
-            let attributes = [("message", decided.as_str()), ("type", decided.as_str())];
-            element(out, name, &attributes, Some(&reasons))
-        })
-        .map(drop)
-}
-
-/// `<name attributes…>body</name>`, or `<name attributes…/>` without a body.
-fn element(
-    out: &mut Xml,
-    name: &str,
-    attributes: &[(&str, &str)],
-    body: Option<&str>,
-) -> io::Result<()> {
-    let element = out
-        .create_element(name)
-        .with_attributes(attributes.iter().map(|(key, value)| attribute(key, value)));
-    match body {
-        Some(body) => element.write_text_content(BytesText::new(&xml_text(body))),
-        None => element.write_empty(),
-    }
-    .map(drop)
-}
-
-/// An attribute as [`xml_text`], escaped by quick-xml as text is. (Its attribute escaping
-/// would write a line break as `&#10;`, which a reader keeps; this report has always written
-/// it raw, which a reader takes for a space.)
-fn attribute<'a>(key: &'a str, value: &str) -> Attribute<'a> {
-    Attribute {
-        key: QName(key),
-        value: escape(xml_text(value)),
-    }
-}
-
-/// Text for XML, before quick-xml escapes it: on its lines as [`each_line`] keeps them (XML 1.0
-/// cannot hold most C0 controls; a JUnit viewer would render C1 and bidirectional ones),
-/// without the noncharacters XML 1.0 forbids.
-fn xml_text(text: &str) -> String {
-    each_line(text).chars().filter(|&c| xml_holds(c)).collect()
-}
-
-/// Whether XML 1.0 can hold `c` (its `Char`, but for surrogates, which no `char` is).
-fn xml_holds(c: char) -> bool {
-    !matches!(
-        c,
-        '\0'..='\u{8}' | '\u{B}' | '\u{C}' | '\u{E}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}'
-    )
-}
-
-fn seconds(ms: u64) -> String {
-    format!("{:.3}", ms as f64 / 1000.0)
-}
-
-/// A gate's findings, then its output's tail.
-fn gate_details(gate: &GateReport) -> String {
-    let mut body = String::new();
-    for finding in &gate.findings {
-        let _ = writeln!(body, "{finding}");
-    }
-    if let Some(tail) = &gate.output_tail {
-        let _ = writeln!(body, "{tail}");
-    }
-    body
-}
-
-/// GitHub Actions workflow commands: an annotation per finding (or per failing gate without
-/// findings), then the decision and its reasons as plain lines. Every line printed is one line:
-/// annotation properties and data are escaped ([`property`], [`data`]), and plain text goes
-/// through [`github_plain`], so nothing a worker or a tool wrote can issue a command.
-pub fn github(verdict: &Verdict) -> String {
-    let mut out = String::new();
-    for gate in &verdict.gates {
-        let level = match gate.outcome {
-            GateOutcome::Fail if routed_on(verdict, gate).is_some() => "warning",
-            GateOutcome::Fail | GateOutcome::Error => "error",
-            _ => continue,
-        };
-        let title = format!("validator {}", gate.name);
-        if gate.findings.is_empty() {
-            let _ = writeln!(
-                out,
-                "::{level} title={}::{}",
-                property(&title),
-                data(&gate.summary)
-            );
-        }
-        for finding in &gate.findings {
-            let _ = writeln!(
-                out,
-                "::{level} {}::{}",
-                annotation_properties(finding, &title),
-                data(&annotation_message(finding))
-            );
-        }
-    }
-    let _ = writeln!(
-        out,
-        "{}",
-        github_plain(&format!(
-            "validator: {} ({} / {})",
-            verdict.verdict, verdict.task, verdict.pipeline
-        ))
-    );
-    for reason in &verdict.reasons {
-        let _ = writeln!(out, "{}", github_plain(&format!("  {reason}")));
-    }
-    out
-}
-
-/// Most findings listed in a job summary; the annotations and the verdict file have all.
-const SUMMARY_FINDINGS: usize = 50;
-
-/// A GitHub Actions job summary (Markdown for `$GITHUB_STEP_SUMMARY`): the decision, a table of
-/// gates, the reasons, and the findings of failing gates. Everything a worker wrote is escaped
-/// so it reads as text in a cell, never as Markdown or HTML.
-pub fn job_summary(verdict: &Verdict) -> String {
-    let mut out = String::new();
-    let mark = match verdict.verdict {
-        Decision::Pass => "✅",
-        Decision::Fail => "❌",
-        _ => "⚠️",
-    };
-    let _ = writeln!(
-        out,
-        "### {mark} validator: {} — task {}, pipeline {}, attempt {}/{}\n",
-        verdict.verdict,
-        md(&verdict.task),
-        md(&verdict.pipeline),
-        verdict.attempt,
-        verdict.max_attempts
-    );
-    let _ = writeln!(
-        out,
-        "| gate | outcome | time | summary |\n|---|---|---:|---|"
-    );
-    for gate in &verdict.gates {
-        let time = match gate.outcome {
-            GateOutcome::Skipped => String::new(),
-            _ => human_ms(gate.duration_ms),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {time} | {} |",
-            md(&gate.name),
-            gate.outcome.as_str(),
-            md(&gate.summary)
-        );
-    }
-    if !verdict.reasons.is_empty() {
-        let _ = writeln!(out, "\n**Why**\n");
-        for reason in &verdict.reasons {
-            let _ = writeln!(out, "- {}", md(reason));
-        }
-    }
-    let findings: Vec<(&GateReport, &Finding)> = verdict
-        .gates
-        .iter()
-        .filter(|g| matches!(g.outcome, GateOutcome::Fail | GateOutcome::Error))
-        .flat_map(|g| g.findings.iter().map(move |f| (g, f)))
-        .collect();
-    if !findings.is_empty() {
-        let _ = writeln!(out, "\n**Findings**\n");
-        for (gate, finding) in findings.iter().take(SUMMARY_FINDINGS) {
-            let _ = writeln!(out, "- {}: {}", md(&gate.name), md(&finding.to_string()));
-        }
-        if findings.len() > SUMMARY_FINDINGS {
-            let _ = writeln!(
-                out,
-                "- … and {} more (see the annotations)",
-                findings.len() - SUMMARY_FINDINGS
-            );
-        }
-    }
-    if !verdict.unchecked.is_empty() {
-        let _ = writeln!(out, "\n**Not checked by a machine**\n");
-        for criterion in &verdict.unchecked {
-            let _ = writeln!(out, "- {}", md(criterion));
-        }
-    }
-    out.push('\n');
-    out
-}
-
-/// Text as inert Markdown on one line: HTML and Markdown punctuation escaped, table pipes too.
-fn md(text: &str) -> String {
-    let line = one_line(text);
-    let mut out = String::with_capacity(line.len());
-    for c in line.chars().take(300) {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '!' | '~' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A plain (non-command) line for the GitHub runner's log that the runner cannot take for a
-/// workflow command: [`one_line`] (which leaves no invisible character to split a prefix), not
-/// starting with `::` once the leading whitespace the runner trims is gone, and without the
-/// legacy `##[command]` prefix, which the runner looks for anywhere in a line.
-fn github_plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in one_line(text).chars() {
-        if c == '[' && out.ends_with("##") {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    let indent = out.len() - out.trim_start().len();
-    if out[indent..].starts_with("::") {
-        out.insert(indent + 1, ' ');
-    }
-    out
-}
-
-/// A finding's annotation properties. The `file` property must be the path as it is in the
-/// repository for GitHub to place the annotation, and the runner unescapes nothing in it but
-/// `%`, line breaks, `:` and `,`: a name holding a control or invisible character is not given
-/// there (raw, it would reach the log and the pull request's view), and the annotation's message
-/// names it instead ([`annotation_message`]), quoted and escaped.
-fn annotation_properties(finding: &Finding, title: &str) -> String {
-    let mut props = Vec::new();
-    if let Some(file) = finding.file.as_deref().filter(|&file| placeable(file)) {
-        props.push(format!("file={}", property(file)));
-        if let Some(line) = finding.line {
-            props.push(format!("line={line}"));
-        }
-        // GitHub counts columns from 1; a tool counting from 0 (pylint) gives no column.
-        if let Some(col) = finding.column.filter(|&c| c > 0) {
-            props.push(format!("col={col}"));
-        }
-    }
-    props.push(format!("title={}", property(title)));
-    props.join(",")
-}
-
-/// Whether GitHub can be given `file` as it is: a name [`crate::text::name`] leaves unquoted.
-fn placeable(file: &str) -> bool {
-    matches!(crate::text::name(file), std::borrow::Cow::Borrowed(_))
-}
-
-/// A finding's annotation message: its text, and its place too when the annotation cannot
-/// carry it ([`annotation_properties`]).
-fn annotation_message(finding: &Finding) -> String {
-    match &finding.file {
-        Some(file) if !placeable(file) => finding.to_string(),
-        _ => finding.text(),
-    }
-}
-
-/// A workflow command's message: on its lines ([`each_line`]), escaped as the runner unescapes.
-fn data(text: &str) -> String {
-    each_line(text)
-        .replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// A workflow command's property: one line ([`one_line`]), escaped as the runner unescapes.
-fn property(text: &str) -> String {
-    one_line(text)
-        .replace('%', "%25")
-        .replace(':', "%3A")
-        .replace(',', "%2C")
-}
-
 #[cfg(test)]
 mod tests {
+    use super::github::{annotation_properties, data, github_plain};
+    use super::junit::xml_holds;
     use super::*;
+    use crate::verdict::Finding;
     use crate::verdict::{SCHEMA, SignalInfo};
 
     fn gate(name: &str, outcome: GateOutcome, summary: &str) -> GateReport {
