@@ -6,8 +6,7 @@
 
 use super::options::{self, Spec};
 use crate::shell::{self, Command, Script, Word};
-use git::git_words;
-use programs::{How, Kind, SHELLS, Wrap, kind};
+use programs::{How, Kind, SHELLS, Wrap, git_words, kind};
 
 /// One command as the rules see it: its words (a wrapper and what it runs are each one), what
 /// it writes, and why its writes cannot all be told.
@@ -568,7 +567,6 @@ fn is_device(path: &str) -> bool {
     ) || path.starts_with("/dev/fd/")
 }
 
-mod git;
 mod programs;
 
 #[cfg(test)]

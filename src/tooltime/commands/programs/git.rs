@@ -1,7 +1,7 @@
 //! git's command line: its global options, its builtins (any other command word is an alias,
 //! which may run anything), and what each subcommand writes.
 
-use super::programs::{Kind, copied, literals, spec};
+use super::{Kind, copied, literals, spec};
 use crate::shell::Word;
 use crate::tooltime::options::{self, Spec};
 
@@ -123,7 +123,7 @@ const GIT_BUILTINS: &[&str] = &[
 /// A git command's words as the rules match them, and where its subcommand is: a command
 /// word that is not a builtin (an alias) is not known before it runs, so it matches any word
 /// of a rule that refuses.
-pub(super) fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
+pub(in crate::tooltime::commands) fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
     let mut words = words.to_vec();
     let global = options::parse(&words[1..], GIT_GLOBAL);
     let at = global.rest_at + 1;

@@ -1,11 +1,14 @@
 //! What each program does with its arguments: reads, writes, creates, copies, runs another
 //! command (a wrapper) or a script, or something that cannot be told before it runs.
 
-use super::git::git;
+mod git;
+
 use super::steering;
 use crate::shell::Word;
 use crate::tooltime::options::{self, Spec};
 use crate::tooltime::sed;
+use git::git;
+pub(in crate::tooltime::commands) use git::git_words;
 
 /// What a program does with its arguments.
 pub(super) enum Kind {
