@@ -15,9 +15,23 @@ pub(crate) fn render(err: &ConfigError) -> Option<String> {
         validator::files::Links::Follow,
     )
     .ok()?;
-    let line = yaml_lines(&source).nth(line_number.checked_sub(1)?)?;
-    // Only what a terminal shows as written: a control character could move the cursor.
-    if line.chars().any(|c| c.is_control() && c != '\t') || line.len() > 500 {
+    let index = line_number.checked_sub(1)?;
+    // The line the loader counted to: a gates.json's positions are serde_json's.
+    let line = if validator::config::lines_end_at_lf_only(&err.file, &source) {
+        source
+            .split('\n')
+            .map(|line| line.strip_suffix('\r').unwrap_or(line))
+            .nth(index)?
+    } else {
+        yaml_lines(&source).nth(index)?
+    };
+    // Only what a terminal shows as written: a control character could move the cursor, and a
+    // line or paragraph separator break the line where the caret's count does not.
+    if line
+        .chars()
+        .any(|c| (c.is_control() && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}'))
+        || line.len() > 500
+    {
         return None;
     }
     let span = span(line, err.column.unwrap_or(1));

@@ -21,6 +21,12 @@ use raw::{GateSpec, RawRules, RuleKind};
 
 /// Largest rules file read; a rules file is a page, not a data set.
 pub const MAX_RULES_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Whether the positions of `source`'s errors count lines at LF alone, as serde_json does for a
+/// hook runner's gates.json; a rules file's are YAML's, broken at CR, NEL, LS and PS too.
+pub fn lines_end_at_lf_only(path: &Path, source: &str) -> bool {
+    gates_json::is_gates_json(path, source)
+}
 /// Gate names that are routing words and so cannot name a gate.
 const ROUTING_WORDS: [&str; 4] = ["CONTINUE", "BLOCK", "PASS", "STOP"];
 

@@ -67,6 +67,7 @@ mod scope_git;
 mod sidecar;
 mod signing;
 mod smoke;
+mod snippets;
 mod starter;
 mod tool_time;
 mod watch;
