@@ -492,10 +492,23 @@ impl Running {
             self.cgroup,
             &self.cgroup_prefix,
         );
-        let status = status.map_err(|source| SpawnError::Io {
-            program: self.program,
-            source,
-        })?;
+        let status = match status {
+            Ok(status) => status,
+            Err(source) => {
+                // Not knowing how it ended, treat it as cut short: what carries its mark is
+                // killed, and its group leaves the cancel's register before the number is reused.
+                if let Some(mark) = &self.run_mark {
+                    kill_marked(mark);
+                }
+                if let (Some(cancel), Some(group)) = (spec.cancel, self.group) {
+                    cancel.unregister(group.as_raw());
+                }
+                return Err(SpawnError::Io {
+                    program: self.program,
+                    source,
+                });
+            }
+        };
         let drained_by = Instant::now() + DRAIN_GRACE;
         let (
             Tail {
