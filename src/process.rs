@@ -492,23 +492,6 @@ impl Running {
             self.cgroup,
             &self.cgroup_prefix,
         );
-        let status = match status {
-            Ok(status) => status,
-            Err(source) => {
-                // Not knowing how it ended, treat it as cut short: what carries its mark is
-                // killed, and its group leaves the cancel's register before the number is reused.
-                if let Some(mark) = &self.run_mark {
-                    kill_marked(mark);
-                }
-                if let (Some(cancel), Some(group)) = (spec.cancel, self.group) {
-                    cancel.unregister(group.as_raw());
-                }
-                return Err(SpawnError::Io {
-                    program: self.program,
-                    source,
-                });
-            }
-        };
         let drained_by = Instant::now() + DRAIN_GRACE;
         let (
             Tail {
@@ -523,10 +506,11 @@ impl Running {
             .map_or((Vec::new(), true), |(tail, closed)| (tail.kept, closed));
         // Killed at its deadline or cancelled, a command may have left processes in groups of
         // their own (`setsid`, GNU `timeout`), and a pipe still open says something outlived the
-        // group: find them by the command's mark. A command that ended by itself with its output
-        // closed pays nothing for the look.
+        // group: find them by the command's mark. So may one whose end could not be waited for.
+        // A command that ended by itself with its output closed pays nothing for the look.
         if let Some(mark) = &self.run_mark {
             if timed_out
+                || status.is_err()
                 || !closed
                 || !errors_closed
                 || spec.cancel.is_some_and(Cancel::is_cancelled)
@@ -537,6 +521,10 @@ impl Running {
         if let (Some(cancel), Some(group)) = (spec.cancel, self.group) {
             cancel.unregister(group.as_raw());
         }
+        let status = status.map_err(|source| SpawnError::Io {
+            program: self.program,
+            source,
+        })?;
         let exit = if spec.cancel.is_some_and(Cancel::is_cancelled) {
             Exit::Cancelled
         } else if timed_out {
