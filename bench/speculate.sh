@@ -187,9 +187,14 @@ for kind in "${projects[@]}"; do
         KIND=$kind BASE=$base VALIDATOR=$validator PRE_COMMIT=$pre_commit RUNS=$RUNS WAITS=$WAITS \
             CHANGE_FILE=$change_file TEST_FILE=$test_file FAILING_TEST=$failing_test RAW=$raw \
             HARNESS_ONLY=${HARNESS_ONLY:-} python3 "$repo/bench/speculate_agent.py"
-    ) || { log "$kind: the run stopped (see above)"; status=1; break; }
+    ) || { log "$kind: the run stopped (see above)"; status=1; }
 done
-[ "$status" = 0 ] || { log "bench/speculate.sh: stopped; RESULTS.md left alone"; exit 1; }
+if [ "$status" != 0 ]; then
+    # What was measured before the stop is printed, never written.
+    log "bench/speculate.sh: a project's run stopped; what was measured is printed, RESULTS.md left alone"
+    NO_RESULTS=1
+    export STOPPED=1
+fi
 
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 export RUNS WAITS elapsed load_start raw results repo HARNESS_ONLY NO_RESULTS="${NO_RESULTS:-}"
@@ -197,4 +202,5 @@ export load_end="$(cut -d' ' -f1-3 /proc/loadavg)" made="$(date -u '+%Y-%m-%d %H
 export BUILD="$("$validator" --version), release build of the sources at $(git -C "$repo" log -1 --format=%h -- src rules schema Cargo.toml Cargo.lock build.rs) (the last commit to them)"
 export V_PRE_COMMIT="$("$pre_commit" --version)" V_PYTHON="$(python3 --version 2>&1)" V_NODE="$(node --version)"
 export MACHINE="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), Linux $(uname -r)"
-python3 "$repo/bench/speculate_agent.py" report
+python3 "$repo/bench/speculate_agent.py" report || status=1
+exit $status

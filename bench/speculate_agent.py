@@ -128,7 +128,7 @@ class Watcher:
         self.alive()
         return cpu_seconds(self.proc.pid)
 
-    def settle(self, limit=600):
+    def settle(self, limit=120):
         """Until no process has run under the watcher for QUIET_AFTER[mode] seconds."""
         quiet = QUIET_AFTER[self.mode]
         start = last_busy = time.monotonic()
@@ -140,7 +140,14 @@ class Watcher:
             elif now - last_busy >= quiet:
                 return
             if now - start > limit:
-                die(f"the watcher ({self.mode}) kept running processes for {limit} s")
+                running = []
+                for pid in descendants(self.proc.pid):
+                    try:
+                        running.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")[:200])
+                    except OSError:
+                        pass
+                die(f"the watcher ({self.mode}) has not gone quiet in {limit} s (no process under it for "
+                    f"{quiet} s): still running {running}; its metrics {self.metrics()}; log {self.log_path}")
             time.sleep(0.05)
 
     def stop(self):
@@ -417,6 +424,9 @@ def report():
            f"Made on {env['made']}, in {env['elapsed']} s, with RUNS={env['RUNS']} (the median is shown), "
            f"T = {', '.join(f'{w:g}' for w in waits)} s. Build: {env['BUILD']}. Machine: {env['MACHINE']}. "
            f"Load average (1, 5, 15 min) at the start {env['load_start']}, at the end {env['load_end']}.", ""]
+    if env.get("STOPPED"):
+        out += ["**A project's run stopped early (its error is above): its rows are what was "
+                "measured before the stop.**", ""]
     if harness:
         out += ["**HARNESS_ONLY: a binary without `speculate:`; both watchers ran without the key. "
                 "Nothing here measures speculation.**", ""]
@@ -476,7 +486,8 @@ def report():
                    f"| {s(fixed[0])}, {s(fixed[1])} |")
     missed = [m for m in met if m[3] is False]
     out += ["", "Targets missed: " + ("none." if not missed else "; ".join(f"{k} {row} vs {peer}" for k, row, peer, _ in missed) + "."),
-            "", "Every verdict was the expected one (the run stops at the first that is not): PASS in A, "
+            "", ("Every verdict up to the stop" if env.get("STOPPED") else "Every verdict") +
+            " was the expected one (the run stops at the first that is not): PASS in A, "
             "FAIL at the test gate naming the broken test in B and PASS once it is fixed, for both watchers; pre-commit exit 0 "
             "in A, 1 naming the test in B.", "",
             f"Versions: {env['BUILD']}; {env['V_PRE_COMMIT']} (PyPI); {env['V_PYTHON']}; node {env['V_NODE']}; "
