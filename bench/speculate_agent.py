@@ -237,6 +237,11 @@ def test_gate(verdict):
     return gates[-1] if gates else {}
 
 
+def gates_of(verdict):
+    """Each gate's name, outcome and time in the verdict: what ran at done, and for how long."""
+    return [[g.get("name"), g.get("outcome"), g.get("duration_ms")] for g in verdict.get("gates", [])]
+
+
 def expect_pass(verdict, label):
     if verdict.get("verdict") != "PASS":
         die(f"{label}: expected PASS, the verdict is {verdict.get('verdict')}", verdict)
@@ -315,7 +320,8 @@ def measure():
                 cpu = watcher.cpu() - c0
                 record(raw, kind=kind, row="A", mode=mode, wait=wait, round=rnd, seconds=took,
                        verdict=verdict["verdict"], verdict_ms=verdict.get("duration_ms"),
-                       test_ms=test_gate(verdict).get("duration_ms"), spec=spec, watcher_cpu=cpu)
+                       test_ms=test_gate(verdict).get("duration_ms"), spec=spec, watcher_cpu=cpu,
+                       gates=gates_of(verdict))
                 say(f"A {mode} T={wait:g}s: verdict {verdict['verdict']} {took * 1000:.0f} ms after done "
                     f"(speculative runs {spec or 'n/a'}; watcher CPU {cpu:.2f} s)")
             watcher.stop()
@@ -354,7 +360,7 @@ def measure():
             record(raw, kind=kind, row="B", mode=mode, round=rnd, seconds=took, verdict=verdict["verdict"],
                    verdict_ms=verdict.get("duration_ms"), test_ms=gate.get("duration_ms"),
                    test_summary=gate.get("summary"), failed_tests=gate.get("failed_tests"), spec=spec,
-                   watcher_cpu=watcher.cpu() - c0)
+                   watcher_cpu=watcher.cpu() - c0, gates=gates_of(verdict))
             say(f"B {mode} retry: FAIL {took * 1000:.0f} ms after done (test gate {gate.get('duration_ms')} ms: "
                 f"{gate.get('summary')})")
         # The test fixed, done at once: the failing tests run first pass, and the PASS must
@@ -366,7 +372,7 @@ def measure():
         keep(project, label, verdict)
         gate = test_gate(verdict)
         record(raw, kind=kind, row="B-fixed", mode=mode, seconds=took, verdict=verdict["verdict"],
-               test_ms=gate.get("duration_ms"), test_summary=gate.get("summary"))
+               test_ms=gate.get("duration_ms"), test_summary=gate.get("summary"), gates=gates_of(verdict))
         say(f"B {mode} fixed: PASS {took:.2f} s after done (test gate {gate.get('duration_ms')} ms: "
             f"{gate.get('summary')})")
         watcher.settle()
@@ -486,7 +492,26 @@ def report():
                    f"| {s(fixed[0])}, {s(fixed[1])} |")
     missed = [m for m in met if m[3] is False]
     out += ["", "Targets missed: " + ("none." if not missed else "; ".join(f"{k} {row} vs {peer}" for k, row, peer, _ in missed) + "."),
-            "", ("Every verdict up to the stop" if env.get("STOPPED") else "Every verdict") +
+            "", "What ran at done (each gate's median time in the verdicts, ms; `cached` and the "
+            "gates speculation answered show as the verdict records them), and how often a "
+            "speculative run was used:", ""]
+    for kind in kinds:
+        for row, mode, wait in ([("A", m, w) for w in waits for m in ("speculate", "no-speculate")] +
+                                [("B", m, None) for m in ("speculate", "no-speculate")]):
+            rs = pick(kind, row, mode, wait)
+            if not rs:
+                continue
+            names = [g[0] for g in rs[0].get("gates", [])]
+            cells = []
+            for name in names:
+                ms = [g[2] for r in rs for g in r.get("gates", []) if g[0] == name and g[2] is not None]
+                outcomes = sorted({g[1] for r in rs for g in r.get("gates", []) if g[0] == name})
+                cells.append(f"{name} {'/'.join(outcomes)} {statistics.median(ms):.0f}" if ms else name)
+            used = spec_sum(rs, "used")
+            used_text = "" if mode != "speculate" or used is None else f"; speculative runs used {used:g} of {len(rs)} dones"
+            out.append(f"- {kind} {row}{f' T={wait:g} s' if wait is not None else ' retry'} {mode}: "
+                       + ", ".join(cells) + used_text)
+    out += ["", ("Every verdict up to the stop" if env.get("STOPPED") else "Every verdict") +
             " was the expected one (the run stops at the first that is not): PASS in A, "
             "FAIL at the test gate naming the broken test in B and PASS once it is fixed, for both watchers; pre-commit exit 0 "
             "in A, 1 naming the test in B.", "",
