@@ -276,6 +276,7 @@ fn run(
         observer: Some(&observers),
         selection: crate::pipeline::Selection::default(),
         slots: Some(&shared.slots),
+        speculation: Default::default(),
     };
     judge.judge(case, Some(history))
 }

@@ -403,6 +403,7 @@ mod tests {
             output_tail: None,
             fix: None,
             changed_files: None,
+            failed_tests: Vec::new(),
         };
         metrics.gate_finished(&task, &report(GateOutcome::Cached));
         metrics.gate_finished(&task, &report(GateOutcome::Skipped));
