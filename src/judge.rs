@@ -254,7 +254,9 @@ impl Judge<'_> {
                     drift(history, &mut verdict, rules, &task);
                 }
             }
-            if let Some(contract) = contract.as_ref().filter(|_| !held) {
+            // A speculative run's verdict answers no signal: it teaches the coordinator nothing.
+            let speculative = matches!(self.speculation, Speculation::Record(_));
+            if let Some(contract) = contract.as_ref().filter(|_| !held && !speculative) {
                 log_contract(rules, &verdict, contract, history.as_deref());
             }
         }

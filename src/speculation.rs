@@ -96,7 +96,12 @@ impl TreeStamp {
 
     /// Whether `later` shows the same tree, the changes in it old enough to trust.
     pub fn same_settled(&self, later: &TreeStamp) -> bool {
-        self.settled && self.digest == later.digest
+        self.settled && self.same_entries(later)
+    }
+
+    /// Whether `other` describes the same entries (settled or not).
+    pub fn same_entries(&self, other: &TreeStamp) -> bool {
+        self.digest == other.digest
     }
 }
 

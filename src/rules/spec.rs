@@ -89,10 +89,10 @@ pub struct GateSpec {
     pub fix: Option<Argv>,
     /// test: the command that runs just the tests it names, written as `run` is, with one word
     /// that names them: `{tests}` (each failed test's name as an argument of its own, as
-    /// pytest and cargo test take them), `{tests_regex}` (one pattern matching each whole name,
-    /// as go test's `-run` takes it) or `{test_titles_regex}` (one pattern matching each
-    /// name's last title at the end of a full name, as jest's, vitest's and node's
-    /// `--test-name-pattern` take it). After a run that named failed tests, the next one runs
+    /// pytest and cargo test take them), `{tests_regex}` (one pattern matching each whole name
+    /// as go test's `-run` reads one, each `/`-separated level anchored on its own) or `{test_titles_regex}` (one pattern matching any
+    /// title of the names, ` > `-separated, at the end of a full name, as jest's, vitest's and
+    /// node's `--test-name-pattern` take it). After a run that named failed tests, the next one runs
     /// them first and fails at once if any still fails; a pass still needs the whole suite.
     pub select: Option<Argv>,
     /// lint: the output format to read findings from, for output that auto-detection reads

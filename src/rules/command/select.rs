@@ -64,14 +64,29 @@ fn usable(failed: &[String]) -> Vec<&str> {
 
 /// `select` with its naming word replaced by `names`.
 fn expand(select: &[String], names: &[&str]) -> Vec<String> {
-    let whole = alternation(names.iter().map(|name| escape(name)), "^", "$");
-    let titles = alternation(
-        names
-            .iter()
-            .map(|name| escape(name.rsplit(" > ").next().unwrap_or(name))),
-        "",
-        "$",
-    );
+    // go test's `-run` splits its pattern at each `/` outside parentheses and matches each
+    // part against one level of a test's name (`TestSub/bad_case`): so each level is anchored
+    // on its own, and the names are alternatives at the top.
+    let whole = names
+        .iter()
+        .map(|name| {
+            name.split('/')
+                .map(|level| format!("^{}$", escape(level)))
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+        .collect::<Vec<_>>()
+        .join("|");
+    // Every title of each name, not only its last: node runs a subtest only when its parent
+    // test matches too (a `describe` title can only add tests whose full name ends with it).
+    let mut titles: Vec<String> = Vec::new();
+    for title in names.iter().flat_map(|name| name.split(" > ")) {
+        let title = escape(title);
+        if !titles.contains(&title) {
+            titles.push(title);
+        }
+    }
+    let titles = format!("(?:{})$", titles.join("|"));
     let mut argv = Vec::with_capacity(select.len() + names.len());
     for word in select {
         if word == EACH {
@@ -86,17 +101,13 @@ fn expand(select: &[String], names: &[&str]) -> Vec<String> {
     argv
 }
 
-fn alternation(parts: impl Iterator<Item = String>, start: &str, end: &str) -> String {
-    format!("{start}(?:{}){end}", parts.collect::<Vec<_>>().join("|"))
-}
-
 /// A name as a pattern that matches it literally in RE2 (go), JavaScript and Rust regexes:
 /// only the characters special in all of them are escaped (an escaped letter means something
 /// else in each).
 fn escape(name: &str) -> String {
     let mut escaped = String::with_capacity(name.len());
     for c in name.chars() {
-        if "\\.+*?()|[]{}^$/".contains(c) {
+        if "\\.+*?()|[]{}^$".contains(c) {
             escaped.push('\\');
         }
         escaped.push(c);
@@ -153,6 +164,22 @@ impl Command {
             crate::text::clip(&crate::text::one_line(&shown), 200),
             if names.len() == 1 { "it does" } else { "they" },
         );
+        // A selected test the run did not name may not have run at all (a pattern that missed
+        // it): it stays among the failed, to be run first again, until the whole suite says.
+        let mut failed_now = outcome
+            .failed_tests
+            .take()
+            .map(|names| *names)
+            .unwrap_or_default();
+        for name in &names {
+            if !failed_now
+                .iter()
+                .any(|found| test_names::same_test(name, found))
+            {
+                failed_now.push((*name).to_owned());
+            }
+        }
+        outcome.failed_tests = Some(Box::new(failed_now));
         outcome.exit_code = Some(code);
         outcome.output_tail = tail(&text, ran.dropped);
         Some(outcome)
@@ -190,17 +217,20 @@ mod tests {
             ["pytest", "-q", names[0], names[1]]
         );
         assert_eq!(
-            expand(&words("go test -run {tests_regex}"), &names[..1]),
+            expand(
+                &words("go test -run {tests_regex}"),
+                &["TestA", "TestSub/bad_case", "TestB(x)"]
+            ),
             [
                 "go",
                 "test",
                 "-run",
-                r"^(?:tests\/test_a\.py::test_x\[1-2\])$"
+                r"^TestA$|^TestSub$/^bad_case$|^TestB\(x\)$"
             ]
         );
         assert_eq!(
             expand(&words("x -t={test_titles_regex}"), &names[1..]),
-            ["x", r"-t=(?:adds \(1\+1\))$"]
+            ["x", r"-t=(?:math|adds \(1\+1\))$"]
         );
     }
 
