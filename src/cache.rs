@@ -211,7 +211,7 @@ fn read_whole(path: &Path) -> Option<Vec<u8>> {
 /// a tool replaces its binary, so this changes with the version without running the tool (a
 /// `--version` flag may do real work in a script). A program inside the task directory is the
 /// worker's, whose times it can set: its content counts instead.
-fn program_identity(program: &Path, task: &Task, deadline: &Deadline<'_>) -> Option<String> {
+pub fn program_identity(program: &Path, task: &Task, deadline: &Deadline<'_>) -> Option<String> {
     let task_dir = &task.dir;
     let path = if program.components().count() > 1 {
         program.to_path_buf()

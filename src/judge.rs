@@ -17,6 +17,7 @@ use crate::contract::Contract;
 use crate::events::{Breaker, Event, EventLog};
 use crate::pipeline::{self, Observer, Selection, Slots, Supervision};
 use crate::process::Cancel;
+use crate::speculation::Speculation;
 use crate::state::{self, TaskState};
 use crate::task::Task;
 use crate::verdict::sign;
@@ -40,6 +41,8 @@ pub struct Judge<'a> {
     pub selection: Selection<'a>,
     /// Gates running at once across runs (the watcher's `--jobs`); `None`: each run alone.
     pub slots: Option<&'a Slots>,
+    /// Outcomes recorded by, or taken from, a speculative run (the watcher's).
+    pub speculation: Speculation<'a>,
 }
 
 /// One task to judge.
@@ -241,6 +244,7 @@ impl Judge<'_> {
         if !cancelled {
             if let Some(history) = history.as_deref_mut() {
                 let counted_now = history.state.judged != history.identity;
+                history.state.record_failed_tests(&verdict);
                 count(history, &mut verdict, rules.defaults.strikes);
                 if counted_now {
                     history.state.record_review(reviewers, &verdict);
@@ -250,7 +254,9 @@ impl Judge<'_> {
                     drift(history, &mut verdict, rules, &task);
                 }
             }
-            if let Some(contract) = contract.as_ref().filter(|_| !held) {
+            // A speculative run's verdict answers no signal: it teaches the coordinator nothing.
+            let speculative = matches!(self.speculation, Speculation::Record(_));
+            if let Some(contract) = contract.as_ref().filter(|_| !held && !speculative) {
                 log_contract(rules, &verdict, contract, history.as_deref());
             }
         }
@@ -306,6 +312,8 @@ impl Judge<'_> {
             cache: self.cache,
             selection: self.selection,
             slots: self.slots,
+            speculation: self.speculation,
+            failed_before: history.map(|history| &history.state.failed_tests),
         };
         pipeline::run_with(rules, pipeline, task, supervision)
     }

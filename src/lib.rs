@@ -30,6 +30,7 @@
 //!     observer: None,
 //!     selection: Default::default(),
 //!     slots: None,
+//!     speculation: Default::default(),
 //! };
 //! let case = Case { task, pipeline: Ok(pipeline), refused: None };
 //! let verdict = judge.judge(case, None).verdict;
@@ -87,6 +88,8 @@ pub mod shell;
 pub mod shingles;
 #[doc(hidden)]
 pub mod snapshot;
+#[doc(hidden)]
+pub mod speculation;
 #[doc(hidden)]
 pub mod staging;
 pub mod state;

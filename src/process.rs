@@ -33,6 +33,8 @@ pub struct Cancel {
     cgroups: bool,
     /// Numbers the commands started under the mark.
     runs: AtomicU64,
+    /// Whether its commands run at the lowest CPU and I/O priority (a speculative run's).
+    background: bool,
 }
 
 impl Cancel {
@@ -52,6 +54,17 @@ impl Cancel {
     pub fn one_shot() -> Self {
         Cancel {
             mark: Some(one_shot_mark(std::env::var_os(MARK_VAR))),
+            ..Cancel::default()
+        }
+    }
+
+    /// A speculative run's supervisor: marked as the watcher's commands are (`mark` is one
+    /// under the watcher's, so what its commands leave is the watcher's to kill), without
+    /// cgroups, its commands at the lowest CPU and I/O priority so every real run comes first.
+    pub fn background(mark: String) -> Self {
+        Cancel {
+            mark: Some(mark),
+            background: true,
             ..Cancel::default()
         }
     }
@@ -457,11 +470,37 @@ fn spawn(
         drop(spawning);
     }
     if let (Some(cancel), Some(group)) = (spec.cancel, group) {
+        if cancel.background {
+            lowest_priority(group.as_raw());
+        }
         if !cancel.register(group.as_raw()) {
             let _ = killpg(group, Signal::SIGKILL);
         }
     }
     Ok((handle, group))
+}
+
+/// Puts a process group at the lowest CPU priority (nice 19) and in the idle I/O class, which
+/// its later children inherit. Set from outside, just after the start, so the program runs
+/// exactly as it would otherwise (no step between fork and exec); what fails is only slower.
+fn lowest_priority(group: i32) {
+    use nix::libc;
+    const IOPRIO_WHO_PGRP: libc::c_long = 2;
+    const IOPRIO_CLASS_IDLE: libc::c_long = 3;
+    const IOPRIO_CLASS_SHIFT: libc::c_long = 13;
+    let Ok(who) = libc::id_t::try_from(group) else {
+        return;
+    };
+    // SAFETY: two system calls on plain integers; neither touches memory of ours.
+    unsafe {
+        libc::setpriority(libc::PRIO_PGRP, who, 19);
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PGRP,
+            libc::c_long::from(group),
+            IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+        );
+    }
 }
 
 /// A command started: what it takes to wait for it, to kill what it leaves, and to read what

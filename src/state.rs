@@ -3,6 +3,7 @@
 //! for the strikes breaker, and the task's review (`ReviewState`, from its `review` gates'
 //! outcomes). Written atomically; survives restarts; `validator reset` clears it.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +45,16 @@ pub struct TaskState {
     /// Where the task's review stands, when its pipeline has a `review` gate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewState>,
+    /// The tests each `test` gate's runner named as failed in the last run that ran it, by
+    /// gate: a gate with `select:` runs them first next time.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_tests: BTreeMap<String, Vec<String>>,
 }
+
+/// Failed tests remembered per gate, and the characters of each name: the state file must
+/// stay well under its cap (see [`MAX_REVIEW_ISSUES`]).
+const MAX_FAILED_TESTS: usize = 50;
+const MAX_TEST_NAME_CHARS: usize = 500;
 
 /// Issues a review state keeps, and the characters of each (the verdict holds them all): the
 /// state file must stay well under its cap, or it would be read as damaged and the task's
@@ -121,6 +131,33 @@ impl TaskState {
             self.signal = signal;
         }
         self.attempt
+    }
+
+    /// Remembers the tests each `test` gate that ran named as failed, and forgets them for one
+    /// that passed; a gate that did not run keeps what it had.
+    pub fn record_failed_tests(&mut self, verdict: &Verdict) {
+        for gate in verdict.gates.iter().filter(|gate| gate.rule == "test") {
+            match gate.outcome {
+                GateOutcome::Pass | GateOutcome::Cached => {
+                    self.failed_tests.remove(&gate.name);
+                }
+                GateOutcome::Fail | GateOutcome::Error => {
+                    let names: Vec<String> = gate
+                        .failed_tests
+                        .iter()
+                        .filter(|name| name.chars().count() <= MAX_TEST_NAME_CHARS)
+                        .take(MAX_FAILED_TESTS)
+                        .cloned()
+                        .collect();
+                    if names.is_empty() {
+                        self.failed_tests.remove(&gate.name);
+                    } else {
+                        self.failed_tests.insert(gate.name.clone(), names);
+                    }
+                }
+                GateOutcome::Skipped => {}
+            }
+        }
     }
 
     /// Counts a FAIL for the strikes breaker: one more strike if it fails the same way as the
@@ -309,6 +346,7 @@ mod tests {
             output_tail: None,
             fix: None,
             changed_files: None,
+            failed_tests: Vec::new(),
         });
         let mut state = TaskState::default();
         state.record_review(vec!["r".into()], &verdict);

@@ -144,6 +144,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
             all_files: args.all_files,
         },
         slots: None,
+        speculation: Default::default(),
     };
     let judged = |task: Task| {
         let case = validator::judge::Case {

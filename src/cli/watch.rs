@@ -141,6 +141,17 @@ pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
                 )?;
             }
             print_reviews(&mut out, &tasks)?;
+            if let Some(tally) = validator::watch::health::speculation(&rules) {
+                writeln!(
+                    out,
+                    "speculative runs: {} started, {} used at done, {} cancelled, {} discarded; {:.1} CPU seconds",
+                    tally.started,
+                    tally.used,
+                    tally.cancelled,
+                    tally.discarded,
+                    tally.cpu_ms as f64 / 1000.0
+                )?;
+            }
             for task in tasks.iter().filter(|t| t.unpublished.is_some()) {
                 let why = task.unpublished.as_deref().unwrap_or_default();
                 writeln!(

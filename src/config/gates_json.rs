@@ -156,6 +156,7 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
         defaults: Defaults::default(),
         tools: Default::default(),
         hook: Default::default(),
+        speculate: Default::default(),
         events: Default::default(),
         pipelines,
         hooks,

@@ -50,6 +50,8 @@ pub struct Rules {
     pub tools: tools::Tools,
     /// What `validator hook` does beside judging (`hook:`).
     pub hook: HookSettings,
+    /// Whether and when `validator watch` speculates (`speculate:`).
+    pub speculate: Speculate,
     pub pipelines: Vec<Pipeline>,
     /// Agent hook events bound to pipelines (a gates.json's `hooks`). Empty when the rules file
     /// binds none: then every stop runs the pipeline [`Rules::pipeline_for`] picks.
@@ -59,6 +61,40 @@ pub struct Rules {
     /// What the loader accepted but a reader should know (the parts of a gates.json validator
     /// does not run); `validator rules check` prints them.
     pub notes: Vec<String>,
+}
+
+/// `speculate:` checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Speculate {
+    pub on: bool,
+    /// How long a task's files must be left alone before a speculative run starts.
+    pub quiet: Duration,
+}
+
+impl Default for Speculate {
+    fn default() -> Self {
+        Speculate {
+            on: true,
+            quiet: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Speculate {
+    fn from_raw(raw: Option<&raw::RawSpeculate>) -> Self {
+        let fallback = Speculate::default();
+        match raw {
+            None => fallback,
+            Some(raw::RawSpeculate::On(on)) => Speculate {
+                on: *on,
+                ..fallback
+            },
+            Some(raw::RawSpeculate::Settings(settings)) => Speculate {
+                on: true,
+                quiet: settings.quiet.unwrap_or(fallback.quiet),
+            },
+        }
+    }
 }
 
 /// `hook:` checked.
@@ -574,6 +610,7 @@ impl Loader<'_> {
             events,
             tools,
             hook: HookSettings::from_raw(&raw.hook),
+            speculate: Speculate::from_raw(raw.speculate.as_ref()),
             pipelines,
             hooks: Vec::new(),
             prompt: None,

@@ -48,6 +48,11 @@ pub struct RawRules {
     /// What `validator hook` does beside judging stops and tool calls.
     #[serde(default)]
     pub hook: RawHook,
+    /// Speculative runs (`validator watch`): once a task's files have been quiet for `quiet`,
+    /// its `lint` and `test` gates run in the background at the lowest priority, and at done
+    /// their outcomes stand if the files are exactly as they saw them (default: on, `quiet:
+    /// 1s`; `false` turns them off).
+    pub speculate: Option<RawSpeculate>,
     /// The pipelines; a task runs the first one whose `tasks` globs match its name.
     #[schemars(length(min = 1))]
     pub pipelines: Vec<RawPipeline>,
@@ -113,6 +118,25 @@ pub struct RawEvents {
     /// Older logs kept beside it (default: 3; at most 100); 0 keeps none.
     #[schemars(range(max = 100))]
     pub keep: Option<u32>,
+}
+
+/// `speculate:` as written: on or off, or its settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawSpeculate {
+    On(bool),
+    Settings(RawSpeculateSettings),
+}
+
+/// `speculate:`'s settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawSpeculateSettings {
+    /// How long the task's files must be left alone before a speculative run starts
+    /// (default: 1s).
+    #[serde(default, deserialize_with = "crate::duration::deserialize")]
+    #[schemars(schema_with = "crate::duration::schema")]
+    pub quiet: Option<Duration>,
 }
 
 /// What `validator hook` does beside judging stops and tool calls.

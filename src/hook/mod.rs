@@ -649,6 +649,7 @@ fn run_stop(
         observer: None,
         selection: crate::pipeline::Selection::default(),
         slots: None,
+        speculation: Default::default(),
     };
     let case = Case {
         task,

@@ -205,6 +205,7 @@ fn prompt_gates(
             ..Default::default()
         },
         slots: None,
+        speculation: Default::default(),
     };
     let case = Case {
         task,

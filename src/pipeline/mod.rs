@@ -11,6 +11,7 @@ use crate::config::{Pipeline, Route, Rules};
 use crate::duration;
 use crate::process::Cancel;
 use crate::rules::{Context, Deadline, Outcome, file_scope::Listed};
+use crate::speculation::{self, Speculation};
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
 
@@ -39,6 +40,11 @@ pub struct Supervision<'a> {
     /// Gates running at once across every run that shares them (the watcher's `--jobs`);
     /// without them a group is bounded by its pipeline's `jobs:` alone.
     pub slots: Option<&'a Slots>,
+    /// Whether this run records speculative outcomes, or takes them (see [`crate::speculation`]).
+    pub speculation: Speculation<'a>,
+    /// The tests each `test` gate named as failed in the task's last run, which a gate with
+    /// `select:` runs first.
+    pub failed_before: Option<&'a std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// A bound on the gates running at once across runs. A run takes one slot for its own thread
@@ -377,6 +383,7 @@ impl Runner<'_> {
             task: self.task,
             gate: what,
             started: Instant::now(),
+            failed_before: None,
             timeout: self
                 .rules
                 .defaults
@@ -476,10 +483,15 @@ impl Runner<'_> {
         done.into_iter().map(|(_, step)| step).collect()
     }
 
-    /// The gate's outcome: remembered from the cache, or from running its rule; and, for a pass
-    /// under an unchanged key, the key to remember it by.
+    /// The gate's outcome: remembered from the cache, taken from a speculative run, or from
+    /// running its rule; and, for a pass under an unchanged key, the key to remember it by.
     fn outcome(&self, gate: &crate::config::Gate, ctx: &Context<'_>) -> (Outcome, Option<String>) {
         let task = self.task;
+        let speculable = speculation::speculable(gate);
+        if let (Speculation::Record(_), false) = (self.supervision.speculation, speculable) {
+            // Judged at done; taken as passed here only to route on.
+            return (Outcome::pass("not run speculatively"), None);
+        }
         let cache = self.supervision.cache;
         let deadline = ctx.deadline();
         let cache_key = cache.and_then(|_| cache::key(task, &self.pipeline.name, gate, &deadline));
@@ -487,15 +499,26 @@ impl Runner<'_> {
             (Some(cache), Some(key)) => cache.hit(&task.name, &gate.name, &key.content),
             _ => false,
         };
+        let speculated = match self.supervision.speculation {
+            Speculation::Use(speculated) if speculable && !cached => {
+                speculated.take(task, gate, ctx.timeout)
+            }
+            _ => None,
+        };
         let outcome = if cached {
             Outcome {
                 outcome: GateOutcome::Cached,
                 ..Outcome::pass("passed before; its inputs, definition and tools are unchanged")
             }
+        } else if let Some(outcome) = speculated {
+            outcome
         } else {
             let outcome = gate.rule.run(ctx);
             if crate::rules::Rule::about(gate.kind()).starts_programs {
                 self.listed.forget();
+            }
+            if let Speculation::Record(speculated) = self.supervision.speculation {
+                speculated.record(task, gate, &outcome, ctx.started.elapsed());
             }
             outcome
         };
@@ -631,6 +654,10 @@ impl Runner<'_> {
             all_files: supervision.selection.all_files,
             listed: &self.listed,
             started: Instant::now(),
+            failed_before: supervision
+                .failed_before
+                .and_then(|failed| failed.get(&gate.name))
+                .map(Vec::as_slice),
         };
         tracing::debug!(task = %task.name, gate = %gate.name, "gate started");
         if let Some(observer) = supervision.observer {
@@ -643,7 +670,7 @@ impl Runner<'_> {
         }
         tracing::debug!(task = %task.name, gate = %gate.name, outcome = outcome.outcome.as_str(), "gate finished");
         let line = format!("{}: {}", gate.name, outcome.summary);
-        let blocked = outcome.blocked.clone();
+        let blocked = outcome.blocked.as_deref().map(str::to_owned);
         let failed = outcome.outcome == GateOutcome::Fail;
         let mut report = report(&gate.name, gate.kind().as_str(), gate_started, outcome);
         if failed {
@@ -906,6 +933,7 @@ fn skipped(gate: &crate::config::Gate) -> GateReport {
         output_tail: None,
         fix: None,
         changed_files: None,
+        failed_tests: Vec::new(),
     }
 }
 
@@ -944,6 +972,7 @@ fn report(name: &str, rule: &str, started: Instant, outcome: Outcome) -> GateRep
         output_tail: outcome.output_tail,
         fix: None,
         changed_files: outcome.changed_files.map(|changed| *changed),
+        failed_tests: outcome.failed_tests.map(|names| *names).unwrap_or_default(),
     }
 }
 

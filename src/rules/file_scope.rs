@@ -781,6 +781,7 @@ fn outside_a_run<T>(
         task,
         gate: "(between the agent's steps)",
         started: Instant::now(),
+        failed_before: None,
         timeout,
         state_dir,
         cancel: None,

@@ -56,6 +56,9 @@ pub struct Context<'a> {
     /// When the gate started: its deadline is `timeout` from then, one clock for the cache
     /// key taken before it, the rule's own reads and the programs it starts.
     pub started: Instant,
+    /// The tests this gate named as failed in the task's last run (a `test` gate with
+    /// `select:` runs them first).
+    pub failed_before: Option<&'a [String]>,
 }
 
 impl<'a> Context<'a> {
@@ -98,9 +101,12 @@ pub struct Outcome {
     pub exit_code: Option<i32>,
     pub output_tail: Option<String>,
     /// Set when the worker declared itself blocked: the run ends BLOCKED with this reason.
-    pub blocked: Option<String>,
+    pub blocked: Option<Box<str>>,
     /// What the gate counted as the worker's changes, for the verdict.
     pub changed_files: Option<Box<crate::verdict::ChangedFiles>>,
+    /// The failed tests a `test` gate's runner named (boxed: most outcomes have none, and an
+    /// outcome is passed by value).
+    pub failed_tests: Option<Box<Vec<String>>>,
 }
 
 impl Outcome {
@@ -113,6 +119,7 @@ impl Outcome {
             output_tail: None,
             blocked: None,
             changed_files: None,
+            failed_tests: None,
         }
     }
 

@@ -1239,6 +1239,7 @@ mod tests {
             cancel: None,
             listed: &crate::rules::file_scope::Listed::default(),
             started: std::time::Instant::now(),
+            failed_before: None,
         };
         context(&ctx, &ctx.deadline()).unwrap()
     }

@@ -87,6 +87,14 @@ pub struct GateSpec {
     /// `cargo fmt`), as `run` is written: shown with the gate's failure, and run by
     /// `validator check --fix` before judging again.
     pub fix: Option<Argv>,
+    /// test: the command that runs just the tests it names, written as `run` is, with one word
+    /// that names them: `{tests}` (each failed test's name as an argument of its own, as
+    /// pytest and cargo test take them), `{tests_regex}` (one pattern matching each whole name
+    /// as go test's `-run` reads one, each `/`-separated level anchored on its own) or `{test_titles_regex}` (one pattern matching any
+    /// title of the names, ` > `-separated, at the end of a full name, as jest's, vitest's and
+    /// node's `--test-name-pattern` take it). After a run that named failed tests, the next one runs
+    /// them first and fails at once if any still fails; a pass still needs the whole suite.
+    pub select: Option<Argv>,
     /// lint: the output format to read findings from, for output that auto-detection reads
     /// wrongly (default: auto, every format of docs/reasons.md): gnu, located-space, paren,
     /// dash, rustc, stylish, compact, shellcheck, biome, github, formatter, cargo-json, sarif,
@@ -197,6 +205,7 @@ impl GateSpec {
             format: None,
             fail_on_findings: None,
             fix: None,
+            select: None,
             report: None,
             schema: None,
             max_bytes: None,

@@ -66,7 +66,7 @@ impl RuleDef for Status {
                     .clone()
                     .unwrap_or_else(|| "no reason given".into());
                 Outcome {
-                    blocked: Some(format!("worker reported BLOCKED: {reason}")),
+                    blocked: Some(format!("worker reported BLOCKED: {reason}").into()),
                     ..Outcome::fail(format!("STATUS: BLOCKED: {reason}"))
                 }
             }

@@ -316,6 +316,7 @@ mod tests {
                 output_tail: Some((0..tail_lines).map(|i| format!("out {i}\n")).collect()),
                 fix: None,
                 changed_files: None,
+                failed_tests: Vec::new(),
             }],
             reasons: vec!["lint: findings".into()],
             warnings: vec![],

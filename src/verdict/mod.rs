@@ -241,6 +241,10 @@ pub struct GateReport {
     /// What the gate counted as the worker's changes (`file-scope`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_files: Option<ChangedFiles>,
+    /// The tests a `test` gate's runner named as failed, as it names them (what `select:`
+    /// runs first next time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_tests: Vec<String>,
 }
 
 /// What a gate counted as the worker's changes, so a reader can hold its count against

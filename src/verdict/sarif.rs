@@ -147,6 +147,7 @@ mod tests {
             output_tail: None,
             fix: None,
             changed_files: None,
+            failed_tests: Vec::new(),
         };
         let value = result(&gate, &finding, true, &mut Vec::new(), "validator.yaml");
         assert_eq!(

@@ -65,6 +65,9 @@ pub struct Record {
     /// `status` shows them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unpublished: BTreeMap<String, String>,
+    /// What speculative runs cost and gave, as of the last heartbeat; `status` shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculation: Option<super::speculate::Tally>,
 }
 
 /// The running watcher's claim on its state directory and its record. Dropping it (any return
@@ -169,6 +172,7 @@ impl Registration {
             heartbeat_secs: interval.as_secs(),
             problems: Vec::new(),
             unpublished: BTreeMap::new(),
+            speculation: None,
         };
         Self::claim(&rules.state, record, interval)
     }
@@ -248,10 +252,19 @@ impl Registration {
 
     /// Says in the record what keeps the watcher from judging (empty: nothing), so that
     /// `status --health` reports it; written only when it changed.
-    pub fn report(&mut self, problems: Vec<String>, unpublished: BTreeMap<String, String>) {
-        if problems == self.record.problems && unpublished == self.record.unpublished {
+    pub fn report(
+        &mut self,
+        problems: Vec<String>,
+        unpublished: BTreeMap<String, String>,
+        speculation: Option<super::speculate::Tally>,
+    ) {
+        if problems == self.record.problems
+            && unpublished == self.record.unpublished
+            && speculation == self.record.speculation
+        {
             return;
         }
+        self.record.speculation = speculation;
         for problem in problems
             .iter()
             .filter(|p| !self.record.problems.contains(p))
@@ -478,14 +491,24 @@ pub fn alive(rules: &Rules) -> Result<(), String> {
 /// The tasks whose verdict the live watcher of `rules` cannot write, and why (empty when no
 /// watcher holds the record, or all is written).
 pub fn unpublished(rules: &Rules) -> BTreeMap<String, String> {
-    let Ok(file) = open_record(&rules.state.join(FILE_NAME), Open::ToRead) else {
-        return BTreeMap::new();
-    };
+    live_record(rules)
+        .map(|r| r.unpublished)
+        .unwrap_or_default()
+}
+
+/// What the running watcher's speculative runs cost and gave, as of its last heartbeat.
+pub fn speculation(rules: &Rules) -> Option<super::speculate::Tally> {
+    live_record(rules).and_then(|r| r.speculation)
+}
+
+/// The record of the watcher running on `rules`' state, if one runs.
+fn live_record(rules: &Rules) -> Option<Record> {
+    let file = open_record(&rules.state.join(FILE_NAME), Open::ToRead).ok()?;
     let record = read_record(&file);
     match Flock::lock(file, FlockArg::LockSharedNonblock) {
         // Held: the watcher that wrote it lives.
-        Err((_, Errno::EWOULDBLOCK)) => record.map(|r| r.unpublished).unwrap_or_default(),
-        _ => BTreeMap::new(),
+        Err((_, Errno::EWOULDBLOCK)) => record,
+        _ => None,
     }
 }
 

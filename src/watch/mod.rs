@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod orphans;
 pub mod run;
 mod scheduler;
+pub mod speculate;
 mod workers;
 
 use std::net::SocketAddr;
@@ -113,6 +114,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
 
     let stopping = Arc::new(AtomicBool::new(false));
     let (jobs, pool) = start_workers(options.jobs, &shared, report, &tx, &stopping);
+    speculate::start(&shared);
     let mut main = MainLoop::start(&options, &shared, &pool, &mut heartbeat, jobs, &tx)?;
     let lost = main.run(&rx);
     main.stop(&rx, &stopping, lost.is_some());
@@ -361,7 +363,9 @@ impl<'a> MainLoop<'a> {
             };
             problems.push(format!("the verdict of task `{task}`{others} is {why}"));
         }
-        self.heartbeat.report(problems, unpublished);
+        let tally = self.shared.metrics.speculative.tally();
+        let speculation = (tally.started > 0).then_some(tally);
+        self.heartbeat.report(problems, unpublished, speculation);
     }
 
     /// Stops watching and dispatching, then waits `--grace` for the running tasks, beating
@@ -379,6 +383,7 @@ impl<'a> MainLoop<'a> {
         tracing::info!("shutting down");
         drop(watches);
         stopping.store(true, Ordering::SeqCst);
+        shared.speculator.stop();
         scheduler.close();
         if lost {
             shared.cancel.cancel();

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
+
+use crate::speculation::Speculation;
 
 use crate::cache::Cache;
 use crate::config::Rules;
@@ -23,6 +25,7 @@ use crate::verdict::sign::{self, SigningKey};
 use crate::verdict::{Decision, GateReport, Verdict, write};
 
 use super::metrics::{Metrics, Trip};
+use super::speculate::Speculator;
 
 /// What the watcher's threads share.
 pub struct Shared {
@@ -41,6 +44,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// `--jobs` bounds every gate the watcher runs at once, a group's across tasks included.
     pub slots: Slots,
+    /// The speculative runs, whose outcomes a run at done may take.
+    pub speculator: Speculator,
 }
 
 /// A judged run whose state or verdict could not be written.
@@ -84,14 +89,16 @@ impl Shared {
         jobs: usize,
     ) -> Result<Self, Error> {
         let events = EventLog::open(&rules.state, rules.events)?;
+        let metrics = Arc::new(Metrics::default());
         Ok(Shared {
+            speculator: Speculator::new(jobs, Arc::clone(&metrics.speculative)),
             config: RwLock::new((Arc::new(rules), key.map(Arc::new))),
             events,
             cancel: Cancel::marked(mark.to_owned()),
             use_cache,
             observer: None,
             unpublished: Mutex::new(BTreeMap::new()),
-            metrics: Arc::new(Metrics::default()),
+            metrics,
             slots: Slots::new(jobs),
         })
     }
@@ -202,12 +209,23 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     let pipeline = rules
         .pipeline_for(name, None)
         .map_err(|err| (Decision::Error, err.to_string()));
+    let speculated = match (&refused, held) {
+        (None, false) => {
+            shared
+                .speculator
+                .claim(&task, &rules, Instant::now() + rules.defaults.budget)
+        }
+        _ => None,
+    };
+    let judged_task = task.clone();
     let case = Case {
         task,
         pipeline,
         refused,
     };
-    let judged = run(shared, &rules, signing, case, &mut history);
+    let outcomes = speculated.as_deref().map(|run| &run.outcomes);
+    let judged = run(shared, &rules, signing, case, &mut history, outcomes);
+    shared.speculator.release(&judged_task);
     if judged.cancelled {
         return Ok(Answered::Cancelled);
     }
@@ -260,6 +278,7 @@ fn run(
     signing: Option<Arc<SigningKey>>,
     case: Case<'_>,
     history: &mut History<'_>,
+    speculated: Option<&crate::speculation::Speculated>,
 ) -> crate::judge::Judged {
     let cache = shared.use_cache.then(|| Cache::new(&rules.state));
     let key_read = Ok(signing);
@@ -276,6 +295,7 @@ fn run(
         observer: Some(&observers),
         selection: crate::pipeline::Selection::default(),
         slots: Some(&shared.slots),
+        speculation: speculated.map_or(Speculation::Off, Speculation::Use),
     };
     judge.judge(case, Some(history))
 }
@@ -370,7 +390,7 @@ impl Observer for Observers<'_> {
 /// verdict directories, the task's done file and, when verdicts are written into the task's
 /// directory (single-task mode), its verdict and feedback files. Nothing by a name's shape: a
 /// worker's `key.verdict.json` is the worker's file.
-fn protocol_ignored(task: Task, rules: &Rules, name: &str) -> Task {
+pub(super) fn protocol_ignored(task: Task, rules: &Rules, name: &str) -> Task {
     task.ignoring(&rules.state)
         .ignoring(&rules.verdicts)
         .ignoring(&staging::done_path(&rules.staging, name))

@@ -68,6 +68,7 @@ mod sidecar;
 mod signing;
 mod smoke;
 mod snippets;
+mod speculate;
 mod starter;
 mod tool_time;
 mod watch;

@@ -6,6 +6,7 @@
 
 pub mod lint;
 mod runner;
+mod select;
 pub mod test;
 
 use std::ffi::OsString;
@@ -44,6 +45,8 @@ pub struct Command {
     fail_on_findings: bool,
     /// `files:` are only the ones the worker changed, counted from `base` (`changed_only:`).
     changed_only: Option<String>,
+    /// The command that runs just the tests it names (`select:`; test only).
+    select: Option<Vec<String>>,
 }
 
 /// The variables a command is started with, on top of validator's own environment.
@@ -167,7 +170,11 @@ impl Command {
                 "add `changed_only: true`, or remove `base:`",
             ));
         }
+        if let Some(select) = &spec.select {
+            select::check(&select.0)?;
+        }
         Ok(Command {
+            select: spec.select.as_ref().map(|select| select.0.clone()),
             changed_only: changed_only.then(|| spec.base.clone().unwrap_or_else(|| "HEAD".into())),
             argv: run.0.clone(),
             files: spec.files.as_deref().map(PatternSet::new),
@@ -295,6 +302,17 @@ impl Command {
     }
 
     pub fn run(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
+        if let (Parse::TestNames, Some(select), Some(failed)) =
+            (parse, &self.select, ctx.failed_before)
+            && let Some(still) = self.still_failing(ctx, select, failed)
+        {
+            return still;
+        }
+        self.run_whole(ctx, parse)
+    }
+
+    /// The command as `run:` says, over its files.
+    fn run_whole(&self, ctx: &Context<'_>, parse: Parse) -> Outcome {
         // The report files as they are before the command runs: one it leaves as it was, it
         // did not write (see `read_report`).
         let before = Before::take(ctx, [&self.junit, &self.report]);
@@ -315,7 +333,7 @@ impl Command {
             Ok(batches) => batches,
             Err(outcome) => return outcome,
         };
-        let deadline = Instant::now() + ctx.timeout;
+        let deadline = ctx.started + ctx.timeout;
         let ran = match self.run_batches(ctx, &cwd, &base, &env, &batches, deadline) {
             Ok(ran) => ran,
             Err(outcome) => return outcome,

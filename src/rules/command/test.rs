@@ -26,6 +26,7 @@ command_rule!(
             "cwd",
             "junit",
             "fix",
+            "select",
             "changed_only",
             "base",
         ],
@@ -73,6 +74,7 @@ impl Command {
             }
         }
         failures.truncate(MAX_FINDINGS);
+        let failed_tests = Some(Box::new(failures.iter().map(|f| f.name.clone()).collect()));
         let summary = match failures.len() {
             0 => format!("`{program}` exited with {code}{note}"),
             n => {
@@ -95,6 +97,7 @@ impl Command {
             .collect();
         Outcome {
             findings: relative_findings(&ctx.task.dir, cwd, found),
+            failed_tests,
             ..Outcome::fail(summary)
         }
     }

@@ -255,6 +255,7 @@ mod tests {
             output_tail: None,
             fix: None,
             changed_files: None,
+            failed_tests: Vec::new(),
         }
     }
 

@@ -53,6 +53,8 @@ pub struct Metrics {
     /// When the last verdict was published, in milliseconds since the Unix epoch; 0: none yet.
     last_judged_ms: AtomicU64,
     gates: Mutex<BTreeMap<String, Histogram>>,
+    /// What speculative runs cost and gave (the speculator counts them).
+    pub speculative: std::sync::Arc<super::speculate::Counts>,
 }
 
 /// One rule's gate durations: the count in each bucket (not cumulative), all of them, the sum.
@@ -73,6 +75,7 @@ impl Default for Metrics {
             running: AtomicI64::new(0),
             last_judged_ms: AtomicU64::new(0),
             gates: Mutex::new(BTreeMap::new()),
+            speculative: Default::default(),
         }
     }
 }
@@ -203,6 +206,7 @@ impl Metrics {
             family(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {value}");
         }
+        self.render_speculative(&mut out);
         let name = "validator_gate_duration_seconds";
         family(
             &mut out,
@@ -230,6 +234,35 @@ impl Metrics {
             );
         }
         out
+    }
+}
+
+impl Metrics {
+    fn render_speculative(&self, out: &mut String) {
+        let tally = self.speculative.tally();
+        let name = "validator_speculative_runs_total";
+        family(
+            out,
+            name,
+            "counter",
+            "Speculative runs (a task's lint and test gates run while its worker is still writing): started, used at done, cancelled by a change to the task's files, discarded (they saw other files than the done signal's).",
+        );
+        for (outcome, count) in [
+            ("started", tally.started),
+            ("used", tally.used),
+            ("cancelled", tally.cancelled),
+            ("discarded", tally.discarded),
+        ] {
+            let _ = writeln!(out, "{name}{{outcome=\"{outcome}\"}} {count}");
+        }
+        let name = "validator_speculative_cpu_seconds_total";
+        family(
+            out,
+            name,
+            "counter",
+            "CPU seconds the speculative runs spent (their commands and their own thread).",
+        );
+        let _ = writeln!(out, "{name} {}", seconds(tally.cpu_ms));
     }
 }
 
@@ -403,6 +436,7 @@ mod tests {
             output_tail: None,
             fix: None,
             changed_files: None,
+            failed_tests: Vec::new(),
         };
         metrics.gate_finished(&task, &report(GateOutcome::Cached));
         metrics.gate_finished(&task, &report(GateOutcome::Skipped));

@@ -1,0 +1,440 @@
+//! The watcher's speculative runs (what makes one safe to use is [`crate::speculation`]'s): a
+//! thread looks at each task directory in staging; once one has been left alone for the rules'
+//! `speculate.quiet` and its stamp is settled, it runs the task's pipeline in the background
+//! ([`Speculation::Record`]: the `lint` and `test` gates only, their commands at the lowest CPU
+//! and I/O priority). A change to the task's files cancels the run (its commands' groups
+//! killed). At done, [`Speculator::claim`] gives the run's outcomes to the real run when the
+//! task is exactly as the run saw it, before and after, under the same rules and attempt,
+//! waiting for one still running on those files; anything else runs as without speculation.
+//!
+//! Bounds: one speculative run at a time across the watcher, and none while the real runs fill
+//! `--jobs`; none on a task being judged, or held by a breaker, or whose files are as its last
+//! verdict judged them. What it costs is counted ([`Counts`]: runs started, used, cancelled,
+//! discarded, and CPU seconds), for the metrics and `status`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Rules;
+use crate::judge::{Case, Judge};
+use crate::process::Cancel;
+use crate::speculation::{Speculated, Speculation, TreeStamp};
+use crate::state::TaskState;
+use crate::task::{self, Task};
+
+use super::run::Shared;
+
+/// Most task directories looked at in one pass over staging.
+const MAX_TASKS: usize = 10_000;
+
+/// What speculation cost and gave, since the watcher started.
+#[derive(Debug, Default)]
+pub struct Counts {
+    started: AtomicU64,
+    used: AtomicU64,
+    cancelled: AtomicU64,
+    discarded: AtomicU64,
+    cpu_micros: AtomicU64,
+}
+
+/// [`Counts`] read at one moment, as `status` shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub started: u64,
+    pub used: u64,
+    pub cancelled: u64,
+    pub discarded: u64,
+    pub cpu_ms: u64,
+}
+
+impl Counts {
+    pub fn tally(&self) -> Tally {
+        Tally {
+            started: self.started.load(Ordering::Relaxed),
+            used: self.used.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
+            discarded: self.discarded.load(Ordering::Relaxed),
+            cpu_ms: self.cpu_micros.load(Ordering::Relaxed) / 1000,
+        }
+    }
+}
+
+/// How a speculative run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum End {
+    Running,
+    /// It ran to its end; the task's stamp then (`None`: it could not be taken).
+    Ran(Option<TreeStamp>),
+    Cancelled,
+}
+
+/// One speculative run over one task.
+pub struct Run {
+    /// The task's stamp when the run started: what its outcomes are outcomes of.
+    stamp: TreeStamp,
+    attempt: u32,
+    rules: Arc<Rules>,
+    cancel: Cancel,
+    pub outcomes: Speculated,
+    end: Mutex<End>,
+}
+
+impl Run {
+    fn end(&self) -> MutexGuard<'_, End> {
+        self.end.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A task directory as the speculator last saw it.
+struct Watched {
+    seen: TreeStamp,
+    since: Instant,
+    run: Option<Arc<Run>>,
+    /// The stamp the task's last real run left: its verdict already says what these files are.
+    judged: Option<TreeStamp>,
+}
+
+#[derive(Default)]
+struct Tasks {
+    by_name: HashMap<String, Watched>,
+    /// Tasks a real run is judging (or about to): never speculated on meanwhile.
+    judging: HashSet<String>,
+    /// Whether a speculative run is going on.
+    running: bool,
+}
+
+/// The watcher's speculation: its state, shared by the speculator thread, the runs it starts
+/// and the workers that claim their outcomes.
+pub struct Speculator {
+    tasks: Mutex<Tasks>,
+    ended: Condvar,
+    numbered: AtomicU64,
+    stopped: AtomicBool,
+    jobs: usize,
+    counts: Arc<Counts>,
+}
+
+impl Speculator {
+    /// `counts` are the metrics' (see [`super::metrics::Metrics`]).
+    pub fn new(jobs: usize, counts: Arc<Counts>) -> Self {
+        Speculator {
+            tasks: Mutex::default(),
+            ended: Condvar::new(),
+            numbered: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            jobs: jobs.max(1),
+            counts,
+        }
+    }
+
+    fn tasks(&self) -> MutexGuard<'_, Tasks> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// At done, before `task` (its attempt set) is judged under `rules`: no speculation on it
+    /// until [`Self::release`]; and the run whose outcomes the real run may take, if one saw
+    /// exactly these files (one still running on them is waited for, until `until`).
+    pub fn claim(&self, task: &Task, rules: &Arc<Rules>, until: Instant) -> Option<Arc<Run>> {
+        let mut tasks = self.tasks();
+        tasks.judging.insert(task.name.clone());
+        let run = tasks
+            .by_name
+            .get_mut(&task.name)
+            .and_then(|watched| watched.run.take())?;
+        drop(tasks);
+        let now = TreeStamp::of(task);
+        let same_inputs = Arc::ptr_eq(&run.rules, rules)
+            && run.attempt == task.attempt
+            && now.as_ref().is_some_and(|now| run.stamp.same_settled(now));
+        if !same_inputs {
+            self.cancel(&run);
+            return None;
+        }
+        let mut end = run.end();
+        while *end == End::Running {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            end = self
+                .ended
+                .wait_timeout(end, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        let untouched = matches!(&*end, End::Ran(Some(after)) if run.stamp.same_settled(after));
+        drop(end);
+        if untouched {
+            self.counts.used.fetch_add(1, Ordering::Relaxed);
+            Some(run)
+        } else {
+            self.cancel(&run);
+            None
+        }
+    }
+
+    /// After the real run of `task`: speculation on it may start again once its files change
+    /// from what the run left.
+    pub fn release(&self, task: &Task) {
+        let judged = TreeStamp::of(task);
+        let mut tasks = self.tasks();
+        tasks.judging.remove(&task.name);
+        if let Some(watched) = tasks.by_name.get_mut(&task.name) {
+            watched.judged = judged;
+        }
+    }
+
+    /// A run not to be used: cancelled if it still runs (counted so), else discarded.
+    fn cancel(&self, run: &Run) {
+        let end = run.end();
+        if *end == End::Running {
+            run.cancel.cancel();
+            self.counts.cancelled.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.counts.discarded.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Stops speculating for good (the watcher is shutting down): the run going on is killed.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let mut tasks = self.tasks();
+        for watched in tasks.by_name.values_mut() {
+            if let Some(run) = watched.run.take() {
+                run.cancel.cancel();
+            }
+        }
+    }
+}
+
+/// Starts the speculator thread; it ends when the watcher stops ([`Speculator::stop`]).
+pub fn start(shared: &Arc<Shared>) {
+    let shared = Arc::clone(shared);
+    let started = std::thread::Builder::new()
+        .name("speculator".into())
+        .spawn(move || {
+            lower_this_threads_priority();
+            look_until_stopped(&shared);
+        });
+    if let Err(err) = started {
+        tracing::warn!(%err, "cannot start the speculator thread; every run starts at done");
+    }
+}
+
+fn look_until_stopped(shared: &Arc<Shared>) {
+    let speculator = &shared.speculator;
+    while !speculator.stopped.load(Ordering::SeqCst) {
+        let rules = shared.rules();
+        let looked = Instant::now();
+        if rules.speculate.on {
+            // A panic here must never take the watcher's judging with it; it only ends
+            // speculation, which the runs at done do without.
+            let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                look_once(shared, &rules);
+            }));
+            if pass.is_err() {
+                tracing::error!("the speculator failed; runs start at done from now on");
+                return;
+            }
+        }
+        // Half the quiet time between looks, and never more than a tenth of the time looking:
+        // a large staging costs the machine no more than that.
+        let pause = (rules.speculate.quiet / 2)
+            .max(looked.elapsed() * 10)
+            .clamp(Duration::from_millis(50), Duration::from_secs(30));
+        std::thread::sleep(pause);
+    }
+}
+
+/// One look at every task directory in staging.
+fn look_once(shared: &Arc<Shared>, rules: &Arc<Rules>) {
+    let Ok(entries) = std::fs::read_dir(&rules.staging) else {
+        return;
+    };
+    let mut present = HashSet::new();
+    for entry in entries.flatten().take(MAX_TASKS) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        if !is_dir || task::validate_name(&name).is_err() {
+            continue;
+        }
+        present.insert(name.clone());
+        look_at(shared, rules, &name);
+    }
+    shared
+        .speculator
+        .tasks()
+        .by_name
+        .retain(|name, _| present.contains(name));
+}
+
+/// The task `name` as a run at done would judge it, with the attempt its next done signal gets;
+/// `None` when a breaker holds it (its next answer runs nothing).
+fn next_task(rules: &Rules, name: &str) -> Option<Task> {
+    let mut state = TaskState::load(&rules.state, name);
+    if state.escalated.is_some() || state.blocked.is_some() {
+        return None;
+    }
+    let attempt = state.attempt_for(Some(format!("speculative {}", state.attempt)));
+    let dir = crate::staging::task_dir(&rules.staging, name).ok()?;
+    let task = Task::new(name, &dir).ok()?;
+    Some(
+        super::run::protocol_ignored(task, rules, name)
+            .with_worker_area(&rules.staging)
+            .with_attempt(attempt),
+    )
+}
+
+/// Looks at one task: a change cancels its run; quiet long enough, it gets one.
+fn look_at(shared: &Arc<Shared>, rules: &Arc<Rules>, name: &str) {
+    let speculator = &shared.speculator;
+    if speculator.tasks().judging.contains(name) {
+        return;
+    }
+    let Some(task) = next_task(rules, name) else {
+        return;
+    };
+    let Some(stamp) = TreeStamp::of(&task) else {
+        return;
+    };
+    let mut tasks = speculator.tasks();
+    if tasks.judging.contains(name) {
+        return;
+    }
+    let busy = tasks.judging.len();
+    let running = tasks.running;
+    let watched = tasks
+        .by_name
+        .entry(name.to_owned())
+        .or_insert_with(|| Watched {
+            seen: stamp.clone(),
+            since: Instant::now(),
+            run: None,
+            judged: None,
+        });
+    if !watched.seen.same_entries(&stamp) {
+        watched.seen = stamp;
+        watched.since = Instant::now();
+        if let Some(run) = watched.run.take() {
+            speculator.cancel(&run);
+        }
+        return;
+    }
+    let quiet = watched.since.elapsed() >= rules.speculate.quiet;
+    let known = watched
+        .run
+        .as_ref()
+        .is_some_and(|run| run.stamp.same_entries(&stamp))
+        || watched
+            .judged
+            .as_ref()
+            .is_some_and(|judged| judged.same_entries(&stamp));
+    if !quiet || !stamp.settled() || known || running || busy >= speculator.jobs {
+        return;
+    }
+    let n = speculator.numbered.fetch_add(1, Ordering::Relaxed);
+    let mark = match shared.cancel.mark() {
+        Some(mark) => format!("{mark}.s{n}"),
+        None => format!("s{n}"),
+    };
+    let run = Arc::new(Run {
+        stamp,
+        attempt: task.attempt,
+        rules: Arc::clone(rules),
+        cancel: Cancel::background(mark),
+        outcomes: Speculated::default(),
+        end: Mutex::new(End::Running),
+    });
+    if let Some(old) = watched.run.replace(Arc::clone(&run)) {
+        speculator.cancel(&old);
+    }
+    tasks.running = true;
+    drop(tasks);
+    speculator.counts.started.fetch_add(1, Ordering::Relaxed);
+    let shared_for_run = Arc::clone(shared);
+    let spawned = std::thread::Builder::new()
+        .name(format!("speculating {name}"))
+        .spawn(move || speculate(&shared_for_run, &run, task));
+    if spawned.is_err() {
+        speculator.tasks().running = false;
+    }
+}
+
+/// Runs the task's pipeline speculatively and records how it ended.
+fn speculate(shared: &Shared, run: &Run, task: Task) {
+    lower_this_threads_priority();
+    let cpu = cpu_micros();
+    let rules = &run.rules;
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Ok(pipeline) = rules.pipeline_for(&task.name, None) {
+            let key = crate::judge::signing(rules);
+            let judge = Judge {
+                rules,
+                key: &key,
+                sign: false,
+                cache: None,
+                cancel: Some(&run.cancel),
+                observer: None,
+                selection: crate::pipeline::Selection::default(),
+                slots: None,
+                speculation: Speculation::Record(&run.outcomes),
+            };
+            let case = Case {
+                task: task.clone(),
+                pipeline: Ok(pipeline),
+                refused: None,
+            };
+            judge.judge(case, None);
+        }
+    }));
+    let end = if ran.is_err() || run.cancel.is_cancelled() {
+        End::Cancelled
+    } else {
+        End::Ran(TreeStamp::of(&task))
+    };
+    let spent = cpu_micros().saturating_sub(cpu);
+    let speculator = &shared.speculator;
+    speculator
+        .counts
+        .cpu_micros
+        .fetch_add(spent, Ordering::Relaxed);
+    *run.end() = end;
+    speculator.tasks().running = false;
+    speculator.ended.notify_all();
+}
+
+/// CPU time, in microseconds, of this thread and of every child the watcher has reaped: a
+/// speculative run's cost is the difference across it (a real run's command that ended
+/// meanwhile counts too; speculation runs while the real runs are idle, so it seldom does).
+fn cpu_micros() -> u64 {
+    use nix::libc;
+    let mut total = 0u64;
+    for who in [libc::RUSAGE_THREAD, libc::RUSAGE_CHILDREN] {
+        // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage writes one struct we own.
+        if unsafe { libc::getrusage(who, &raw mut usage) } == 0 {
+            for time in [usage.ru_utime, usage.ru_stime] {
+                let micros = time.tv_sec.saturating_mul(1_000_000) + time.tv_usec;
+                total = total.saturating_add(u64::try_from(micros).unwrap_or(0));
+            }
+        }
+    }
+    total
+}
+
+/// The speculator's threads yield to everything else: nice 19 (Linux keeps a nice per thread).
+fn lower_this_threads_priority() {
+    use nix::libc;
+    // SAFETY: two system calls on plain integers.
+    unsafe {
+        let tid = libc::gettid();
+        if let Ok(tid) = libc::id_t::try_from(tid) {
+            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+        }
+    }
+}
