@@ -23,6 +23,7 @@ import uuid
 POLL = 0.005          # the verdict file, while waiting for it
 QUIET_AFTER = {"speculate": 2.0, "no-speculate": 0.5}   # no process under the watcher this long
 TICK = os.sysconf("SC_CLK_TCK")
+LOOPING = False       # set once a watcher with speculation has been seen never to go quiet
 
 
 def die(message, verdict=None):
@@ -93,6 +94,7 @@ class Watcher:
                                       "--metrics-addr", "127.0.0.1:0", "--color", "never"],
                                      stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.addr = None
+        self.quiet = None     # whether the last settle() saw it go quiet
         deadline = time.monotonic() + 30
         while self.addr is None:
             self.alive()
@@ -128,9 +130,18 @@ class Watcher:
         self.alive()
         return cpu_seconds(self.proc.pid)
 
-    def settle(self, limit=120):
-        """Until no process has run under the watcher for QUIET_AFTER[mode] seconds."""
+    def settle(self):
+        """Until no process has run under the watcher for QUIET_AFTER[mode] seconds; True then.
+        A watcher with speculation that never goes quiet (its speculative runs restarting, each
+        cancelled by what it wrote itself) is the product's behaviour, not the harness's: it is
+        said once, each later wait is short, False is returned and the row records it. Without
+        speculation, 120 s without going quiet stops the run."""
+        global LOOPING
         quiet = QUIET_AFTER[self.mode]
+        if self.mode == "no-speculate":
+            limit = 120
+        else:
+            limit = 4 * quiet if LOOPING else 90
         start = last_busy = time.monotonic()
         while True:
             self.alive()
@@ -138,7 +149,8 @@ class Watcher:
             if descendants(self.proc.pid):
                 last_busy = now
             elif now - last_busy >= quiet:
-                return
+                self.quiet = True
+                return True
             if now - start > limit:
                 running = []
                 for pid in descendants(self.proc.pid):
@@ -146,8 +158,16 @@ class Watcher:
                         running.append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")[:200])
                     except OSError:
                         pass
-                die(f"the watcher ({self.mode}) has not gone quiet in {limit} s (no process under it for "
-                    f"{quiet} s): still running {running}; its metrics {self.metrics()}; log {self.log_path}")
+                text = (f"the watcher ({self.mode}) has not gone quiet in {limit:g} s (no process under it "
+                        f"for {quiet:g} s): running {running}; its metrics {self.metrics()}; log {self.log_path}")
+                if self.mode == "no-speculate":
+                    die(text)
+                if not LOOPING:
+                    print(f"  WARNING: {text}; measuring on with it running (each row says whether the "
+                          "watcher went quiet before the next edit)", file=sys.stderr, flush=True)
+                LOOPING = True
+                self.quiet = False
+                return False
             time.sleep(0.05)
 
     def stop(self):
@@ -294,11 +314,9 @@ def measure():
     modes = ["speculate", "no-speculate"]
     say = lambda text: print(f"  {kind} {text}", file=sys.stderr, flush=True)
 
-    # pre-commit's tools warmed, and its verdicts on both states checked, untimed.
+    # pre-commit's first run (its own set-up, the tools' files read once), untimed.
     project.edit(project.pc, "a", "orig")
     pre_commit(project, "warm-A", 0)
-    project.edit(project.pc, "a", "broken")
-    pre_commit(project, "warm-B", 1, project.failing_test)
 
     # A: done → verdict, after T seconds of the agent's final answer.
     for rnd in range(runs):
@@ -308,7 +326,7 @@ def measure():
             watcher.settle()
             for wait in waits:
                 label = f"A-{mode}-T{wait:g}-r{rnd}"
-                m0, c0 = watcher.metrics(), watcher.cpu()
+                m0, c0, quiet_before = watcher.metrics(), watcher.cpu(), watcher.quiet
                 project.edit(project.task, project.next_change(), "orig")
                 edited = time.perf_counter()
                 time.sleep(max(0.0, edited + wait - time.perf_counter()))
@@ -321,9 +339,10 @@ def measure():
                 record(raw, kind=kind, row="A", mode=mode, wait=wait, round=rnd, seconds=took,
                        verdict=verdict["verdict"], verdict_ms=verdict.get("duration_ms"),
                        test_ms=test_gate(verdict).get("duration_ms"), spec=spec, watcher_cpu=cpu,
-                       gates=gates_of(verdict))
+                       gates=gates_of(verdict), quiet_before=quiet_before, quiet_after=watcher.quiet)
                 say(f"A {mode} T={wait:g}s: verdict {verdict['verdict']} {took * 1000:.0f} ms after done "
-                    f"(speculative runs {spec or 'n/a'}; watcher CPU {cpu:.2f} s)")
+                    f"(speculative runs {spec or 'n/a'}; watcher CPU {cpu:.2f} s"
+                    f"{'' if watcher.quiet else '; the watcher did not go quiet'})")
             watcher.stop()
         change = project.next_change()
         project.edit(project.pc, change, "orig")
@@ -349,7 +368,7 @@ def measure():
         watcher.settle()
         for rnd in range(runs):
             label = f"B-{mode}-r{rnd}"
-            m0, c0 = watcher.metrics(), watcher.cpu()
+            m0, c0, quiet_before = watcher.metrics(), watcher.cpu(), watcher.quiet
             project.edit(project.task, project.next_change(), "broken")
             took, verdict = signal_done(project, watcher, label)
             expect_named_fail(project, verdict, label)
@@ -360,7 +379,8 @@ def measure():
             record(raw, kind=kind, row="B", mode=mode, round=rnd, seconds=took, verdict=verdict["verdict"],
                    verdict_ms=verdict.get("duration_ms"), test_ms=gate.get("duration_ms"),
                    test_summary=gate.get("summary"), failed_tests=gate.get("failed_tests"), spec=spec,
-                   watcher_cpu=watcher.cpu() - c0, gates=gates_of(verdict))
+                   watcher_cpu=watcher.cpu() - c0, gates=gates_of(verdict), quiet_before=quiet_before,
+                   quiet_after=watcher.quiet)
             say(f"B {mode} retry: FAIL {took * 1000:.0f} ms after done (test gate {gate.get('duration_ms')} ms: "
                 f"{gate.get('summary')})")
         # The test fixed, done at once: the failing tests run first pass, and the PASS must
@@ -511,6 +531,17 @@ def report():
             used_text = "" if mode != "speculate" or used is None else f"; speculative runs used {used:g} of {len(rs)} dones"
             out.append(f"- {kind} {row}{f' T={wait:g} s' if wait is not None else ' retry'} {mode}: "
                        + ", ".join(cells) + used_text)
+    for kind in kinds:
+        spec_rows = [r for r in rows if r["kind"] == kind and r["mode"] == "speculate" and "quiet_before" in r]
+        loud = [r for r in spec_rows if r.get("quiet_before") is False or r.get("quiet_after") is False]
+        if loud:
+            started = sum(r.get("spec", {}).get("started", 0) for r in spec_rows)
+            cancelled = sum(r.get("spec", {}).get("cancelled", 0) for r in spec_rows)
+            out.append(f"- **{kind}: the watcher with speculation never went quiet** around {len(loud)} of "
+                       f"{len(spec_rows)} measured dones (no 2 s without a process under it, within 90 s at "
+                       f"first, 8 s after): its speculative runs kept starting over ({started:g} started, "
+                       f"{cancelled:g} cancelled across those dones), so those dones were measured with one "
+                       "running in the background.")
     out += ["", ("Every verdict up to the stop" if env.get("STOPPED") else "Every verdict") +
             " was the expected one (the run stops at the first that is not): PASS in A, "
             "FAIL at the test gate naming the broken test in B and PASS once it is fixed, for both watchers; pre-commit exit 0 "
