@@ -5,11 +5,12 @@
 # one run on the real projects bench/real_projects.sh uses; the figures and ratios go into
 # bench/RESULTS.md (the section between the speculate markers, replaced on each run).
 #
-#   bash bench/speculate.sh                 python and node, RUNS=3: about 18 minutes on 2 cores
-#                                           (most of it the agent's scripted waits: 5 + 15 + 30 s
-#                                           per round and watcher mode, and more-itertools'
-#                                           15-second test suite)
-#   RUNS=1 bash bench/speculate.sh          one round (about 7 minutes)
+#   bash bench/speculate.sh                 python and node, RUNS=3: 25 to 30 minutes on 2
+#                                           cores (29.5 measured with other work on the machine):
+#                                           10 minutes of it the agent's scripted waits (5 + 15 +
+#                                           30 s per round, watcher mode and project), most of the
+#                                           rest more-itertools' 15-to-25-second test suite
+#   RUNS=1 bash bench/speculate.sh          one round (about 10 minutes)
 #   PROJECTS=node bash bench/speculate.sh   only these (the section then lists only them)
 #   WAITS="5 30" bash bench/speculate.sh    other times between the last edit and done
 #   NO_RESULTS=1 bash bench/speculate.sh    print the section, leave RESULTS.md alone

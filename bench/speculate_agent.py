@@ -280,6 +280,8 @@ def expect_named_fail(project, verdict, label):
 
 
 def record(raw, **row):
+    with open("/proc/loadavg") as f:
+        row["load1"] = float(f.read().split()[0])
     with open(raw, "a") as f:
         f.write(json.dumps(row) + "\n")
 
@@ -493,6 +495,10 @@ def report():
                        f"| {s(med(sp, 'watcher_cpu'))}, {s(med(ns, 'watcher_cpu'))} |")
     out += ["", "The pipeline's time at done without speculation (the median over every T): " +
             ", ".join(f"{k} {s(med([r for w in waits for r in pick(k, 'A', 'no-speculate', w)]))}" for k in kinds) +
+            ". 1-min load average when each measurement ended: " +
+            (", ".join(f"{k} median {statistics.median(ls):.2f}, max {max(ls):.2f}"
+                       for k in kinds for ls in [[r["load1"] for r in rows if r["kind"] == k and "load1" in r]] if ls)
+             or "n/a") + " (above 2, other work shared the 2 cores: compare the ratios, not the times)"
             ". Targets: speculation ≤ 0.1× pre-commit when T is longer than that; speculation ≤ 1.0× "
             "no speculation at every T.", "",
             "| project | retry, named failing test still fails | speculation | `speculate: false` | pre-commit --all-files | speculation / pre-commit | no speculation / pre-commit | test gate at the retry (speculation; its summary) | first FAIL, whole suite (speculation, no speculation) | the test fixed, done at once: PASS (speculation, no speculation) |",
