@@ -45,7 +45,7 @@ pub struct Shared {
     /// `--jobs` bounds every gate the watcher runs at once, a group's across tasks included.
     pub slots: Slots,
     /// The speculative runs, whose outcomes a run at done may take.
-    pub speculator: Speculator,
+    pub speculator: Arc<Speculator>,
 }
 
 /// A judged run whose state or verdict could not be written.
@@ -91,7 +91,7 @@ impl Shared {
         let events = EventLog::open(&rules.state, rules.events)?;
         let metrics = Arc::new(Metrics::default());
         Ok(Shared {
-            speculator: Speculator::new(jobs, Arc::clone(&metrics.speculative)),
+            speculator: Arc::new(Speculator::new(jobs, Arc::clone(&metrics.speculative))),
             config: RwLock::new((Arc::new(rules), key.map(Arc::new))),
             events,
             cancel: Cancel::marked(mark.to_owned()),
@@ -202,7 +202,7 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     let task_dir = staging::task_dir(&rules.staging, name);
     let refused = task_dir.as_ref().err().cloned();
     let task_dir = task_dir.unwrap_or_else(|_| rules.staging.clone());
-    let task = protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
+    let task = super::protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
         .with_worker_area(&rules.staging)
         .with_attempt(history.attempt())
         .with_signal(signal);
@@ -384,16 +384,4 @@ impl Observer for Observers<'_> {
             also.gate_finished(task, report);
         }
     }
-}
-
-/// Hides the protocol's own files from the rules, each by its exact path: the state and
-/// verdict directories, the task's done file and, when verdicts are written into the task's
-/// directory (single-task mode), its verdict and feedback files. Nothing by a name's shape: a
-/// worker's `key.verdict.json` is the worker's file.
-pub(super) fn protocol_ignored(task: Task, rules: &Rules, name: &str) -> Task {
-    task.ignoring(&rules.state)
-        .ignoring(&rules.verdicts)
-        .ignoring(&staging::done_path(&rules.staging, name))
-        .ignoring(&staging::verdict_path(&rules.verdicts, name))
-        .ignoring(&staging::feedback_path(&rules.verdicts, name))
 }

@@ -17,8 +17,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Rules;
 use crate::judge::{Case, Judge};
 use crate::process::Cancel;
@@ -26,42 +24,10 @@ use crate::speculation::{Speculated, Speculation, TreeStamp};
 use crate::state::TaskState;
 use crate::task::{self, Task};
 
-use super::run::Shared;
+use super::metrics::Counts;
 
 /// Most task directories looked at in one pass over staging.
 const MAX_TASKS: usize = 10_000;
-
-/// What speculation cost and gave, since the watcher started.
-#[derive(Debug, Default)]
-pub struct Counts {
-    started: AtomicU64,
-    used: AtomicU64,
-    cancelled: AtomicU64,
-    discarded: AtomicU64,
-    cpu_micros: AtomicU64,
-}
-
-/// [`Counts`] read at one moment, as `status` shows them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tally {
-    pub started: u64,
-    pub used: u64,
-    pub cancelled: u64,
-    pub discarded: u64,
-    pub cpu_ms: u64,
-}
-
-impl Counts {
-    pub fn tally(&self) -> Tally {
-        Tally {
-            started: self.started.load(Ordering::Relaxed),
-            used: self.used.load(Ordering::Relaxed),
-            cancelled: self.cancelled.load(Ordering::Relaxed),
-            discarded: self.discarded.load(Ordering::Relaxed),
-            cpu_ms: self.cpu_micros.load(Ordering::Relaxed) / 1000,
-        }
-    }
-}
 
 /// How a speculative run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,30 +177,38 @@ impl Speculator {
     }
 }
 
+/// What the speculator thread works from: the watcher's speculator, its rules as they are
+/// now (a reload swaps them), and the mark its commands carry, under which each run's is made.
+pub struct Sources {
+    pub speculator: Arc<Speculator>,
+    pub rules: Box<dyn Fn() -> Arc<Rules> + Send + Sync>,
+    pub mark: Option<String>,
+}
+
 /// Starts the speculator thread; it ends when the watcher stops ([`Speculator::stop`]).
-pub fn start(shared: &Arc<Shared>) {
-    let shared = Arc::clone(shared);
+pub fn start(sources: Sources) {
+    let sources = Arc::new(sources);
     let started = std::thread::Builder::new()
         .name("speculator".into())
         .spawn(move || {
             lower_this_threads_priority();
-            look_until_stopped(&shared);
+            look_until_stopped(&sources);
         });
     if let Err(err) = started {
         tracing::warn!(%err, "cannot start the speculator thread; every run starts at done");
     }
 }
 
-fn look_until_stopped(shared: &Arc<Shared>) {
-    let speculator = &shared.speculator;
+fn look_until_stopped(sources: &Arc<Sources>) {
+    let speculator = &sources.speculator;
     while !speculator.stopped.load(Ordering::SeqCst) {
-        let rules = shared.rules();
+        let rules = (sources.rules)();
         let looked = Instant::now();
         if rules.speculate.on {
             // A panic here must never take the watcher's judging with it; it only ends
             // speculation, which the runs at done do without.
             let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                look_once(shared, &rules);
+                look_once(sources, &rules);
             }));
             if pass.is_err() {
                 tracing::error!("the speculator failed; runs start at done from now on");
@@ -251,7 +225,7 @@ fn look_until_stopped(shared: &Arc<Shared>) {
 }
 
 /// One look at every task directory in staging.
-fn look_once(shared: &Arc<Shared>, rules: &Arc<Rules>) {
+fn look_once(sources: &Arc<Sources>, rules: &Arc<Rules>) {
     let Ok(entries) = std::fs::read_dir(&rules.staging) else {
         return;
     };
@@ -263,9 +237,9 @@ fn look_once(shared: &Arc<Shared>, rules: &Arc<Rules>) {
             continue;
         }
         present.insert(name.clone());
-        look_at(shared, rules, &name);
+        look_at(sources, rules, &name);
     }
-    shared
+    sources
         .speculator
         .tasks()
         .by_name
@@ -283,15 +257,15 @@ fn next_task(rules: &Rules, name: &str) -> Option<Task> {
     let dir = crate::staging::task_dir(&rules.staging, name).ok()?;
     let task = Task::new(name, &dir).ok()?;
     Some(
-        super::run::protocol_ignored(task, rules, name)
+        super::protocol_ignored(task, rules, name)
             .with_worker_area(&rules.staging)
             .with_attempt(attempt),
     )
 }
 
 /// Looks at one task: a change cancels its run; quiet long enough, it gets one.
-fn look_at(shared: &Arc<Shared>, rules: &Arc<Rules>, name: &str) {
-    let speculator = &shared.speculator;
+fn look_at(sources: &Arc<Sources>, rules: &Arc<Rules>, name: &str) {
+    let speculator = &sources.speculator;
     if speculator.tasks().judging.contains(name) {
         return;
     }
@@ -337,7 +311,7 @@ fn look_at(shared: &Arc<Shared>, rules: &Arc<Rules>, name: &str) {
         return;
     }
     let n = speculator.numbered.fetch_add(1, Ordering::Relaxed);
-    let mark = match shared.cancel.mark() {
+    let mark = match &sources.mark {
         Some(mark) => format!("{mark}.s{n}"),
         None => format!("s{n}"),
     };
@@ -355,17 +329,17 @@ fn look_at(shared: &Arc<Shared>, rules: &Arc<Rules>, name: &str) {
     tasks.running = true;
     drop(tasks);
     speculator.counts.started.fetch_add(1, Ordering::Relaxed);
-    let shared_for_run = Arc::clone(shared);
+    let speculator = Arc::clone(speculator);
     let spawned = std::thread::Builder::new()
         .name(format!("speculating {name}"))
-        .spawn(move || speculate(&shared_for_run, &run, task));
+        .spawn(move || speculate(&speculator, &run, task));
     if spawned.is_err() {
-        speculator.tasks().running = false;
+        sources.speculator.tasks().running = false;
     }
 }
 
 /// Runs the task's pipeline speculatively and records how it ended.
-fn speculate(shared: &Shared, run: &Run, task: Task) {
+fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     lower_this_threads_priority();
     let cpu = cpu_micros();
     let rules = &run.rules;
@@ -397,7 +371,6 @@ fn speculate(shared: &Shared, run: &Run, task: Task) {
         End::Ran(TreeStamp::of(&task))
     };
     let spent = cpu_micros().saturating_sub(cpu);
-    let speculator = &shared.speculator;
     speculator
         .counts
         .cpu_micros
