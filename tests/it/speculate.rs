@@ -257,3 +257,24 @@ fn speculate_false_runs_nothing_before_done() {
     assert_eq!(verdict["verdict"], "PASS", "{verdict:#}");
     assert_eq!(sidecar.log(), "start good\nend\n");
 }
+
+#[test]
+fn a_wrong_speculate_value_is_told_where_and_what_to_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("validator.yaml");
+    for (value, says) in [
+        ("maybe", "expected `false`, `true` or `{quiet: 1s}`"),
+        ("{quite: 1s}", "did you mean `quiet`?"),
+        ("{quiet: soon}", "is not a duration"),
+    ] {
+        std::fs::write(
+            &rules,
+            format!("version: 1\nspeculate: {value}\npipelines:\n  - name: p\n    gates:\n      - {{name: s, rule: status}}\n"),
+        )
+        .expect("rules");
+        let (code, text) = crate::common::rules_check(&rules);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("validator.yaml:2:"), "{text}");
+        assert!(text.contains(says), "{text}");
+    }
+}
