@@ -121,6 +121,10 @@ impl Speculator {
             return None;
         }
         let mut end = run.end();
+        if *end == End::Running {
+            // The real run waits for it: it must not wait behind everything else.
+            run.cancel.to_foreground();
+        }
         while *end == End::Running {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
