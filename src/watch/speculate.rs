@@ -33,14 +33,15 @@ const MAX_TASKS: usize = 10_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum End {
     Running,
-    /// It ran to its end; the task's stamp then (`None`: it could not be taken).
-    Ran(Option<TreeStamp>),
+    /// It ran to its end; the task's stamps with their contents as it started and when it
+    /// ended (`None`: one could not be taken, or the entries had moved since the look).
+    Ran(Option<(TreeStamp, TreeStamp)>),
     Cancelled,
 }
 
 /// One speculative run over one task.
 pub struct Run {
-    /// The task's stamp when the run started: what its outcomes are outcomes of.
+    /// The task's stamp (its entries) when the run was decided on.
     stamp: TreeStamp,
     attempt: u32,
     rules: Arc<Rules>,
@@ -112,7 +113,7 @@ impl Speculator {
             .get_mut(&task.name)
             .and_then(|watched| watched.run.take())?;
         drop(tasks);
-        let now = TreeStamp::of(task);
+        let now = TreeStamp::with_contents(task);
         let same_inputs = Arc::ptr_eq(&run.rules, rules)
             && run.attempt == task.attempt
             && now.as_ref().is_some_and(|now| run.stamp.same_settled(now));
@@ -136,7 +137,13 @@ impl Speculator {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let untouched = matches!(&*end, End::Ran(Some(after)) if run.stamp.same_settled(after));
+        // The bytes too, not only the times: a write through a mapping moves no time.
+        let untouched = match (&*end, &now) {
+            (End::Ran(Some((before, after))), Some(now)) => {
+                before.same_files(now) && after.same_files(now)
+            }
+            _ => false,
+        };
         drop(end);
         if untouched {
             self.counts.used.fetch_add(1, Ordering::Relaxed);
@@ -347,7 +354,13 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     lower_this_threads_priority();
     let cpu = cpu_micros();
     let rules = &run.rules;
+    // What the outcomes are outcomes of: the files' bytes as the run starts, on the entries the
+    // look saw (moved since, there is nothing to run on).
+    let before = TreeStamp::with_contents(&task).filter(|before| before.same_entries(&run.stamp));
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if before.is_none() {
+            return;
+        }
         if let Ok(pipeline) = rules.pipeline_for(&task.name, None) {
             let key = crate::judge::signing(rules);
             let judge = Judge {
@@ -372,7 +385,7 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     let end = if ran.is_err() || run.cancel.is_cancelled() {
         End::Cancelled
     } else {
-        End::Ran(TreeStamp::of(&task))
+        End::Ran(before.zip(TreeStamp::with_contents(&task)))
     };
     let spent = cpu_micros().saturating_sub(cpu);
     speculator
