@@ -44,7 +44,7 @@ pub const SETTLE_COARSE: Duration = Duration::from_millis(2500);
 pub const MAX_ENTRIES: usize = 200_000;
 /// Most bytes of the task's files read for a stamp of their contents; a task whose files hold
 /// more is not speculated on (its contents are no cheap look either).
-pub const MAX_CONTENT_BYTES: u64 = 64 * 1024 * 1024;
+pub const MAX_CONTENT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Every entry of a task directory as the kernel describes it, hashed; and, for the stamps a
 /// speculative outcome is judged by, every regular file's bytes.

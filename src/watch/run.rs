@@ -209,14 +209,14 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     let pipeline = rules
         .pipeline_for(name, None)
         .map_err(|err| (Decision::Error, err.to_string()));
-    let speculated = match (&refused, held) {
-        (None, false) => {
+    let speculating = rules.speculate.on && refused.is_none() && !held;
+    let speculated = speculating
+        .then(|| {
             shared
                 .speculator
                 .claim(&task, &rules, Instant::now() + rules.defaults.budget)
-        }
-        _ => None,
-    };
+        })
+        .flatten();
     let judged_task = task.clone();
     let case = Case {
         task,
@@ -225,7 +225,9 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     };
     let outcomes = speculated.as_deref().map(|run| &run.outcomes);
     let judged = run(shared, &rules, signing, case, &mut history, outcomes);
-    shared.speculator.release(&judged_task);
+    if speculating {
+        shared.speculator.release(&judged_task);
+    }
     if judged.cancelled {
         return Ok(Answered::Cancelled);
     }
