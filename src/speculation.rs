@@ -72,17 +72,17 @@ impl TreeStamp {
     /// The stamp of `task`'s directory (its protocol files left out), its entries only; `None`
     /// when it cannot be taken whole: an unreadable directory, more than [`MAX_ENTRIES`]
     /// entries, a link out of the task.
-    pub fn of(task: &Task) -> Option<TreeStamp> {
-        Self::take(task, false)
+    pub fn of(task: &Task, unstamped: &Unstamped<'_>) -> Option<TreeStamp> {
+        Self::take(task, unstamped, false)
     }
 
     /// The stamp of `task`'s directory with its files' contents; `None` as [`Self::of`], and
     /// for a file that cannot be read or files over [`MAX_CONTENT_BYTES`].
-    pub fn with_contents(task: &Task) -> Option<TreeStamp> {
-        Self::take(task, true)
+    pub fn with_contents(task: &Task, unstamped: &Unstamped<'_>) -> Option<TreeStamp> {
+        Self::take(task, unstamped, true)
     }
 
-    fn take(task: &Task, read: bool) -> Option<TreeStamp> {
+    fn take(task: &Task, unstamped: &Unstamped<'_>, read: bool) -> Option<TreeStamp> {
         let taken = nanos(SystemTime::now());
         let mut hash = Sha256::new();
         let mut contents = read.then(|| (Sha256::new(), MAX_CONTENT_BYTES));
@@ -92,20 +92,32 @@ impl TreeStamp {
             .follow_links(false)
             .sort_by_file_name()
             .into_iter()
-            .filter_entry(|entry| !task.ignore.iter().any(|ignored| entry.path() == ignored));
+            .filter_entry(|entry| {
+                !task.ignore.iter().any(|ignored| entry.path() == ignored)
+                    && !unstamped.covers_path(task, entry.path())
+            });
         for (count, entry) in walker.enumerate() {
             if count >= MAX_ENTRIES {
                 return None;
             }
             let entry = entry.ok()?;
             let meta = entry.metadata().ok()?;
-            if meta.file_type().is_symlink() && !links_inside(task, entry.path()) {
+            if meta.file_type().is_symlink() && !links_inside(task, unstamped, entry.path()) {
                 return None;
             }
             let rel = entry.path().strip_prefix(&task.dir).ok()?;
             let name = rel.as_os_str().as_encoded_bytes();
             hash.update((name.len() as u64).to_le_bytes());
             hash.update(name);
+            if meta.is_dir() {
+                // A directory's entries are stamped each on its own: its times and size, which
+                // move when a passed-over entry in it comes or goes, would add nothing else.
+                let numbers: [u128; 2] = [meta.mode().into(), meta.ino().into()];
+                for number in numbers {
+                    hash.update(number.to_le_bytes());
+                }
+                continue;
+            }
             let changed = i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec());
             let modified = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
             newest = newest.max(changed).max(modified);
@@ -154,11 +166,43 @@ impl TreeStamp {
 }
 
 /// Whether the link at `path` ends at an entry of the task that a stamp covers: inside the
-/// task directory and none of its protocol files.
-fn links_inside(task: &Task, path: &std::path::Path) -> bool {
+/// task directory, none of its protocol files, nothing passed over.
+fn links_inside(task: &Task, unstamped: &Unstamped<'_>, path: &std::path::Path) -> bool {
     std::fs::canonicalize(path).is_ok_and(|real| {
-        real.starts_with(&task.dir) && !task.ignore.iter().any(|ignored| real.starts_with(ignored))
+        real.starts_with(&task.dir)
+            && !task.ignore.iter().any(|ignored| real.starts_with(ignored))
+            && !real
+                .ancestors()
+                .take_while(|at| *at != task.dir)
+                .any(|at| unstamped.covers_path(task, at))
     })
+}
+
+/// What a stamp passes over: the tools' own caches ([`crate::toolcache`]: what a tool writes
+/// there is read back only by that tool, and never the worker's work), and the paths the rules
+/// file names in `speculate.ignore` (what the gates' tools write and nothing reads: `coverage`,
+/// `target`), so a run that writes only there is not told from one that changed nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct Unstamped<'a> {
+    pub ignore: &'a [String],
+}
+
+impl Unstamped<'_> {
+    /// Whether `rel`, a `/`-separated task path, is passed over.
+    pub fn covers(&self, rel: &str) -> bool {
+        crate::toolcache::is_cache(rel)
+            || self.ignore.iter().any(|path| {
+                rel.strip_prefix(path.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+    }
+
+    fn covers_path(&self, task: &Task, path: &std::path::Path) -> bool {
+        path.strip_prefix(&task.dir)
+            .ok()
+            .and_then(std::path::Path::to_str)
+            .is_some_and(|rel| !rel.is_empty() && self.covers(rel))
+    }
 }
 
 /// Feeds the bytes of the regular file at `path`, beneath the task, to `contents`, at most
@@ -299,16 +343,43 @@ mod tests {
     }
 
     #[test]
+    fn what_a_stamp_passes_over_is_the_tools_caches_and_the_paths_named() {
+        let ignore = ["coverage".to_owned(), "out/x.json".to_owned()];
+        let unstamped = Unstamped { ignore: &ignore };
+        for rel in [
+            "coverage",
+            "coverage/tmp/a.json",
+            "out/x.json",
+            ".pytest_cache/v",
+            "a/.coverage",
+        ] {
+            assert!(unstamped.covers(rel), "{rel}");
+        }
+        for rel in [
+            "coverage2",
+            "src/coverage.py",
+            "out/x.json2",
+            "out",
+            "src/a.py",
+        ] {
+            assert!(!unstamped.covers(rel), "{rel}");
+        }
+    }
+
+    #[test]
     fn a_stamp_moves_with_any_write_and_settles_only_when_old() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("a.py"), "x = 1\n").expect("write");
-        let first = TreeStamp::of(&task(dir.path())).expect("stamp");
+        let first = TreeStamp::of(&task(dir.path()), &Unstamped { ignore: &[] }).expect("stamp");
         assert!(!first.settled(), "a file written just now is not settled");
         assert!(!first.same_settled(&first));
         std::fs::write(dir.path().join("a.py"), "x = 2\n").expect("write");
-        let second = TreeStamp::of(&task(dir.path())).expect("stamp");
+        let second = TreeStamp::of(&task(dir.path()), &Unstamped { ignore: &[] }).expect("stamp");
         assert_ne!(first, second);
         std::fs::write(dir.path().join("b.py"), "").expect("write");
-        assert_ne!(second, TreeStamp::of(&task(dir.path())).expect("stamp"));
+        assert_ne!(
+            second,
+            TreeStamp::of(&task(dir.path()), &Unstamped { ignore: &[] }).expect("stamp")
+        );
     }
 }

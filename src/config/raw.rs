@@ -166,6 +166,9 @@ pub struct RawSpeculateSettings {
     #[serde(default, deserialize_with = "crate::duration::deserialize")]
     #[schemars(schema_with = "crate::duration::schema")]
     pub quiet: Option<Duration>,
+    /// Task paths (directories or files, no globs) the gates' tools write and nothing reads,
+    /// which a speculative run may write and still be used: `[coverage]`, `[target]`.
+    pub ignore: Option<Vec<String>>,
 }
 
 /// What `validator hook` does beside judging stops and tool calls.

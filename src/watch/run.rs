@@ -226,7 +226,7 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     let outcomes = speculated.as_deref().map(|run| &run.outcomes);
     let judged = run(shared, &rules, signing, case, &mut history, outcomes);
     if speculating {
-        shared.speculator.release(&judged_task);
+        shared.speculator.release(&judged_task, &rules);
     }
     if judged.cancelled {
         return Ok(Answered::Cancelled);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::config::Rules;
 use crate::judge::{Case, Judge};
 use crate::process::Cancel;
-use crate::speculation::{Speculated, Speculation, TreeStamp};
+use crate::speculation::{Speculated, Speculation, TreeStamp, Unstamped};
 use crate::state::TaskState;
 use crate::task::{self, Task};
 
@@ -113,7 +113,7 @@ impl Speculator {
             .get_mut(&task.name)
             .and_then(|watched| watched.run.take())?;
         drop(tasks);
-        let now = TreeStamp::with_contents(task);
+        let now = TreeStamp::with_contents(task, &unstamped(rules));
         let same_inputs = Arc::ptr_eq(&run.rules, rules)
             && run.attempt == task.attempt
             && now.as_ref().is_some_and(|now| run.stamp.same_settled(now));
@@ -156,8 +156,8 @@ impl Speculator {
 
     /// After the real run of `task`: speculation on it may start again once its files change
     /// from what the run left.
-    pub fn release(&self, task: &Task) {
-        let judged = TreeStamp::of(task);
+    pub fn release(&self, task: &Task, rules: &Rules) {
+        let judged = TreeStamp::of(task, &unstamped(rules));
         let mut tasks = self.tasks();
         tasks.judging.remove(&task.name);
         if let Some(watched) = tasks.by_name.get_mut(&task.name) {
@@ -283,7 +283,7 @@ fn look_at(sources: &Arc<Sources>, rules: &Arc<Rules>, name: &str) {
     let Some(task) = next_task(rules, name) else {
         return;
     };
-    let Some(stamp) = TreeStamp::of(&task) else {
+    let Some(stamp) = TreeStamp::of(&task, &unstamped(rules)) else {
         return;
     };
     let mut tasks = speculator.tasks();
@@ -356,7 +356,8 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     let rules = &run.rules;
     // What the outcomes are outcomes of: the files' bytes as the run starts, on the entries the
     // look saw (moved since, there is nothing to run on).
-    let before = TreeStamp::with_contents(&task).filter(|before| before.same_entries(&run.stamp));
+    let before = TreeStamp::with_contents(&task, &unstamped(rules))
+        .filter(|before| before.same_entries(&run.stamp));
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if before.is_none() {
             return;
@@ -385,7 +386,7 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     let end = if ran.is_err() || run.cancel.is_cancelled() {
         End::Cancelled
     } else {
-        End::Ran(before.zip(TreeStamp::with_contents(&task)))
+        End::Ran(before.zip(TreeStamp::with_contents(&task, &unstamped(rules))))
     };
     let spent = cpu_micros().saturating_sub(cpu);
     speculator
@@ -426,5 +427,12 @@ fn lower_this_threads_priority() {
         if let Ok(tid) = libc::id_t::try_from(tid) {
             libc::setpriority(libc::PRIO_PROCESS, tid, 19);
         }
+    }
+}
+
+/// What the rules say a stamp passes over.
+fn unstamped(rules: &Rules) -> Unstamped<'_> {
+    Unstamped {
+        ignore: &rules.speculate.ignore,
     }
 }
