@@ -449,7 +449,10 @@ impl Contract {
         rules: &Rules,
         key: &crate::verdict::sign::Signing,
     ) -> Result<Pipeline, String> {
-        let gate = |name: &str, rule: Rule, about: Option<String>| Gate {
+        // A gate's definition is what a speculative outcome (and the cache) is matched by: a
+        // criterion's is its spec, so a criterion rewritten between a run and done is another
+        // gate; the others are the contract's lists, whole.
+        let gate = |name: &str, rule: Rule, about: Option<String>, definition: String| Gate {
             name: format!("contract.{name}"),
             rule,
             on_pass: Route::Continue,
@@ -459,7 +462,7 @@ impl Contract {
             inputs: None,
             only_if: None,
             group: None,
-            definition: String::new(),
+            definition,
         };
         let mut first = Vec::new();
         if !self.dependencies_completed.is_empty() {
@@ -471,7 +474,13 @@ impl Contract {
                 state: rules.state.clone(),
                 key,
             });
-            first.push(gate("dependencies", rule, None));
+            let definition = serde_json::to_string(&self.dependencies_completed);
+            first.push(gate(
+                "dependencies",
+                rule,
+                None,
+                definition.unwrap_or_default(),
+            ));
         }
         let mut last = Vec::new();
         let has_lists = !self.files_owned.is_empty() || !self.files_readonly.is_empty();
@@ -480,12 +489,14 @@ impl Contract {
                 &self.files_owned,
                 &self.files_readonly,
             ));
-            last.push(gate("scope", rule, None));
+            let definition = serde_json::to_string(&(&self.files_owned, &self.files_readonly));
+            last.push(gate("scope", rule, None, definition.unwrap_or_default()));
         }
         for (spec, text) in self.gate_specs() {
             let rule = Rule::from_spec(&spec, &rules.dir)
                 .map_err(|err| format!("criterion `{text}`: {}", err.message))?;
-            last.push(gate(&spec.name, rule, Some(text)));
+            let definition = serde_json::to_string(&spec).unwrap_or_default();
+            last.push(gate(&spec.name, rule, Some(text), definition));
         }
 
         let shift = first.len();

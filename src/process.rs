@@ -33,8 +33,9 @@ pub struct Cancel {
     cgroups: bool,
     /// Numbers the commands started under the mark.
     runs: AtomicU64,
-    /// Whether its commands run at the lowest CPU and I/O priority (a speculative run's).
-    background: bool,
+    /// Whether its commands run at the lowest CPU and I/O priority (a speculative run's, until
+    /// a run at done waits for it).
+    background: AtomicBool,
 }
 
 impl Cancel {
@@ -64,8 +65,18 @@ impl Cancel {
     pub fn background(mark: String) -> Self {
         Cancel {
             mark: Some(mark),
-            background: true,
+            background: AtomicBool::new(true),
             ..Cancel::default()
+        }
+    }
+
+    /// Puts the commands running under it, and those it starts from now on, back at the
+    /// ordinary priority: a run at done is waiting for them. Raising a priority needs
+    /// privilege the watcher may not have; without it they stay where they were.
+    pub fn to_foreground(&self) {
+        self.background.store(false, Ordering::SeqCst);
+        for group in self.lock().iter() {
+            set_priority(*group, Priority::Ordinary);
         }
     }
 
@@ -470,8 +481,8 @@ fn spawn(
         drop(spawning);
     }
     if let (Some(cancel), Some(group)) = (spec.cancel, group) {
-        if cancel.background {
-            lowest_priority(group.as_raw());
+        if cancel.background.load(Ordering::SeqCst) {
+            set_priority(group.as_raw(), Priority::Lowest);
         }
         if !cancel.register(group.as_raw()) {
             let _ = killpg(group, Signal::SIGKILL);
@@ -480,25 +491,36 @@ fn spawn(
     Ok((handle, group))
 }
 
-/// Puts a process group at the lowest CPU priority (nice 19) and in the idle I/O class, which
-/// its later children inherit. Set from outside, just after the start, so the program runs
-/// exactly as it would otherwise (no step between fork and exec); what fails is only slower.
-fn lowest_priority(group: i32) {
+#[derive(Clone, Copy)]
+enum Priority {
+    /// nice 19, the idle I/O class.
+    Lowest,
+    /// nice 0, the best-effort I/O class at its default level.
+    Ordinary,
+}
+
+/// Sets a process group's CPU and I/O priority, which its later children inherit. Set from
+/// outside, just after the start, so the program runs exactly as it would otherwise (no step
+/// between fork and exec); what fails is only slower.
+fn set_priority(group: i32, priority: Priority) {
     use nix::libc;
     const IOPRIO_WHO_PGRP: libc::c_long = 2;
-    const IOPRIO_CLASS_IDLE: libc::c_long = 3;
     const IOPRIO_CLASS_SHIFT: libc::c_long = 13;
+    let (nice, io_class, io_level) = match priority {
+        Priority::Lowest => (19, 3, 0),
+        Priority::Ordinary => (0, 2, 4),
+    };
     let Ok(who) = libc::id_t::try_from(group) else {
         return;
     };
     // SAFETY: two system calls on plain integers; neither touches memory of ours.
     unsafe {
-        libc::setpriority(libc::PRIO_PGRP, who, 19);
+        libc::setpriority(libc::PRIO_PGRP, who, nice);
         libc::syscall(
             libc::SYS_ioprio_set,
             IOPRIO_WHO_PGRP,
             libc::c_long::from(group),
-            IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+            (io_class << IOPRIO_CLASS_SHIFT) | io_level,
         );
     }
 }

@@ -55,6 +55,10 @@ pub struct TaskState {
 /// stay well under its cap (see [`MAX_REVIEW_ISSUES`]).
 const MAX_FAILED_TESTS: usize = 50;
 const MAX_TEST_NAME_CHARS: usize = 500;
+/// The bytes all gates' failed tests may take in the file, as JSON writes them: a name's
+/// characters may be four bytes each (or six, escaped), and a contract may add any number of
+/// test gates, so no cap per name or per gate bounds the whole.
+const MAX_FAILED_TEST_BYTES: usize = 16 * 1024;
 
 /// Issues a review state keeps, and the characters of each (the verdict holds them all): the
 /// state file must stay well under its cap, or it would be read as damaged and the task's
@@ -111,6 +115,11 @@ pub struct Drifting {
     pub alike: u32,
 }
 
+/// The bytes `text` takes as a JSON string.
+fn json_bytes(text: &str) -> usize {
+    serde_json::to_string(text).map_or(usize::MAX, |json| json.len())
+}
+
 pub fn path(state_dir: &Path, task: &str) -> PathBuf {
     state_dir.join("tasks").join(format!("{task}.json"))
 }
@@ -158,6 +167,24 @@ impl TaskState {
                 GateOutcome::Skipped => {}
             }
         }
+        let mut left = MAX_FAILED_TEST_BYTES;
+        for names in self.failed_tests.values_mut() {
+            let kept = names
+                .iter()
+                .take_while(|name| match left.checked_sub(json_bytes(name)) {
+                    Some(rest) => {
+                        left = rest;
+                        true
+                    }
+                    None => {
+                        left = 0;
+                        false
+                    }
+                })
+                .count();
+            names.truncate(kept);
+        }
+        self.failed_tests.retain(|_, names| !names.is_empty());
     }
 
     /// Counts a FAIL for the strikes breaker: one more strike if it fails the same way as the
@@ -239,10 +266,33 @@ impl TaskState {
 
     pub fn save(&mut self, state_dir: &Path, task: &str) -> Result<(), Error> {
         self.updated_at = Some(crate::timestamp::seconds(std::time::SystemTime::now()));
-        let bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        let bytes = self.fitted();
         // A crash keeps the page cache, so this survives `kill -9`; only a power loss could lose
         // the last update, which makes an attempt count one short, never a verdict wrong.
         crate::replace::without_sync(&path(state_dir, task), &bytes)
+    }
+
+    /// The state as the file holds it, always under the cap [`Self::load`] reads to: a file
+    /// over it would be read as damaged and the task start afresh, its attempts and breakers
+    /// forgotten. What only helps the next run (the failed tests, the review's issues) goes
+    /// first, so what holds the worker never does.
+    fn fitted(&mut self) -> Vec<u8> {
+        let fits = |state: &TaskState| {
+            let bytes = serde_json::to_vec_pretty(state).unwrap_or_default();
+            (bytes.len() as u64 <= MAX_STATE_BYTES).then_some(bytes)
+        };
+        if let Some(bytes) = fits(self) {
+            return bytes;
+        }
+        tracing::warn!("task state over its cap; the failed tests and review issues are dropped");
+        self.failed_tests.clear();
+        if let Some(review) = self.review.as_mut() {
+            review.issues.clear();
+        }
+        fits(self).unwrap_or_else(|| {
+            self.drift = None;
+            serde_json::to_vec_pretty(self).unwrap_or_default()
+        })
     }
 
     /// Clears the task (after a person has decided). Returns whether there was anything to clear.
@@ -356,6 +406,29 @@ mod tests {
             "{}",
             bytes.len()
         );
+    }
+
+    #[test]
+    fn failed_tests_of_any_number_of_gates_never_swell_the_file_past_its_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "\u{1D538}".repeat(MAX_TEST_NAME_CHARS - 10);
+        let mut state = TaskState {
+            strikes: 2,
+            escalated: Some("strikes".into()),
+            ..TaskState::default()
+        };
+        for gate in 0..40 {
+            let names = (0..MAX_FAILED_TESTS)
+                .map(|n| format!("{n}{name}"))
+                .collect();
+            state
+                .failed_tests
+                .insert(format!("contract.criterion-{gate}"), names);
+        }
+        state.save(dir.path(), "t").unwrap();
+        let loaded = TaskState::load(dir.path(), "t");
+        assert_eq!(loaded.escalated.as_deref(), Some("strikes"));
+        assert_eq!(loaded.strikes, 2);
     }
 
     #[test]

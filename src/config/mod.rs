@@ -64,11 +64,14 @@ pub struct Rules {
 }
 
 /// `speculate:` checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Speculate {
     pub on: bool,
     /// How long a task's files must be left alone before a speculative run starts.
     pub quiet: Duration,
+    /// Task paths the gates' tools write and nothing reads (`coverage`, `target`): a
+    /// speculative run that writes only there is still used.
+    pub ignore: Vec<String>,
 }
 
 impl Default for Speculate {
@@ -76,24 +79,39 @@ impl Default for Speculate {
         Speculate {
             on: true,
             quiet: Duration::from_secs(1),
+            ignore: Vec::new(),
         }
     }
 }
 
 impl Speculate {
-    fn from_raw(raw: Option<&raw::RawSpeculate>) -> Self {
+    /// `Err` names the entry of `ignore` that is no plain path inside the task.
+    fn from_raw(raw: Option<&raw::RawSpeculate>) -> Result<Self, (usize, String)> {
         let fallback = Speculate::default();
-        match raw {
+        Ok(match raw {
             None => fallback,
             Some(raw::RawSpeculate::On(on)) => Speculate {
                 on: *on,
                 ..fallback
             },
-            Some(raw::RawSpeculate::Settings(settings)) => Speculate {
-                on: true,
-                quiet: settings.quiet.unwrap_or(fallback.quiet),
-            },
-        }
+            Some(raw::RawSpeculate::Settings(settings)) => {
+                let ignore = settings.ignore.clone().unwrap_or_default();
+                let plain = |path: &str| {
+                    !path.is_empty()
+                        && path
+                            .split('/')
+                            .all(|part| !part.is_empty() && part != "." && part != "..")
+                };
+                if let Some(at) = ignore.iter().position(|path| !plain(path)) {
+                    return Err((at, ignore[at].clone()));
+                }
+                Speculate {
+                    on: true,
+                    quiet: settings.quiet.unwrap_or(fallback.quiet),
+                    ignore,
+                }
+            }
+        })
     }
 }
 
@@ -531,6 +549,7 @@ impl Loader<'_> {
         }
         let defaults = self.defaults(&raw.defaults)?;
         let events = self.retention(&raw.events)?;
+        let speculate = self.speculate(raw.speculate.as_ref())?;
         let tools = self.tools(raw.tools.unwrap_or_default())?;
         if raw.pipelines.is_empty() {
             return Err(self.error(
@@ -610,11 +629,25 @@ impl Loader<'_> {
             events,
             tools,
             hook: HookSettings::from_raw(&raw.hook),
-            speculate: Speculate::from_raw(raw.speculate.as_ref()),
+            speculate,
             pipelines,
             hooks: Vec::new(),
             prompt: None,
             notes: Vec::new(),
+        })
+    }
+
+    /// `speculate:` checked: each `ignore` entry a plain path inside the task.
+    fn speculate(&self, raw: Option<&raw::RawSpeculate>) -> Result<Speculate, ConfigError> {
+        Speculate::from_raw(raw).map_err(|(at, path)| {
+            self.error(
+                &[Step::Key("speculate"), Step::Key("ignore"), Step::Index(at)],
+                format!(
+                    "`{}` is no plain path inside the task",
+                    crate::text::one_line(&path)
+                ),
+                "write a path relative to the task, without `..`, such as `coverage` or `target`",
+            )
         })
     }
 

@@ -121,11 +121,40 @@ pub struct RawEvents {
 }
 
 /// `speculate:` as written: on or off, or its settings.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, JsonSchema)]
 #[serde(untagged)]
 pub enum RawSpeculate {
     On(bool),
     Settings(RawSpeculateSettings),
+}
+
+/// Read by hand rather than as an untagged enum, so a wrong value is told where it is and what
+/// to write instead (an untagged enum's error says neither).
+impl<'de> Deserialize<'de> for RawSpeculate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawSpeculate;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("`false`, `true` or `{quiet: 1s}`")
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<RawSpeculate, E> {
+                Ok(RawSpeculate::On(on))
+            }
+
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                map: M,
+            ) -> Result<RawSpeculate, M::Error> {
+                let settings =
+                    Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(RawSpeculate::Settings(settings))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `speculate:`'s settings.
@@ -137,6 +166,9 @@ pub struct RawSpeculateSettings {
     #[serde(default, deserialize_with = "crate::duration::deserialize")]
     #[schemars(schema_with = "crate::duration::schema")]
     pub quiet: Option<Duration>,
+    /// Task paths (directories or files, no globs) the gates' tools write and nothing reads,
+    /// which a speculative run may write and still be used: `[coverage]`, `[target]`.
+    pub ignore: Option<Vec<String>>,
 }
 
 /// What `validator hook` does beside judging stops and tool calls.

@@ -67,7 +67,7 @@ pub struct Record {
     pub unpublished: BTreeMap<String, String>,
     /// What speculative runs cost and gave, as of the last heartbeat; `status` shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speculation: Option<super::speculate::Tally>,
+    pub speculation: Option<super::metrics::Tally>,
 }
 
 /// The running watcher's claim on its state directory and its record. Dropping it (any return
@@ -256,7 +256,7 @@ impl Registration {
         &mut self,
         problems: Vec<String>,
         unpublished: BTreeMap<String, String>,
-        speculation: Option<super::speculate::Tally>,
+        speculation: Option<super::metrics::Tally>,
     ) {
         if problems == self.record.problems
             && unpublished == self.record.unpublished
@@ -497,7 +497,7 @@ pub fn unpublished(rules: &Rules) -> BTreeMap<String, String> {
 }
 
 /// What the running watcher's speculative runs cost and gave, as of its last heartbeat.
-pub fn speculation(rules: &Rules) -> Option<super::speculate::Tally> {
+pub fn speculation(rules: &Rules) -> Option<super::metrics::Tally> {
     live_record(rules).and_then(|r| r.speculation)
 }
 

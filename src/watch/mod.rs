@@ -39,6 +39,8 @@ use crate::config::Rules;
 use crate::error::Error;
 use crate::events::{Event, Problem};
 use crate::pipeline::Observer;
+use crate::staging;
+use crate::task::Task;
 use crate::verdict::{Verdict, sign};
 use file_events::{Fingerprint, Watches, same_file, signals_a_run};
 use run::Shared;
@@ -114,7 +116,12 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
 
     let stopping = Arc::new(AtomicBool::new(false));
     let (jobs, pool) = start_workers(options.jobs, &shared, report, &tx, &stopping);
-    speculate::start(&shared);
+    let rules_of = Arc::clone(&shared);
+    speculate::start(speculate::Sources {
+        speculator: Arc::clone(&shared.speculator),
+        rules: Box::new(move || rules_of.rules()),
+        mark: shared.cancel.mark().map(str::to_owned),
+    });
     let mut main = MainLoop::start(&options, &shared, &pool, &mut heartbeat, jobs, &tx)?;
     let lost = main.run(&rx);
     main.stop(&rx, &stopping, lost.is_some());
@@ -659,4 +666,16 @@ fn resolved(path: &Path) -> PathBuf {
             _ => return path.to_path_buf(),
         }
     }
+}
+
+/// Hides the protocol's own files from the rules, each by its exact path: the state and
+/// verdict directories, the task's done file and, when verdicts are written into the task's
+/// directory (single-task mode), its verdict and feedback files. Nothing by a name's shape: a
+/// worker's `key.verdict.json` is the worker's file.
+fn protocol_ignored(task: Task, rules: &Rules, name: &str) -> Task {
+    task.ignoring(&rules.state)
+        .ignoring(&rules.verdicts)
+        .ignoring(&staging::done_path(&rules.staging, name))
+        .ignoring(&staging::verdict_path(&rules.verdicts, name))
+        .ignoring(&staging::feedback_path(&rules.verdicts, name))
 }

@@ -45,7 +45,7 @@ pub struct Shared {
     /// `--jobs` bounds every gate the watcher runs at once, a group's across tasks included.
     pub slots: Slots,
     /// The speculative runs, whose outcomes a run at done may take.
-    pub speculator: Speculator,
+    pub speculator: Arc<Speculator>,
 }
 
 /// A judged run whose state or verdict could not be written.
@@ -91,7 +91,7 @@ impl Shared {
         let events = EventLog::open(&rules.state, rules.events)?;
         let metrics = Arc::new(Metrics::default());
         Ok(Shared {
-            speculator: Speculator::new(jobs, Arc::clone(&metrics.speculative)),
+            speculator: Arc::new(Speculator::new(jobs, Arc::clone(&metrics.speculative))),
             config: RwLock::new((Arc::new(rules), key.map(Arc::new))),
             events,
             cancel: Cancel::marked(mark.to_owned()),
@@ -202,21 +202,21 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     let task_dir = staging::task_dir(&rules.staging, name);
     let refused = task_dir.as_ref().err().cloned();
     let task_dir = task_dir.unwrap_or_else(|_| rules.staging.clone());
-    let task = protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
+    let task = super::protocol_ignored(Task::new(name, &task_dir)?, &rules, name)
         .with_worker_area(&rules.staging)
         .with_attempt(history.attempt())
         .with_signal(signal);
     let pipeline = rules
         .pipeline_for(name, None)
         .map_err(|err| (Decision::Error, err.to_string()));
-    let speculated = match (&refused, held) {
-        (None, false) => {
+    let speculating = rules.speculate.on && refused.is_none() && !held;
+    let speculated = speculating
+        .then(|| {
             shared
                 .speculator
                 .claim(&task, &rules, Instant::now() + rules.defaults.budget)
-        }
-        _ => None,
-    };
+        })
+        .flatten();
     let judged_task = task.clone();
     let case = Case {
         task,
@@ -225,7 +225,9 @@ pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
     };
     let outcomes = speculated.as_deref().map(|run| &run.outcomes);
     let judged = run(shared, &rules, signing, case, &mut history, outcomes);
-    shared.speculator.release(&judged_task);
+    if speculating {
+        shared.speculator.release(&judged_task, &rules);
+    }
     if judged.cancelled {
         return Ok(Answered::Cancelled);
     }
@@ -384,16 +386,4 @@ impl Observer for Observers<'_> {
             also.gate_finished(task, report);
         }
     }
-}
-
-/// Hides the protocol's own files from the rules, each by its exact path: the state and
-/// verdict directories, the task's done file and, when verdicts are written into the task's
-/// directory (single-task mode), its verdict and feedback files. Nothing by a name's shape: a
-/// worker's `key.verdict.json` is the worker's file.
-pub(super) fn protocol_ignored(task: Task, rules: &Rules, name: &str) -> Task {
-    task.ignoring(&rules.state)
-        .ignoring(&rules.verdicts)
-        .ignoring(&staging::done_path(&rules.staging, name))
-        .ignoring(&staging::verdict_path(&rules.verdicts, name))
-        .ignoring(&staging::feedback_path(&rules.verdicts, name))
 }

@@ -17,64 +17,31 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Rules;
 use crate::judge::{Case, Judge};
 use crate::process::Cancel;
-use crate::speculation::{Speculated, Speculation, TreeStamp};
+use crate::speculation::{Speculated, Speculation, TreeStamp, Unstamped};
 use crate::state::TaskState;
 use crate::task::{self, Task};
 
-use super::run::Shared;
+use super::metrics::Counts;
 
 /// Most task directories looked at in one pass over staging.
 const MAX_TASKS: usize = 10_000;
-
-/// What speculation cost and gave, since the watcher started.
-#[derive(Debug, Default)]
-pub struct Counts {
-    started: AtomicU64,
-    used: AtomicU64,
-    cancelled: AtomicU64,
-    discarded: AtomicU64,
-    cpu_micros: AtomicU64,
-}
-
-/// [`Counts`] read at one moment, as `status` shows them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tally {
-    pub started: u64,
-    pub used: u64,
-    pub cancelled: u64,
-    pub discarded: u64,
-    pub cpu_ms: u64,
-}
-
-impl Counts {
-    pub fn tally(&self) -> Tally {
-        Tally {
-            started: self.started.load(Ordering::Relaxed),
-            used: self.used.load(Ordering::Relaxed),
-            cancelled: self.cancelled.load(Ordering::Relaxed),
-            discarded: self.discarded.load(Ordering::Relaxed),
-            cpu_ms: self.cpu_micros.load(Ordering::Relaxed) / 1000,
-        }
-    }
-}
 
 /// How a speculative run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum End {
     Running,
-    /// It ran to its end; the task's stamp then (`None`: it could not be taken).
-    Ran(Option<TreeStamp>),
+    /// It ran to its end; the task's stamps with their contents as it started and when it
+    /// ended (`None`: one could not be taken, or the entries had moved since the look).
+    Ran(Option<(TreeStamp, TreeStamp)>),
     Cancelled,
 }
 
 /// One speculative run over one task.
 pub struct Run {
-    /// The task's stamp when the run started: what its outcomes are outcomes of.
+    /// The task's stamp (its entries) when the run was decided on.
     stamp: TreeStamp,
     attempt: u32,
     rules: Arc<Rules>,
@@ -146,7 +113,7 @@ impl Speculator {
             .get_mut(&task.name)
             .and_then(|watched| watched.run.take())?;
         drop(tasks);
-        let now = TreeStamp::of(task);
+        let now = TreeStamp::with_contents(task, &unstamped(rules));
         let same_inputs = Arc::ptr_eq(&run.rules, rules)
             && run.attempt == task.attempt
             && now.as_ref().is_some_and(|now| run.stamp.same_settled(now));
@@ -155,6 +122,10 @@ impl Speculator {
             return None;
         }
         let mut end = run.end();
+        if *end == End::Running {
+            // The real run waits for it: it must not wait behind everything else.
+            run.cancel.to_foreground();
+        }
         while *end == End::Running {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -166,7 +137,13 @@ impl Speculator {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let untouched = matches!(&*end, End::Ran(Some(after)) if run.stamp.same_settled(after));
+        // The bytes too, not only the times: a write through a mapping moves no time.
+        let untouched = match (&*end, &now) {
+            (End::Ran(Some((before, after))), Some(now)) => {
+                before.same_files(now) && after.same_files(now)
+            }
+            _ => false,
+        };
         drop(end);
         if untouched {
             self.counts.used.fetch_add(1, Ordering::Relaxed);
@@ -179,8 +156,8 @@ impl Speculator {
 
     /// After the real run of `task`: speculation on it may start again once its files change
     /// from what the run left.
-    pub fn release(&self, task: &Task) {
-        let judged = TreeStamp::of(task);
+    pub fn release(&self, task: &Task, rules: &Rules) {
+        let judged = TreeStamp::of(task, &unstamped(rules));
         let mut tasks = self.tasks();
         tasks.judging.remove(&task.name);
         if let Some(watched) = tasks.by_name.get_mut(&task.name) {
@@ -211,30 +188,38 @@ impl Speculator {
     }
 }
 
+/// What the speculator thread works from: the watcher's speculator, its rules as they are
+/// now (a reload swaps them), and the mark its commands carry, under which each run's is made.
+pub struct Sources {
+    pub speculator: Arc<Speculator>,
+    pub rules: Box<dyn Fn() -> Arc<Rules> + Send + Sync>,
+    pub mark: Option<String>,
+}
+
 /// Starts the speculator thread; it ends when the watcher stops ([`Speculator::stop`]).
-pub fn start(shared: &Arc<Shared>) {
-    let shared = Arc::clone(shared);
+pub fn start(sources: Sources) {
+    let sources = Arc::new(sources);
     let started = std::thread::Builder::new()
         .name("speculator".into())
         .spawn(move || {
             lower_this_threads_priority();
-            look_until_stopped(&shared);
+            look_until_stopped(&sources);
         });
     if let Err(err) = started {
         tracing::warn!(%err, "cannot start the speculator thread; every run starts at done");
     }
 }
 
-fn look_until_stopped(shared: &Arc<Shared>) {
-    let speculator = &shared.speculator;
+fn look_until_stopped(sources: &Arc<Sources>) {
+    let speculator = &sources.speculator;
     while !speculator.stopped.load(Ordering::SeqCst) {
-        let rules = shared.rules();
+        let rules = (sources.rules)();
         let looked = Instant::now();
         if rules.speculate.on {
             // A panic here must never take the watcher's judging with it; it only ends
             // speculation, which the runs at done do without.
             let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                look_once(shared, &rules);
+                look_once(sources, &rules);
             }));
             if pass.is_err() {
                 tracing::error!("the speculator failed; runs start at done from now on");
@@ -251,7 +236,7 @@ fn look_until_stopped(shared: &Arc<Shared>) {
 }
 
 /// One look at every task directory in staging.
-fn look_once(shared: &Arc<Shared>, rules: &Arc<Rules>) {
+fn look_once(sources: &Arc<Sources>, rules: &Arc<Rules>) {
     let Ok(entries) = std::fs::read_dir(&rules.staging) else {
         return;
     };
@@ -263,9 +248,9 @@ fn look_once(shared: &Arc<Shared>, rules: &Arc<Rules>) {
             continue;
         }
         present.insert(name.clone());
-        look_at(shared, rules, &name);
+        look_at(sources, rules, &name);
     }
-    shared
+    sources
         .speculator
         .tasks()
         .by_name
@@ -283,22 +268,22 @@ fn next_task(rules: &Rules, name: &str) -> Option<Task> {
     let dir = crate::staging::task_dir(&rules.staging, name).ok()?;
     let task = Task::new(name, &dir).ok()?;
     Some(
-        super::run::protocol_ignored(task, rules, name)
+        super::protocol_ignored(task, rules, name)
             .with_worker_area(&rules.staging)
             .with_attempt(attempt),
     )
 }
 
 /// Looks at one task: a change cancels its run; quiet long enough, it gets one.
-fn look_at(shared: &Arc<Shared>, rules: &Arc<Rules>, name: &str) {
-    let speculator = &shared.speculator;
+fn look_at(sources: &Arc<Sources>, rules: &Arc<Rules>, name: &str) {
+    let speculator = &sources.speculator;
     if speculator.tasks().judging.contains(name) {
         return;
     }
     let Some(task) = next_task(rules, name) else {
         return;
     };
-    let Some(stamp) = TreeStamp::of(&task) else {
+    let Some(stamp) = TreeStamp::of(&task, &unstamped(rules)) else {
         return;
     };
     let mut tasks = speculator.tasks();
@@ -337,7 +322,7 @@ fn look_at(shared: &Arc<Shared>, rules: &Arc<Rules>, name: &str) {
         return;
     }
     let n = speculator.numbered.fetch_add(1, Ordering::Relaxed);
-    let mark = match shared.cancel.mark() {
+    let mark = match &sources.mark {
         Some(mark) => format!("{mark}.s{n}"),
         None => format!("s{n}"),
     };
@@ -355,21 +340,28 @@ fn look_at(shared: &Arc<Shared>, rules: &Arc<Rules>, name: &str) {
     tasks.running = true;
     drop(tasks);
     speculator.counts.started.fetch_add(1, Ordering::Relaxed);
-    let shared_for_run = Arc::clone(shared);
+    let speculator = Arc::clone(speculator);
     let spawned = std::thread::Builder::new()
         .name(format!("speculating {name}"))
-        .spawn(move || speculate(&shared_for_run, &run, task));
+        .spawn(move || speculate(&speculator, &run, task));
     if spawned.is_err() {
-        speculator.tasks().running = false;
+        sources.speculator.tasks().running = false;
     }
 }
 
 /// Runs the task's pipeline speculatively and records how it ended.
-fn speculate(shared: &Shared, run: &Run, task: Task) {
+fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     lower_this_threads_priority();
     let cpu = cpu_micros();
     let rules = &run.rules;
+    // What the outcomes are outcomes of: the files' bytes as the run starts, on the entries the
+    // look saw (moved since, there is nothing to run on).
+    let before = TreeStamp::with_contents(&task, &unstamped(rules))
+        .filter(|before| before.same_entries(&run.stamp));
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if before.is_none() {
+            return;
+        }
         if let Ok(pipeline) = rules.pipeline_for(&task.name, None) {
             let key = crate::judge::signing(rules);
             let judge = Judge {
@@ -394,10 +386,9 @@ fn speculate(shared: &Shared, run: &Run, task: Task) {
     let end = if ran.is_err() || run.cancel.is_cancelled() {
         End::Cancelled
     } else {
-        End::Ran(TreeStamp::of(&task))
+        End::Ran(before.zip(TreeStamp::with_contents(&task, &unstamped(rules))))
     };
     let spent = cpu_micros().saturating_sub(cpu);
-    let speculator = &shared.speculator;
     speculator
         .counts
         .cpu_micros
@@ -436,5 +427,12 @@ fn lower_this_threads_priority() {
         if let Ok(tid) = libc::id_t::try_from(tid) {
             libc::setpriority(libc::PRIO_PROCESS, tid, 19);
         }
+    }
+}
+
+/// What the rules say a stamp passes over.
+fn unstamped(rules: &Rules) -> Unstamped<'_> {
+    Unstamped {
+        ignore: &rules.speculate.ignore,
     }
 }

@@ -60,6 +60,7 @@ mod review30b_attacks;
 mod review30c_attacks;
 mod review31_attacks;
 mod review31b_attacks;
+mod review33_attacks;
 mod review_seed;
 mod rules;
 mod schema_suite;

@@ -257,3 +257,49 @@ fn speculate_false_runs_nothing_before_done() {
     assert_eq!(verdict["verdict"], "PASS", "{verdict:#}");
     assert_eq!(sidecar.log(), "start good\nend\n");
 }
+
+#[test]
+fn a_wrong_speculate_value_is_told_where_and_what_to_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("validator.yaml");
+    for (value, says) in [
+        ("maybe", "expected `false`, `true` or `{quiet: 1s}`"),
+        ("{quite: 1s}", "did you mean `quiet`?"),
+        ("{quiet: soon}", "is not a duration"),
+    ] {
+        std::fs::write(
+            &rules,
+            format!("version: 1\nspeculate: {value}\npipelines:\n  - name: p\n    gates:\n      - {{name: s, rule: status}}\n"),
+        )
+        .expect("rules");
+        let (code, text) = crate::common::rules_check(&rules);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains("validator.yaml:2:"), "{text}");
+        assert!(text.contains(says), "{text}");
+    }
+}
+
+#[test]
+fn a_run_that_writes_only_where_the_rules_say_nothing_reads_is_still_used() {
+    let script = "echo \"start $(cat app.txt)\" >> LOG; mkdir -p coverage/tmp; date +%s%N > coverage/tmp/$$.json; echo end >> LOG; grep -qx good app.txt";
+    let sidecar = Sidecar::start("speculate: {quiet: 200ms, ignore: [coverage]}\n", script);
+    sidecar.write("app.txt", "good\n");
+    sidecar.wait_for_log("end", 1);
+    let verdict = sidecar.done();
+    assert_eq!(verdict["verdict"], "PASS", "{verdict:#}");
+    assert_eq!(sidecar.log(), "start good\nend\n", "used, not run again");
+}
+
+#[test]
+fn a_link_into_a_path_passed_over_is_never_speculated_on() {
+    let script = "echo \"start $(cat app.txt)\" >> LOG; echo end >> LOG; grep -qx good app.txt";
+    let sidecar = Sidecar::start("speculate: {quiet: 200ms, ignore: [coverage]}\n", script);
+    std::fs::create_dir_all(sidecar.path("staging/t/coverage")).expect("coverage");
+    sidecar.write("coverage/real.txt", "good\n");
+    std::os::unix::fs::symlink("coverage/real.txt", sidecar.path("staging/t/app.txt"))
+        .expect("link");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    sidecar.write("coverage/real.txt", "bad\n");
+    let verdict = sidecar.done();
+    assert_eq!(verdict["verdict"], "FAIL", "{verdict:#}\n{}", sidecar.log());
+}

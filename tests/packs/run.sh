@@ -333,6 +333,45 @@ case_() {
     fi
 }
 
+# retry KIND FILE SED NAME: the one-line bug again, judged as an agent's stop hook judges it
+# (`validator hook claude`, whose session remembers the failed tests): the first stop fails at
+# the test gate naming NAME; a second stop, the bug still there, must fail at once with the
+# pack's `select:` running only the failed tests ("run first" in the reason); with the bug gone
+# the third stop must pass (the whole suite runs).
+retry_() {
+    local kind=$1 file=$2 script=$3 name=$4 t0 first second third ok=0 why=""
+    local input
+    git_ -C "$dir" reset -q --hard HEAD && rm -rf "$dir/.validator"
+    sed -i -e "$script" "$dir/$file"
+    input=$(printf '{"session_id":"packs","transcript_path":"/nonexistent","cwd":"%s","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"Done."}' "$dir")
+    hook() {
+        (cd "$dir" && env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE -u VALIDATOR_CONFIG \
+            "${envs[@]}" CLAUDE_PROJECT_DIR="$dir" "$validator" hook claude <<<"$input" 2>>"$work/$kind-retry.err")
+    }
+    t0=$(now)
+    first=$(hook)
+    second=$(hook)
+    local took
+    took=$(since "$t0")
+    git_ -C "$dir" checkout -q -- "$file"
+    third=$(hook)
+    if ! grep -q "$name" <<<"$first"; then
+        ok=1 why="the first stop did not name $name: ${first:0:300}"
+    elif ! grep -q '"decision":"block"' <<<"$second" || ! grep -q "run first" <<<"$second" || ! grep -q "$name" <<<"$second"; then
+        ok=1 why="the second stop did not fail at once on $name run first: ${second:0:300}"
+    elif [ -n "$third" ]; then
+        ok=1 why="the fixed stop did not pass: ${third:0:300}"
+    fi
+    if [ $ok = 0 ]; then
+        line "$kind" retry-first ok "$took" "the failed test ran first and failed again; fixed, the whole suite passed"
+        expected=$((expected + 1))
+    else
+        line "$kind" retry-first FAIL "$took" "$why"
+        unexpected=$((unexpected + 1))
+        problems+=("$kind $label retry-first: $why")
+    fi
+}
+
 run_rust() {
     label="$rust_crate $rust_version"
     tools_present rust "cargo --version" "cargo fmt --version" "cargo clippy --version" \
@@ -349,6 +388,8 @@ run_rust() {
     # percent_decode reads "%2F" as 0xF2: the nibbles of every escape swapped.
     case_ rust bug fail:test src/lib.rs \
         's/Some(h as u8 \* 0x10 + l as u8)/Some(l as u8 * 0x10 + h as u8)/'
+    retry_ rust src/lib.rs 's/Some(h as u8 \* 0x10 + l as u8)/Some(l as u8 * 0x10 + h as u8)/' \
+        percent_decode
     # Four more spaces of indentation: only rustfmt minds.
     case_ rust format fail:format src/lib.rs \
         's/^    let mut cloned_iter = iter.clone();$/        let mut cloned_iter = iter.clone();/'
@@ -372,6 +413,9 @@ run_python() {
     # tail() of a sequence drops its first wanted item: an off-by-one.
     case_ python bug fail:test more_itertools/recipes.py \
         's/return islice(iterable, max(0, size - n), None)/return islice(iterable, max(0, size - n + 1), None)/'
+    retry_ python more_itertools/recipes.py \
+        's/return islice(iterable, max(0, size - n), None)/return islice(iterable, max(0, size - n + 1), None)/' \
+        test_recipes
     # Spaces inside a call's parentheses: ruff format minds, the project's lint rules do not.
     case_ python format fail:format more_itertools/recipes.py \
         's/return list(islice(iterable, n))/return list(islice( iterable, n ))/'
@@ -423,6 +467,8 @@ run_node() {
     # toString() loses the colon after the code: "FastifyError [CODE] - message".
     # shellcheck disable=SC2016 # the ${...} is JavaScript's, for sed to match
     case_ node bug fail:test index.js 's/\[${this.code}\]: /[${this.code}] - /'
+    # shellcheck disable=SC2016 # the ${...} is JavaScript's, for sed to match
+    retry_ node index.js 's/\[${this.code}\]: /[${this.code}] - /' 'toString'
     # A semicolon the project's style (neostandard) forbids. The package configures no
     # formatter (no prettier), so there is no formatting case.
     case_ node lint fail:lint index.js \
@@ -445,6 +491,7 @@ run_go() {
     CHECK_ARGS=--all-files case_ go all-files pass
     # GreaterThan says a version is greater than itself.
     case_ go bug fail:test version.go 's/^\treturn v.Compare(o) > 0$/\treturn v.Compare(o) >= 0/'
+    retry_ go version.go 's/^\treturn v.Compare(o) > 0$/\treturn v.Compare(o) >= 0/' TestGreaterThan
     # Spaces where gofmt indents with a tab.
     case_ go format fail:format version.go 's/^\treturn v.Compare(o) < 0$/    return v.Compare(o) < 0/'
     # A format verb of the wrong type: go vet's printf check.

@@ -4,8 +4,9 @@
 //! runs the whole suite as always, so a pass always comes from the whole suite.
 //!
 //! The names come from the runner's output, which the worker's code writes: a name is passed
-//! only as an argument (never through a shell), one that reads as an option (a leading `-`) or
-//! holds a control character is left out, and at most [`MAX_SELECTED`] are run. A run fails at
+//! only as an argument (never through a shell), one that reads as an option (a leading `-`, or
+//! `@`, which pytest and other runners read as a file of more arguments) or holds a control
+//! character is left out, and at most [`MAX_SELECTED`] are run. A run fails at
 //! once only when the runner names one of the selected tests failed again, so a name a worker
 //! forged into its output can cost a rerun, never a verdict.
 
@@ -54,7 +55,7 @@ fn usable(failed: &[String]) -> Vec<&str> {
         .map(String::as_str)
         .filter(|name| {
             !name.is_empty()
-                && !name.starts_with('-')
+                && !name.starts_with(['-', '@'])
                 && name.chars().count() <= MAX_NAME_CHARS
                 && !name.chars().any(char::is_control)
         })
@@ -238,6 +239,7 @@ mod tests {
     fn names_that_read_as_options_or_hold_controls_are_left_out() {
         let failed = [
             "--basetemp=/".to_owned(),
+            "@args::x".to_owned(),
             "a\nb".to_owned(),
             "ok".to_owned(),
         ];

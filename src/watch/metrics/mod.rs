@@ -17,6 +17,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::SystemTime;
 
+use serde::{Deserialize, Serialize};
+
 use crate::pipeline::Observer;
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport};
@@ -54,7 +56,7 @@ pub struct Metrics {
     last_judged_ms: AtomicU64,
     gates: Mutex<BTreeMap<String, Histogram>>,
     /// What speculative runs cost and gave (the speculator counts them).
-    pub speculative: std::sync::Arc<super::speculate::Counts>,
+    pub speculative: std::sync::Arc<Counts>,
 }
 
 /// One rule's gate durations: the count in each bucket (not cumulative), all of them, the sum.
@@ -263,6 +265,38 @@ impl Metrics {
             "CPU seconds the speculative runs spent (their commands and their own thread).",
         );
         let _ = writeln!(out, "{name} {}", seconds(tally.cpu_ms));
+    }
+}
+
+/// What speculation cost and gave, since the watcher started.
+#[derive(Debug, Default)]
+pub struct Counts {
+    pub started: AtomicU64,
+    pub used: AtomicU64,
+    pub cancelled: AtomicU64,
+    pub discarded: AtomicU64,
+    pub cpu_micros: AtomicU64,
+}
+
+/// [`Counts`] read at one moment, as `status` shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub started: u64,
+    pub used: u64,
+    pub cancelled: u64,
+    pub discarded: u64,
+    pub cpu_ms: u64,
+}
+
+impl Counts {
+    pub fn tally(&self) -> Tally {
+        Tally {
+            started: self.started.load(Ordering::Relaxed),
+            used: self.used.load(Ordering::Relaxed),
+            cancelled: self.cancelled.load(Ordering::Relaxed),
+            discarded: self.discarded.load(Ordering::Relaxed),
+            cpu_ms: self.cpu_micros.load(Ordering::Relaxed) / 1000,
+        }
     }
 }
 
