@@ -63,6 +63,10 @@ struct Watched {
     run: Option<Arc<Run>>,
     /// The stamp the task's last real run left: its verdict already says what these files are.
     judged: Option<TreeStamp>,
+    /// Speculative runs in a row that were not used (cancelled or discarded): each doubles the
+    /// quiet time the next waits for, so a suite that writes into its own task (whose runs can
+    /// never be used) costs a few runs, not one per quiet time.
+    wasted: u32,
 }
 
 #[derive(Default)]
@@ -119,6 +123,9 @@ impl Speculator {
             && now.as_ref().is_some_and(|now| run.stamp.same_settled(now));
         if !same_inputs {
             self.cancel(&run);
+            if let Some(watched) = self.tasks().by_name.get_mut(&task.name) {
+                watched.wasted += 1;
+            }
             return None;
         }
         let mut end = run.end();
@@ -145,6 +152,9 @@ impl Speculator {
             _ => false,
         };
         drop(end);
+        if let Some(watched) = self.tasks().by_name.get_mut(&task.name) {
+            watched.wasted = if untouched { 0 } else { watched.wasted + 1 };
+        }
         if untouched {
             self.counts.used.fetch_add(1, Ordering::Relaxed);
             Some(run)
@@ -300,16 +310,19 @@ fn look_at(sources: &Arc<Sources>, rules: &Arc<Rules>, name: &str) {
             since: Instant::now(),
             run: None,
             judged: None,
+            wasted: 0,
         });
     if !watched.seen.same_entries(&stamp) {
         watched.seen = stamp;
         watched.since = Instant::now();
         if let Some(run) = watched.run.take() {
             speculator.cancel(&run);
+            watched.wasted += 1;
         }
         return;
     }
-    let quiet = watched.since.elapsed() >= rules.speculate.quiet;
+    let backoff = 1u32 << watched.wasted.min(6);
+    let quiet = watched.since.elapsed() >= rules.speculate.quiet.saturating_mul(backoff);
     let known = watched
         .run
         .as_ref()

@@ -2,101 +2,12 @@
 //! Each test drives the real binary: a watcher over one task `t` whose gates note each run in a
 //! log outside staging, or the hook over a project.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use crate::common::{Project, pipeline};
 use crate::hooks::{hook, stop};
 
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// A watcher over `staging/t`, its rules written by the test; files may be laid before it
-/// starts (`Watcher::new`, then `spawn`).
-struct Watcher {
-    root: tempfile::TempDir,
-    child: crate::common::Watching,
-}
-
-impl Watcher {
-    /// The directories and `validator.yaml`, `rules` with `LOG` standing for the log's path and
-    /// `ROOT` for the root's.
-    fn new(rules: &str) -> Watcher {
-        let root = tempfile::tempdir().expect("tempdir");
-        let rules = rules
-            .replace("LOG", &root.path().join("runs.log").display().to_string())
-            .replace("ROOT", &root.path().display().to_string());
-        std::fs::write(root.path().join("validator.yaml"), rules).expect("rules");
-        for dir in ["staging/t", "logs", "outside", "contracts"] {
-            std::fs::create_dir_all(root.path().join(dir)).expect("dir");
-        }
-        Watcher {
-            root,
-            child: crate::common::Watching::default(),
-        }
-    }
-
-    fn spawn(mut self) -> Watcher {
-        let stderr = self.path("logs/watch.stderr");
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
-            .args(["watch", "--heartbeat", "1s", "-c"])
-            .arg(self.path("validator.yaml"))
-            .current_dir(self.root.path())
-            .env_remove("VALIDATOR_CONFIG")
-            .env("VALIDATOR_LOG", "info")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&stderr).expect("stderr"))
-            .spawn()
-            .expect("spawn validator watch");
-        self.child.set(child);
-        assert!(crate::common::poll(PATIENCE, || {
-            std::fs::read_to_string(&stderr).is_ok_and(|log| log.contains("watching"))
-        }));
-        self
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.path().join(rel)
-    }
-
-    fn task(&self, rel: &str) -> PathBuf {
-        self.path("staging/t").join(rel)
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.path("runs.log")).unwrap_or_default()
-    }
-
-    fn wait_for_log(&self, line: &str, times: usize) {
-        let seen = crate::common::poll(PATIENCE, || {
-            self.log().lines().filter(|l| *l == line).count() >= times
-        });
-        assert!(seen, "no `{line}` ×{times} in the log:\n{}", self.log());
-    }
-
-    /// Writes the done signal and waits for the verdict that answers it.
-    fn done(&self) -> serde_json::Value {
-        let before = std::fs::read(self.path("verdicts/t.verdict.json")).ok();
-        std::fs::write(self.path("staging/t.done"), "STATUS: OK\n").expect("done");
-        let mut verdict = serde_json::Value::Null;
-        let answered = crate::common::poll(PATIENCE, || {
-            let now = std::fs::read(self.path("verdicts/t.verdict.json")).ok();
-            if now.is_none() || now == before {
-                return false;
-            }
-            verdict = serde_json::from_slice(&now.unwrap_or_default()).unwrap_or_default();
-            true
-        });
-        assert!(answered, "no verdict; log:\n{}", self.log());
-        verdict
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.child.kill9();
-    }
-}
+use crate::speculate::Sidecar as Watcher;
 
 /// A rules file speculating after 200ms of quiet, `extra` at its top level, whose pipeline is
 /// `status` then a `test` gate running `script` with `sh -c` in the task.

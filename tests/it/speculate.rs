@@ -89,32 +89,48 @@ fn a_failure_elsewhere_is_found_by_the_whole_suite_after_the_failed_tests_pass()
     assert_eq!(slow_runs(&log), 2);
 }
 
-/// A watcher over one task, `t`, whose `test` gate notes in a log outside staging each run's
-/// start (with `app.txt`'s content) and end, takes a moment, and passes when `app.txt` says
-/// `good`. `extra` is put into the rules file's top level.
-struct Sidecar {
+/// A watcher over one task, `t`, whose `test` gate runs `script` (`LOG` in it standing for a
+/// log outside staging), with `extra` at the rules file's top level.
+fn sidecar(extra: &str, script: &str) -> Sidecar {
+    let rules = format!(
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\n{extra}pipelines:\n  - name: p\n    gates:\n      - {{name: status, rule: status}}\n      - name: test\n        rule: test\n        run: [sh, -c, {script:?}]\n"
+    );
+    Sidecar::new(&rules).spawn()
+}
+
+/// A watcher over `staging/t`, its rules written by the test; files may be laid before it
+/// starts (`Sidecar::new`, then `spawn`).
+pub(crate) struct Sidecar {
     root: tempfile::TempDir,
     child: crate::common::Watching,
 }
 
-const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Sidecar {
-    fn start(extra: &str, script: &str) -> Sidecar {
+    /// The directories and `validator.yaml`, `rules` with `LOG` standing for the log's path and
+    /// `ROOT` for the root's.
+    pub(crate) fn new(rules: &str) -> Sidecar {
         let root = tempfile::tempdir().expect("tempdir");
-        let log = root.path().join("runs.log");
-        let script = script.replace("LOG", &log.display().to_string());
-        let rules = format!(
-            "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\n{extra}pipelines:\n  - name: p\n    gates:\n      - {{name: status, rule: status}}\n      - name: test\n        rule: test\n        run: [sh, -c, {script:?}]\n"
-        );
+        let rules = rules
+            .replace("LOG", &root.path().join("runs.log").display().to_string())
+            .replace("ROOT", &root.path().display().to_string());
         std::fs::write(root.path().join("validator.yaml"), rules).expect("rules");
-        std::fs::create_dir_all(root.path().join("staging/t")).expect("task dir");
-        std::fs::create_dir_all(root.path().join("logs")).expect("logs");
-        let stderr = root.path().join("logs/watch.stderr");
+        for dir in ["staging/t", "logs", "outside", "contracts"] {
+            std::fs::create_dir_all(root.path().join(dir)).expect("dir");
+        }
+        Sidecar {
+            root,
+            child: crate::common::Watching::default(),
+        }
+    }
+
+    pub(crate) fn spawn(mut self) -> Sidecar {
+        let stderr = self.path("logs/watch.stderr");
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
             .args(["watch", "--heartbeat", "1s", "-c"])
-            .arg(root.path().join("validator.yaml"))
-            .current_dir(root.path())
+            .arg(self.path("validator.yaml"))
+            .current_dir(self.root.path())
             .env_remove("VALIDATOR_CONFIG")
             .env("VALIDATOR_LOG", "info")
             .stdin(std::process::Stdio::null())
@@ -122,30 +138,30 @@ impl Sidecar {
             .stderr(std::fs::File::create(&stderr).expect("stderr"))
             .spawn()
             .expect("spawn validator watch");
-        let mut watching = crate::common::Watching::default();
-        watching.set(child);
+        self.child.set(child);
         assert!(crate::common::poll(PATIENCE, || {
             std::fs::read_to_string(&stderr).is_ok_and(|log| log.contains("watching"))
         }));
-        Sidecar {
-            root,
-            child: watching,
-        }
+        self
     }
 
-    fn path(&self, rel: &str) -> std::path::PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> std::path::PathBuf {
         self.root.path().join(rel)
     }
 
-    fn write(&self, rel: &str, text: &str) {
-        std::fs::write(self.path("staging/t").join(rel), text).expect("write task file");
+    pub(crate) fn task(&self, rel: &str) -> std::path::PathBuf {
+        self.path("staging/t").join(rel)
     }
 
-    fn log(&self) -> String {
+    fn write(&self, rel: &str, text: &str) {
+        std::fs::write(self.task(rel), text).expect("write task file");
+    }
+
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.path("runs.log")).unwrap_or_default()
     }
 
-    fn wait_for_log(&self, line: &str, times: usize) {
+    pub(crate) fn wait_for_log(&self, line: &str, times: usize) {
         let seen = crate::common::poll(PATIENCE, || {
             self.log().lines().filter(|l| *l == line).count() >= times
         });
@@ -153,10 +169,9 @@ impl Sidecar {
     }
 
     /// Writes the done signal and waits for the verdict that answers it.
-    fn done(&self) -> serde_json::Value {
-        let done = self.path("staging/t.done");
+    pub(crate) fn done(&self) -> serde_json::Value {
         let before = std::fs::read(self.path("verdicts/t.verdict.json")).ok();
-        std::fs::write(&done, "STATUS: OK\n").expect("done");
+        std::fs::write(self.path("staging/t.done"), "STATUS: OK\n").expect("done");
         let mut verdict = serde_json::Value::Null;
         let answered = crate::common::poll(PATIENCE, || {
             let now = std::fs::read(self.path("verdicts/t.verdict.json")).ok();
@@ -191,7 +206,7 @@ const CHECKS_APP: &str =
 
 #[test]
 fn a_quiet_task_is_judged_before_done_and_the_verdict_at_done_runs_nothing_again() {
-    let sidecar = Sidecar::start("speculate: {quiet: 200ms}\n", CHECKS_APP);
+    let sidecar = sidecar("speculate: {quiet: 200ms}\n", CHECKS_APP);
     sidecar.write("app.txt", "good\n");
     sidecar.wait_for_log("end", 1);
     let verdict = sidecar.done();
@@ -207,7 +222,7 @@ fn a_quiet_task_is_judged_before_done_and_the_verdict_at_done_runs_nothing_again
 
 #[test]
 fn a_failure_found_before_done_is_the_verdict_at_done() {
-    let sidecar = Sidecar::start("speculate: {quiet: 200ms}\n", CHECKS_APP);
+    let sidecar = sidecar("speculate: {quiet: 200ms}\n", CHECKS_APP);
     sidecar.write("app.txt", "bad\n");
     sidecar.wait_for_log("end", 1);
     let verdict = sidecar.done();
@@ -217,7 +232,7 @@ fn a_failure_found_before_done_is_the_verdict_at_done() {
 
 #[test]
 fn a_write_while_the_speculative_run_runs_is_never_passed() {
-    let sidecar = Sidecar::start("speculate: {quiet: 200ms}\n", CHECKS_APP);
+    let sidecar = sidecar("speculate: {quiet: 200ms}\n", CHECKS_APP);
     sidecar.write("app.txt", "good\n");
     sidecar.wait_for_log("start good", 1);
     sidecar.write("app.txt", "bad!\n");
@@ -227,7 +242,7 @@ fn a_write_while_the_speculative_run_runs_is_never_passed() {
 
 #[test]
 fn a_write_between_the_speculative_run_and_done_is_judged() {
-    let sidecar = Sidecar::start("speculate: {quiet: 200ms}\n", CHECKS_APP);
+    let sidecar = sidecar("speculate: {quiet: 200ms}\n", CHECKS_APP);
     sidecar.write("app.txt", "good\n");
     sidecar.wait_for_log("end", 1);
     // Same length, same second: only the change time tells.
@@ -239,7 +254,7 @@ fn a_write_between_the_speculative_run_and_done_is_judged() {
 #[test]
 fn a_test_that_rewrites_its_own_inputs_is_judged_again_at_done() {
     let script = "echo \"start $(cat app.txt)\" >> LOG; grep -qx good app.txt; r=$?; echo bad > app.txt; echo end >> LOG; exit $r";
-    let sidecar = Sidecar::start("speculate: {quiet: 200ms}\n", script);
+    let sidecar = sidecar("speculate: {quiet: 200ms}\n", script);
     sidecar.write("app.txt", "good\n");
     sidecar.wait_for_log("end", 1);
     let verdict = sidecar.done();
@@ -248,7 +263,7 @@ fn a_test_that_rewrites_its_own_inputs_is_judged_again_at_done() {
 
 #[test]
 fn speculate_false_runs_nothing_before_done() {
-    let sidecar = Sidecar::start("speculate: false\n", CHECKS_APP);
+    let sidecar = sidecar("speculate: false\n", CHECKS_APP);
     sidecar.write("app.txt", "good\n");
     // Ten times the quiet time a speculative run would have waited.
     std::thread::sleep(std::time::Duration::from_secs(2));
@@ -282,7 +297,7 @@ fn a_wrong_speculate_value_is_told_where_and_what_to_write() {
 #[test]
 fn a_run_that_writes_only_where_the_rules_say_nothing_reads_is_still_used() {
     let script = "echo \"start $(cat app.txt)\" >> LOG; mkdir -p coverage/tmp; date +%s%N > coverage/tmp/$$.json; echo end >> LOG; grep -qx good app.txt";
-    let sidecar = Sidecar::start("speculate: {quiet: 200ms, ignore: [coverage]}\n", script);
+    let sidecar = sidecar("speculate: {quiet: 200ms, ignore: [coverage]}\n", script);
     sidecar.write("app.txt", "good\n");
     sidecar.wait_for_log("end", 1);
     let verdict = sidecar.done();
@@ -293,7 +308,7 @@ fn a_run_that_writes_only_where_the_rules_say_nothing_reads_is_still_used() {
 #[test]
 fn a_link_into_a_path_passed_over_is_never_speculated_on() {
     let script = "echo \"start $(cat app.txt)\" >> LOG; echo end >> LOG; grep -qx good app.txt";
-    let sidecar = Sidecar::start("speculate: {quiet: 200ms, ignore: [coverage]}\n", script);
+    let sidecar = sidecar("speculate: {quiet: 200ms, ignore: [coverage]}\n", script);
     std::fs::create_dir_all(sidecar.path("staging/t/coverage")).expect("coverage");
     sidecar.write("coverage/real.txt", "good\n");
     std::os::unix::fs::symlink("coverage/real.txt", sidecar.path("staging/t/app.txt"))
