@@ -264,6 +264,10 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
                 "Fix the problems above in the task's files; the same check judges the fix.".to_string()
             }
         },
+        // A hook holds an ERROR'd stop: it may be the worker's doing, and the breakers end it.
+        Decision::Error if retry == Retry::Stop => format!(
+            "validator could not judge this stop, so it is not let through. If your work causes it (a file the gates read, a module or package you removed or renamed, the rules file), fix that and finish again; if not, say so in your last message and finish: the same error again calls a person in. {attempts_left}"
+        ),
         Decision::Error => "The validator could not judge this run: the rules or the tools are at fault, not your work. Report the reasons above to whoever runs validator and stop; a retry will not help.".to_string(),
         Decision::Blocked => "Stop here. The task is BLOCKED and a person decides how it goes on.".to_string(),
         Decision::Escalated => "Stop here. A circuit breaker tripped; a person must look before anything else runs.".to_string(),
