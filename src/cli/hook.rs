@@ -354,7 +354,16 @@ fn hook_answer(
     let agent = call.agent;
     let phase = called.phase.get().copied().unwrap_or(Phase::Stop);
     let named = (call.config.clone(), call.task_dir.clone());
-    let answered = answer_input(call.config, agent, call.task_dir, call.task, input, &called);
+    // A bug that panics must not end the call with main's exit 1, which lets an agent stop
+    // unjudged: it is an error like any other here, and a stop is held for it.
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        answer_input(call.config, agent, call.task_dir, call.task, input, &called)
+    }))
+    .unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "validator failed unexpectedly while judging (the panic above); this is a bug in validator, please report it"
+        ))
+    });
     match (answered, phase) {
         (Ok(answer), _) => Ok(answer),
         // A tool call validator cannot judge (broken rules, say) is left to the agent's own

@@ -103,3 +103,14 @@ fn stopped(key: &str, attempt: u32, unjudged: &Unjudged<'_>, uncounted: bool) ->
         ),
     }
 }
+
+/// The fault a test can have a debug build suffer, as the watcher's
+/// (`VALIDATOR_DEBUG_FAULT=panic:<task>`): judging the stop panics, so that what holds a stop
+/// whatever goes wrong is tested through the real binary.
+#[cfg(debug_assertions)]
+#[expect(clippy::panic, reason = "a panic is the fault a test asks for")]
+pub(super) fn injected_fault(task: &str) {
+    if std::env::var("VALIDATOR_DEBUG_FAULT").is_ok_and(|spec| spec == format!("panic:{task}")) {
+        panic!("fault injected: judging the stop of `{task}` panics");
+    }
+}

@@ -447,6 +447,8 @@ pub fn judge(
         .with_attempt(history.attempt())
         .with_signal(signal)
         .with_request(prompt::request(rules, agent, input));
+    #[cfg(debug_assertions)]
+    held::injected_fault(&task.name);
     let pipeline = pipeline_of_stop(rules, bound, &task.name, plan_compliance);
     let pipeline = pipeline.as_deref().map_err(Clone::clone);
     let mut verdict = run_stop(rules, task, pipeline, cancel, &mut history);

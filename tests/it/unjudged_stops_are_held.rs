@@ -275,3 +275,23 @@ fn a_rules_file_in_the_workers_reach_is_named_to_it_with_what_is_wrong() {
     );
     held(&reply, "block");
 }
+
+#[test]
+fn a_bug_that_panics_while_judging_holds_the_stop() {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: faults are injected only into debug builds");
+        return;
+    }
+    let project = project_with("      - {name: status, rule: status}\n", 3, 3);
+    let reply = run_hook_with(
+        &project.rules_path(),
+        "claude",
+        stop(&project, "s1", "Done.\nSTATUS: OK").to_string(),
+        |cmd| {
+            cmd.env("VALIDATOR_DEBUG_FAULT", "panic:task");
+        },
+    );
+    let reason = held(&reply, "block");
+    assert!(reason.contains("bug in validator"), "{reason}");
+    assert!(reply.stderr.contains("fault injected"), "{}", reply.stderr);
+}
