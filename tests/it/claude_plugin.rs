@@ -333,6 +333,33 @@ fn a_validator_that_is_there_but_cannot_run_holds_the_stop() {
 }
 
 #[test]
+fn a_validator_that_is_not_executable_holds_the_stop() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let project = tmp.path().join("proj");
+    std::fs::create_dir_all(&project).expect("project");
+    let named = tmp.path().join("validator");
+    std::fs::copy(env!("CARGO_BIN_EXE_validator"), &named).expect("copy");
+    std::fs::set_permissions(&named, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let data = tmp.path().join("data");
+    let env = [
+        ("HOME", tmp.path()),
+        ("CLAUDE_PROJECT_DIR", project.as_path()),
+        ("CLAUDE_PLUGIN_DATA", data.as_path()),
+        ("VALIDATOR_BIN", named.as_path()),
+    ];
+    let out = wrapper("Stop", &stop_input(&project, "Stop", "Done."), &env, None);
+    let held = answer(&out);
+    assert_eq!(held["decision"], "block", "{held}");
+    assert!(
+        held["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("did not answer")),
+        "{held}"
+    );
+}
+
+#[test]
 fn a_validator_that_runs_resets_the_count_of_calls_it_did_not_answer() {
     let tmp = tempfile::tempdir().expect("tmp");
     let project = tmp.path().join("proj");
