@@ -391,13 +391,18 @@ fn drift(history: &mut History<'_>, verdict: &mut Verdict, rules: &Rules, task: 
 }
 
 /// Counts the verdict in the history, once per signal: the strikes breaker (the same failure
-/// `strikes` runs in a row escalates), a PASS clearing the strikes, a session's BLOCKED held.
+/// `strikes` runs in a row escalates; in a session an ERROR too), a PASS clearing the strikes,
+/// a session's BLOCKED held.
 fn count(history: &mut History<'_>, verdict: &mut Verdict, strikes: u32) {
     if history.state.judged == history.identity {
         return;
     }
     match verdict.verdict {
-        Decision::Fail => {
+        // Under a hook an ERROR holds the stop as a FAIL does (it may be the worker's doing),
+        // so it is counted as one: the same ERROR `strikes` stops in a row is ESCALATED.
+        Decision::Fail | Decision::Error
+            if verdict.verdict == Decision::Fail || history.keeper == Keeper::Session =>
+        {
             let so_far = history.state.strike(verdict);
             if so_far >= strikes {
                 let why = format!(

@@ -55,8 +55,10 @@ pub(crate) fn parse_deadline(text: &str) -> Result<Duration, String> {
     Ok(deadline)
 }
 
-/// `validator hook`: the answer on stdout and exit 0, or the problem on stderr and exit 1 with
-/// nothing on stdout, so a broken setup never blocks the agent by accident.
+/// `validator hook`: the answer on stdout and exit 0. A stop that cannot be judged (broken
+/// rules, a project that cannot be read) is answered too, held as not judged; only input that
+/// is no hook's (not JSON, an event the adapter does not answer) is refused with exit 1 and
+/// nothing on stdout.
 pub(crate) fn hook(
     config: Option<PathBuf>,
     agent: HookAgent,
@@ -351,7 +353,17 @@ fn hook_answer(
 ) -> Result<Option<String>> {
     let agent = call.agent;
     let phase = called.phase.get().copied().unwrap_or(Phase::Stop);
-    let answered = answer_input(call.config, agent, call.task_dir, call.task, input, &called);
+    let named = (call.config.clone(), call.task_dir.clone());
+    // A bug that panics must not end the call with main's exit 1, which lets an agent stop
+    // unjudged: it is an error like any other here, and a stop is held for it.
+    let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        answer_input(call.config, agent, call.task_dir, call.task, input, &called)
+    }))
+    .unwrap_or_else(|_| {
+        Err(anyhow::anyhow!(
+            "validator failed unexpectedly while judging (the panic above); this is a bug in validator, please report it"
+        ))
+    });
     match (answered, phase) {
         (Ok(answer), _) => Ok(answer),
         // A tool call validator cannot judge (broken rules, say) is left to the agent's own
@@ -376,8 +388,73 @@ fn hook_answer(
             )
             .to_json(agent, input.hook_event_name.as_deref().unwrap_or_default()))
         }
-        (Err(err), Phase::Stop) => Err(err),
+        // Never exit 1 here: an agent stops on it, unjudged, and a worker can break a rules
+        // file in its project on purpose. The stop is held, counted, and the person told.
+        (Err(err), Phase::Stop) => {
+            eprintln!(
+                "validator hook {}: error: {err:#}\n  the stop was not let through",
+                agent.name()
+            );
+            let (config, task_dir) = named;
+            Ok(not_judged(config, agent, task_dir, input, &err).to_json(agent))
+        }
     }
+}
+
+/// The answer to a stop that could not be judged: held (stopped for a person once the session's
+/// attempts are spent), counted where the rules keep the session's state, or would by default.
+fn not_judged(
+    config: Option<PathBuf>,
+    agent: validator::hook::Agent,
+    task_dir: Option<PathBuf>,
+    input: &validator::hook::Input,
+    err: &anyhow::Error,
+) -> validator::hook::Answer {
+    let found = config_path(config).ok();
+    let rules = found.as_deref().and_then(|path| load(path).ok());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let project =
+        validator::hook::Project::locate(agent, task_dir, None, |var| std::env::var_os(var), &cwd);
+    let state = match (&rules, &found) {
+        (Some(rules), _) => rules.state.clone(),
+        (None, Some(path)) => path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+            .join(".validator"),
+        (None, None) => project.dir.join(".validator"),
+    };
+    let found = found.map(|path| path.canonicalize().unwrap_or(path));
+    // A rules file outside the agent's project is the person's: its path and its error are
+    // theirs to read, not the model's.
+    let in_reach = found.as_deref().is_none_or(|path| {
+        project
+            .dir
+            .canonicalize()
+            .is_ok_and(|dir| path.starts_with(dir))
+    });
+    let for_agent = if rules.is_some() || in_reach {
+        format!("{err:#}")
+    } else {
+        "validator cannot read its rules file, which lies outside your project: a person must fix it".to_owned()
+    };
+    let answer = validator::hook::not_judged(
+        input,
+        &validator::hook::Unjudged {
+            state: &state,
+            max_attempts: rules.as_ref().map_or_else(
+                || validator::config::Defaults::default().max_attempts,
+                |rules| rules.defaults.max_attempts,
+            ),
+            rules: found.as_deref(),
+            for_agent,
+            for_person: format!("{err:#}"),
+        },
+    );
+    if let Some(message) = answer.for_the_person() {
+        eprintln!("validator hook {}: {message}", agent.name());
+    }
+    answer
 }
 
 fn answer_input(
@@ -419,15 +496,20 @@ fn answer_input(
             called.answer_by,
         )
         .to_json(event),
-        Phase::Stop => validator::hook::judge(
-            &rules,
-            agent,
-            input,
-            &project,
-            Some(called.cancel),
-            called.answer_by,
-        )?
-        .answer
-        .to_json(agent),
+        Phase::Stop => {
+            let answer = validator::hook::judge(
+                &rules,
+                agent,
+                input,
+                &project,
+                Some(called.cancel),
+                called.answer_by,
+            )?
+            .answer;
+            if let Some(message) = answer.for_the_person() {
+                eprintln!("validator hook {}: {message}", agent.name());
+            }
+            answer.to_json(agent)
+        }
     })
 }

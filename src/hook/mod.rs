@@ -12,8 +12,16 @@
 //! |---|---|
 //! | PASS | nothing: the agent stops |
 //! | FAIL | `{"decision": "block", "reason": <feedback>}` (Gemini: `"deny"`): the agent goes on with the feedback as its next instruction |
-//! | ERROR | `{"systemMessage": …}`: the agent stops; a retry cannot fix broken rules or tools |
+//! | ERROR | a block, as FAIL's, whose reason says the stop could not be judged; the person is told too (`systemMessage` where the agent shows one to its person, and stderr) |
 //! | BLOCKED, ESCALATED | `{"continue": false, "stopReason": …, "systemMessage": …}`: the agent stops and a person is told why and how to reset |
+//!
+//! An ERROR is never a free stop: what validator could not judge may be the worker's doing (a
+//! file that leaves the reviewer without an answer, a package it deleted, a rules file it
+//! broke), so it holds the stop as a FAIL does and counts as an attempt and a strike. The
+//! breakers bound it: the same ERROR `strikes` stops in a row, or attempt `max_attempts + 1`,
+//! ends the session ESCALATED, a person told. A stop the hook cannot judge at all (its rules
+//! file does not load, the project cannot be read) is held the same way ([`not_judged`]),
+//! counted in the session's state where the rules would keep it.
 //!
 //! ```text
 //! {"session_id": "abc", "cwd": "/work/svc", "hook_event_name": "Stop",
@@ -41,6 +49,7 @@
 //! attempt is saved before the gates run, so even an answer the front end had to give without
 //! the run (the gates still running at the deadline itself) counts.
 
+mod held;
 mod input;
 mod project;
 pub mod prompt;
@@ -66,6 +75,7 @@ use crate::pipeline;
 use crate::task::Task;
 use crate::verdict::{Decision, Verdict, feedback};
 
+pub use held::{Unjudged, not_judged};
 use input::js_int;
 pub use input::{Input, MANUAL_SESSION, Phase, event_of_partial};
 pub use project::Project;
@@ -302,8 +312,12 @@ pub enum Answer {
         stop_reason: String,
         system_message: String,
     },
-    /// ERROR: let the agent stop, and tell the person what is broken.
-    Notice { system_message: String },
+    /// ERROR, or a stop not judged at all: send the agent back with `reason`, and tell the
+    /// person `system_message` (where the agent shows one; stderr always).
+    Hold {
+        reason: String,
+        system_message: String,
+    },
 }
 
 impl Answer {
@@ -329,9 +343,32 @@ impl Answer {
             } => {
                 json!({"continue": false, "stopReason": stop_reason, "systemMessage": system_message})
             }
-            Answer::Notice { system_message } => json!({"systemMessage": system_message}),
+            Answer::Hold {
+                reason,
+                system_message,
+            } => match agent {
+                // Both document `systemMessage` beside a stop's decision, shown to the person.
+                Agent::Claude | Agent::Gemini => json!({
+                    "decision": agent.block_word(),
+                    "reason": reason,
+                    "systemMessage": system_message,
+                }),
+                // Exactly FAIL's fields: Codex drops an answer with one it does not take, and
+                // OpenCode's plugin reads only these; the person reads stderr.
+                Agent::Codex | Agent::Opencode => {
+                    json!({"decision": agent.block_word(), "reason": reason})
+                }
+            },
         };
         Some(value.to_string())
+    }
+
+    /// What the person is to read besides the agent, on stderr: a held stop's message.
+    pub fn for_the_person(&self) -> Option<&str> {
+        match self {
+            Answer::Hold { system_message, .. } => Some(system_message),
+            Answer::Pass | Answer::Block { .. } | Answer::Stop { .. } => None,
+        }
     }
 
     fn word(&self) -> &'static str {
@@ -339,7 +376,7 @@ impl Answer {
             Answer::Pass => "pass",
             Answer::Block { .. } => "block",
             Answer::Stop { .. } => "stop",
-            Answer::Notice { .. } => "notice",
+            Answer::Hold { .. } => "block",
         }
     }
 }
@@ -410,6 +447,8 @@ pub fn judge(
         .with_attempt(history.attempt())
         .with_signal(signal)
         .with_request(prompt::request(rules, agent, input));
+    #[cfg(debug_assertions)]
+    held::injected_fault(&task.name);
     let pipeline = pipeline_of_stop(rules, bound, &task.name, plan_compliance);
     let pipeline = pipeline.as_deref().map_err(Clone::clone);
     let mut verdict = run_stop(rules, task, pipeline, cancel, &mut history);
@@ -785,9 +824,13 @@ fn answer(rules: &Rules, session: &str, verdict: &Verdict) -> Answer {
         Decision::Fail => Answer::Block {
             reason: feedback::render(verdict, feedback::Retry::Stop),
         },
-        Decision::Error => Answer::Notice {
+        // Not let through: what could not be judged may be the worker's doing, and the
+        // breakers end a session whose every stop is one (a person told then).
+        Decision::Error => Answer::Hold {
+            reason: feedback::render(verdict, feedback::Retry::Stop),
             system_message: format!(
-                "validator could not judge this stop (ERROR): {why}\nThe agent was let stop: a retry cannot fix the rules or the tools. Fix them, then ask the agent to finish again."
+                "validator could not judge this stop (ERROR, attempt {} of {}): {why}\nThe stop was not let through; the agent was sent back. If the rules or the tools are at fault, fix them; the session is stopped for a person if this repeats.",
+                verdict.attempt, verdict.max_attempts
             ),
         },
         Decision::Blocked | Decision::Escalated => {

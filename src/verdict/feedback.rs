@@ -264,6 +264,10 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
                 "Fix the problems above in the task's files; the same check judges the fix.".to_string()
             }
         },
+        // A hook holds an ERROR'd stop: it may be the worker's doing, and the breakers end it.
+        Decision::Error if retry == Retry::Stop => format!(
+            "This stop could not be judged, so it is not let through. If your work causes it (a file the gates read, a module you removed), fix it and finish again; if not, say so and finish: the same error again calls a person in. {attempts_left}"
+        ),
         Decision::Error => "The validator could not judge this run: the rules or the tools are at fault, not your work. Report the reasons above to whoever runs validator and stop; a retry will not help.".to_string(),
         Decision::Blocked => "Stop here. The task is BLOCKED and a person decides how it goes on.".to_string(),
         Decision::Escalated => "Stop here. A circuit breaker tripped; a person must look before anything else runs.".to_string(),
@@ -325,6 +329,18 @@ mod tests {
             escalation: None,
             signature: None,
         }
+    }
+
+    #[test]
+    fn an_error_under_a_stop_hook_is_held_and_never_told_to_just_stop() {
+        let mut v = verdict(0, 0);
+        v.verdict = Decision::Error;
+        v.gates[0].outcome = GateOutcome::Error;
+        let held = render(&v, Retry::Stop);
+        assert!(held.contains("not let through"), "{held}");
+        assert!(held.contains("2 attempts left"), "{held}");
+        assert!(!held.contains('…'), "the advice is cut: {held}");
+        assert!(render(&v, Retry::Rerun).contains("a retry will not help"));
     }
 
     #[test]

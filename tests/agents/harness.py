@@ -103,7 +103,7 @@ def rules_for(scenario, run=None):
 
 
 def rules_for_hook(scenario):
-    if scenario == "error":  # not a valid rules file: validator exits 1, nothing on stdout
+    if scenario == "error":  # not a valid rules file: each stop held, counted, then stopped
         return RULES_BROKEN
     if scenario == "error_verdict":  # valid rules, a gate whose program is missing: ERROR verdict
         return RULES_OK + "      - name: lint\n        rule: lint\n        run: [\"no-such-linter-e2e\"]\n"
@@ -171,7 +171,7 @@ def script_for(scenario, proj):
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "repeat"}
     if scenario == "error_verdict":  # the file is written, then the lint gate's tool is missing
         return {"turns": [write, {"text": "Wrote answer.txt.\nSTATUS: OK"}], "after_last": "text"}
-    if scenario == "error":  # broken rules: validator answers ERROR/exit 1, agent stops
+    if scenario == "error":  # broken rules: held 3 times (max_attempts by default), then stopped
         return {"turns": [{"text": "I am done.\nSTATUS: OK"}], "after_last": "repeat"}
     raise SystemExit("unknown scenario " + scenario)
 
@@ -599,11 +599,12 @@ def check(cli, scenario, run, proj, rc, dur, spec=None):
         limit = 9 if cli == "claude" else 21
         ok = (not res["answer_exists"]) and rc == 0 and \
             res["verdicts"] == ["FAIL/block"] * (limit - 1) + ["ESCALATED/stop"]
-    elif scenario == "error":
-        ok = len(mains) == 1 and rc == 0 and res["verdicts"] == []
-    elif scenario == "error_verdict":
-        ok = len(mains) == 2 and rc == 0 and res["answer_exists"] and len(res["verdicts"]) == 1 \
-            and res["verdicts"][0].startswith("ERROR")
+    elif scenario == "error":  # never a free stop: held while attempts last, then stopped
+        ok = len(mains) == 4 and rc == 0 and \
+            res["verdicts"] == ["ERROR/block"] * 3 + ["ERROR/stop"]
+    elif scenario == "error_verdict":  # held as a FAIL; the same ERROR 3 times is ESCALATED
+        ok = len(mains) == 4 and rc == 0 and res["answer_exists"] and \
+            res["verdicts"] == ["ERROR/block", "ERROR/block", "ESCALATED/stop"]
     res["ok"] = bool(ok)
     if os.path.exists(run + "/strace.txt"):
         import re

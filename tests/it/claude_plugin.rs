@@ -256,3 +256,139 @@ fn the_projects_rules_come_before_the_plugins_and_the_environments_before_both()
         "{by_env}"
     );
 }
+
+/// A `validator` in `bin` that is there but cannot run, as `body` makes it (mode 0755).
+fn broken_bin(tmp: &Path, name: &str, body: &[u8]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tmp.join(name);
+    std::fs::create_dir_all(&bin).expect("bin");
+    let path = bin.join("validator");
+    std::fs::write(&path, body).expect("validator");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    bin
+}
+
+#[test]
+fn a_validator_that_is_there_but_cannot_run_holds_the_stop() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let project = tmp.path().join("proj");
+    std::fs::create_dir_all(&project).expect("project");
+    // An ELF header for another machine (aarch64 on x86-64, x86-64 elsewhere), cut short.
+    let mut foreign = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0".to_vec();
+    foreign.extend_from_slice(if cfg!(target_arch = "aarch64") {
+        b"\x3e\0"
+    } else {
+        b"\xb7\0"
+    });
+    foreign.extend_from_slice(&[0; 44]);
+    let cases: [(&str, &[u8]); 5] = [
+        ("loader", b"#!/nonexistent/ld-validator\n"),
+        ("foreign", &foreign),
+        ("exit127", b"#!/bin/sh\ncat >/dev/null\nexit 127\n"),
+        ("exit126", b"#!/bin/sh\nexit 126\n"),
+        ("silent", b"#!/bin/sh\ncat >/dev/null\nexit 0\n"),
+    ];
+    for (name, body) in cases {
+        let bin = broken_bin(tmp.path(), name, body);
+        let data = tmp.path().join(format!("data-{name}"));
+        let env = [
+            ("HOME", tmp.path()),
+            ("CLAUDE_PROJECT_DIR", project.as_path()),
+            ("CLAUDE_PLUGIN_DATA", data.as_path()),
+        ];
+        let input = stop_input(&project, "Stop", "Done.\nSTATUS: OK");
+        for time in 1..=3 {
+            let out = wrapper("Stop", &input, &env, Some(&bin));
+            let held = answer(&out);
+            assert_eq!(held["decision"], "block", "{name} {time}: {held}");
+            assert!(
+                held["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("NOT JUDGED") && r.contains("did not answer")),
+                "{name}: {held}"
+            );
+            assert!(held["systemMessage"].is_string(), "{name}: {held}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("did not answer this call"),
+                "{name}: {stderr}"
+            );
+        }
+        // Held three times in a row: then the session is stopped for a person, not looped.
+        let stop = answer(&wrapper("Stop", &input, &env, Some(&bin)));
+        assert_eq!(stop["continue"], false, "{name}: {stop}");
+        assert!(stop.get("decision").is_none(), "{name}: {stop}");
+        // A tool call is refused and the session stopped, as when validator is missing.
+        let tool = answer(&wrapper(
+            "PreToolUse",
+            &stop_input(&project, "PreToolUse", ""),
+            &env,
+            Some(&bin),
+        ));
+        assert_eq!(
+            tool["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{name}: {tool}"
+        );
+    }
+}
+
+#[test]
+fn a_validator_that_is_not_executable_holds_the_stop() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let project = tmp.path().join("proj");
+    std::fs::create_dir_all(&project).expect("project");
+    let named = tmp.path().join("validator");
+    std::fs::copy(env!("CARGO_BIN_EXE_validator"), &named).expect("copy");
+    std::fs::set_permissions(&named, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let data = tmp.path().join("data");
+    let env = [
+        ("HOME", tmp.path()),
+        ("CLAUDE_PROJECT_DIR", project.as_path()),
+        ("CLAUDE_PLUGIN_DATA", data.as_path()),
+        ("VALIDATOR_BIN", named.as_path()),
+    ];
+    let out = wrapper("Stop", &stop_input(&project, "Stop", "Done."), &env, None);
+    let held = answer(&out);
+    assert_eq!(held["decision"], "block", "{held}");
+    assert!(
+        held["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("did not answer")),
+        "{held}"
+    );
+}
+
+#[test]
+fn a_validator_that_runs_resets_the_count_of_calls_it_did_not_answer() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let project = tmp.path().join("proj");
+    std::fs::create_dir_all(&project).expect("project");
+    let data = tmp.path().join("data");
+    let env = [
+        ("HOME", tmp.path()),
+        ("CLAUDE_PROJECT_DIR", project.as_path()),
+        ("CLAUDE_PLUGIN_DATA", data.as_path()),
+    ];
+    let broken = broken_bin(tmp.path(), "broken", b"#!/bin/sh\nexit 127\n");
+    let input = stop_input(&project, "Stop", "Done.\nSTATUS: OK");
+    for _ in 0..2 {
+        assert_eq!(
+            answer(&wrapper("Stop", &input, &env, Some(&broken)))["decision"],
+            "block"
+        );
+    }
+    // The real one answers (the plugin's rules pass this subagent's STATUS block).
+    let out = wrapper(
+        "SubagentStop",
+        &stop_input(&project, "SubagentStop", "Done.\nSTATUS: OK"),
+        &env,
+        Some(&bin_dir(tmp.path())),
+    );
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    assert!(!data.join("cannot-run").exists());
+    assert_eq!(
+        answer(&wrapper("Stop", &input, &env, Some(&broken)))["decision"],
+        "block"
+    );
+}

@@ -522,19 +522,21 @@ fn a_worker_that_reports_blocked_is_let_stop_and_stays_stopped() {
 }
 
 #[test]
-fn an_error_verdict_lets_the_agent_stop_with_a_message() {
-    // The command does not exist: the rules are at fault, not the agent's work.
+fn an_error_verdict_holds_the_stop_and_tells_the_person() {
+    // The command does not exist: maybe the rules' fault, maybe not; never a free stop.
     let project = project_with(&lint("lint", r#"["validator-no-such-tool"]"#, ""), 3, 3);
     let inputs = [
-        ("claude", stop(&project, "s1", "done")),
-        ("gemini", after_agent(&project, "g1", "done")),
+        ("claude", "block", stop(&project, "s1", "done")),
+        ("gemini", "deny", after_agent(&project, "g1", "done")),
     ];
-    for (agent, input) in &inputs {
+    for (agent, word, input) in &inputs {
         let reply = hook(&project, agent, input);
-        assert_eq!(reply.code, 0, "{}", reply.stderr);
-        let answer = reply.json();
-        assert!(answer.get("decision").is_none(), "{answer:#}");
-        let message = answer["systemMessage"].as_str().expect("systemMessage");
+        let reason = reply.blocked(word);
+        assert!(reason.contains("ERROR"), "{reason}");
+        let message = reply.json()["systemMessage"]
+            .as_str()
+            .expect("systemMessage")
+            .to_owned();
         assert!(message.contains("ERROR"), "{message}");
     }
 }
@@ -568,19 +570,22 @@ fn unparseable_input_is_refused_without_blocking() {
 }
 
 #[test]
-fn a_missing_rules_file_or_bad_arguments_never_block() {
+fn a_missing_rules_file_holds_the_stop_and_bad_arguments_never_block() {
     let project = Project::new();
     let input = stop(&project, "s1", "done").to_string();
-    run_hook(&project.rules_path(), "claude", input.clone()).refused();
+    // No rules: the stop cannot be judged, so it is not let through.
+    let reason = run_hook(&project.rules_path(), "claude", input.clone()).blocked("block");
+    assert!(reason.contains("could not be judged"), "{reason}");
 
     let output = validator()
         .current_dir(project.path())
+        .env_remove("VALIDATOR_CONFIG")
         .args(["hook", "claude"])
         .write_stdin(input.clone())
         .output()
         .expect("run validator");
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
-    assert!(output.stdout.is_empty());
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains(r#""decision":"block""#));
 
     for args in [
         &["hook", "claud"][..],

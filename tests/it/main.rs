@@ -72,4 +72,5 @@ mod snippets;
 mod speculate;
 mod starter;
 mod tool_time;
+mod unjudged_stops_are_held;
 mod watch;

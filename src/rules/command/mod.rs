@@ -342,7 +342,7 @@ impl Command {
         // A runner that is not there at all is said as such, before the output is read.
         let missing = match ran.exit {
             Exit::Code(code) if code != 0 => {
-                runner::missing(&self.argv, &env, task, &cwd, code, &text, deadline)
+                runner::missing(&self.argv, &env, ctx, &cwd, code, &text, deadline)
             }
             _ => None,
         };

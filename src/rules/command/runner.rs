@@ -3,7 +3,11 @@
 //! the rules run `python -m MODULE` directly (no shell, no `env` settings), with an interpreter
 //! that is a program outside the task (not a version manager's shim, which picks the
 //! interpreter by files a worker can write), and that interpreter, asked from a directory of
-//! validator's own, has no such module, which is no module of the task's either. Anything a
+//! validator's own, has no such module, which is no module of the task's either: not in the
+//! task now, and none of the worker's changes (against HEAD: a file of it changed, added or
+//! deleted) is in it. A package the worker deleted is the worker's to restore (a FAIL that says
+//! so), and so is one whose changes cannot be listed: the environment is blamed only when
+//! validator has shown the module was never the task's. Anything a
 //! script does (a `cd`, a `PATH` or `PYTHONPATH` of its own, a virtualenv it activates) is
 //! beyond that: a program a shell could not find (exit 127) is said with its fix, as a FAIL;
 //! so is a project tool missing from the task's own `node_modules`. Never decided from output
@@ -16,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::process::{self, Exit};
-use crate::rules::Outcome;
+use crate::rules::{Context, Outcome};
 use crate::task::Task;
 
 /// Asks an interpreter whether it can find a top-level module (found, not imported: no code of
@@ -31,13 +35,14 @@ const FIND_MODULE: &str =
 pub(super) fn missing(
     argv: &[String],
     env: &[(OsString, OsString)],
-    task: &Task,
+    ctx: &Context<'_>,
     cwd: &Path,
     exit: i32,
     output: &str,
     deadline: Instant,
 ) -> Option<Outcome> {
-    named_by_rules(argv, env, task, cwd, deadline).or_else(|| {
+    let task = ctx.task;
+    named_by_rules(argv, env, ctx, cwd, deadline).or_else(|| {
         let program = (exit == 127).then(|| not_found_in(output)).flatten()?;
         (process::on_path(&OsString::from(program), env).is_none()
             && !in_node_modules(program, cwd, task))
@@ -53,10 +58,11 @@ pub(super) fn missing(
 fn named_by_rules(
     argv: &[String],
     env: &[(OsString, OsString)],
-    task: &Task,
+    ctx: &Context<'_>,
     cwd: &Path,
     deadline: Instant,
 ) -> Option<Outcome> {
+    let task = ctx.task;
     let program = argv.first()?;
     // A relative path is a file of the task's.
     if program.contains('/') && Path::new(program).is_relative() {
@@ -73,10 +79,19 @@ fn named_by_rules(
             && !in_task(module, cwd, env)
             && !has_module(&found, module, env, deadline)
         {
-            return Some(Outcome::error(format!(
-                "could not run: `{}` has no module `{module}` (named in `run:`); install it where validator runs (pip install {module}): the environment's fault, not the work's",
-                found.display()
-            )));
+            return Some(match worker_changed(ctx, module, cwd, env, deadline) {
+                Ok(None) => Outcome::error(format!(
+                    "could not run: `{}` has no module `{module}` (named in `run:`); install it where validator runs (pip install {module}): the environment's fault, not the work's",
+                    found.display()
+                )),
+                Ok(Some(file)) => Outcome::fail(format!(
+                    "could not run: module `{module}` (named in `run:`) is missing, and it is the task's: your changes removed or changed `{file}`; restore it (git checkout -- {})",
+                    crate::text::name(&file)
+                )),
+                Err(why) => Outcome::fail(format!(
+                    "could not run: module `{module}` (named in `run:`) is missing, and validator cannot tell whether your changes removed it ({why}); restore it if they did"
+                )),
+            });
         }
     }
     let tool = npx_tool(program, argv)?;
@@ -86,6 +101,45 @@ fn named_by_rules(
                 "could not run: `{tool}` is not installed (no node_modules/.bin/{tool}, not on PATH); install the project's dependencies (npm install)"
             ))
         })
+}
+
+/// The first of the worker's changes (against HEAD, deletions included) that lies in
+/// `module`'s top-level package where the interpreter would look for it (the gate's directory,
+/// its `PYTHONPATH`): `Ok(None)` when none does, `Err` when the changes cannot be listed.
+fn worker_changed(
+    ctx: &Context<'_>,
+    module: &str,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    deadline: Instant,
+) -> Result<Option<String>, String> {
+    let top = module.split('.').next().unwrap_or(module);
+    let changes = crate::rules::file_scope::changed(ctx, "HEAD", deadline)
+        .map_err(crate::changes::Problem::into_reason)?;
+    let python_path = variable(env, "PYTHONPATH");
+    let places: Vec<String> = std::iter::once(cwd.to_path_buf())
+        .chain(std::env::split_paths(&python_path).map(|dir| cwd.join(dir)))
+        .filter_map(|dir| {
+            let rel = dir.strip_prefix(&ctx.task.dir).ok()?.to_str()?.to_owned();
+            Some(match rel.trim_matches('/') {
+                "" => String::new(),
+                rel => format!("{rel}/"),
+            })
+        })
+        .collect();
+    Ok(changes
+        .files
+        .iter()
+        .find(|file| {
+            places.iter().any(|place| {
+                file.strip_prefix(place.as_str()).is_some_and(|rest| {
+                    rest == format!("{top}.py")
+                        || rest == top
+                        || rest.strip_prefix(top).is_some_and(|r| r.starts_with('/'))
+                })
+            })
+        })
+        .cloned())
 }
 
 /// How the project's own dependencies are installed, by its manifest.
