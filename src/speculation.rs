@@ -1,19 +1,26 @@
 //! Speculative runs: a task's gates run while its worker is still writing its answer, so the
 //! verdict is ready when it says done. What this module owns is the guarantee that makes that
-//! safe: a speculative outcome stands for a gate only where a run at done would give the same.
+//! safe: a speculative outcome stands for a gate only where a run at done would give the same,
+//! and a speculative run runs no command a run at done would not.
 //!
-//! - Which gates: those the cache may reuse that start a program (`lint`, `test`) and do not
-//!   judge the change (`changed_only`). The gates that read the done signal or the change set
-//!   (`status`, `file-scope`, `content`, a review) always run at done; they are cheap.
-//! - On what: the whole task directory, every entry's name, type, inode, size, modification and
-//!   change time ([`TreeStamp`]). The change time is the kernel's, which no worker sets back; a
-//!   stamp is *settled* only when its newest change is older than [`SETTLE`] before it was
-//!   taken, so a write in the same tick of the file system's clock cannot hide behind an equal
-//!   time. The stamp is taken before the run, after it and at done with every regular file's
-//!   bytes too (times miss a write through a mapping whose page is already dirty): a run whose
-//!   tree moved under it (a write during the run, a test that changes its own inputs) is never
-//!   used. A task with a link out of it, or more than [`MAX_CONTENT_BYTES`] in its files, is
-//!   not speculated on.
+//! - Which outcomes: those of the gates the cache may reuse that start a program (`lint`,
+//!   `test`) and do not judge the change (`changed_only`). The gates that read the done signal
+//!   or the change set (`status`, `file-scope`, `content`, a review) always run at done.
+//! - In what order ([`before_done`]): the pipeline's. A speculative run routes as a run at done
+//!   would: the gates validator judges in itself and the `changed_only` commands run to route
+//!   on, `status` (the worker's own word) is taken as passed, and a `review` ends the run; so a
+//!   file the scope gate refuses is never run by a test gate after it.
+//! - On what: the whole task directory but validator's protocol files, every entry's name,
+//!   type, inode, size, modification and change time, every directory's times too
+//!   ([`TreeStamp`]). The change time is the kernel's, which no worker sets back; a stamp is
+//!   *settled* only when its newest change is older than [`SETTLE`] before it was taken, so a
+//!   write in the same tick of the file system's clock cannot hide behind an equal time. The
+//!   stamp is taken before the run, after it and at done with every input's bytes too (times
+//!   miss a write through a mapping whose page is already dirty): a run whose inputs moved
+//!   under it (a write during the run, a test that changes its own inputs) is never used. The
+//!   paths `speculate.ignore` names are where the gates' tools write: the run may change them,
+//!   nothing may after it. A task with a link out of it, or more than [`MAX_CONTENT_BYTES`] in
+//!   its inputs, or more than [`MAX_ENTRIES`] entries, is not speculated on.
 //! - For whom: the same task, attempt (its commands see `VALIDATOR_ATTEMPT`), rules (the same
 //!   loaded rules, so the same environment and definitions), contract (as written) and, per
 //!   gate, the same definition and program (path, size, modification time), and a run that
@@ -483,6 +490,16 @@ mod tests {
 
     fn task(dir: &std::path::Path) -> Task {
         Task::new("t", dir).expect("task")
+    }
+
+    #[test]
+    fn a_speculative_run_keeps_lint_and_test_routes_past_the_signal_and_stops_at_a_review() {
+        let source = "version: 1\npipelines:\n  - name: p\n    gates:\n      - {name: status, rule: status}\n      - {name: scope, rule: file-scope}\n      - {name: changed, rule: lint, run: [true], files: [\"*.py\"], changed_only: true}\n      - {name: lint, rule: lint, run: [true]}\n      - {name: review, rule: review, run: [true]}\n      - {name: test, rule: test, run: [true]}\n";
+        let rules =
+            crate::config::Rules::parse(std::path::Path::new("v.yaml"), source).expect("rules");
+        let seen: Vec<BeforeDone> = rules.pipelines[0].gates.iter().map(before_done).collect();
+        use BeforeDone::{AsPassed, Record, Route, Stop};
+        assert_eq!(seen, [AsPassed, Route, Route, Record, Stop, Record]);
     }
 
     fn stamp(dir: &std::path::Path, ignore: &[String]) -> TreeStamp {

@@ -659,9 +659,15 @@ impl Runner<'_> {
         {
             return not_run(why, None);
         }
-        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) || self.stopped_before(index) {
+        let speculation_stopped = self.stopped_before(index);
+        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) || speculation_stopped {
             let mut report = skipped(gate);
-            report.summary = "not run: another gate of its group failed first (fail_fast)".into();
+            report.summary = if speculation_stopped {
+                "not run speculatively: a gate of its group before it is judged at done only"
+            } else {
+                "not run: another gate of its group failed first (fail_fast)"
+            }
+            .into();
             if let Some(observer) = supervision.observer {
                 observer.gate_finished(self.task, &report);
             }

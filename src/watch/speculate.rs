@@ -1,11 +1,12 @@
 //! The watcher's speculative runs (what makes one safe to use is [`crate::speculation`]'s): a
 //! thread looks at each task directory in staging; once one has been left alone for the rules'
 //! `speculate.quiet` and its stamp is settled, it runs the task's pipeline in the background
-//! ([`Speculation::Record`]: the `lint` and `test` gates only, their commands at the lowest CPU
-//! and I/O priority). A change to the task's files cancels the run (its commands' groups
-//! killed). At done, [`Speculator::claim`] gives the run's outcomes to the real run when the
-//! task is exactly as the run saw it, before and after, under the same rules and attempt,
-//! waiting for one still running on those files; anything else runs as without speculation.
+//! ([`Speculation::Record`]: in the pipeline's order, the `lint` and `test` outcomes kept,
+//! their commands at the lowest CPU and I/O priority). A change to the task's files cancels
+//! the run (its commands' groups killed). At done, [`Speculator::claim`] gives the run's
+//! outcomes to the real run when the task's inputs are exactly as the run saw them as it
+//! started and the whole tree is as it left it, under the same rules and attempt, waiting for
+//! one still running on those files; anything else runs as without speculation.
 //!
 //! Bounds: one speculative run at a time across the watcher, and none while the real runs fill
 //! `--jobs`; none on a task being judged, or held by a breaker, or whose files are as its last

@@ -109,10 +109,50 @@ fn a_test_after_gates_that_judge_the_files_and_pass_is_still_speculated_on() {
     // The packs' order: the signal, the files judged in validator, then the commands.
     let gates = "      - {name: outputs, rule: exists, paths: [app.txt]}\n      - {name: scope, rule: file-scope, allow: [app.txt]}\n      - {name: leftovers, rule: content, files: [app.txt], ban: [{pattern: '<<<<<<<', message: a conflict}]}\n";
     let watcher = Sidecar::new(&rules("", gates, &checks("app.txt")));
+    // In a repository: the scope gate lists the changes with git, which writes nothing there.
+    write(&watcher, "app.txt", "first\n");
+    let task = watcher.task("");
+    for args in [
+        &["init", "-q"][..],
+        &["add", "app.txt"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "first",
+        ],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&task)
+            .status()
+            .expect("git");
+        assert!(status.success(), "git {args:?}");
+    }
     write(&watcher, "app.txt", "good\n");
     let watcher = watcher.spawn();
     watcher.wait_for_log("end", 1);
     let verdict = watcher.done();
     assert_eq!(verdict["verdict"], "PASS", "{verdict:#}");
     assert_eq!(watcher.log(), "start good\nend\n", "used, not run again");
+}
+
+#[test]
+fn a_test_grouped_after_a_review_is_never_run_speculatively() {
+    // A review cannot be judged before done; the test written after it in its group waits for
+    // it at done, and must not run before.
+    let gates = "      - {name: lint, rule: lint, run: [sh, -c, 'echo lint >> LOG']}\n      - {name: review, rule: review, group: g, on_pass: CONTINUE, run: [sh, -c, 'echo APPROVED']}\n";
+    let rules = rules("", gates, "echo ran >> LOG").replace(
+        "      - name: test\n        rule: test\n",
+        "      - name: test\n        rule: test\n        group: g\n",
+    );
+    let watcher = Sidecar::new(&rules);
+    write(&watcher, "app.txt", "good\n");
+    let watcher = watcher.spawn();
+    watcher.wait_for_log("lint", 1);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(watcher.log(), "lint\n", "the test gate ran before done");
 }
