@@ -144,21 +144,18 @@ impl TreeStamp {
         Self::take(task, written, true)
     }
 
-    /// As [`Self::with_contents`], taken again after [`SETTLE_COARSE`] at most when the written
-    /// region was changing as it was taken: the stamp after a run, which done is held to.
+    /// As [`Self::with_contents`], once the written region's newest change is settled
+    /// (waiting [`SETTLE_COARSE`] at most, looking at the entries alone meanwhile): the stamp
+    /// after a run, which done is held to. `None` for a region still changing.
     pub fn settled_with_contents(task: &Task, written: &Written<'_>) -> Option<TreeStamp> {
-        let stamp = Self::with_contents(task, written)?;
-        if stamp.written_settled {
-            return Some(stamp);
-        }
-        for _ in 0..(SETTLE_COARSE.as_millis() / SETTLE.as_millis()) {
-            std::thread::sleep(SETTLE);
-            let again = Self::with_contents(task, written)?;
-            if again.written_settled {
-                return Some(again);
+        let looks = SETTLE_COARSE.as_millis() / SETTLE.as_millis();
+        for _ in 0..looks {
+            if Self::of(task, written)?.written_settled {
+                break;
             }
+            std::thread::sleep(SETTLE);
         }
-        None
+        Self::with_contents(task, written).filter(|stamp| stamp.written_settled)
     }
 
     fn take(task: &Task, written: &Written<'_>, read: bool) -> Option<TreeStamp> {
