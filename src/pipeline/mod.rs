@@ -11,7 +11,7 @@ use crate::config::{Pipeline, Route, Rules};
 use crate::duration;
 use crate::process::Cancel;
 use crate::rules::{Context, Deadline, Outcome, file_scope::Listed};
-use crate::speculation::{self, Speculation};
+use crate::speculation::{self, BeforeDone, Speculation};
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
 
@@ -488,9 +488,20 @@ impl Runner<'_> {
     fn outcome(&self, gate: &crate::config::Gate, ctx: &Context<'_>) -> (Outcome, Option<String>) {
         let task = self.task;
         let speculable = speculation::speculable(gate);
-        if let (Speculation::Record(_), false) = (self.supervision.speculation, speculable) {
-            // Judged at done; taken as passed here only to route on.
-            return (Outcome::pass("not run speculatively"), None);
+        if let Speculation::Record(_) = self.supervision.speculation {
+            match speculation::before_done(gate) {
+                BeforeDone::AsPassed => {
+                    return (Outcome::pass("judged at done (the done signal)"), None);
+                }
+                // An error ends the run whatever the routing: no gate after it runs.
+                BeforeDone::Stop => {
+                    return (
+                        Outcome::error("judged at done: the speculative run ends here"),
+                        None,
+                    );
+                }
+                BeforeDone::Record | BeforeDone::Route => {}
+            }
         }
         let cache = self.supervision.cache;
         let deadline = ctx.deadline();
@@ -517,7 +528,9 @@ impl Runner<'_> {
             if crate::rules::Rule::about(gate.kind()).starts_programs {
                 self.listed.forget();
             }
-            if let Speculation::Record(speculated) = self.supervision.speculation {
+            if let Speculation::Record(speculated) = self.supervision.speculation
+                && speculable
+            {
                 speculated.record(task, gate, &outcome, ctx.started.elapsed());
             }
             outcome
@@ -566,6 +579,23 @@ impl Runner<'_> {
         earlier.runs_workers_code
             || later.runs_workers_code
             || (earlier.starts_programs && !later.starts_programs)
+    }
+
+    /// Whether a speculative run stops in the group of the gate at `index` before it: at a
+    /// gate written earlier in the group that it cannot judge before done
+    /// ([`BeforeDone::Stop`]), whose siblings after it must not run (at done it might have
+    /// stopped them, `fail_fast`).
+    fn stopped_before(&self, index: usize) -> bool {
+        let gates = &self.pipeline.gates;
+        let Some(group) = gates[index].group.as_deref() else {
+            return false;
+        };
+        matches!(self.supervision.speculation, Speculation::Record(_))
+            && gates[..index]
+                .iter()
+                .rev()
+                .take_while(|gate| gate.group.as_deref() == Some(group))
+                .any(|gate| speculation::before_done(gate) == BeforeDone::Stop)
     }
 
     /// Whether the gate at `index`, having come to `step`, ends the run whatever its siblings
@@ -629,9 +659,15 @@ impl Runner<'_> {
         {
             return not_run(why, None);
         }
-        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+        let speculation_stopped = self.stopped_before(index);
+        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) || speculation_stopped {
             let mut report = skipped(gate);
-            report.summary = "not run: another gate of its group failed first (fail_fast)".into();
+            report.summary = if speculation_stopped {
+                "not run speculatively: a gate of its group before it is judged at done only"
+            } else {
+                "not run: another gate of its group failed first (fail_fast)"
+            }
+            .into();
             if let Some(observer) = supervision.observer {
                 observer.gate_finished(self.task, &report);
             }

@@ -1,11 +1,12 @@
 //! The watcher's speculative runs (what makes one safe to use is [`crate::speculation`]'s): a
 //! thread looks at each task directory in staging; once one has been left alone for the rules'
 //! `speculate.quiet` and its stamp is settled, it runs the task's pipeline in the background
-//! ([`Speculation::Record`]: the `lint` and `test` gates only, their commands at the lowest CPU
-//! and I/O priority). A change to the task's files cancels the run (its commands' groups
-//! killed). At done, [`Speculator::claim`] gives the run's outcomes to the real run when the
-//! task is exactly as the run saw it, before and after, under the same rules and attempt,
-//! waiting for one still running on those files; anything else runs as without speculation.
+//! ([`Speculation::Record`]: in the pipeline's order, the `lint` and `test` outcomes kept,
+//! their commands at the lowest CPU and I/O priority). A change to the task's files cancels
+//! the run (its commands' groups killed). At done, [`Speculator::claim`] gives the run's
+//! outcomes to the real run when the task's inputs are exactly as the run saw them as it
+//! started and the whole tree is as it left it, under the same rules and attempt, waiting for
+//! one still running on those files; anything else runs as without speculation.
 //!
 //! Bounds: one speculative run at a time across the watcher, and none while the real runs fill
 //! `--jobs`; none on a task being judged, or held by a breaker, or whose files are as its last
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::config::Rules;
 use crate::judge::{Case, Judge};
 use crate::process::Cancel;
-use crate::speculation::{Speculated, Speculation, TreeStamp, Unstamped};
+use crate::speculation::{Speculated, Speculation, TreeStamp, Written};
 use crate::state::TaskState;
 use crate::task::{self, Task};
 
@@ -35,7 +36,7 @@ enum End {
     Running,
     /// It ran to its end; the task's stamps with their contents as it started and when it
     /// ended (`None`: one could not be taken, or the entries had moved since the look).
-    Ran(Option<(TreeStamp, TreeStamp)>),
+    Ran(Option<Box<(TreeStamp, TreeStamp)>>),
     Cancelled,
 }
 
@@ -117,7 +118,7 @@ impl Speculator {
             .get_mut(&task.name)
             .and_then(|watched| watched.run.take())?;
         drop(tasks);
-        let now = TreeStamp::with_contents(task, &unstamped(rules));
+        let now = TreeStamp::with_contents(task, &written(rules));
         let same_inputs = Arc::ptr_eq(&run.rules, rules)
             && run.attempt == task.attempt
             && now.as_ref().is_some_and(|now| run.stamp.same_settled(now));
@@ -144,10 +145,12 @@ impl Speculator {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        // The bytes too, not only the times: a write through a mapping moves no time.
+        // The bytes too, not only the times: a write through a mapping moves no time. The
+        // inputs as the run started; the whole tree, what it wrote included, as it ended.
         let untouched = match (&*end, &now) {
-            (End::Ran(Some((before, after))), Some(now)) => {
-                before.same_files(now) && after.same_files(now)
+            (End::Ran(Some(stamps)), Some(now)) => {
+                let (before, after) = &**stamps;
+                before.same_files(now) && after.same_tree(now)
             }
             _ => false,
         };
@@ -167,7 +170,7 @@ impl Speculator {
     /// After the real run of `task`: speculation on it may start again once its files change
     /// from what the run left.
     pub fn release(&self, task: &Task, rules: &Rules) {
-        let judged = TreeStamp::of(task, &unstamped(rules));
+        let judged = TreeStamp::of(task, &written(rules));
         let mut tasks = self.tasks();
         tasks.judging.remove(&task.name);
         if let Some(watched) = tasks.by_name.get_mut(&task.name) {
@@ -293,7 +296,7 @@ fn look_at(sources: &Arc<Sources>, rules: &Arc<Rules>, name: &str) {
     let Some(task) = next_task(rules, name) else {
         return;
     };
-    let Some(stamp) = TreeStamp::of(&task, &unstamped(rules)) else {
+    let Some(stamp) = TreeStamp::of(&task, &written(rules)) else {
         return;
     };
     let mut tasks = speculator.tasks();
@@ -369,7 +372,7 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     let rules = &run.rules;
     // What the outcomes are outcomes of: the files' bytes as the run starts, on the entries the
     // look saw (moved since, there is nothing to run on).
-    let before = TreeStamp::with_contents(&task, &unstamped(rules))
+    let before = TreeStamp::with_contents(&task, &written(rules))
         .filter(|before| before.same_entries(&run.stamp));
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if before.is_none() {
@@ -399,7 +402,11 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task) {
     let end = if ran.is_err() || run.cancel.is_cancelled() {
         End::Cancelled
     } else {
-        End::Ran(before.zip(TreeStamp::with_contents(&task, &unstamped(rules))))
+        End::Ran(
+            before
+                .zip(TreeStamp::settled_with_contents(&task, &written(rules)))
+                .map(Box::new),
+        )
     };
     let spent = cpu_micros().saturating_sub(cpu);
     speculator
@@ -443,9 +450,9 @@ fn lower_this_threads_priority() {
     }
 }
 
-/// What the rules say a stamp passes over.
-fn unstamped(rules: &Rules) -> Unstamped<'_> {
-    Unstamped {
+/// Where the rules say the gates' tools write.
+fn written(rules: &Rules) -> Written<'_> {
+    Written {
         ignore: &rules.speculate.ignore,
     }
 }

@@ -70,6 +70,7 @@ mod signing;
 mod smoke;
 mod snippets;
 mod speculate;
+mod speculation_stands_only_on_what_it_read;
 mod starter;
 mod tool_time;
 mod unjudged_stops_are_held;
