@@ -9,8 +9,9 @@
 //!   its libraries, its home and configuration to authenticate, the task), write only in the
 //!   directories it is given (a scratch directory of its run, those the gate lists under
 //!   `writable:`) and `/dev/null`, connect by TCP only to the ports it is given, signal
-//!   nothing outside the sandbox, and change no file's mode, owner, times or extended
-//!   attributes (a seccomp filter: Landlock does not govern those).
+//!   nothing outside the sandbox, and change no file's mode, owner, times, extended
+//!   attributes or flags (`chattr`'s ioctls; a seccomp filter: Landlock does not govern
+//!   those).
 //!
 //! Checks made before git starts (which repository, which programs its config names) can be
 //! raced by a worker process that keeps running after it signalled done; the kernel's rules
@@ -309,9 +310,10 @@ pub(crate) fn enter(entry: Entry) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The system calls that change a file's mode, owner, times or extended attributes: Landlock
-/// does not govern them, so a reviewer confined to writing its own directories could still
-/// `chmod`, `touch` or `chown` the worker's files. Each fails with EPERM instead.
+/// The system calls that change a file's mode, owner, times, extended attributes or flags:
+/// Landlock does not govern them, so a reviewer confined to writing its own directories could
+/// still `chmod`, `touch`, `chown` or `chattr +i` the worker's files (or validator's). Each
+/// fails with EPERM instead, as do the ioctls of [`FLAG_IOCTLS`].
 #[cfg(target_arch = "x86_64")]
 const METADATA_CALLS: &[u32] = &[
     90, 91, 268, 452, // chmod, fchmod, fchmodat, fchmodat2
@@ -319,6 +321,7 @@ const METADATA_CALLS: &[u32] = &[
     132, 235, 261, 280, // utime, utimes, futimesat, utimensat
     188, 189, 190, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
     197, 198, 199, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
+    469, // file_setattr (a file's fsxattr flags: immutable, append-only)
 ];
 #[cfg(target_arch = "aarch64")]
 const METADATA_CALLS: &[u32] = &[
@@ -327,9 +330,30 @@ const METADATA_CALLS: &[u32] = &[
     88, // utimensat
     5, 6, 7, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
     14, 15, 16, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
+    469, // file_setattr
 ];
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const METADATA_CALLS: &[u32] = &[];
+
+/// `ioctl`'s number, whose requests in [`FLAG_IOCTLS`] are refused.
+#[cfg(target_arch = "x86_64")]
+const IOCTL: u32 = 16;
+#[cfg(target_arch = "aarch64")]
+const IOCTL: u32 = 29;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const IOCTL: u32 = u32::MAX;
+
+/// The ioctl requests that change a file's flags (`chattr`: immutable, append-only, no-dump,
+/// …): `FS_IOC_SETFLAGS`, its 32-bit form `FS_IOC32_SETFLAGS`, and `FS_IOC_FSSETXATTR`. The
+/// kernel reads a request as 32 bits, so only those of the argument are compared.
+const FLAG_IOCTLS: &[u32] = &[0x4008_6602, 0x4004_6602, 0x401c_5820];
+
+/// Where the low 32 bits of a call's second argument (an ioctl's request) are in
+/// `struct seccomp_data`: after `nr`, `arch` and `instruction_pointer`, `args[1]`.
+#[cfg(target_endian = "little")]
+const REQUEST_AT: u32 = 24;
+#[cfg(target_endian = "big")]
+const REQUEST_AT: u32 = 28;
 
 /// The audit architecture of the calls above: a call made under another (a 32-bit program's)
 /// is refused whatever it is, as its numbers mean other calls.
@@ -343,8 +367,9 @@ const AUDIT_ARCH: u32 = 0;
 /// x86-64's x32 calls carry this bit; they are refused whatever they are.
 const X32_BIT: u32 = 0x4000_0000;
 
-/// The seccomp program refusing [`METADATA_CALLS`]: load the architecture, refuse another;
-/// load the call's number, refuse x32's and each listed; allow the rest.
+/// The seccomp program refusing [`METADATA_CALLS`] and [`FLAG_IOCTLS`]: load the
+/// architecture, refuse another; load the call's number, refuse x32's and each listed; an
+/// ioctl: load its request, refuse each listed; allow the rest.
 static METADATA_FILTER: std::sync::LazyLock<Vec<nix::libc::sock_filter>> =
     std::sync::LazyLock::new(|| {
         use nix::libc::{SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, sock_filter};
@@ -354,9 +379,12 @@ static METADATA_FILTER: std::sync::LazyLock<Vec<nix::libc::sock_filter>> =
         const RET: u16 = 0x06; // BPF_RET | BPF_K
         let refuse = SECCOMP_RET_ERRNO | nix::libc::EPERM as u32;
         let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
-        let checks = METADATA_CALLS.len();
-        // From the instruction after each jump, how far the refusal is (the last one).
-        let to_refusal = |at: usize| u8::try_from(checks + 5 - at).unwrap_or(u8::MAX);
+        let calls = METADATA_CALLS.len();
+        // The refusal is the last instruction: 5 before the calls, 3 between them and the
+        // requests, the allow after the requests, then it.
+        let refusal = calls + FLAG_IOCTLS.len() + 9;
+        // From the instruction after the jump at `at`, how far the refusal is.
+        let to_refusal = |at: usize| u8::try_from(refusal - at - 1).unwrap_or(u8::MAX);
         let mut program = vec![
             op(LOAD, 0, 0, 4),                  // 0: the architecture
             op(JEQ, 1, 0, AUDIT_ARCH),          // 1: ours: skip the next
@@ -367,8 +395,15 @@ static METADATA_FILTER: std::sync::LazyLock<Vec<nix::libc::sock_filter>> =
         for (i, &call) in METADATA_CALLS.iter().enumerate() {
             program.push(op(JEQ, to_refusal(5 + i), 0, call));
         }
+        program.push(op(JEQ, 1, 0, IOCTL)); // an ioctl: skip the next
+        program.push(op(RET, 0, 0, SECCOMP_RET_ALLOW));
+        program.push(op(LOAD, 0, 0, REQUEST_AT));
+        for (i, &request) in FLAG_IOCTLS.iter().enumerate() {
+            program.push(op(JEQ, to_refusal(calls + 8 + i), 0, request));
+        }
         program.push(op(RET, 0, 0, SECCOMP_RET_ALLOW));
         program.push(op(RET, 0, 0, refuse));
+        debug_assert_eq!(program.len(), refusal + 1);
         program
     });
 
@@ -528,6 +563,17 @@ mod tests {
             assert!(!run(format!("{change} {}", mine.display())), "{change}");
         }
         assert!(!run(format!("chmod 600 {}/g", inner.display())));
+        // Nor any file's flags (`chattr` reads them, then sets them with FS_IOC_SETFLAGS).
+        if Path::new("/usr/bin/chattr").exists()
+            && std::process::Command::new("chattr")
+                .arg("-d")
+                .arg(&mine)
+                .status()
+                .is_ok_and(|status| status.success())
+        {
+            assert!(!run(format!("chattr +d {}", mine.display())), "chattr");
+            assert!(!run(format!("chattr +d {}/g", inner.display())), "chattr");
+        }
         if confined.unenforced.is_none() && kernel_abi() >= ABI_NETWORK {
             let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
             let bash = |script: &str| {
