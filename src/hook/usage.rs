@@ -65,42 +65,41 @@ pub fn over_budget(rules: &Rules, agent: Agent, input: &Input, held: &mut Held) 
 /// why they cannot all be counted (what could be is counted all the same).
 pub fn count(agent: Agent, input: &Input, usage: &mut Usage) -> Result<u64, String> {
     let mut budget = READ_PER_CALL;
-    let read = match agent {
-        Agent::Opencode => match input.tokens {
-            Some(tokens) => {
-                let source = usage.sources.entry("opencode".into()).or_default();
-                source.counted = source.counted.max(tokens);
-                Ok(())
-            }
-            None => Err("the plugin sent no `tokens`".to_owned()),
-        },
-        _ => named_transcript(input).and_then(|main| {
-            let reader = match agent {
-                Agent::Codex => codex_line,
-                Agent::Gemini => gemini_line,
-                _ => claude_line,
-            };
-            let main_read = read_on(&main, usage, reader, &mut budget);
-            if agent != Agent::Claude {
-                return main_read;
-            }
-            // Each subagent's record is read even when another cannot be.
-            let mut problems: Vec<String> = main_read.err().into_iter().collect();
-            match subagent_transcripts(&main) {
-                Ok(records) => problems.extend(
-                    records
-                        .iter()
-                        .filter_map(|record| read_on(record, usage, claude_line, &mut budget).err()),
-                ),
-                Err(why) => problems.push(why),
-            }
-            match problems.len() {
-                0 => Ok(()),
-                1 => Err(problems.remove(0)),
-                n => Err(format!("{} (and {} more)", problems.remove(0), n - 1)),
-            }
-        }),
-    };
+    let read =
+        match agent {
+            Agent::Opencode => match input.tokens {
+                Some(tokens) => {
+                    let source = usage.sources.entry("opencode".into()).or_default();
+                    source.counted = source.counted.max(tokens);
+                    Ok(())
+                }
+                None => Err("the plugin sent no `tokens`".to_owned()),
+            },
+            _ => named_transcript(input).and_then(|main| {
+                let reader = match agent {
+                    Agent::Codex => codex_line,
+                    Agent::Gemini => gemini_line,
+                    _ => claude_line,
+                };
+                let main_read = read_on(&main, usage, reader, &mut budget);
+                if agent != Agent::Claude {
+                    return main_read;
+                }
+                // Each subagent's record is read even when another cannot be.
+                let mut problems: Vec<String> = main_read.err().into_iter().collect();
+                match subagent_transcripts(&main) {
+                    Ok(records) => problems.extend(records.iter().filter_map(|record| {
+                        read_on(record, usage, claude_line, &mut budget).err()
+                    })),
+                    Err(why) => problems.push(why),
+                }
+                match problems.len() {
+                    0 => Ok(()),
+                    1 => Err(problems.remove(0)),
+                    n => Err(format!("{} (and {} more)", problems.remove(0), n - 1)),
+                }
+            }),
+        };
     // Figures come from the agent's records and the state file: a huge one saturates (and so
     // trips `max_tokens`), never wraps or panics.
     usage.total = usage
@@ -389,7 +388,15 @@ mod tests {
         let why = read_on(&link, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap_err();
         assert!(why.contains("link"), "{why}");
         let missing = dir.path().join("missing.jsonl");
-        assert!(read_on(&missing, &mut usage, claude_line, &mut READ_PER_CALL.clone()).is_err());
+        assert!(
+            read_on(
+                &missing,
+                &mut usage,
+                claude_line,
+                &mut READ_PER_CALL.clone()
+            )
+            .is_err()
+        );
     }
 
     #[test]

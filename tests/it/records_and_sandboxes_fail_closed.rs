@@ -4,6 +4,8 @@
 //! reviewer reads nothing of validator's own (its key, its state, its rules directory) and
 //! changes no file's flags.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 
 use crate::common::pre_tool::{answer, input as pre, refuses};
@@ -17,10 +19,10 @@ use crate::common::{self, Project, gate, pipeline};
 fn contracted(contract: &str) -> Project {
     let project = Project::new();
     project
-        .rules(&pipeline("      - {name: status, rule: status}\n").replace(
-            "state: state\n",
-            "state: state\ncontracts: contracts\n",
-        ))
+        .rules(
+            &pipeline("      - {name: status, rule: status}\n")
+                .replace("state: state\n", "state: state\ncontracts: contracts\n"),
+        )
         .root_file("contracts/task.yaml", contract)
         .file("src/lib.rs", "fn a() {}\n")
         .file("README.md", "old\n");
@@ -107,8 +109,16 @@ fn a_contract_owning_no_file_refuses_every_write_before_it_runs() {
     assert!(refuses(&answer(&project, "claude", &line)));
 
     let open = contracted("task_id: task\nfiles_readonly: [\"README.md\"]\n");
-    assert!(!refuses(&answer(&open, "claude", &write(&open, "src/lib.rs"))));
-    assert!(refuses(&answer(&open, "claude", &write(&open, "README.md"))));
+    assert!(!refuses(&answer(
+        &open,
+        "claude",
+        &write(&open, "src/lib.rs")
+    )));
+    assert!(refuses(&answer(
+        &open,
+        "claude",
+        &write(&open, "README.md")
+    )));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,7 +165,10 @@ fn a_transcript_swapped_for_a_link_escalates_instead_of_counting_nothing() {
     std::os::unix::fs::symlink(&elsewhere, &transcript).expect("link");
     let (refused, said) = tool_call(&project);
     assert!(refused, "{said}");
-    assert!(said.contains("cannot be counted") && said.contains("link"), "{said}");
+    assert!(
+        said.contains("cannot be counted") && said.contains("link"),
+        "{said}"
+    );
     assert!(said.contains("ESCALATED"), "{said}");
 
     // Gone, it cannot be counted either.
@@ -176,7 +189,10 @@ fn decoy_subagent_transcripts_cannot_hide_a_real_subagents_tokens() {
     std::fs::write(subagents.join("agent-zzz.jsonl"), message("s1", 5000)).expect("real");
     let (refused, said) = tool_call(&project);
     assert!(refused, "{said}");
-    assert!(said.contains("5010 tokens used (max_tokens 3000)"), "{said}");
+    assert!(
+        said.contains("5010 tokens used (max_tokens 3000)"),
+        "{said}"
+    );
 
     // So many that they are past what is counted: the session's tokens cannot be told.
     let project = budgeted();
@@ -188,5 +204,143 @@ fn decoy_subagent_transcripts_cannot_hide_a_real_subagents_tokens() {
     }
     let (refused, said) = tool_call(&project);
     assert!(refused, "{said}");
-    assert!(said.contains("cannot be counted") && said.contains("subagent"), "{said}");
+    assert!(
+        said.contains("cannot be counted") && said.contains("subagent"),
+        "{said}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A reviewer reads nothing of validator's own and changes no file's flags
+// ---------------------------------------------------------------------------------------------
+
+/// Whether this kernel has Landlock (the reviewer's sandbox); without it the gate's summary
+/// says what was not enforced, and these tests have nothing to show.
+fn landlock() -> bool {
+    use nix::libc;
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: asks the kernel for its Landlock ABI; no memory is passed.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    abi >= 1
+}
+
+const KEY: &str = "k3y-0f-the-validator-5ecret";
+
+/// A reviewer that tries to read `files` and prints what it got as its issues, after REJECTED.
+fn reviewer_reading(project: &Project, files: &[&Path]) -> String {
+    let mut body = String::from("#!/bin/sh\ncat > /dev/null\necho REJECTED\n");
+    for file in files {
+        body.push_str(&format!(
+            "echo \"- read {0}: $(cat '{0}' 2>&1)\"\n",
+            file.display()
+        ));
+    }
+    let path = project.path().join("reviewers/review.sh");
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&path, body).expect("reviewer");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.display().to_string()
+}
+
+fn issues(verdict: &Value) -> String {
+    serde_json::to_string(&gate(verdict, "review")["findings"]).unwrap_or_default()
+}
+
+#[test]
+fn a_reviewer_cannot_read_validators_key_state_or_rules_and_so_cannot_hand_them_on() {
+    if !landlock() {
+        eprintln!("no Landlock on this machine: the reviewer's sandbox cannot be shown");
+        return;
+    }
+    let project = Project::new();
+    let keys = tempfile::tempdir().expect("key dir");
+    let key = keys.path().join("signing.key");
+    std::fs::write(&key, KEY).expect("key");
+    let state_file = project.path().join("state/secret.json");
+    project
+        .root_file("state/secret.json", "{\"state\": \"of validator\"}")
+        .root_file("notes.txt", "validator's rules directory")
+        .file("work.txt", "the worker's work");
+    let work = project.task_dir().join("work.txt");
+    let notes = project.path().join("notes.txt");
+    let reviewer = reviewer_reading(&project, &[&key, &state_file, &notes, &work]);
+    project.rules(
+        &pipeline(&format!(
+            "      - {{name: review, rule: review, run: [\"{reviewer}\"]}}\n"
+        ))
+        .replace(
+            "state: state\n",
+            &format!("state: state\nsigning_key_file: {}\n", key.display()),
+        ),
+    );
+    project.signal("STATUS: OK\n");
+    let (_, verdict) = project.verdict();
+    let said = issues(&verdict);
+    assert_eq!(gate(&verdict, "review")["outcome"], "fail", "{verdict:#}");
+    assert!(!said.contains(KEY), "the key reached the feedback: {said}");
+    assert!(!said.contains("of validator"), "{said}");
+    assert!(!said.contains("validator's rules directory"), "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    assert!(
+        said.contains("the worker's work"),
+        "the task stays readable: {said}"
+    );
+    let feedback =
+        std::fs::read_to_string(project.path().join("task.feedback.md")).unwrap_or_default();
+    assert!(!feedback.contains(KEY), "{feedback}");
+
+    // Named by $VALIDATOR_KEY_FILE, it is kept out all the same.
+    let mut check = project.check();
+    check
+        .env("VALIDATOR_KEY_FILE", &key)
+        .args(["--format", "json"]);
+    let (_, verdict) = common::json_verdict(check);
+    let said = issues(&verdict);
+    assert!(
+        !said.contains(KEY) && said.contains("Permission denied"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_reviewer_changes_no_files_flags() {
+    if !landlock() {
+        eprintln!("no Landlock on this machine: the reviewer's sandbox cannot be shown");
+        return;
+    }
+    let project = Project::new();
+    project.file("work.txt", "the worker's work");
+    let work = project.task_dir().join("work.txt");
+    // FS_IOC_GETFLAGS, then FS_IOC_SETFLAGS with the same flags and FS_IOC_FSSETXATTR: each
+    // refused (EPERM), whatever the flags.
+    let script = format!(
+        "#!/bin/sh\ncat > /dev/null\necho REJECTED\n/usr/bin/env python3 - <<'EOF'\nimport fcntl, os\nfd = os.open('{}', os.O_RDONLY)\nfor name, request, arg in [('setflags', 0x40086602, None), ('fssetxattr', 0x401c5820, bytes(28))]:\n    try:\n        if arg is None:\n            arg = fcntl.ioctl(fd, 0x80086601, bytes(8))\n        fcntl.ioctl(fd, request, arg)\n        print('- ' + name + ': changed')\n    except OSError as err:\n        print('- ' + name + ': errno ' + str(err.errno))\nEOF\n",
+        work.display()
+    );
+    project.root_file("reviewers/flags.sh", &script);
+    let path = project.path().join("reviewers/flags.sh");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    project.rules(&pipeline(&format!(
+        "      - {{name: review, rule: review, run: [\"{}\"]}}\n",
+        path.display()
+    )));
+    project.signal("STATUS: OK\n");
+    let (_, verdict) = project.verdict();
+    let said = issues(&verdict);
+    if !said.contains("setflags") {
+        eprintln!("no python3 here: {said}");
+        return;
+    }
+    assert!(said.contains("setflags: errno 1"), "{said}");
+    assert!(said.contains("fssetxattr: errno 1"), "{said}");
+    assert!(!said.contains("changed"), "{said}");
 }
