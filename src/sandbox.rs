@@ -6,7 +6,8 @@
 //!   nothing (but in a directory of validator's own it is given: where git keeps validator's
 //!   private index of a repository), connect nowhere and signal nothing outside the sandbox.
 //! - a reviewer ([`Sandbox::confining`]): it may read and execute anything (its own program,
-//!   its libraries, its home and configuration to authenticate, the task), write only in the
+//!   its libraries, its home and configuration to authenticate, the task) but what it is told
+//!   is hidden (validator's own: its key, state, rules directory), write only in the
 //!   directories it is given (a scratch directory of its run, those the gate lists under
 //!   `writable:`) and `/dev/null`, connect by TCP only to the ports it is given, signal
 //!   nothing outside the sandbox, and change no file's mode, owner, times, extended

@@ -20,7 +20,8 @@
 //! its own process group, under the gate's deadline, which also covers gathering the context:
 //! a context not gathered by then is a timeout (the worker chose how much it changed), never
 //! a reviewer run on part of it. It runs read-only by construction, in a Landlock sandbox
-//! (`crate::sandbox`): it may read and execute anything, write only in a scratch directory of
+//! (`crate::sandbox`): it may read and execute anything but validator's own (its signing key,
+//! state and rules directory, which it could be talked into quoting), write only in a scratch directory of
 //! its run (`$TMPDIR`, removed after it) and the gate's `writable:` directories (none of which
 //! may touch the task or the worker's area), and connect by TCP only to the gate's `network:`
 //! ports (443 by default). What the kernel cannot enforce, the gate's summary says.
