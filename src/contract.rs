@@ -47,7 +47,7 @@ pub(crate) struct RawHandoff {
     pub(crate) contract: Option<RawTerms>,
     /// Flat shape: the task this contract is for; must be the file's name.
     pub(crate) task_id: Option<String>,
-    /// Flat shape: globs of the files the worker may change.
+    /// Flat shape: globs of the files the worker may change; an empty list: none may change.
     pub(crate) files_owned: Option<Vec<Pattern>>,
     /// Flat shape: globs of files the worker may read but must not change.
     pub(crate) files_readonly: Option<Vec<Pattern>>,
@@ -70,9 +70,9 @@ pub(crate) struct RawHandoff {
 pub(crate) struct RawTerms {
     /// The task this contract is for; must be the file's name.
     pub(crate) task_id: String,
-    /// Globs of the files the worker may change.
+    /// Globs of the files the worker may change; an empty list: none may change.
     #[serde(default)]
-    pub(crate) files_owned: Vec<Pattern>,
+    pub(crate) files_owned: Option<Vec<Pattern>>,
     /// Globs of files the worker may read but must not change.
     #[serde(default)]
     pub(crate) files_readonly: Vec<Pattern>,
@@ -192,6 +192,9 @@ pub struct Contract {
     pub source: String,
     pub task_id: String,
     pub files_owned: Vec<Pattern>,
+    /// `files_owned` was written (as a list, even an empty one, which owns nothing); left out
+    /// or `null`, the contract does not limit which files change but by `files_readonly`.
+    pub files_owned_written: bool,
     pub files_readonly: Vec<Pattern>,
     pub dependencies_completed: Vec<String>,
     pub criteria: Vec<Criterion>,
@@ -396,7 +399,8 @@ impl Contract {
         Ok(Contract {
             path: path.to_path_buf(),
             task_id: terms.task_id,
-            files_owned: terms.files_owned,
+            files_owned_written: terms.files_owned.is_some(),
+            files_owned: terms.files_owned.unwrap_or_default(),
             files_readonly: terms.files_readonly,
             dependencies_completed: terms.dependencies_completed,
             criteria,
@@ -483,13 +487,13 @@ impl Contract {
             ));
         }
         let mut last = Vec::new();
-        let has_lists = !self.files_owned.is_empty() || !self.files_readonly.is_empty();
-        if has_lists {
-            let rule = Rule::FileScope(FileScope::from_contract(
+        if let Some(scope) = self.scope() {
+            let definition = serde_json::to_string(&(
                 &self.files_owned,
+                self.files_owned_written,
                 &self.files_readonly,
             ));
-            let definition = serde_json::to_string(&(&self.files_owned, &self.files_readonly));
+            let rule = Rule::FileScope(scope);
             last.push(gate("scope", rule, None, definition.unwrap_or_default()));
         }
         for (spec, text) in self.gate_specs() {
@@ -516,6 +520,18 @@ impl Contract {
         let mut expanded = pipeline.clone();
         expanded.gates = gates.into_iter().chain(last).collect();
         Ok(expanded)
+    }
+
+    /// What the contract's file lists hold the worker to, when they hold it to anything: the
+    /// rule of the stop's `contract.scope` gate and of a tool call's (`tooltime::Policy`), one
+    /// decision for both. `files_owned: []` owns nothing, so no file may change; a contract
+    /// that leaves `files_owned` out limits only by `files_readonly`.
+    pub fn scope(&self) -> Option<FileScope> {
+        let owned = self
+            .files_owned_written
+            .then_some(self.files_owned.as_slice());
+        (owned.is_some() || !self.files_readonly.is_empty())
+            .then(|| FileScope::from_contract(owned, &self.files_readonly))
     }
 
     /// A gate spec for each checkable criterion, named `criterion-N` (N counts from 1 in the
@@ -606,7 +622,7 @@ fn terms(raw: RawHandoff) -> Result<(RawTerms, &'static [Step], RawHandoff), Pla
         (None, _, Some(task_id)) => {
             let terms = RawTerms {
                 task_id,
-                files_owned: files_owned.unwrap_or_default(),
+                files_owned,
                 files_readonly: files_readonly.unwrap_or_default(),
                 dependencies_completed: dependencies_completed.unwrap_or_default(),
                 success_criteria: success_criteria.unwrap_or_default(),

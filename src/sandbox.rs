@@ -6,11 +6,13 @@
 //!   nothing (but in a directory of validator's own it is given: where git keeps validator's
 //!   private index of a repository), connect nowhere and signal nothing outside the sandbox.
 //! - a reviewer ([`Sandbox::confining`]): it may read and execute anything (its own program,
-//!   its libraries, its home and configuration to authenticate, the task), write only in the
+//!   its libraries, its home and configuration to authenticate, the task) but what it is told
+//!   is hidden (validator's own: its key, state, rules directory), write only in the
 //!   directories it is given (a scratch directory of its run, those the gate lists under
 //!   `writable:`) and `/dev/null`, connect by TCP only to the ports it is given, signal
-//!   nothing outside the sandbox, and change no file's mode, owner, times or extended
-//!   attributes (a seccomp filter: Landlock does not govern those).
+//!   nothing outside the sandbox, and change no file's mode, owner, times, extended
+//!   attributes or flags (`chattr`'s ioctls; a seccomp filter: Landlock does not govern
+//!   those).
 //!
 //! Checks made before git starts (which repository, which programs its config names) can be
 //! raced by a worker process that keeps running after it signalled done; the kernel's rules
@@ -79,14 +81,25 @@ pub(crate) struct Entry {
     guards_metadata: bool,
 }
 
-/// What a reviewer's sandbox allows besides reading and executing.
+/// What a reviewer's sandbox allows besides reading and executing, and what it may not read.
 #[derive(Debug, Clone, Copy)]
 pub struct Confinement<'a> {
-    /// Directories it may write beneath (made, replaced, removed, renamed within them).
+    /// Directories it may write beneath (made, replaced, removed, renamed within them); none
+    /// may be or hold one of `hidden` (one inside those is the caller's to refuse or allow).
     pub writable: &'a [PathBuf],
     /// TCP ports it may connect to; `None`: any connection (no network rule).
     pub ports: Option<&'a [u16]>,
+    /// Validator's own (its signing key, state, rules directory), each with what it is: not
+    /// read, listed or executed, nor anything beneath it.
+    pub hidden: &'a [(PathBuf, &'a str)],
+    /// What it must read even inside one of those (the task, its own program): beneath such a
+    /// path, a hidden one deeper down is hidden again.
+    pub readable: &'a [PathBuf],
 }
+
+/// Most directory entries looked at to build a reviewer's read rules; a walk past it is an
+/// error, never a sandbox that reads too much.
+const MAX_WALKED: usize = 200_000;
 
 /// A reviewer's sandbox as this kernel can enforce it.
 #[derive(Debug)]
@@ -195,17 +208,39 @@ impl Sandbox {
         }
         let abi = kernel_abi();
         if abi < 1 {
-            return unconfined("not sandboxed: this kernel has no Landlock, so the reviewer could write anywhere validator can".into());
+            return unconfined("not sandboxed: this kernel has no Landlock, so the reviewer could write anywhere validator can and read validator's own files (its signing key, state and rules directory)".into());
+        }
+        let hidden: Vec<(PathBuf, &str)> = confinement
+            .hidden
+            .iter()
+            .map(|(path, what)| (real(path), *what))
+            .collect();
+        let kept: Vec<PathBuf> = confinement.readable.iter().map(|p| real(p)).collect();
+        for dir in confinement.writable {
+            let dir = real(dir);
+            if let Some((path, what)) = hidden.iter().find(|(path, _)| path.starts_with(&dir)) {
+                return Err(format!(
+                    "the reviewer may write in {}, which is or holds validator's {what} ({}); name a directory of its own",
+                    dir.display(),
+                    path.display()
+                ));
+            }
         }
         let read = AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute;
         let write = AccessFs::from_all(ABI_ASKED) & !AccessFs::IoctlDev;
-        let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = vec![
-            (PathBuf::from("/"), read),
-            (
-                PathBuf::from("/dev/null"),
-                AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
-            ),
-        ];
+        let mut rules: Vec<(PathBuf, BitFlags<AccessFs>)> = vec![(
+            PathBuf::from("/dev/null"),
+            AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+        )];
+        let marks: Vec<&Path> = hidden.iter().map(|(path, _)| path.as_path()).collect();
+        let mut walk = Walk {
+            hidden: &marks,
+            kept: &kept,
+            grants: Vec::new(),
+            left: MAX_WALKED,
+        };
+        walk.visit(Path::new("/"), true)?;
+        rules.extend(walk.grants.into_iter().map(|path| (path, read)));
         rules.extend(confinement.writable.iter().map(|dir| (dir.clone(), write)));
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
@@ -228,9 +263,20 @@ impl Sandbox {
         let Some(ruleset) = Option::<OwnedFd>::from(created) else {
             return unconfined("not sandboxed: this kernel's Landlock could not be used".into());
         };
-        let unenforced = (confinement.ports.is_some() && abi < ABI_NETWORK).then(|| {
-            format!("connections not restricted: this kernel's Landlock (ABI {abi}) cannot restrict the network (ABI {ABI_NETWORK}, Linux 6.7)")
-        });
+        let mut notes: Vec<String> = hidden
+            .iter()
+            .filter(|(path, _)| kept.contains(path))
+            .map(|(path, what)| {
+                format!(
+                    "validator's {what} ({}) is also the task or the reviewer's own directory, so the reviewer reads it",
+                    path.display()
+                )
+            })
+            .collect();
+        if confinement.ports.is_some() && abi < ABI_NETWORK {
+            notes.push(format!("connections not restricted: this kernel's Landlock (ABI {abi}) cannot restrict the network (ABI {ABI_NETWORK}, Linux 6.7)"));
+        }
+        let unenforced = (!notes.is_empty()).then(|| notes.join("; "));
         Ok(Confined {
             sandbox: Some(Sandbox {
                 ruleset,
@@ -254,6 +300,93 @@ impl Sandbox {
         Entry {
             fd: self.ruleset.as_raw_fd(),
             guards_metadata: self.runs_programs,
+        }
+    }
+}
+
+/// The walk that grants reading everywhere but validator's own: Landlock only adds rights to
+/// a tree, so `/` less a path is every entry on the way down to it but the one on the way, and
+/// the path's siblings; a directory on the way is not itself granted (it cannot be listed),
+/// and what appears in it after the walk is not readable. Links are not granted (the kernel
+/// checks what they lead to, where that is), so none can lead a grant into a hidden path.
+struct Walk<'a> {
+    hidden: &'a [&'a Path],
+    kept: &'a [PathBuf],
+    grants: Vec<PathBuf>,
+    /// Entries the walk may still look at.
+    left: usize,
+}
+
+impl Walk<'_> {
+    /// Grants what of `path` is to be read; `inherited`: whether what holds it is. The
+    /// deepest mark decides: a path kept readable inside a hidden one is read, a hidden one
+    /// inside that is not (a path both hidden and kept is kept: it is the reviewer's to read).
+    fn visit(&mut self, path: &Path, inherited: bool) -> Result<(), String> {
+        let readable = if self.kept.iter().any(|kept| kept == path) {
+            true
+        } else if self.hidden.contains(&path) {
+            false
+        } else {
+            inherited
+        };
+        let beneath = |marked: &Path| marked != path && marked.starts_with(path);
+        let turns = if readable {
+            self.hidden.iter().any(|hidden| beneath(hidden))
+        } else {
+            self.kept.iter().any(|kept| beneath(kept))
+        };
+        if !turns {
+            if readable {
+                self.grants.push(path.to_path_buf());
+            }
+            return Ok(());
+        }
+        let cannot = |err: std::io::Error| {
+            format!(
+                "cannot list {} to keep validator's own files from the reviewer: {err}",
+                path.display()
+            )
+        };
+        for entry in std::fs::read_dir(path).map_err(cannot)? {
+            let entry = entry.map_err(cannot)?;
+            self.left = self.left.checked_sub(1).ok_or_else(|| {
+                format!(
+                    "more than {MAX_WALKED} entries on the way to validator's own files; the reviewer's sandbox cannot be built"
+                )
+            })?;
+            if entry.file_type().map_err(cannot)?.is_symlink() {
+                continue;
+            }
+            self.visit(&entry.path(), readable)?;
+        }
+        Ok(())
+    }
+}
+
+/// `path` made absolute with its links resolved, as far as it exists (the rest as written),
+/// so it compares with what a walk from `/` meets.
+fn real(path: &Path) -> PathBuf {
+    let path = if path.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        path
+    };
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(resolved) = existing.canonicalize() {
+            return rest
+                .iter()
+                .rev()
+                .fold(resolved, |whole, part| whole.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return absolute,
         }
     }
 }
@@ -309,9 +442,10 @@ pub(crate) fn enter(entry: Entry) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The system calls that change a file's mode, owner, times or extended attributes: Landlock
-/// does not govern them, so a reviewer confined to writing its own directories could still
-/// `chmod`, `touch` or `chown` the worker's files. Each fails with EPERM instead.
+/// The system calls that change a file's mode, owner, times, extended attributes or flags:
+/// Landlock does not govern them, so a reviewer confined to writing its own directories could
+/// still `chmod`, `touch`, `chown` or `chattr +i` the worker's files (or validator's). Each
+/// fails with EPERM instead, as do the ioctls of [`FLAG_IOCTLS`].
 #[cfg(target_arch = "x86_64")]
 const METADATA_CALLS: &[u32] = &[
     90, 91, 268, 452, // chmod, fchmod, fchmodat, fchmodat2
@@ -319,6 +453,7 @@ const METADATA_CALLS: &[u32] = &[
     132, 235, 261, 280, // utime, utimes, futimesat, utimensat
     188, 189, 190, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
     197, 198, 199, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
+    469, // file_setattr (a file's fsxattr flags: immutable, append-only)
 ];
 #[cfg(target_arch = "aarch64")]
 const METADATA_CALLS: &[u32] = &[
@@ -327,9 +462,30 @@ const METADATA_CALLS: &[u32] = &[
     88, // utimensat
     5, 6, 7, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
     14, 15, 16, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
+    469, // file_setattr
 ];
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const METADATA_CALLS: &[u32] = &[];
+
+/// `ioctl`'s number, whose requests in [`FLAG_IOCTLS`] are refused.
+#[cfg(target_arch = "x86_64")]
+const IOCTL: u32 = 16;
+#[cfg(target_arch = "aarch64")]
+const IOCTL: u32 = 29;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const IOCTL: u32 = u32::MAX;
+
+/// The ioctl requests that change a file's flags (`chattr`: immutable, append-only, no-dump,
+/// …): `FS_IOC_SETFLAGS`, its 32-bit form `FS_IOC32_SETFLAGS`, and `FS_IOC_FSSETXATTR`. The
+/// kernel reads a request as 32 bits, so only those of the argument are compared.
+const FLAG_IOCTLS: &[u32] = &[0x4008_6602, 0x4004_6602, 0x401c_5820];
+
+/// Where the low 32 bits of a call's second argument (an ioctl's request) are in
+/// `struct seccomp_data`: after `nr`, `arch` and `instruction_pointer`, `args[1]`.
+#[cfg(target_endian = "little")]
+const REQUEST_AT: u32 = 24;
+#[cfg(target_endian = "big")]
+const REQUEST_AT: u32 = 28;
 
 /// The audit architecture of the calls above: a call made under another (a 32-bit program's)
 /// is refused whatever it is, as its numbers mean other calls.
@@ -343,8 +499,9 @@ const AUDIT_ARCH: u32 = 0;
 /// x86-64's x32 calls carry this bit; they are refused whatever they are.
 const X32_BIT: u32 = 0x4000_0000;
 
-/// The seccomp program refusing [`METADATA_CALLS`]: load the architecture, refuse another;
-/// load the call's number, refuse x32's and each listed; allow the rest.
+/// The seccomp program refusing [`METADATA_CALLS`] and [`FLAG_IOCTLS`]: load the
+/// architecture, refuse another; load the call's number, refuse x32's and each listed; an
+/// ioctl: load its request, refuse each listed; allow the rest.
 static METADATA_FILTER: std::sync::LazyLock<Vec<nix::libc::sock_filter>> =
     std::sync::LazyLock::new(|| {
         use nix::libc::{SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, sock_filter};
@@ -354,9 +511,12 @@ static METADATA_FILTER: std::sync::LazyLock<Vec<nix::libc::sock_filter>> =
         const RET: u16 = 0x06; // BPF_RET | BPF_K
         let refuse = SECCOMP_RET_ERRNO | nix::libc::EPERM as u32;
         let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
-        let checks = METADATA_CALLS.len();
-        // From the instruction after each jump, how far the refusal is (the last one).
-        let to_refusal = |at: usize| u8::try_from(checks + 5 - at).unwrap_or(u8::MAX);
+        let calls = METADATA_CALLS.len();
+        // The refusal is the last instruction: 5 before the calls, 3 between them and the
+        // requests, the allow after the requests, then it.
+        let refusal = calls + FLAG_IOCTLS.len() + 9;
+        // From the instruction after the jump at `at`, how far the refusal is.
+        let to_refusal = |at: usize| u8::try_from(refusal - at - 1).unwrap_or(u8::MAX);
         let mut program = vec![
             op(LOAD, 0, 0, 4),                  // 0: the architecture
             op(JEQ, 1, 0, AUDIT_ARCH),          // 1: ours: skip the next
@@ -367,8 +527,15 @@ static METADATA_FILTER: std::sync::LazyLock<Vec<nix::libc::sock_filter>> =
         for (i, &call) in METADATA_CALLS.iter().enumerate() {
             program.push(op(JEQ, to_refusal(5 + i), 0, call));
         }
+        program.push(op(JEQ, 1, 0, IOCTL)); // an ioctl: skip the next
+        program.push(op(RET, 0, 0, SECCOMP_RET_ALLOW));
+        program.push(op(LOAD, 0, 0, REQUEST_AT));
+        for (i, &request) in FLAG_IOCTLS.iter().enumerate() {
+            program.push(op(JEQ, to_refusal(calls + 8 + i), 0, request));
+        }
         program.push(op(RET, 0, 0, SECCOMP_RET_ALLOW));
         program.push(op(RET, 0, 0, refuse));
+        debug_assert_eq!(program.len(), refusal + 1);
         program
     });
 
@@ -496,6 +663,8 @@ mod tests {
         let confined = Sandbox::confining(Confinement {
             writable: &writable,
             ports: Some(&[443]),
+            hidden: &[],
+            readable: &[],
         })
         .unwrap();
         let Some(sandbox) = confined.sandbox else {
@@ -528,6 +697,17 @@ mod tests {
             assert!(!run(format!("{change} {}", mine.display())), "{change}");
         }
         assert!(!run(format!("chmod 600 {}/g", inner.display())));
+        // Nor any file's flags (`chattr` reads them, then sets them with FS_IOC_SETFLAGS).
+        if Path::new("/usr/bin/chattr").exists()
+            && std::process::Command::new("chattr")
+                .arg("-d")
+                .arg(&mine)
+                .status()
+                .is_ok_and(|status| status.success())
+        {
+            assert!(!run(format!("chattr +d {}", mine.display())), "chattr");
+            assert!(!run(format!("chattr +d {}/g", inner.display())), "chattr");
+        }
         if confined.unenforced.is_none() && kernel_abi() >= ABI_NETWORK {
             let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
             let bash = |script: &str| {
@@ -542,5 +722,60 @@ mod tests {
             };
             assert!(!bash(&connect), "connected to a port not given");
         }
+    }
+
+    #[test]
+    fn a_confined_program_reads_nothing_hidden_but_what_is_kept_inside_it() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("own");
+        let kept = own.join("task");
+        let deeper = kept.join("state");
+        std::fs::create_dir_all(&deeper).unwrap();
+        std::fs::write(own.join("key"), "k").unwrap();
+        std::fs::write(kept.join("work"), "w").unwrap();
+        std::fs::write(deeper.join("record"), "r").unwrap();
+        std::fs::write(dir.path().join("beside"), "b").unwrap();
+        // A link beside the hidden directory, into it: the kernel judges where it leads.
+        std::os::unix::fs::symlink(&own, dir.path().join("way-in")).unwrap();
+        let hidden = [
+            (own.clone(), "rules directory"),
+            (deeper.clone(), "state directory"),
+        ];
+        let confined = Sandbox::confining(Confinement {
+            writable: &[],
+            ports: None,
+            hidden: &hidden,
+            readable: std::slice::from_ref(&kept),
+        })
+        .unwrap();
+        let Some(sandbox) = confined.sandbox else {
+            eprintln!("no Landlock here: nothing to test");
+            return;
+        };
+        let cat = |path: &Path| {
+            let fd = sandbox.fd();
+            let mut command = std::process::Command::new("/bin/cat");
+            command.arg(path).stdout(std::process::Stdio::null());
+            // SAFETY: `enter` makes system calls only.
+            unsafe {
+                command.pre_exec(move || enter(fd));
+            }
+            command.status().unwrap().success()
+        };
+        assert!(cat(&dir.path().join("beside")), "a sibling on the way");
+        assert!(cat(&kept.join("work")), "kept inside the hidden one");
+        assert!(cat(Path::new("/etc/hostname")) || !Path::new("/etc/hostname").exists());
+        assert!(!cat(&own.join("key")), "hidden");
+        assert!(!cat(&deeper.join("record")), "hidden inside what is kept");
+        assert!(!cat(&dir.path().join("way-in/key")), "through a link");
+        // A writable directory that holds a hidden one is refused.
+        let refused = Sandbox::confining(Confinement {
+            writable: std::slice::from_ref(&kept),
+            ports: None,
+            hidden: &hidden,
+            readable: &[],
+        });
+        assert!(refused.is_err());
     }
 }

@@ -524,6 +524,17 @@ fn unclosed_bracket(source: &str) -> Option<(char, usize, usize)> {
     open.first().copied()
 }
 
+/// A reviewer reads nothing of validator's own, the signing key least of all: its review gates
+/// are told where the key is.
+fn keep_key_from_reviewers(pipelines: &mut [Pipeline], key: Option<&Path>) {
+    let Some(key) = key else { return };
+    for gate in pipelines.iter_mut().flat_map(|p| p.gates.iter_mut()) {
+        if let Rule::Review(review) = &mut gate.rule {
+            review.keep_from_reviewers(key);
+        }
+    }
+}
+
 struct Loader<'a> {
     path: &'a Path,
     source: &'a str,
@@ -617,13 +628,15 @@ impl Loader<'_> {
         let resolve = |p: Option<PathBuf>, default: &str| {
             dir.join(p.unwrap_or_else(|| PathBuf::from(default)))
         };
+        let signing_key_file = raw.signing_key_file.map(|p| dir.join(p));
+        keep_key_from_reviewers(&mut pipelines, signing_key_file.as_deref());
         Ok(Rules {
             path: self.path.to_path_buf(),
             staging: resolve(raw.staging.clone(), "staging"),
             verdicts: resolve(raw.verdicts.or(raw.staging), "staging"),
             state: resolve(raw.state, ".validator"),
             contracts: raw.contracts.map(|p| dir.join(p)),
-            signing_key_file: raw.signing_key_file.map(|p| dir.join(p)),
+            signing_key_file,
             dir,
             defaults,
             events,

@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 /// A session's record is small (its prompts at most 64 KiB, escaped at most six times that);
 /// one larger was not written by validator.
 const MAX_SESSION_BYTES: u64 = 1024 * 1024;
+/// The usage source that holds what records dropped from a record cut to fit had counted
+/// (no record has this name: records are absolute paths).
+const DROPPED: &str = "(dropped records)";
 /// Breaches remembered per agent as told; past it the oldest are forgotten (and may be told
 /// again, which is harmless).
 const MAX_TOLD: usize = 256;
@@ -121,12 +124,20 @@ impl Session {
             } else if !self.agents.is_empty() {
                 self.agents.clear();
             } else if self.usage.sources.len() > 1 {
-                // Each source's tokens are already in the total; only where to read on is lost.
+                // Where to read each on is lost, never what it counted: the total is the sum
+                // of the sources, so the dropped ones' tokens are kept as one more (should a
+                // dropped record be read again from its start, it counts twice: over, never
+                // under).
                 let keep = self.usage.sources.len() / 2;
                 let drop: Vec<String> = self.usage.sources.keys().skip(keep).cloned().collect();
+                let mut dropped = Source::default();
                 for key in drop {
-                    self.usage.sources.remove(&key);
+                    if let Some(source) = self.usage.sources.remove(&key) {
+                        dropped.counted = dropped.counted.saturating_add(source.counted);
+                    }
                 }
+                let kept = self.usage.sources.entry(DROPPED.into()).or_default();
+                kept.counted = kept.counted.saturating_add(dropped.counted);
             } else {
                 self.prompts.clear();
                 self.usage.sources.clear();
@@ -283,6 +294,25 @@ mod tests {
             again.session.prompts.first().map(String::as_str),
             Some("first")
         );
+    }
+
+    #[test]
+    fn a_record_cut_to_fit_keeps_every_token_its_dropped_sources_counted() {
+        let mut session = Session::default();
+        for i in 0..2000 {
+            session.usage.sources.insert(
+                format!("/{}{i}", "r".repeat(600)),
+                Source {
+                    counted: 3,
+                    ..Source::default()
+                },
+            );
+        }
+        let bytes = session.fitted();
+        assert!(bytes.len() as u64 <= MAX_SESSION_BYTES);
+        let sum: u64 = session.usage.sources.values().map(|s| s.counted).sum();
+        assert_eq!(sum, 6000);
+        assert!(session.usage.sources.len() < 2000);
     }
 
     #[test]

@@ -11,7 +11,12 @@
 //! | OpenCode | the plugin's `tokens`, a running total of its sessions' `message.updated` events | as sent |
 //!
 //! The records are the agent's files, read as untrusted: regular files only, never through a
-//! link, capped; a record that shrank (rewritten) keeps what it counted.
+//! link, capped; a record that shrank (rewritten) keeps what it counted. What cannot be
+//! counted is never counted as no tokens: a record the hook's input does not name, that is
+//! missing, a link or no regular file, more subagent records than [`MAX_SUBAGENTS`], or more
+//! grown since the last call than [`READ_PER_CALL`] all escalate the session, with the reason.
+//! Every subagent record is read (one that has not grown costs a `stat`), so no number of
+//! decoys can push a real one out of what is counted.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -22,14 +27,19 @@ use super::session::{Held, Source, Usage, now};
 use super::{Agent, Input};
 use crate::config::Rules;
 
-/// Most bytes of one record read per hook call; the rest is read by the next.
-const READ_PER_CALL: u64 = 8 * 1024 * 1024;
-/// Most subagent transcripts of a session read.
-const MAX_SUBAGENTS: usize = 64;
+/// Most bytes of a session's records read per hook call, all records together; more grown
+/// since the last call cannot be counted in time.
+const READ_PER_CALL: u64 = 64 * 1024 * 1024;
+/// Most subagent transcripts of a session counted (the session's record keeps where each was
+/// read); past it the session's tokens cannot be counted.
+const MAX_SUBAGENTS: usize = 256;
+/// Most entries of the subagents' directory looked at.
+const MAX_ENTRIES: usize = 4096;
 /// Message ids remembered per record to count each once (its lines are near each other).
 const RECENT_IDS: usize = 32;
 
-/// Why the session is past a budget, if it is (the figure and the limit).
+/// Why the session is past a budget, if it is (the figure and the limit), or why its tokens
+/// cannot be counted against `max_tokens`.
 pub fn over_budget(rules: &Rules, agent: Agent, input: &Input, held: &mut Held) -> Option<String> {
     let began = held.began();
     if let Some(max) = rules.defaults.max_time {
@@ -43,47 +53,72 @@ pub fn over_budget(rules: &Rules, agent: Agent, input: &Input, held: &mut Held) 
         }
     }
     let max = rules.defaults.max_tokens?;
-    let used = count(agent, input, &mut held.session.usage);
-    (used > max).then(|| format!("{used} tokens used (max_tokens {max})"))
+    match count(agent, input, &mut held.session.usage) {
+        Ok(used) => (used > max).then(|| format!("{used} tokens used (max_tokens {max})")),
+        Err(why) => Some(format!(
+            "the session's tokens cannot be counted against max_tokens {max}: {why}"
+        )),
+    }
 }
 
-/// The session's tokens so far, its records read on from where they were left.
-pub fn count(agent: Agent, input: &Input, usage: &mut Usage) -> u64 {
-    let transcript = input.transcript_path.as_deref().map(PathBuf::from);
-    match agent {
-        Agent::Claude => {
-            let mut records: Vec<PathBuf> = transcript.iter().cloned().collect();
-            if let Some(main) = &transcript {
-                records.extend(subagent_transcripts(main));
-            }
-            for record in records {
-                read_on(&record, usage, claude_line);
-            }
-        }
-        Agent::Codex => {
-            if let Some(record) = &transcript {
-                read_on(record, usage, codex_line);
-            }
-        }
-        Agent::Gemini => {
-            if let Some(record) = &transcript {
-                read_on(record, usage, gemini_line);
-            }
-        }
-        Agent::Opencode => {
-            if let Some(tokens) = input.tokens {
-                let source = usage.sources.entry("opencode".into()).or_default();
-                source.counted = source.counted.max(tokens);
-            }
-        }
-    }
+/// The session's tokens so far, its records read on from where they were left; `Err` says
+/// why they cannot all be counted (what could be is counted all the same).
+pub fn count(agent: Agent, input: &Input, usage: &mut Usage) -> Result<u64, String> {
+    let mut budget = READ_PER_CALL;
+    let read =
+        match agent {
+            Agent::Opencode => match input.tokens {
+                Some(tokens) => {
+                    let source = usage.sources.entry("opencode".into()).or_default();
+                    source.counted = source.counted.max(tokens);
+                    Ok(())
+                }
+                None => Err("the plugin sent no `tokens`".to_owned()),
+            },
+            _ => named_transcript(input).and_then(|main| {
+                let reader = match agent {
+                    Agent::Codex => codex_line,
+                    Agent::Gemini => gemini_line,
+                    _ => claude_line,
+                };
+                let main_read = read_on(&main, usage, reader, &mut budget);
+                if agent != Agent::Claude {
+                    return main_read;
+                }
+                // Each subagent's record is read even when another cannot be.
+                let mut problems: Vec<String> = main_read.err().into_iter().collect();
+                match subagent_transcripts(&main) {
+                    Ok(records) => problems.extend(records.iter().filter_map(|record| {
+                        read_on(record, usage, claude_line, &mut budget).err()
+                    })),
+                    Err(why) => problems.push(why),
+                }
+                match problems.len() {
+                    0 => Ok(()),
+                    1 => Err(problems.remove(0)),
+                    n => Err(format!("{} (and {} more)", problems.remove(0), n - 1)),
+                }
+            }),
+        };
     // Figures come from the agent's records and the state file: a huge one saturates (and so
     // trips `max_tokens`), never wraps or panics.
     usage.total = usage
         .sources
         .values()
         .fold(0, |total: u64, source| total.saturating_add(source.counted));
-    usage.total
+    read.map(|()| usage.total)
+}
+
+/// The transcript the hook's input names, as an absolute path.
+fn named_transcript(input: &Input) -> Result<PathBuf, String> {
+    match input.transcript_path.as_deref() {
+        None | Some("") => Err("the hook's input names no transcript_path".into()),
+        Some(path) if !Path::new(path).is_absolute() => Err(format!(
+            "transcript_path {} is not an absolute path",
+            crate::text::name(path)
+        )),
+        Some(path) => Ok(PathBuf::from(path)),
+    }
 }
 
 /// What one line of a record adds.
@@ -140,46 +175,63 @@ fn gemini_line(line: &Value) -> Option<Counted> {
     })
 }
 
-/// Reads `record` on from where it was left, counting each complete line once.
-fn read_on(record: &Path, usage: &mut Usage, read: fn(&Value) -> Option<Counted>) {
+/// Reads `record` on from where it was left, counting each complete line once, at most
+/// `budget` bytes (what it reads is taken from it); `Err` says why it cannot be counted: it
+/// cannot be opened as a regular file (missing, a link), or more of it is unread than the
+/// budget left.
+fn read_on(
+    record: &Path,
+    usage: &mut Usage,
+    read: fn(&Value) -> Option<Counted>,
+    budget: &mut u64,
+) -> Result<(), String> {
+    let shown = || crate::text::name(&record.to_string_lossy()).to_string();
+    let cannot = |err: std::io::Error| format!("{}: {err}", shown());
+    let mut file = crate::files::open(record, crate::files::Links::Refuse).map_err(cannot)?;
+    let length = file.metadata().map_err(cannot)?.len();
     let key = record.to_string_lossy().into_owned();
+    let offset = usage.sources.get(&key).map_or(0, |source| source.offset);
+    if length == offset {
+        // Nothing new (an empty record is no source yet: a decoy costs no room in the state).
+        return Ok(());
+    }
     let source = usage.sources.entry(key).or_default();
-    let Ok(mut file) = crate::files::open(record, crate::files::Links::Refuse) else {
-        return;
-    };
-    let Ok(length) = file.metadata().map(|meta| meta.len()) else {
-        return;
-    };
     if length < source.offset {
         // Rewritten shorter: what was counted stays counted; only what grows after counts.
         source.offset = length;
-        return;
+        return Ok(());
     }
-    if file.seek(SeekFrom::Start(source.offset)).is_err() {
-        return;
-    }
+    file.seek(SeekFrom::Start(source.offset)).map_err(cannot)?;
     let mut bytes = Vec::new();
-    if file.take(READ_PER_CALL).read_to_end(&mut bytes).is_err() {
-        return;
-    }
+    file.take(*budget).read_to_end(&mut bytes).map_err(cannot)?;
+    let taken = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    *budget = budget.saturating_sub(taken);
+    let unread = length.saturating_sub(source.offset.saturating_add(taken));
     // Only complete lines: a line being written is read whole by the next call.
-    let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
-        return;
-    };
-    for line in bytes[..end].split(|&b| b == b'\n') {
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        match read(&value) {
-            Some(Counted::Message { id, tokens }) => add_once(source, id, tokens),
-            Some(Counted::RunningTotal(total)) => source.counted = source.counted.max(total),
-            None => {}
+    if let Some(end) = bytes.iter().rposition(|&b| b == b'\n') {
+        for line in bytes[..end].split(|&b| b == b'\n') {
+            let Ok(value) = serde_json::from_slice::<Value>(line) else {
+                continue;
+            };
+            match read(&value) {
+                Some(Counted::Message { id, tokens }) => add_once(source, id, tokens),
+                Some(Counted::RunningTotal(total)) => source.counted = source.counted.max(total),
+                None => {}
+            }
         }
+        source.offset = source
+            .offset
+            .saturating_add(u64::try_from(end).unwrap_or(u64::MAX))
+            .saturating_add(1);
     }
-    source.offset = source
-        .offset
-        .saturating_add(u64::try_from(end).unwrap_or(u64::MAX))
-        .saturating_add(1);
+    if unread > 0 {
+        return Err(format!(
+            "{} has {unread} bytes past the {} MiB of usage records one hook call reads",
+            shown(),
+            READ_PER_CALL >> 20
+        ));
+    }
+    Ok(())
 }
 
 fn add_once(source: &mut Source, id: String, tokens: u64) {
@@ -194,30 +246,50 @@ fn add_once(source: &mut Source, id: String, tokens: u64) {
 }
 
 /// Claude Code keeps a session's subagents in `<session>/subagents/agent-*.jsonl` beside
-/// `<session>.jsonl`.
-fn subagent_transcripts(main: &Path) -> Vec<PathBuf> {
-    let Some(dir) = main
-        .file_stem()
-        .map(|stem| main.with_file_name(stem).join("subagents"))
-    else {
-        return Vec::new();
+/// `<session>.jsonl`: each of them, or why they cannot all be counted (the directory is a
+/// link, cannot be listed, or holds more than [`MAX_SUBAGENTS`] or [`MAX_ENTRIES`]). No
+/// directory: no subagents.
+fn subagent_transcripts(main: &Path) -> Result<Vec<PathBuf>, String> {
+    let Some(session) = main.file_stem().map(|stem| main.with_file_name(stem)) else {
+        return Ok(Vec::new());
     };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.extension().is_some_and(|ext| ext == "jsonl")
-                && path
-                    .file_name()
-                    .is_some_and(|name| name.to_string_lossy().starts_with("agent-"))
-        })
-        .collect();
+    let dir = session.join("subagents");
+    let shown = || crate::text::name(&dir.to_string_lossy()).to_string();
+    for on_the_way in [&session, &dir] {
+        match std::fs::symlink_metadata(on_the_way) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(err) => return Err(format!("{}: {err}", shown())),
+            Ok(meta) if !meta.is_dir() => {
+                return Err(format!(
+                    "{} is not a directory (a link is not followed)",
+                    crate::text::name(&on_the_way.to_string_lossy())
+                ));
+            }
+            Ok(_) => {}
+        }
+    }
+    let entries = std::fs::read_dir(&dir).map_err(|err| format!("{}: {err}", shown()))?;
+    let mut found = Vec::new();
+    for (seen, entry) in entries.enumerate() {
+        if seen == MAX_ENTRIES {
+            return Err(format!("{} holds more than {MAX_ENTRIES} entries", shown()));
+        }
+        let entry = entry.map_err(|err| format!("{}: {err}", shown()))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("agent-") && name.ends_with(".jsonl") {
+            found.push(entry.path());
+        }
+    }
+    if found.len() > MAX_SUBAGENTS {
+        return Err(format!(
+            "{} holds {} subagent transcripts, more than the {MAX_SUBAGENTS} counted",
+            shown(),
+            found.len()
+        ));
+    }
     found.sort();
-    found.truncate(MAX_SUBAGENTS);
-    found
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -236,7 +308,7 @@ mod tests {
         };
         std::fs::write(&record, line("a", 10) + &line("a", 10) + &line("b", 20)).unwrap();
         let mut usage = Usage::default();
-        read_on(&record, &mut usage, claude_line);
+        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
         let counted = |usage: &Usage| usage.sources.values().map(|s| s.counted).sum::<u64>();
         assert_eq!(counted(&usage), 16 + 26);
         // A line half written is left for the next call.
@@ -246,14 +318,14 @@ mod tests {
             .unwrap();
         let next = line("c", 100);
         file.write_all(&next.as_bytes()[..20]).unwrap();
-        read_on(&record, &mut usage, claude_line);
+        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
         assert_eq!(counted(&usage), 42);
         file.write_all(&next.as_bytes()[20..]).unwrap();
-        read_on(&record, &mut usage, claude_line);
+        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
         assert_eq!(counted(&usage), 42 + 106);
         // Rewritten shorter: nothing counted is lost.
         std::fs::write(&record, line("z", 1)).unwrap();
-        read_on(&record, &mut usage, claude_line);
+        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
         assert_eq!(counted(&usage), 148);
     }
 
@@ -268,7 +340,7 @@ mod tests {
         };
         std::fs::write(&record, event(100) + &event(250)).unwrap();
         let mut usage = Usage::default();
-        read_on(&record, &mut usage, codex_line);
+        read_on(&record, &mut usage, codex_line, &mut READ_PER_CALL.clone()).unwrap();
         assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(250));
     }
 
@@ -285,7 +357,7 @@ mod tests {
         )
         .unwrap();
         let mut usage = Usage::default();
-        read_on(&record, &mut usage, claude_line);
+        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
         assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(max));
         // Counters from a state file add up without wrapping either.
         usage.sources.insert(
@@ -296,6 +368,52 @@ mod tests {
             },
         );
         let input: Input = serde_json::from_str(r#"{"session_id": "s", "cwd": "/"}"#).unwrap();
-        assert_eq!(count(Agent::Gemini, &input, &mut usage), max);
+        assert!(count(Agent::Gemini, &input, &mut usage).is_err());
+        assert_eq!(usage.total, max);
+    }
+
+    #[test]
+    fn what_cannot_be_read_or_is_past_the_budget_is_not_counted_as_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("s.jsonl");
+        let line = "{\"message\":{\"id\":\"a\",\"usage\":{\"output_tokens\":5}}}\n";
+        std::fs::write(&record, line.repeat(4)).unwrap();
+        let mut usage = Usage::default();
+        let mut budget = u64::try_from(line.len()).unwrap() * 2;
+        let why = read_on(&record, &mut usage, claude_line, &mut budget).unwrap_err();
+        assert!(why.contains("bytes past"), "{why}");
+        assert_eq!(budget, 0);
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&record, &link).unwrap();
+        let why = read_on(&link, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap_err();
+        assert!(why.contains("link"), "{why}");
+        let missing = dir.path().join("missing.jsonl");
+        assert!(
+            read_on(
+                &missing,
+                &mut usage,
+                claude_line,
+                &mut READ_PER_CALL.clone()
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn every_subagent_record_is_read_and_past_the_cap_none_is_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("s.jsonl");
+        std::fs::write(&main, "").unwrap();
+        assert_eq!(subagent_transcripts(&main), Ok(Vec::new()));
+        let subagents = dir.path().join("s/subagents");
+        std::fs::create_dir_all(&subagents).unwrap();
+        for i in 0..MAX_SUBAGENTS {
+            std::fs::write(subagents.join(format!("agent-{i:04}.jsonl")), "").unwrap();
+        }
+        std::fs::write(subagents.join("agent-zzzz.jsonl"), "").unwrap();
+        let why = subagent_transcripts(&main).unwrap_err();
+        assert!(why.contains("more than"), "{why}");
+        std::fs::remove_file(subagents.join("agent-0000.jsonl")).unwrap();
+        assert_eq!(subagent_transcripts(&main).unwrap().len(), MAX_SUBAGENTS);
     }
 }

@@ -48,6 +48,8 @@ pub struct FileScope {
     readonly: PatternSet,
     deny: PatternSet,
     base: String,
+    /// A contract's `files_owned: []`: it owns nothing, so every change breaks it.
+    owns_nothing: bool,
 }
 
 /// The `base:` a gate counts changes from (default: HEAD), refused when git could take it for
@@ -86,6 +88,7 @@ impl RuleDef for FileScope {
             readonly: list(&spec.readonly),
             deny: list(&spec.deny),
             base,
+            owns_nothing: false,
         })
     }
 
@@ -192,6 +195,11 @@ impl FileScope {
             ))
         } else if self.readonly.is_match(rel) {
             Some((Breach::Readonly, "it is `readonly`".to_string()))
+        } else if self.owns_nothing {
+            Some((
+                Breach::Scope,
+                "the contract owns no file (`files_owned: []`), so none may change".to_string(),
+            ))
         } else if !self.allow.is_empty() && !self.allow.is_match(rel) {
             Some((
                 Breach::Scope,
@@ -202,13 +210,16 @@ impl FileScope {
         }
     }
 
-    /// A gate that holds a contract's file lists when the pipeline has no `file-scope` gate.
-    pub fn from_contract(owned: &[Pattern], readonly: &[Pattern]) -> FileScope {
+    /// A gate that holds a contract's file lists: `owned` `None` when the contract does not
+    /// say what it owns (nothing is outside it), else the globs of what it owns (none: no file
+    /// may change, as `files_touched ⊆ files_owned` says of an empty `files_owned`).
+    pub fn from_contract(owned: Option<&[Pattern]>, readonly: &[Pattern]) -> FileScope {
         FileScope {
-            allow: PatternSet::new(owned),
+            allow: PatternSet::new(owned.unwrap_or_default()),
             readonly: PatternSet::new(readonly),
             deny: PatternSet::new(&[]),
             base: "HEAD".into(),
+            owns_nothing: owned.is_some_and(<[Pattern]>::is_empty),
         }
     }
 }

@@ -20,7 +20,8 @@
 //! its own process group, under the gate's deadline, which also covers gathering the context:
 //! a context not gathered by then is a timeout (the worker chose how much it changed), never
 //! a reviewer run on part of it. It runs read-only by construction, in a Landlock sandbox
-//! (`crate::sandbox`): it may read and execute anything, write only in a scratch directory of
+//! (`crate::sandbox`): it may read and execute anything but validator's own (its signing key,
+//! state and rules directory, which it could be talked into quoting), write only in a scratch directory of
 //! its run (`$TMPDIR`, removed after it) and the gate's `writable:` directories (none of which
 //! may touch the task or the worker's area), and connect by TCP only to the gate's `network:`
 //! ports (443 by default). What the kernel cannot enforce, the gate's summary says.
@@ -71,6 +72,10 @@ pub struct Review {
     /// Directories every reviewer may write besides its scratch directory.
     writable: Vec<PathBuf>,
     network: Network,
+    /// Validator's own files its reviewers may not read, beside the state directory and the
+    /// key named by `$VALIDATOR_KEY_FILE`: the rules file's directory, and the signing key it
+    /// names ([`Review::keep_from_reviewers`]).
+    own: Vec<(PathBuf, &'static str)>,
 }
 
 /// One reviewer program.
@@ -196,6 +201,7 @@ impl RuleDef for Review {
             mode,
             writable,
             network,
+            own: vec![(rules_dir.to_path_buf(), "rules directory")],
         })
     }
 
@@ -299,7 +305,7 @@ impl Review {
             output_tail: None,
             unenforced: None,
         };
-        let (scratch, confined) = match self.confine(&ctx.task.worker_area) {
+        let (scratch, confined) = match self.confine(ctx) {
             Ok(confined) => confined,
             Err(why) => return failed(why),
         };
@@ -310,9 +316,18 @@ impl Review {
         }
     }
 
+    /// The signing key the rules file names (`signing_key_file:`): its reviewers never read
+    /// it, as they would hand it to the worker in their feedback.
+    pub fn keep_from_reviewers(&mut self, key_file: &Path) {
+        self.own.push((key_file.to_path_buf(), "signing key"));
+    }
+
     /// The reviewer's scratch directory, and its sandbox, which lets it write there and in
-    /// `writable:` only; `Err` says why it cannot be run so.
-    fn confine(&self, worker_area: &Path) -> Result<(tempfile::TempDir, Confined), String> {
+    /// `writable:` only, and read anything but validator's own (its key, state and rules
+    /// directory), the task and its programs' directories kept readable; `Err` says why it
+    /// cannot be run so.
+    fn confine(&self, ctx: &Context<'_>) -> Result<(tempfile::TempDir, Confined), String> {
+        let worker_area = &ctx.task.worker_area;
         // The one place the reviewer may write, besides `writable:`: its own, removed after it.
         let scratch = match tempfile::Builder::new()
             .prefix("validator-review-")
@@ -333,9 +348,23 @@ impl Review {
         };
         let mut writable = vec![scratch.path().to_path_buf()];
         writable.extend(self.writable.iter().cloned());
+        let mut hidden = self.own.clone();
+        hidden.push((ctx.state_dir.to_path_buf(), "state directory"));
+        if let Some(key) = crate::verdict::sign::KeyFile::configured(None) {
+            hidden.push((key.path, "signing key"));
+        }
+        // Its program's directory is the reviewer's own (its prompt, the model CLI it calls),
+        // even inside the rules directory; the key and state stay hidden there too.
+        let readable: Vec<PathBuf> = std::iter::once(ctx.task.dir.clone())
+            .chain(self.reviewers.iter().flat_map(|r| {
+                std::iter::once(r.program.clone()).chain(r.program.parent().map(Path::to_path_buf))
+            }))
+            .collect();
         let confined = Sandbox::confining(Confinement {
             writable: &writable,
             ports: self.network.ports(),
+            hidden: &hidden,
+            readable: &readable,
         })
         .map_err(|why| format!("cannot sandbox the reviewer: {why}"))?;
         Ok((scratch, confined))

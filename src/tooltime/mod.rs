@@ -95,13 +95,10 @@ impl<'a> Policy<'a> {
                 scopes.push((gate.name.clone(), scope.clone()));
             }
         }
-        if let Some(contract) = contract
-            && (!contract.files_owned.is_empty() || !contract.files_readonly.is_empty())
-        {
-            scopes.push((
-                "contract.scope".into(),
-                FileScope::from_contract(&contract.files_owned, &contract.files_readonly),
-            ));
+        // The stop's own `contract.scope` rule, so a call is refused exactly where the stop
+        // would fail (`files_owned: []` owns nothing: every write is refused).
+        if let Some(scope) = contract.and_then(Contract::scope) {
+            scopes.push(("contract.scope".into(), scope));
         }
         Policy {
             task,

@@ -667,13 +667,17 @@ fn the_example_rules_judge_what_an_agent_sends() {
         r#"["true"]"#,
     );
     project.rules(&rules);
-    hook(&project, "claude", &stop(&project, "s1", "Finished.")).blocked("block");
-    hook(
-        &project,
-        "claude",
-        &stop(&project, "s1", "Finished.\nSTATUS: OK"),
-    )
-    .passed();
+    // The example holds the session to `max_tokens`, counted from the transcript the agent
+    // names: one there is (one that is not cannot be counted, and escalates).
+    let transcript = project.path().join("transcript.jsonl");
+    std::fs::write(&transcript, "").expect("transcript");
+    let stop_saying = |message: &str| {
+        let mut input = stop(&project, "s1", message);
+        input["transcript_path"] = json!(transcript);
+        input
+    };
+    hook(&project, "claude", &stop_saying("Finished.")).blocked("block");
+    hook(&project, "claude", &stop_saying("Finished.\nSTATUS: OK")).passed();
     assert!(project.path().join(".validator/events.jsonl").exists());
 }
 

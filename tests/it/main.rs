@@ -46,6 +46,7 @@ mod reading_js_runners;
 mod reading_linters;
 mod reading_native_runners;
 mod reasons;
+mod records_and_sandboxes_fail_closed;
 mod review;
 mod review27_attacks;
 mod review28_attacks;

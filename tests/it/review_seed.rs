@@ -580,17 +580,21 @@ fn status(project: &Project) -> (Value, String) {
 #[test]
 fn a_task_keeps_its_review_state_and_status_shows_it() {
     let project = Project::new();
-    // The reviewer answers what the test leaves beside the task.
+    // The reviewer answers what the test leaves beside it (the rest of the rules directory is
+    // validator's, which no reviewer reads).
     let path = reviewer(
         &project,
         "review.sh",
-        "cat > /dev/null\ncat \"$VALIDATOR_TASK_DIR/../answer\"\n",
+        "cat > /dev/null\ncat \"$(dirname \"$0\")/answer\"\n",
     );
     let review_gate =
         format!("      - name: review\n        rule: review\n        run: [\"{path}\"]\n");
     project.rules(&pipeline(&review_gate));
     project.file("a.txt", "a\n");
-    project.root_file("answer", "REJECTED\n- a.txt:1: the greeting is missing\n");
+    project.root_file(
+        "reviewers/answer",
+        "REJECTED\n- a.txt:1: the greeting is missing\n",
+    );
     stop(&project);
     let (review, text) = status(&project);
     assert_eq!(review["status"], "rejected", "{review:#}");
@@ -610,7 +614,7 @@ fn a_task_keeps_its_review_state_and_status_shows_it() {
         "{text}"
     );
 
-    project.root_file("answer", "APPROVED\n");
+    project.root_file("reviewers/answer", "APPROVED\n");
     stop(&project);
     let (review, text) = status(&project);
     assert_eq!(review["status"], "approved", "{review:#}");
