@@ -243,6 +243,7 @@ fn answer(
 ) -> Result<Option<String>> {
     let phase = call.agent.phase(input.hook_event_name.as_deref());
     let session = Arc::new(OnceLock::new());
+    let counted = OnceLock::new();
     let phase_cell = Arc::new(OnceLock::new());
     let _ = phase_cell.set(phase);
     // Nothing is run before a tool or at session start: answered at once.
@@ -252,6 +253,7 @@ fn answer(
             cancel: &cancel,
             answer_by: call.answer_by,
             session: &session,
+            counted: &counted,
             phase: &phase_cell,
         };
         return hook_answer(call, input, called);
@@ -269,6 +271,7 @@ fn answer(
         cancel: &cancel,
         answer_by: call.answer_by,
         session: &session,
+        counted: &counted,
         phase: &phase_cell,
     };
     hook_answer(call, input, called)
@@ -294,6 +297,9 @@ pub(crate) struct Called<'a> {
     pub cancel: &'a validator::process::Cancel,
     pub answer_by: validator::hook::AnswerBy,
     pub session: &'a OnceLock<validator::hook::Session>,
+    /// The stop's attempt, once counted and saved: a call that fails after that is held
+    /// without counting it again.
+    pub counted: &'a OnceLock<String>,
     pub phase: &'a OnceLock<Phase>,
 }
 
@@ -396,7 +402,8 @@ fn hook_answer(
                 agent.name()
             );
             let (config, task_dir) = named;
-            Ok(not_judged(config, agent, task_dir, input, &err).to_json(agent))
+            let counted = called.counted.get().map(String::as_str);
+            Ok(not_judged(config, agent, task_dir, input, &err, counted).to_json(agent))
         }
     }
 }
@@ -409,6 +416,7 @@ fn not_judged(
     task_dir: Option<PathBuf>,
     input: &validator::hook::Input,
     err: &anyhow::Error,
+    counted: Option<&str>,
 ) -> validator::hook::Answer {
     let found = config_path(config).ok();
     let rules = found.as_deref().and_then(|path| load(path).ok());
@@ -449,6 +457,7 @@ fn not_judged(
             rules: found.as_deref(),
             for_agent,
             for_person: format!("{err:#}"),
+            counted,
         },
     );
     if let Some(message) = answer.for_the_person() {
@@ -504,6 +513,7 @@ fn answer_input(
                 &project,
                 Some(called.cancel),
                 called.answer_by,
+                called.counted,
             )?
             .answer;
             if let Some(message) = answer.for_the_person() {

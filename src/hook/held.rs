@@ -26,6 +26,9 @@ pub struct Unjudged<'a> {
     pub for_agent: String,
     /// Why, in full, for the person.
     pub for_person: String,
+    /// The identity of the attempt this very call already counted and saved before it failed
+    /// (a panic in the gates' run): that stop is not counted again.
+    pub counted: Option<&'a str>,
 }
 
 /// The answer to a stop that could not be judged: held with the reason while the session has
@@ -38,7 +41,10 @@ pub fn not_judged(input: &Input, unjudged: &Unjudged<'_>) -> Answer {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let attempt = state.attempt_for(Some(format!("not judged {nanos}")));
+    let attempt = match unjudged.counted {
+        Some(identity) if state.signal.as_deref() == Some(identity) => state.attempt,
+        _ => state.attempt_for(Some(format!("not judged {nanos}"))),
+    };
     state.last_verdict = Some(Decision::Error);
     let saved = state.save(unjudged.state, &key);
     let answer = if held || attempt > unjudged.max_attempts || saved.is_err() {

@@ -295,3 +295,33 @@ fn a_bug_that_panics_while_judging_holds_the_stop() {
     assert!(reason.contains("bug in validator"), "{reason}");
     assert!(reply.stderr.contains("fault injected"), "{}", reply.stderr);
 }
+
+#[test]
+fn a_stop_that_panics_counts_as_one_attempt() {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: faults are injected only into debug builds");
+        return;
+    }
+    let project = project_with("      - {name: status, rule: status}\n", 3, 9);
+    let panicking = |session: &str| {
+        run_hook_with(
+            &project.rules_path(),
+            "claude",
+            stop(&project, session, "Done.\nSTATUS: OK").to_string(),
+            |cmd| {
+                cmd.env("VALIDATOR_DEBUG_FAULT", "panic:task");
+            },
+        )
+    };
+    // Each panicking stop is one attempt, counted once: held for all three, stopped at the
+    // fourth.
+    for attempt in 1..=3 {
+        let reason = held(&panicking("s1"), "block");
+        assert!(
+            reason.contains(&format!("attempt {attempt} of 3")),
+            "{reason}"
+        );
+    }
+    let reason = stopped(&panicking("s1"));
+    assert!(reason.contains("NOT JUDGED"), "{reason}");
+}
