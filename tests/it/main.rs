@@ -39,6 +39,7 @@ mod hostile;
 mod install;
 mod layers;
 mod metrics;
+mod opencode_plugin;
 mod private_index;
 mod progress;
 mod reading_general;
