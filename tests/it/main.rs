@@ -33,6 +33,7 @@ mod handoff_seed;
 mod hardening_deadline;
 mod hardening_output;
 mod hardening_reap;
+mod hook_commands_fail_closed;
 mod hooks;
 mod hooks_seed;
 mod hostile;
