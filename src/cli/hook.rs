@@ -430,7 +430,10 @@ fn not_judged(
             .filter(|dir| !dir.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."))
             .join(".validator"),
-        (None, None) => project.dir.join(".validator"),
+        // No rules file anywhere (one the worker removed, say): the count is kept in the
+        // user's state directory, out of the project, where a `.validator` the worker resets
+        // would let each stop be the first. A reset there only holds the agent longer.
+        (None, None) => user_state_dir().unwrap_or_else(|| project.dir.join(".validator")),
     };
     let found = found.map(|path| path.canonicalize().unwrap_or(path));
     // A rules file outside the agent's project is the person's: its path and its error are
@@ -464,6 +467,19 @@ fn not_judged(
         eprintln!("validator hook {}: {message}", agent.name());
     }
     answer
+}
+
+/// The user's own state directory for validator (`$XDG_STATE_HOME/validator`, else
+/// `~/.local/state/validator`), when the environment names an absolute one.
+fn user_state_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    absolute("XDG_STATE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
+        .map(|dir| dir.join("validator"))
 }
 
 fn answer_input(
