@@ -243,6 +243,7 @@ fn answer(
 ) -> Result<Option<String>> {
     let phase = call.agent.phase(input.hook_event_name.as_deref());
     let session = Arc::new(OnceLock::new());
+    let counted = OnceLock::new();
     let phase_cell = Arc::new(OnceLock::new());
     let _ = phase_cell.set(phase);
     // Nothing is run before a tool or at session start: answered at once.
@@ -252,6 +253,7 @@ fn answer(
             cancel: &cancel,
             answer_by: call.answer_by,
             session: &session,
+            counted: &counted,
             phase: &phase_cell,
         };
         return hook_answer(call, input, called);
@@ -269,6 +271,7 @@ fn answer(
         cancel: &cancel,
         answer_by: call.answer_by,
         session: &session,
+        counted: &counted,
         phase: &phase_cell,
     };
     hook_answer(call, input, called)
@@ -294,6 +297,9 @@ pub(crate) struct Called<'a> {
     pub cancel: &'a validator::process::Cancel,
     pub answer_by: validator::hook::AnswerBy,
     pub session: &'a OnceLock<validator::hook::Session>,
+    /// The stop's attempt, once counted and saved: a call that fails after that is held
+    /// without counting it again.
+    pub counted: &'a OnceLock<String>,
     pub phase: &'a OnceLock<Phase>,
 }
 
@@ -396,7 +402,8 @@ fn hook_answer(
                 agent.name()
             );
             let (config, task_dir) = named;
-            Ok(not_judged(config, agent, task_dir, input, &err).to_json(agent))
+            let counted = called.counted.get().map(String::as_str);
+            Ok(not_judged(config, agent, task_dir, input, &err, counted).to_json(agent))
         }
     }
 }
@@ -409,6 +416,7 @@ fn not_judged(
     task_dir: Option<PathBuf>,
     input: &validator::hook::Input,
     err: &anyhow::Error,
+    counted: Option<&str>,
 ) -> validator::hook::Answer {
     let found = config_path(config).ok();
     let rules = found.as_deref().and_then(|path| load(path).ok());
@@ -422,7 +430,10 @@ fn not_judged(
             .filter(|dir| !dir.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."))
             .join(".validator"),
-        (None, None) => project.dir.join(".validator"),
+        // No rules file anywhere (one the worker removed, say): the count is kept in the
+        // user's state directory, out of the project, where a `.validator` the worker resets
+        // would let each stop be the first. A reset there only holds the agent longer.
+        (None, None) => user_state_dir().unwrap_or_else(|| project.dir.join(".validator")),
     };
     let found = found.map(|path| path.canonicalize().unwrap_or(path));
     // A rules file outside the agent's project is the person's: its path and its error are
@@ -449,12 +460,26 @@ fn not_judged(
             rules: found.as_deref(),
             for_agent,
             for_person: format!("{err:#}"),
+            counted,
         },
     );
     if let Some(message) = answer.for_the_person() {
         eprintln!("validator hook {}: {message}", agent.name());
     }
     answer
+}
+
+/// The user's own state directory for validator (`$XDG_STATE_HOME/validator`, else
+/// `~/.local/state/validator`), when the environment names an absolute one.
+fn user_state_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    absolute("XDG_STATE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
+        .map(|dir| dir.join("validator"))
 }
 
 fn answer_input(
@@ -504,6 +529,7 @@ fn answer_input(
                 &project,
                 Some(called.cancel),
                 called.answer_by,
+                called.counted,
             )?
             .answer;
             if let Some(message) = answer.for_the_person() {

@@ -3,7 +3,9 @@
 //! a non-blocking error and stops, so silence there would be a free stop for any worker that
 //! can break the rules file (a project's `validator.yaml` is in its reach). Each such stop is an
 //! attempt of the session, counted where the rules keep the session's state (or would, by
-//! default), so a session whose every stop is one ends stopped for a person, not in a loop.
+//! default; with no rules file at all, the user's own state directory), so a session whose
+//! every stop is one ends stopped for a person, not in a loop. A count wiped or garbled only
+//! starts the holds again, and one that cannot be saved stops the session: never a pass.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,6 +28,9 @@ pub struct Unjudged<'a> {
     pub for_agent: String,
     /// Why, in full, for the person.
     pub for_person: String,
+    /// The identity of the attempt this very call already counted and saved before it failed
+    /// (a panic in the gates' run): that stop is not counted again.
+    pub counted: Option<&'a str>,
 }
 
 /// The answer to a stop that could not be judged: held with the reason while the session has
@@ -38,7 +43,10 @@ pub fn not_judged(input: &Input, unjudged: &Unjudged<'_>) -> Answer {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let attempt = state.attempt_for(Some(format!("not judged {nanos}")));
+    let attempt = match unjudged.counted {
+        Some(identity) if state.signal.as_deref() == Some(identity) => state.attempt,
+        _ => state.attempt_for(Some(format!("not judged {nanos}"))),
+    };
     state.last_verdict = Some(Decision::Error);
     let saved = state.save(unjudged.state, &key);
     let answer = if held || attempt > unjudged.max_attempts || saved.is_err() {
@@ -90,7 +98,18 @@ fn stopped(key: &str, attempt: u32, unjudged: &Unjudged<'_>, uncounted: bool) ->
             "validator -c {} reset {key}",
             shell_words::quote(&rules.to_string_lossy())
         ),
-        None => format!("validator reset {key}"),
+        // No rules file to name: once one loads, its own state judges the stops; this count
+        // is cleared by hand.
+        None => format!(
+            "rm -f {}",
+            shell_words::quote(
+                &unjudged
+                    .state
+                    .join("tasks")
+                    .join(format!("{key}.json"))
+                    .to_string_lossy()
+            )
+        ),
     };
     Answer::Stop {
         stop_reason: format!(

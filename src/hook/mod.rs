@@ -397,6 +397,9 @@ pub struct Judgement {
 /// names it), so `tasks:` globs and contracts pick pipelines the same way for both; the session
 /// key names the state and the events. A stop no pipeline matches is a FAIL that blocks (the
 /// breakers end it): it is never let through unjudged.
+///
+/// `counted` is given the attempt's identity once it is saved, so that a call that fails after
+/// that (a panic in the gates' run) is held without counting the same stop twice.
 pub fn judge(
     rules: &Rules,
     agent: Agent,
@@ -404,6 +407,7 @@ pub fn judge(
     project: &Project,
     cancel: Option<&crate::process::Cancel>,
     answer_by: AnswerBy,
+    counted: &std::sync::OnceLock<String>,
 ) -> Result<Judgement, Error> {
     let Limits {
         rules,
@@ -438,7 +442,10 @@ pub fn judge(
         signal: &signal,
         left_out,
     };
-    let mut history = counted(rules, &session, &events, agent_name, &stop);
+    let (mut history, saved) = count(rules, &session, &events, agent_name, &stop);
+    if let Some(identity) = history.state.signal.clone().filter(|_| saved) {
+        let _ = counted.set(identity);
+    }
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
     // inside the agent's directory the rules must not count it as the agent's work.
@@ -488,14 +495,14 @@ struct Stop<'s> {
 /// The session's history with this stop counted as a new attempt (even with the same last
 /// message: a unique identity per call), recorded in the event log and saved before any gate
 /// runs: a stop answered at the deadline without the run's end still counts, so one that never
-/// finishes in time reaches `max_attempts`.
-fn counted<'h>(
+/// finishes in time reaches `max_attempts`. With it, whether it was saved.
+fn count<'h>(
     rules: &Rules,
     session: &str,
     events: &'h EventLog,
     agent_name: String,
     stop: &Stop<'_>,
-) -> History<'h> {
+) -> (History<'h>, bool) {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -525,18 +532,22 @@ fn counted<'h>(
             stop_hook_active: stop.input.stop_hook_active,
         },
     );
-    save(
+    let saved = save(
         &mut history,
         "the session's attempt cannot be saved before the gates run",
     );
-    history
+    (history, saved)
 }
 
 /// Saves the session's history, or says on stderr what could not be kept: the agent's answer
-/// matters more.
-fn save(history: &mut History<'_>, what: &str) {
-    if let Err(err) = history.save() {
-        tracing::error!("{what}: {}", crate::error::with_causes(&err));
+/// matters more. Whether it was saved.
+fn save(history: &mut History<'_>, what: &str) -> bool {
+    match history.save() {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::error!("{what}: {}", crate::error::with_causes(&err));
+            false
+        }
     }
 }
 

@@ -185,8 +185,17 @@ def example_settings(rel, agent, rules):
     in the agent's environment (base_env), as examples/hooks says, never on the command line
     (Claude Code shows a blocking hook's command line to its model)."""
     text = open(os.path.join(EXAMPLES, rel)).read()
-    text = text.replace('"validator hook ', '"%s hook ' % VALIDATOR)
-    return json.loads(text)
+    settings = json.loads(text)
+    # Every call of validator in a command (the Codex and Gemini CLI commands also ask it
+    # `--version` and answer for it when it cannot run).
+    for groups in settings["hooks"].values():
+        for group in groups:
+            for hook in group["hooks"]:
+                command = hook["command"]
+                for call in ("validator hook ", "validator --version"):
+                    command = command.replace(call, call.replace("validator", VALIDATOR, 1))
+                hook["command"] = command
+    return settings
 
 
 def base_env(run, port):

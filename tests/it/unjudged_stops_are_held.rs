@@ -295,3 +295,78 @@ fn a_bug_that_panics_while_judging_holds_the_stop() {
     assert!(reason.contains("bug in validator"), "{reason}");
     assert!(reply.stderr.contains("fault injected"), "{}", reply.stderr);
 }
+
+#[test]
+fn a_stop_that_panics_counts_as_one_attempt() {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: faults are injected only into debug builds");
+        return;
+    }
+    let project = project_with("      - {name: status, rule: status}\n", 3, 9);
+    let panicking = |session: &str| {
+        run_hook_with(
+            &project.rules_path(),
+            "claude",
+            stop(&project, session, "Done.\nSTATUS: OK").to_string(),
+            |cmd| {
+                cmd.env("VALIDATOR_DEBUG_FAULT", "panic:task");
+            },
+        )
+    };
+    // Each panicking stop is one attempt, counted once: held for all three, stopped at the
+    // fourth.
+    for attempt in 1..=3 {
+        let reason = held(&panicking("s1"), "block");
+        assert!(
+            reason.contains(&format!("attempt {attempt} of 3")),
+            "{reason}"
+        );
+    }
+    let reason = stopped(&panicking("s1"));
+    assert!(reason.contains("NOT JUDGED"), "{reason}");
+}
+
+#[test]
+fn with_no_rules_file_anywhere_the_count_is_kept_out_of_the_project_and_a_reset_only_holds_again() {
+    let project = Project::new();
+    let home = project.path().join("home");
+    let input = stop(&project, "s1", "Done.\nSTATUS: OK");
+    let call = || {
+        let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_validator"))
+            .args(["hook", "claude"])
+            .current_dir(project.task_dir())
+            .env_remove("VALIDATOR_CONFIG")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env("HOME", &home)
+            .write_stdin(input.to_string())
+            .output()
+            .expect("run validator");
+        Reply {
+            code: output.status.code().expect("exit code"),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    for attempt in 1..=3 {
+        let reason = held(&call(), "block");
+        assert!(
+            reason.contains(&format!("attempt {attempt} of 3")),
+            "{reason}"
+        );
+    }
+    assert!(!project.task_dir().join(".validator").exists());
+    let kept = home.join(".local/state/validator");
+    assert!(
+        kept.join("tasks").is_dir(),
+        "no count in {}",
+        kept.display()
+    );
+    let reason = stopped(&call());
+    assert!(reason.contains("NOT JUDGED"), "{reason}");
+    assert!(reason.contains("rm -f "), "{reason}");
+    // The count wiped: the stops are held again from the first, never let through.
+    std::fs::remove_dir_all(&kept).expect("reset");
+    let reason = held(&call(), "block");
+    assert!(reason.contains("attempt 1 of 3"), "{reason}");
+}
