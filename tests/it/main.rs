@@ -73,3 +73,4 @@ mod speculate;
 mod starter;
 mod tool_time;
 mod watch;
+mod watcher_holds_its_claim;
