@@ -832,28 +832,10 @@ fn feed(mut writer: os_pipe::PipeWriter, input: &[u8], stop: &AtomicBool) {
     }
 }
 
-/// The most a command's output pipe is asked to hold (Linux's default ceiling for anyone,
-/// `/proc/sys/fs/pipe-max-size`): a command that floods its output then wakes its reader once
-/// per megabyte, not once per 64 KiB, and the two stop trading the CPU back and forth.
-const PIPE_SIZE: i32 = 1 << 20;
-
-/// How much the reader takes from the pipe at a time.
-const READ_CHUNK: usize = 256 * 1024;
-
-/// Asks for a larger pipe (up to [`PIPE_SIZE`], no more than `cap` needs); the default size
-/// where it is refused.
-fn widen(pipe: &os_pipe::PipeReader, cap: usize) {
-    #[cfg(target_os = "linux")]
-    {
-        use nix::fcntl::{FcntlArg, fcntl};
-        let size = i32::try_from(cap)
-            .unwrap_or(PIPE_SIZE)
-            .clamp(4096, PIPE_SIZE);
-        let _ = fcntl(pipe, FcntlArg::F_SETPIPE_SZ(size));
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (pipe, cap);
-}
+/// How much the reader takes from the pipe at a time: a full pipe's worth (Linux's default).
+/// A wider pipe and larger reads were measured slower (`bench/flood.sh`): more time in the
+/// kernel for the same bytes.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// A pipe being read into a capped tail on its own thread.
 struct Capture {
@@ -864,7 +846,6 @@ struct Capture {
 
 impl Capture {
     fn start(reader: os_pipe::PipeReader, cap: usize) -> Self {
-        widen(&reader, cap);
         let tail = Arc::new(Mutex::new(Tail::default()));
         let (eof_tx, eof) = mpsc::channel();
         let shared = Arc::clone(&tail);
