@@ -4,7 +4,7 @@
 # watcher, while a loop times `validator status --health` every PROBE_EVERY seconds (0.5) and a
 # bare `true` beside it (the machine's own scheduling delay, for the ratio). Prints each
 # probe's time (until every task has its verdict), the slowest and the median, the watcher's CPU seconds (user+system, from
-# /proc) and the load average before and after. BIN=path/to/validator (default: the debug
+# /proc), a fixed CPU job's time idle and during, and the load average before and after. BIN=path/to/validator (default: the debug
 # build). No assertion: figures to compare within one run on one machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,9 +34,14 @@ until grep -q watching watch.log; do sleep 0.1; done
 ms() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || true; e=$(date +%s%N); echo $(((e - s) / 1000000)); }
 idle=$(ms "$BIN" -c validator.yaml status --health)
 echo "idle probe: ${idle} ms"
+# A fixed piece of CPU work at the ordinary priority, as an agent beside the watcher does.
+work() { head -c 300000000 /dev/zero | sha256sum; }
+echo "300 MB sha256sum, idle: $(ms work) ms"
 cpu0=$(awk '{print $14 + $15}' "/proc/$watcher/stat")
 for i in $(seq "$GATES"); do "$BIN" -c validator.yaml signal "t$i" >/dev/null; done
 probes=() trues=()
+sleep 2
+echo "300 MB sha256sum, during the flood: $(ms work) ms"
 # Through the flood and what follows it (reading each gate's captured output), until every
 # task has its verdict.
 while [ "$(ls verdicts | grep -c 'verdict.json$' || true)" -lt "$GATES" ]; do
