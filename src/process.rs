@@ -491,11 +491,30 @@ fn spawn(
     Ok((handle, group))
 }
 
+/// How much lower than its supervisor's other threads a thread that runs gates may put itself
+/// ([`lower_this_thread`]): the watcher's workers do, and with them every command they start
+/// and the reading of its output (a process or a thread inherits the nice value of the thread
+/// that made it). A gate that floods its output or takes every core then slows the other
+/// gates, not the watcher's main loop and health answers, nor a probe or an agent beside it.
+pub const GATE_NICENESS: i32 = 5;
+
+/// Lowers the calling thread's CPU priority by `by` (Linux keeps a nice value per thread);
+/// what fails is only faster.
+pub fn lower_this_thread(by: i32) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: one system call on a plain integer.
+    unsafe {
+        nix::libc::nice(by);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = by;
+}
+
 #[derive(Clone, Copy)]
 enum Priority {
     /// nice 19, the idle I/O class.
     Lowest,
-    /// nice 0, the best-effort I/O class at its default level.
+    /// The calling thread's nice value, the best-effort I/O class at its default level.
     Ordinary,
 }
 
@@ -508,7 +527,8 @@ fn set_priority(group: i32, priority: Priority) {
     const IOPRIO_CLASS_SHIFT: libc::c_long = 13;
     let (nice, io_class, io_level) = match priority {
         Priority::Lowest => (19, 3, 0),
-        Priority::Ordinary => (0, 2, 4),
+        // SAFETY: one system call on plain integers; -1 (an error) is as good a nice value.
+        Priority::Ordinary => (unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }, 2, 4),
     };
     let Ok(who) = libc::id_t::try_from(group) else {
         return;
@@ -558,6 +578,7 @@ impl Running {
             Tail {
                 kept: output,
                 dropped,
+                ..
             },
             closed,
         ) = self.output.finish(drained_by);
@@ -811,6 +832,11 @@ fn feed(mut writer: os_pipe::PipeWriter, input: &[u8], stop: &AtomicBool) {
     }
 }
 
+/// How much the reader takes from the pipe at a time: a full pipe's worth (Linux's default).
+/// A wider pipe and larger reads were measured slower (`bench/flood.sh`): more time in the
+/// kernel for the same bytes.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// A pipe being read into a capped tail on its own thread.
 struct Capture {
     tail: Arc<Mutex<Tail>>,
@@ -838,45 +864,66 @@ impl Capture {
             .eof
             .recv_timeout(by.saturating_duration_since(Instant::now()))
             .is_ok();
-        let mut tail = std::mem::take(&mut *self.tail.lock().unwrap_or_else(|p| p.into_inner()));
-        tail.trim(self.cap);
-        (tail, closed)
+        let tail = std::mem::take(&mut *self.tail.lock().unwrap_or_else(|p| p.into_inner()));
+        (tail.into_kept(self.cap), closed)
     }
 }
 
 /// How long to wait for the output pipe to close once the command's group is dead.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// The captured tail of a command's output.
+/// The captured tail of a command's output: a ring of `cap` bytes once it is full, so each
+/// byte read is copied once, whatever the command floods, and nothing is moved per read.
 #[derive(Default)]
 struct Tail {
     kept: Vec<u8>,
+    /// Where the oldest byte is, once `kept` holds `cap` bytes (the ring's start).
+    start: usize,
     dropped: u64,
 }
 
 impl Tail {
-    /// Trimmed back to `cap` only once it holds twice that: each trim moves `cap` bytes once
-    /// per `cap` bytes read, where trimming every chunk would move the whole tail per chunk of
-    /// a command that floods its output.
-    fn push(&mut self, bytes: &[u8], cap: usize) {
-        self.kept.extend_from_slice(bytes);
-        if self.kept.len() > cap.saturating_mul(2) {
-            self.trim(cap);
+    fn push(&mut self, mut bytes: &[u8], cap: usize) {
+        if cap == 0 {
+            self.dropped += bytes.len() as u64;
+            return;
+        }
+        if bytes.len() >= cap {
+            // Only its end survives: what was kept goes, and the rest of it too.
+            self.dropped += (self.kept.len() + bytes.len() - cap) as u64;
+            self.kept.clear();
+            self.kept.extend_from_slice(&bytes[bytes.len() - cap..]);
+            self.start = 0;
+            return;
+        }
+        let room = cap.saturating_sub(self.kept.len()).min(bytes.len());
+        self.kept.extend_from_slice(&bytes[..room]);
+        bytes = &bytes[room..];
+        // Full: each byte now takes the oldest one's place.
+        while !bytes.is_empty() {
+            let n = (cap - self.start).min(bytes.len());
+            self.kept[self.start..self.start + n].copy_from_slice(&bytes[..n]);
+            self.dropped += n as u64;
+            self.start = (self.start + n) % cap;
+            bytes = &bytes[n..];
         }
     }
 
-    fn trim(&mut self, cap: usize) {
+    /// The kept bytes in the order they were written.
+    fn into_kept(mut self, cap: usize) -> Tail {
+        self.kept.rotate_left(self.start);
         if self.kept.len() > cap {
             let excess = self.kept.len() - cap;
             self.kept.drain(..excess);
             self.dropped += excess as u64;
         }
+        Tail { start: 0, ..self }
     }
 }
 
 /// Reads to end-of-file into `tail`, keeping only the last `cap` bytes.
 fn read_tail(mut reader: impl Read, cap: usize, tail: &Mutex<Tail>) {
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = vec![0u8; READ_CHUNK.min(cap.max(4096))];
     loop {
         match reader.read(&mut chunk) {
             Ok(0) => break,
@@ -949,6 +996,32 @@ mod tests {
         assert_eq!(done.output.len(), 1000);
         assert!(done.output.ends_with(b"END\n"));
         assert_eq!(done.dropped, 3_000_004 - 1000);
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_bytes_in_order_however_they_arrive() {
+        let written: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
+        for chunk in [1, 3, 7, 64, 100, 101, 250, 4096] {
+            let mut tail = Tail::default();
+            for piece in written.chunks(chunk) {
+                tail.push(piece, 100);
+            }
+            let tail = tail.into_kept(100);
+            assert_eq!(
+                tail.kept,
+                written[written.len() - 100..],
+                "chunks of {chunk}"
+            );
+            assert_eq!(
+                tail.dropped,
+                (written.len() - 100) as u64,
+                "chunks of {chunk}"
+            );
+        }
+        let mut short = Tail::default();
+        short.push(b"ab", 100);
+        short.push(b"cd", 100);
+        assert_eq!(short.into_kept(100).kept, b"abcd");
     }
 
     #[test]

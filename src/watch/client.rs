@@ -240,18 +240,22 @@ pub fn status(rules: &Rules, key: Option<&SigningKey>) -> Vec<TaskStatus> {
                 .and_then(|v| humantime::parse_rfc3339(&v.started_at).ok())
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
                 .map(|d| d.as_secs());
+            let current = verdict
+                .as_ref()
+                .is_some_and(|v| is_current(rules, &task, v))
+                && signature.is_none_or(|s| s == SignatureCheck::Valid);
+            // The watcher's record says what it could not write as of its last word; the
+            // verdict on disk is the truth: one that answers the signal has been written.
+            let unpublished = unpublished.remove(&task).filter(|_| !current);
             TaskStatus {
-                current: verdict
-                    .as_ref()
-                    .is_some_and(|v| is_current(rules, &task, v))
-                    && signature.is_none_or(|s| s == SignatureCheck::Valid),
+                current,
                 signature,
                 verdict: verdict.as_ref().map(|v| v.verdict),
                 attempt: verdict.as_ref().map_or(state.attempt, |v| v.attempt),
                 max_attempts: rules.defaults.max_attempts,
                 age_secs,
                 escalated: state.escalated,
-                unpublished: unpublished.remove(&task),
+                unpublished,
                 review: state.review,
                 task,
             }

@@ -7,19 +7,22 @@
 //! The watcher's claim on its state directory is a second lock, on the directory itself: one
 //! watcher per state, which is what makes killing a predecessor's orphaned gates safe
 //! ([`super::orphans`]). A lock is on the directory the path named when it was taken: deleted
-//! (and made again, where a second watcher can lock it), the path names another, and the
-//! watcher no longer holds its state ([`Registration::lost`]); it stops.
+//! (and made again), the path names another, and the watcher no longer holds its state
+//! ([`Registration::lost`]); it stops. The name it holds besides ([`super::claim`]) keeps a
+//! second watcher off the directory made again until then.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
+use super::claim::{Claim, Name, Named, take_name};
 use crate::config::Rules;
 use crate::error::Error;
 
@@ -78,10 +81,11 @@ pub struct Registration {
     /// its watcher (`rm state/*`) and a new one created and locked beside it. `None` on a file
     /// system without locks.
     claim: Option<Flock<File>>,
-    /// The state directory, and the device and inode of the one claimed: what the path must
-    /// still name for the claim to hold.
-    state: PathBuf,
-    claimed: Option<(u64, u64)>,
+    /// The name that a directory made again at the state's path cannot free (`None` where
+    /// there are no such names), so no second watcher claims that one while this one runs.
+    _name: Option<Name>,
+    /// Whether the path still names the directory claimed: what every thread asks.
+    check: Arc<Claim>,
     file: Held,
     path: PathBuf,
     record: Record,
@@ -129,6 +133,21 @@ fn lock_retrying(mut open: impl FnMut() -> io::Result<File>) -> io::Result<Attem
                 std::thread::sleep(LOCK_RETRY_PAUSE);
             }
             Err((file, errno)) => return Ok(Attempt::Unsupported(file, errno)),
+        }
+    }
+}
+
+/// Takes the state's name, retrying while it is busy for the same reason [`lock_retrying`]
+/// does: a watcher just killed may have been forking a gate.
+fn take_name_retrying(state: &Path) -> Named {
+    let mut busy = 0;
+    loop {
+        match take_name(state) {
+            Named::Busy if busy + 1 < LOCK_RETRIES => {
+                busy += 1;
+                std::thread::sleep(LOCK_RETRY_PAUSE);
+            }
+            named => return named,
         }
     }
 }
@@ -218,10 +237,20 @@ impl Registration {
                 (None, identity(&dir))
             }
         };
+        let name = match take_name_retrying(state) {
+            Named::Held(name) => Some(name),
+            Named::Unsupported => None,
+            Named::Busy => {
+                return Err(Error::Watch {
+                    path: state.to_path_buf(),
+                    message: "another `validator watch` still runs on the state directory this path named before it was deleted or replaced; it stops when it notices (at its next message, run or heartbeat), and until then this one is refused\n  help: start this one again once that one has stopped (a supervisor's restart does)".to_owned(),
+                });
+            }
+        };
         let mut registration = Registration {
             claim,
-            state: state.to_path_buf(),
-            claimed,
+            _name: name,
+            check: Arc::new(Claim::new(state, claimed)),
             file: open_locked_record(&path).map_err(write_err)?,
             path: path.clone(),
             record,
@@ -300,34 +329,22 @@ impl Registration {
         Instant::now() >= self.next_beat
     }
 
-    /// Why this watcher no longer holds its state directory, if it does not: the directory it
-    /// claimed was deleted, or replaced by another (deleted and made again, renamed over),
-    /// which a second watcher can claim beside it. What it judged then would go to a state
-    /// nobody sees, or race the second watcher's, so it must stop. An error that says neither
-    /// (a passing I/O error) is not taken for a loss. One `stat`: cheap enough for every
-    /// message the main loop takes.
+    /// Why this watcher no longer holds its state directory, if it does not ([`Claim::lost`]).
+    /// One `stat`: cheap enough for every message the main loop takes.
     pub fn lost(&self) -> Option<String> {
-        let claimed = self.claimed?;
-        let now = match std::fs::metadata(&self.state) {
-            Ok(meta) if meta.is_dir() => {
-                use std::os::unix::fs::MetadataExt;
-                (meta.dev(), meta.ino())
-            }
-            Ok(_) => (0, 0),
-            Err(err)
-                if matches!(
-                    err.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                (0, 0)
-            }
-            Err(_) => return None,
-        };
-        (now != claimed).then(|| {
-            "the state directory was deleted or replaced while this watcher ran, so it no longer holds it (another watcher may hold the new one); it stops rather than judge beside it\n  help: start it again (a supervisor restarts it): it claims the state directory that is there now, or is refused while another watcher holds it"
-                .to_owned()
-        })
+        self.check.lost()
+    }
+
+    /// The claim as the other threads ask after it: each worker before it judges and before it
+    /// publishes.
+    pub fn shared_claim(&self) -> Arc<Claim> {
+        Arc::clone(&self.check)
+    }
+
+    /// Whether the record names `task` among the verdicts not written: a verdict written since
+    /// is then said at once, not at the next heartbeat.
+    pub fn reports_unpublished(&self, task: &str) -> bool {
+        self.record.unpublished.contains_key(task)
     }
 
     /// Touches the heartbeat; a record that was deleted or replaced is written again where
@@ -750,10 +767,15 @@ mod tests {
         // It writes no record into the directory it does not hold.
         first.beat();
         assert!(!rules.state.join(FILE_NAME).exists());
+        // Nor does a second watcher claim the directory made again while the first lives.
+        let refused = Registration::register(&rules, INTERVAL)
+            .err()
+            .expect("refused");
+        assert!(refused.to_string().contains("still runs"), "{refused}");
+        drop(first);
         let second = Registration::register(&rules, INTERVAL).unwrap();
         assert_eq!(second.lost(), None);
-        drop(first);
-        assert!(check(&rules).healthy, "the second one's record stays");
+        assert!(check(&rules).healthy, "{:?}", check(&rules));
     }
 
     #[test]

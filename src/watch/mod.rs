@@ -11,6 +11,7 @@
 //! touch its heartbeat ([`health`]), so a wedged loop shows. With `metrics`, one more thread
 //! serves the watcher's numbers and health over HTTP ([`metrics`]).
 
+pub mod claim;
 pub mod client;
 #[cfg(debug_assertions)]
 mod fault;
@@ -100,8 +101,15 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     let mut heartbeat = health::Registration::register(&rules, options.heartbeat)?;
     let mark = orphans::Mark::for_state(&rules.state);
     let shared = Arc::new(
-        Shared::new(rules, key, !options.no_cache, mark.as_str(), options.jobs)?
-            .observed_by(options.observer.clone()),
+        Shared::new(
+            rules,
+            key,
+            !options.no_cache,
+            mark.as_str(),
+            options.jobs,
+            heartbeat.shared_claim(),
+        )?
+        .observed_by(options.observer.clone()),
     );
     let server = serve_metrics(options.metrics, &shared)?;
     kill_orphans(
@@ -175,8 +183,12 @@ fn serve_metrics(
             Arc::clone(&shared.metrics),
             Box::new({
                 let shared = Arc::clone(shared);
-                // The judgement of `status --health`, made the same way on the same record.
-                move || health::check(&shared.rules())
+                // The judgement of `status --health`, made the same way on the same record; a
+                // watcher that lost its state directory is not the one the record speaks of.
+                move || match shared.claim.lost() {
+                    Some(why) => health::Health::unhealthy(why),
+                    None => health::check(&shared.rules()),
+                }
             }),
         )?),
         None => None,
@@ -341,7 +353,14 @@ impl<'a> MainLoop<'a> {
                 }
                 poll(shared, &mut self.scheduler);
             }
-            Message::Finished(task) => self.scheduler.finished(&task),
+            Message::Finished(task) => {
+                // A verdict the record says is not written may just have been: said now, not
+                // at the next heartbeat.
+                if self.heartbeat.reports_unpublished(&task) && !shared.is_unpublished(&task) {
+                    self.report_problems();
+                }
+                self.scheduler.finished(&task);
+            }
             Message::Unpublished(task) => {
                 self.retries.failed(task);
                 self.report_problems();

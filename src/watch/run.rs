@@ -24,6 +24,7 @@ use crate::task::Task;
 use crate::verdict::sign::{self, SigningKey};
 use crate::verdict::{Decision, GateReport, Verdict, write};
 
+use super::claim::Claim;
 use super::metrics::{Metrics, Trip};
 use super::speculate::Speculator;
 
@@ -46,6 +47,9 @@ pub struct Shared {
     pub slots: Slots,
     /// The speculative runs, whose outcomes a run at done may take.
     pub speculator: Arc<Speculator>,
+    /// Whether this watcher still holds its state directory: nothing is judged or published
+    /// once it does not.
+    pub claim: Arc<Claim>,
 }
 
 /// A judged run whose state or verdict could not be written.
@@ -72,6 +76,9 @@ pub enum Answered {
     AlreadyCurrent,
     /// Shutdown interrupted the run; nothing was published.
     Cancelled,
+    /// The watcher no longer holds its state directory: nothing was judged, or what was judged
+    /// was not published.
+    ClaimLost,
     Published(Box<Verdict>),
     /// Judged, but the state or the verdict could not be written (the reason, with the OS's):
     /// kept to be written when the task is tried again.
@@ -80,13 +87,15 @@ pub enum Answered {
 
 impl Shared {
     /// `mark` marks every process the runs start (see `orphans`).
-    /// `jobs` bounds the gates running at once, across tasks.
+    /// `jobs` bounds the gates running at once, across tasks. `claim` is the watcher's on the
+    /// state directory.
     pub fn new(
         rules: Rules,
         key: Option<SigningKey>,
         use_cache: bool,
         mark: &str,
         jobs: usize,
+        claim: Arc<Claim>,
     ) -> Result<Self, Error> {
         let events = EventLog::open(&rules.state, rules.events)?;
         let metrics = Arc::new(Metrics::default());
@@ -100,6 +109,7 @@ impl Shared {
             unpublished: Mutex::new(BTreeMap::new()),
             metrics,
             slots: Slots::new(jobs),
+            claim,
         })
     }
 
@@ -124,6 +134,16 @@ impl Shared {
     pub fn replace_rules(&self, rules: Rules, key: Option<SigningKey>) {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) =
             (Arc::new(rules), key.map(Arc::new));
+    }
+
+    /// Whether the watcher still holds its state directory. Once it does not, every running
+    /// gate is cancelled too: what they would find is judged by no one.
+    pub fn holds_claim(&self) -> bool {
+        let holds = self.claim.holds();
+        if !holds {
+            self.cancel.cancel();
+        }
+        holds
     }
 
     fn unpublished(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Unpublished>> {
@@ -156,6 +176,9 @@ impl Shared {
 
 /// Answers `task`'s done signal: judges it if it has no current verdict, and publishes.
 pub fn answer(shared: &Shared, name: &str) -> Result<Answered, Error> {
+    if !shared.holds_claim() {
+        return Ok(Answered::ClaimLost);
+    }
     let (rules, signing) = shared.config();
     let done = staging::done_path(&rules.staging, name);
     let signal = match Signal::read(&done) {
@@ -307,6 +330,11 @@ fn run(
 /// verdict. What cannot be written (a full or read-only disk) is kept, with the OS's reason, to
 /// be written when the task is tried again; nothing judged is lost.
 fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) -> Answered {
+    // Asked last, just before the writes: the run may have lasted minutes, and a state
+    // directory made again meanwhile is another watcher's to write.
+    if !shared.holds_claim() {
+        return Answered::ClaimLost;
+    }
     let written = if judged.save_state {
         judged.state.save(&rules.state, name)
     } else {
@@ -339,6 +367,9 @@ fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) 
 /// The task's state is left as it was, so its next run is the same attempt. `None` when the
 /// task has no done file any more.
 pub fn publish_error(shared: &Shared, name: &str, why: String) -> Result<Option<Verdict>, Error> {
+    if !shared.holds_claim() {
+        return Ok(None);
+    }
     let (rules, signing) = shared.config();
     let signal = match Signal::read(&staging::done_path(&rules.staging, name)) {
         Ok(signal) => signal,

@@ -108,6 +108,8 @@ impl Pool {
 /// finish is said by a guard, so even a worker that ends abnormally frees its task for the
 /// scheduler.
 fn work(context: &Context, busy: &Busy) {
+    // Below the main loop and the health answers, with every command it starts.
+    crate::process::lower_this_thread(crate::process::GATE_NICENESS);
     loop {
         let next = context
             .jobs
@@ -156,6 +158,12 @@ fn answer_and_report(context: &Context, task: &str) {
         Ok(Answered::Published(verdict)) => (context.report)(&verdict),
         Ok(Answered::Cancelled) => {
             tracing::info!(task, "run cancelled; it runs again at the next start")
+        }
+        Ok(Answered::ClaimLost) => {
+            tracing::warn!(
+                task,
+                "not judged or not published: this watcher no longer holds its state directory"
+            )
         }
         Ok(Answered::NoSignal | Answered::AlreadyCurrent) => {}
         Ok(Answered::Unpublished(why)) => {

@@ -288,8 +288,6 @@ fn a_watcher_whose_state_directory_is_made_again_stops_and_a_second_one_takes_ov
     let state = sidecar.path().join("state");
     fs::remove_dir_all(&state).expect("delete the state directory");
     fs::create_dir(&state).expect("make it again");
-    // The first one's lock is on the deleted directory: nothing refuses a second.
-    sidecar.start(&mut second, &["--heartbeat", "1s"]);
     let code = exited(&mut first, &sidecar);
     assert_eq!(code, 2, "{}", sidecar.logs());
     let said = sidecar.stderr(1);
@@ -297,6 +295,9 @@ fn a_watcher_whose_state_directory_is_made_again_stops_and_a_second_one_takes_ov
         said.contains(&state.display().to_string()) && said.contains("deleted or replaced"),
         "the first watcher does not say why it stopped:\n{said}"
     );
+    // Once it has stopped, a second one claims the directory there now (while it ran, one
+    // was refused: tests/it/watcher_holds_its_claim.rs).
+    sidecar.start(&mut second, &["--heartbeat", "1s"]);
     // The one that holds the directory judges.
     sidecar.signal("t");
     let waited = sidecar.cli(&["wait", "t", "--timeout", "60s", "--format", "json"]);

@@ -78,3 +78,4 @@ mod starter;
 mod tool_time;
 mod unjudged_stops_are_held;
 mod watch;
+mod watcher_holds_its_claim;
