@@ -72,4 +72,5 @@ mod snippets;
 mod speculate;
 mod starter;
 mod tool_time;
+mod tool_time_fails_closed;
 mod watch;

@@ -837,8 +837,10 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
             ..spec
         },
     );
+    // A word not known before it runs where its options or its command go may be the whole
+    // command it runs (`env $c`).
     if parsed.unknown_option {
-        return Kind::Unknown(format!("`{name}` runs a command not known before it runs"));
+        return Kind::Any(format!("`{name}` runs a command not known before it runs"));
     }
     // `env -S 'CMD ARGS'`: the string is split into the command it runs.
     if name == "env" && parsed.has(&["-S", "--split-string"]) {
@@ -849,7 +851,7 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
             literals(&args[parsed.rest_at..]),
         ) {
             (Some(split), Some(rest)) => Kind::Script(format!("{split} {}", rest.join(" "))),
-            _ => Kind::Unknown("`env -S` splits a string not known before it runs".into()),
+            _ => Kind::Any("`env -S` splits a string not known before it runs".into()),
         };
     }
     let refused = match name {
