@@ -464,11 +464,14 @@ impl Lexer<'_, '_> {
                     // reserved words.
                     self.chars.next();
                     word.brace_open |= c == '{';
-                    word.dynamic |= c == '}' && word.brace_open;
+                    // `{a,b}` and `{1..3}` expand; `{}` and `{x}` are themselves.
+                    word.dynamic |= c == '}' && word.brace_open && word.brace_expands;
                     word.plain(c);
                 }
                 _ => {
                     self.chars.next();
+                    word.brace_expands |=
+                        word.brace_open && (c == ',' || (c == '.' && word.raw.ends_with('.')));
                     word.plain(c);
                     word.assigns |= c == '=';
                     tilde_expands = word.assigns && (c == '=' || c == ':');
@@ -951,6 +954,8 @@ struct Reading {
     dynamic: bool,
     quoted: bool,
     brace_open: bool,
+    /// After an unquoted `{`: an unquoted `,` or `..`, which make it expand.
+    brace_expands: bool,
     /// An unquoted `[` is in it: a `]` after it makes a glob.
     bracket_open: bool,
     /// An unquoted `=` is in it: a `~` after it or a `:` may expand.
