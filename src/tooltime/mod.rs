@@ -82,6 +82,9 @@ pub struct Policy<'a> {
     line: Line,
 }
 
+/// The files below a directory, or `None` past [`MAX_FILES_UNDER`].
+type Walked = Option<Rc<Vec<String>>>;
+
 /// What the call being judged has done so far and what it has cost: the links its line made
 /// (followed by the writes after them), what was already judged (a line that repeats a command
 /// is judged once per distinct path), and the work spent against [`MAX_WORK`] and [`MAX_TIME`].
@@ -90,7 +93,8 @@ struct Line {
     made: RefCell<Vec<Made>>,
     writes: RefCell<HashMap<(PathBuf, String), Option<String>>>,
     copies: RefCell<HashMap<(PathBuf, Copy), Option<String>>>,
-    under: RefCell<HashMap<PathBuf, Result<Rc<Vec<String>>, String>>>,
+    /// The files below each directory walked (`None`: too many).
+    under: RefCell<HashMap<PathBuf, Walked>>,
     work: Cell<usize>,
     started: Cell<Option<Instant>>,
 }
@@ -488,24 +492,17 @@ impl<'a> Policy<'a> {
 
     /// The files below `dir` (see [`files_under`]), walked once per line; the error is the
     /// budget's.
-    fn files_under(&self, dir: &Path) -> Result<Option<Rc<Vec<String>>>, String> {
+    fn files_under(&self, dir: &Path) -> Result<Walked, String> {
         if let Some(walked) = self.line.under.borrow().get(dir) {
-            return walked
-                .clone()
-                .map(Some)
-                .or_else(|why| match why.is_empty() {
-                    true => Ok(None),
-                    false => Err(why),
-                });
+            return Ok(walked.clone());
         }
-        let walked = files_under(dir, &self.line);
-        let kept = match &walked {
-            Ok(Some(files)) => Ok(files.clone()),
-            Ok(None) => Err(String::new()),
-            Err(why) => Err(why.clone()),
-        };
-        self.line.under.borrow_mut().insert(dir.to_path_buf(), kept);
-        walked
+        // Out of budget is not kept: the budget refuses everything after it anyway.
+        let walked = files_under(dir, &self.line)?;
+        self.line
+            .under
+            .borrow_mut()
+            .insert(dir.to_path_buf(), walked.clone());
+        Ok(walked)
     }
 
     /// Where `path` (from `cwd`) lands in the task, or why it may not be written at all: it
@@ -749,7 +746,7 @@ fn into_dir(cwd: &Path, copy: &Copy) -> bool {
 /// The files below `dir` (relative to it; `.` alone for an empty directory, judged as itself),
 /// or `None` past [`MAX_FILES_UNDER`]; each entry is work spent from `line`'s budget, whose
 /// refusal is the error. Links are not followed.
-fn files_under(dir: &Path, line: &Line) -> Result<Option<Rc<Vec<String>>>, String> {
+fn files_under(dir: &Path, line: &Line) -> Result<Walked, String> {
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(dir).follow_links(false).min_depth(1) {
         line.spend(1)?;
