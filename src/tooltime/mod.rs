@@ -207,6 +207,8 @@ impl<'a> Policy<'a> {
     }
 
     fn decide_shell(&self, line: &str, cwd: &Path) -> Ruling {
+        // The clock starts before the line is read: reading it is part of the answer's time.
+        let _ = self.line.spend(0);
         let script = crate::shell::read(line);
         let seen = commands::seen(&script, line);
         let mut asked = None;
