@@ -168,11 +168,16 @@ fn a_program_word_bounded_to_a_name_is_judged_by_that_name() {
         "$(which python3) -m pytest",
         "${PYTHON:-python3} -m pytest",
         "\"$(go env GOPATH)/bin/golangci-lint\" run",
+        "\"$SHELL\" -c 'ls src'",
     ] {
         let (decision, why) = shell_with(
             &project,
             line,
-            &[("HOME", &home), ("VIRTUAL_ENV", "/opt/venv")],
+            &[
+                ("HOME", &home),
+                ("VIRTUAL_ENV", "/opt/venv"),
+                ("SHELL", "/bin/bash"),
+            ],
         );
         assert_eq!(decision, "allow", "{line}: {why}");
     }
@@ -180,8 +185,9 @@ fn a_program_word_bounded_to_a_name_is_judged_by_that_name() {
     for line in [
         "\"$TOOLS/bin/kubectl\" apply -f x",
         "$(which kubectl) apply",
+        "\"$SHELL\" -c 'kubectl apply -f x'",
     ] {
-        let (decision, why) = shell(&project, line);
+        let (decision, why) = shell_with(&project, line, &[("SHELL", "/bin/bash")]);
         assert_eq!(decision, "deny", "{line}");
         assert!(why.contains("kubectl"), "{why}");
     }

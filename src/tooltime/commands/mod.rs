@@ -75,8 +75,21 @@ pub fn seen(script: &Script, line: &str) -> Vec<Seen> {
     for command in &script.commands {
         let start = all.len();
         look(command, &command.words, 0, &mut all);
-        for seen in &mut all[start..] {
-            bound_program(seen, &named);
+        let end = all.len();
+        for at in start..end {
+            if bound_program(&mut all[at], &named) {
+                // A program of that name validator does not know may run a string it is given
+                // as a command (`"$SHELL" -c 'CMD'`), as `record` reads one for `Kind::Unknown`.
+                let strings = command_strings(&all[at].words[1..]);
+                let name = all[at].words[0].literal.clone().unwrap_or_default();
+                for text in strings {
+                    let inner = all.len();
+                    look_into(&name, &text, 1, &mut all);
+                    for seen in &mut all[inner..] {
+                        seen.speculative = true;
+                    }
+                }
+            }
         }
         if keywords_steer {
             for seen in &mut all[start..] {
@@ -108,12 +121,12 @@ pub fn seen(script: &Script, line: &str) -> Vec<Seen> {
 
 /// A command whose program word is not known before it runs: judged as the program its value
 /// is bounded to (see [`program_word::bound`]), or as any command when it cannot be bounded.
-fn bound_program(seen: &mut Seen, named: &program_word::Named) {
+fn bound_program(seen: &mut Seen, named: &program_word::Named) -> bool {
     let Some(program) = seen.words.first_mut() else {
-        return;
+        return false;
     };
     if program.literal.is_some() {
-        return;
+        return false;
     }
     match program_word::bound(&program.raw, named) {
         Some(name) => {
@@ -136,6 +149,7 @@ fn bound_program(seen: &mut Seen, named: &program_word::Named) {
                 }
                 None => program.literal = Some(name),
             }
+            true
         }
         None => {
             seen.any.get_or_insert_with(|| {
@@ -144,6 +158,7 @@ fn bound_program(seen: &mut Seen, named: &program_word::Named) {
                     program.raw
                 )
             });
+            false
         }
     }
 }

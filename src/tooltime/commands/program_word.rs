@@ -8,7 +8,10 @@
 //!   the agent's shell was started with): `"$VIRTUAL_ENV/bin/python"`, `"$(go env GOPATH)/bin/x"`;
 //! - a program looked up by name: `$(which python3)`, `$(command -v python3)`, `$(type -P x)`;
 //! - a default: `${PYTHON:-python3}` is `$PYTHON` from the environment when it holds one plain
-//!   path, else `python3`, when the line itself gives `PYTHON` no value.
+//!   path, else `python3`, when the line itself gives `PYTHON` no value;
+//! - a variable alone (`$SHELL`, `"$EDITOR"`) the line gives no value, whose value in the
+//!   environment validator was started with (the agent's, which its shell inherits) is a plain
+//!   path.
 //!
 //! Anything else (`$c`, `$(printf …)`, `{git,push}`, an unquoted `$(…)/x` whose output may be
 //! split into several words, a variable the line sets) may expand into a whole command line:
@@ -63,7 +66,10 @@ pub(super) fn bound(raw: &str, named: &Named) -> Option<String> {
         .and_then(|r| r.strip_suffix('"'))
         .filter(|inner| !inner.contains('"'));
     let inner = quoted.unwrap_or(raw);
-    if let Some(name) = looked_up(inner).or_else(|| defaulted(inner, named)) {
+    if let Some(name) = looked_up(inner)
+        .or_else(|| defaulted(inner, named))
+        .or_else(|| from_environment(inner, named))
+    {
         return Some(name);
     }
     path_tail(raw, named)
@@ -110,8 +116,32 @@ fn defaulted(text: &str, named: &Named) -> Option<String> {
     if !is_identifier(variable) || named.sets(variable) {
         return None;
     }
-    let from_environment = std::env::var(variable).ok().filter(|v| !v.is_empty());
+    let from_environment = std::env::var(variable).ok();
+    // `${V-x}` of a `V` set but empty is nothing: the word goes, and the next is the program.
+    if !rest.starts_with(':') && from_environment.as_deref() == Some("") {
+        return None;
+    }
+    let from_environment = from_environment.filter(|v| !v.is_empty());
     let value = from_environment.as_deref().unwrap_or(default);
+    plain_path_name(value)
+}
+
+/// `$NAME` or `${NAME}` alone, for a `NAME` the line gives no value and the environment holds
+/// a plain path (`$SHELL`, `$EDITOR`); unset, it would be nothing, and the next word the program.
+fn from_environment(text: &str, named: &Named) -> Option<String> {
+    let variable = text.strip_prefix('$')?;
+    let variable = variable
+        .strip_prefix('{')
+        .and_then(|v| v.strip_suffix('}'))
+        .unwrap_or(variable);
+    if !is_identifier(variable) || named.sets(variable) {
+        return None;
+    }
+    plain_path_name(&std::env::var(variable).ok()?)
+}
+
+/// The last part of `value` when it is a path of plain characters.
+fn plain_path_name(value: &str) -> Option<String> {
     let name = value.rsplit('/').next().unwrap_or(value);
     let plain_path = value
         .chars()
@@ -215,6 +245,10 @@ mod tests {
         }
         let word = "\"$(go env GOPATH)/bin/tool\"";
         assert_eq!(bound(word, &Named::of(word)).as_deref(), Some("tool"));
+        if let Some(home) = std::env::var("HOME").ok().and_then(|h| plain_path_name(&h)) {
+            assert_eq!(bound("\"$HOME\"", &Named::of("\"$HOME\"")), Some(home));
+            assert_eq!(bound("$HOME", &Named::of("HOME=x; $HOME")), None);
+        }
     }
 
     #[test]
