@@ -79,6 +79,12 @@ pub struct Script {
     pub changes_directory: bool,
 }
 
+/// The home directory `~` names: `$HOME` when it is an absolute path of plain characters.
+fn home() -> Option<String> {
+    let home = std::env::var("HOME").ok()?;
+    (home.starts_with('/') && !home.contains(['\n', '\0'])).then_some(home)
+}
+
 /// Reads `text` as a shell would parse it.
 pub fn read(text: &str) -> Script {
     let mut script = Script::default();
@@ -435,19 +441,37 @@ impl Lexer<'_, '_> {
                 }
                 '~' if tilde_here => {
                     self.chars.next();
-                    word.plain(c);
-                    word.dynamic = true;
+                    word.raw.push('~');
+                    // `~` alone or before `/`, at a word's start, is `$HOME` (the home this
+                    // process was given, the one the agent's shell has); `~user`, `~+` and one
+                    // after `=` are not known here.
+                    let ends = self.chars.peek().is_none_or(|&(_, next)| {
+                        matches!(
+                            next,
+                            '/' | ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>'
+                        )
+                    });
+                    match home().filter(|_| ends && word.value.is_empty() && !word.assigns) {
+                        Some(home) => word.value.push_str(&home),
+                        None => {
+                            word.value.push('~');
+                            word.dynamic = true;
+                        }
+                    }
                 }
                 '{' | '}' => {
                     // Brace expansion (`a{b,c}`) makes several words; `{` and `}` alone are
                     // reserved words.
                     self.chars.next();
                     word.brace_open |= c == '{';
-                    word.dynamic |= c == '}' && word.brace_open;
+                    // `{a,b}` and `{1..3}` expand; `{}` and `{x}` are themselves.
+                    word.dynamic |= c == '}' && word.brace_open && word.brace_expands;
                     word.plain(c);
                 }
                 _ => {
                     self.chars.next();
+                    word.brace_expands |=
+                        word.brace_open && (c == ',' || (c == '.' && word.raw.ends_with('.')));
                     word.plain(c);
                     word.assigns |= c == '=';
                     tilde_expands = word.assigns && (c == '=' || c == ':');
@@ -930,6 +954,8 @@ struct Reading {
     dynamic: bool,
     quoted: bool,
     brace_open: bool,
+    /// After an unquoted `{`: an unquoted `,` or `..`, which make it expand.
+    brace_expands: bool,
     /// An unquoted `[` is in it: a `]` after it makes a glob.
     bracket_open: bool,
     /// An unquoted `=` is in it: a `~` after it or a `:` may expand.
@@ -1018,7 +1044,7 @@ mod tests {
 
     #[test]
     fn quotes_are_removed_and_expansions_are_not_literal() {
-        let script = read(r#"echo 'a b' "c $HOME" "d\"e" f\ g ~/x *.rs ${X} `date`"#);
+        let script = read(r#"echo 'a b' "c $HOME" "d\"e" f\ g ~nobody/x *.rs ${X} `date`"#);
         assert_eq!(
             words(&script),
             [
@@ -1029,7 +1055,7 @@ mod tests {
                     "?\"c $HOME\"",
                     "d\"e",
                     "f g",
-                    "?~/x",
+                    "?~nobody/x",
                     "?*.rs",
                     "?${X}",
                     "?`date`"
@@ -1168,7 +1194,7 @@ mod tests {
         // bash 5.2 expands in assignment-like words only (`of=~`, `a=b:~`), older bash after
         // any unquoted `=` (`--target-directory=~`): not literal either way.
         let script = read(
-            "dd of=~/x a=b:~/y --target-directory=~ a=b=~ x:~/y a\\=~ a='~' a=\\~ \"a\"=~ a~ ~",
+            "dd of=~/x a=b:~/y --target-directory=~ a=b=~ x:~/y a\\=~ a='~' a=\\~ \"a\"=~ a~ ~user",
         );
         assert_eq!(
             words(&script),
@@ -1184,7 +1210,23 @@ mod tests {
                 "a=~",
                 "?\"a\"=~",
                 "a~",
-                "?~"
+                "?~user"
+            ]]
+        );
+    }
+
+    #[test]
+    fn a_tilde_that_starts_a_word_is_the_home_directory() {
+        let Some(home) = super::home() else { return };
+        let script = read("cat ~/.bashrc ~ '~/x' ~+/y");
+        assert_eq!(
+            words(&script),
+            [vec![
+                "cat".to_owned(),
+                format!("{home}/.bashrc"),
+                home.clone(),
+                "~/x".to_owned(),
+                "?~+/y".to_owned()
             ]]
         );
     }

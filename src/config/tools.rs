@@ -165,10 +165,17 @@ impl CommandRule {
         if !program_matches {
             return false;
         }
+        let name = program
+            .literal
+            .as_deref()
+            .map(|p| p.rsplit('/').next().unwrap_or(p));
+        let arguments = meant(name, arguments);
         let matched = |wanted: &[CommandWord]| {
             let mut arguments = arguments.iter();
             wanted.iter().all(|wanted| {
                 arguments.any(|argument| match argument.literal.as_deref() {
+                    // A rule's short options (`-*r*`) are never a long option's letters.
+                    Some(value) if wanted.is_short_option() && value.starts_with("--") => false,
                     Some(value) => wanted.is_match(value),
                     None => unknown_matches,
                 })
@@ -183,6 +190,180 @@ impl CommandRule {
                 .is_some_and(|next| program.raw.contains(next.glob.glob()));
         matched(rest) || (absorbs && matched(&rest[1..]))
     }
+}
+
+/// What a program's options mean, for matching them: its long options (each with the short one
+/// it is the same as, if any; GNU takes any unambiguous prefix), short letters that are the same
+/// as another (`rm -R` is `rm -r`), short ones that take a value (the rest of the cluster is
+/// that value), and short ones that imply others (`cp -a` copies recursively).
+struct Meanings {
+    programs: &'static [&'static str],
+    long: &'static [(&'static str, Option<char>)],
+    same: &'static [(char, char)],
+    valued: &'static str,
+    implies: &'static [(char, &'static str)],
+}
+
+const MEANINGS: &[Meanings] = &[
+    Meanings {
+        programs: &["rm"],
+        long: &[
+            ("force", Some('f')),
+            ("interactive", None),
+            ("one-file-system", None),
+            ("no-preserve-root", None),
+            ("preserve-root", None),
+            ("recursive", Some('r')),
+            ("dir", Some('d')),
+            ("verbose", Some('v')),
+            ("help", None),
+            ("version", None),
+        ],
+        same: &[('R', 'r')],
+        valued: "",
+        implies: &[],
+    },
+    Meanings {
+        programs: &["cp"],
+        long: &[
+            ("archive", Some('a')),
+            ("recursive", Some('r')),
+            ("force", Some('f')),
+            ("link", Some('l')),
+            ("symbolic-link", Some('s')),
+            ("target-directory", Some('t')),
+            ("suffix", Some('S')),
+            ("no-target-directory", Some('T')),
+            ("verbose", Some('v')),
+            ("interactive", Some('i')),
+            ("no-clobber", Some('n')),
+            ("update", None),
+            ("parents", None),
+            ("preserve", None),
+            ("no-preserve", None),
+            ("remove-destination", None),
+            ("reflink", None),
+            ("sparse", None),
+            ("backup", None),
+            ("dereference", Some('L')),
+            ("no-dereference", Some('P')),
+            ("one-file-system", Some('x')),
+            ("strip-trailing-slashes", None),
+            ("attributes-only", None),
+            ("copy-contents", None),
+            ("debug", None),
+            ("context", None),
+            ("help", None),
+            ("version", None),
+        ],
+        same: &[('R', 'r')],
+        valued: "tS",
+        implies: &[('a', "r")],
+    },
+    Meanings {
+        programs: &["chmod", "chown", "chgrp"],
+        long: &[
+            ("recursive", Some('R')),
+            ("changes", Some('c')),
+            ("silent", Some('f')),
+            ("quiet", Some('f')),
+            ("verbose", Some('v')),
+            ("reference", None),
+            ("from", None),
+            ("dereference", None),
+            ("no-dereference", Some('h')),
+            ("preserve-root", None),
+            ("no-preserve-root", None),
+            ("help", None),
+            ("version", None),
+        ],
+        same: &[],
+        valued: "",
+        implies: &[],
+    },
+];
+
+/// Options no program's table names, read as most programs mean them.
+const COMMON_LONG: &[(&str, Option<char>)] = &[("recursive", Some('r')), ("force", Some('f'))];
+
+/// `arguments` (of the program `name`) as the rules match them: each option written as the
+/// short one it means (`--recursive` and `-R` are `rm -r`; `--force` is `-f`), options after
+/// `--` and operands as written.
+fn meant(name: Option<&str>, arguments: &[Word]) -> Vec<Word> {
+    let table = name.and_then(|name| MEANINGS.iter().find(|m| m.programs.contains(&name)));
+    let mut options_end = false;
+    arguments
+        .iter()
+        .map(|argument| {
+            let Some(text) = argument.literal.as_deref() else {
+                return argument.clone();
+            };
+            if options_end && text.starts_with('-') {
+                // An operand after `--` that looks like an option is a file (`./-r`).
+                return Word {
+                    raw: argument.raw.clone(),
+                    literal: Some(format!("./{text}")),
+                };
+            }
+            if options_end || !text.starts_with('-') || text == "-" {
+                return argument.clone();
+            }
+            if text == "--" {
+                options_end = true;
+                return argument.clone();
+            }
+            let literal = match text.strip_prefix("--") {
+                Some(long) => meant_long(table, long),
+                None => table.map(|table| meant_short(table, &text[1..])),
+            };
+            match literal {
+                Some(literal) => Word {
+                    raw: argument.raw.clone(),
+                    literal: Some(literal),
+                },
+                None => argument.clone(),
+            }
+        })
+        .collect()
+}
+
+/// A long option as the short one it means (`None`: kept as written).
+fn meant_long(table: Option<&Meanings>, long: &str) -> Option<String> {
+    let (long, _) = long.split_once('=').unwrap_or((long, ""));
+    let names = table.map_or(COMMON_LONG, |table| table.long);
+    let exact = names.iter().find(|(name, _)| *name == long);
+    let mut prefixed = names.iter().filter(|(name, _)| name.starts_with(long));
+    let found = exact.or_else(|| match (prefixed.next(), prefixed.next()) {
+        (Some(only), None) if !long.is_empty() => Some(only),
+        _ => None,
+    })?;
+    let short = found.1?;
+    let implied = table
+        .and_then(|t| t.implies.iter().find(|(c, _)| *c == short))
+        .map_or("", |(_, implied)| implied);
+    Some(format!("-{short}{implied}"))
+}
+
+/// A cluster of short options (after its `-`) with each letter as the one it means.
+fn meant_short(table: &Meanings, cluster: &str) -> String {
+    let mut meant = String::from("-");
+    for letter in cluster.chars() {
+        // The rest of the cluster is its value, whose letters are no options.
+        if table.valued.contains(letter) {
+            meant.push(letter);
+            break;
+        }
+        let same = table
+            .same
+            .iter()
+            .find(|(from, _)| *from == letter)
+            .map_or(letter, |(_, to)| *to);
+        meant.push(same);
+        if let Some((_, implied)) = table.implies.iter().find(|(c, _)| *c == same) {
+            meant.push_str(implied);
+        }
+    }
+    meant
 }
 
 /// One word of a `match:`, compiled when first matched: most rules are never reached for a
@@ -205,6 +386,12 @@ impl CommandWord {
     fn names_a_subcommand(&self) -> bool {
         let text = self.glob.glob();
         !text.starts_with('-') && !text.contains(['*', '?', '[', '{', '\\'])
+    }
+
+    /// Short options (`-*r*`, `-f`): a `-` not followed by another.
+    fn is_short_option(&self) -> bool {
+        let text = self.glob.glob();
+        text.starts_with('-') && !text.starts_with("--")
     }
 
     fn is_match(&self, word: &str) -> bool {
@@ -243,6 +430,18 @@ mod tests {
         assert!(rm.matches(&words("rm -fr build")));
         assert!(rm.matches(&words("rm -f -r build")));
         assert!(!rm.matches(&words("rm -f build")));
+        // Options by what they mean, not by their letters.
+        assert!(rm.matches(&words("rm -R build")));
+        assert!(rm.matches(&words("rm --recursive build")));
+        assert!(rm.matches(&words("rm --rec build")));
+        assert!(rm.matches(&words("rm -fR build")));
+        assert!(!rm.matches(&words("rm --force build")));
+        assert!(!rm.matches(&words("rm --no-preserve-root -f build")));
+        assert!(!rm.matches(&words("rm -f -- -r")));
+        let cp = rule("cp -*r*", CommandDecision::Ask);
+        assert!(cp.matches(&words("cp -a src dst")));
+        assert!(cp.matches(&words("cp --archive src dst")));
+        assert!(!cp.matches(&words("cp -S.r a b")));
         let deploy = rule("./deploy*", CommandDecision::Ask);
         assert!(deploy.matches(&words("./deploy.sh prod")));
     }

@@ -482,7 +482,10 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
             memory.refusal = None;
             ToolAnswer::Nothing
         }
-        Decision::Deny(why) | Decision::Ask(why) if agent != Agent::Claude || !is_ask(&why) => {
+        // Only Claude Code can ask a person; elsewhere an ask is refused. Which one it is comes
+        // from the decision itself, never from the reason's text (a path can say anything).
+        Decision::Ask(why) if agent == Agent::Claude => ToolAnswer::Ask(why),
+        Decision::Deny(why) | Decision::Ask(why) => {
             let times = Memory::repeat(&mut memory.refusal, why.clone());
             let limit = rules.tools.stop_after;
             let stopped = limit > 0 && times >= limit;
@@ -503,15 +506,9 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
                 ToolAnswer::Deny(why)
             }
         }
-        Decision::Deny(why) | Decision::Ask(why) => ToolAnswer::Ask(why),
     };
     held.save();
     answer
-}
-
-/// Whether a reason is an `ask` rule's (Claude Code can ask a person; the others refuse).
-fn is_ask(why: &str) -> bool {
-    why.contains("needs a person's approval")
 }
 
 /// Looks at what a tool did: a change the stop would fail, or the same error again, is told to

@@ -10,7 +10,11 @@ mod patch;
 mod place;
 mod sed;
 
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use crate::config::Pipeline;
 use crate::config::tools::{CommandDecision, Tools, Unknown};
@@ -21,11 +25,20 @@ use crate::task::Task;
 use crate::text::name;
 
 pub use commands::{Copy, Seen};
-use place::Place;
+use place::{Made, Place};
 
 /// Most files below a directory a command writes whole (`rm -r`, `cp -r`) that are judged one
 /// by one; past it the command is refused, as what it would change cannot all be told.
 const MAX_FILES_UNDER: usize = 10_000;
+
+/// The work one decision may do (a path placed, a file below a directory judged): past it the
+/// call is refused, never let run, so an answer always comes well inside the agent's hook
+/// timeout. Each unit is a few system calls; a line that repeats work is judged once per
+/// distinct path (see [`Line`]).
+const MAX_WORK: usize = 50_000;
+
+/// The time one decision may take, whatever its work: past it the call is refused.
+const MAX_TIME: Duration = Duration::from_millis(500);
 
 /// What a tool call does, as far as the rules need to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +79,51 @@ pub struct Policy<'a> {
     task: &'a Task,
     scopes: Vec<(String, FileScope)>,
     tools: &'a Tools,
+    line: Line,
+}
+
+/// The files below a directory, or `None` past [`MAX_FILES_UNDER`].
+type Walked = Option<Rc<Vec<String>>>;
+
+/// What the call being judged has done so far and what it has cost: the links its line made
+/// (followed by the writes after them), what was already judged (a line that repeats a command
+/// is judged once per distinct path), and the work spent against [`MAX_WORK`] and [`MAX_TIME`].
+#[derive(Default)]
+struct Line {
+    made: RefCell<Vec<Made>>,
+    writes: RefCell<HashMap<(PathBuf, String), Option<String>>>,
+    copies: RefCell<HashMap<(PathBuf, Copy), Option<String>>>,
+    /// The files below each directory walked (`None`: too many).
+    under: RefCell<HashMap<PathBuf, Walked>>,
+    work: Cell<usize>,
+    started: Cell<Option<Instant>>,
+}
+
+impl Line {
+    /// Spends `units` of work; the refusal's reason once the budget is spent.
+    fn spend(&self, units: usize) -> Result<(), String> {
+        let work = self.work.get().saturating_add(units);
+        self.work.set(work);
+        let started = self.started.get().unwrap_or_else(|| {
+            let now = Instant::now();
+            self.started.set(Some(now));
+            now
+        });
+        if work > MAX_WORK || started.elapsed() > MAX_TIME {
+            return Err(format!(
+                "validator ran out of its budget for judging this call (more than {MAX_WORK} paths to judge, or {} ms) before it could tell what it writes; split it into smaller commands",
+                MAX_TIME.as_millis()
+            ));
+        }
+        Ok(())
+    }
+
+    /// A link made: what was judged before may land elsewhere now.
+    fn made(&self, link: Made) {
+        self.made.borrow_mut().push(link);
+        self.writes.borrow_mut().clear();
+        self.copies.borrow_mut().clear();
+    }
 }
 
 impl<'a> Policy<'a> {
@@ -104,6 +162,7 @@ impl<'a> Policy<'a> {
             task,
             scopes,
             tools,
+            line: Line::default(),
         }
     }
 
@@ -115,7 +174,10 @@ impl<'a> Policy<'a> {
         };
         match action {
             Action::Other => allowed(Vec::new()),
-            Action::Write(paths) => match paths.iter().find_map(|p| self.refuse_write(cwd, p)) {
+            Action::Write(paths) => match paths.iter().find_map(|p| {
+                self.refuse_write(cwd, p)
+                    .or_else(|| self.refuse_through(cwd, p))
+            }) {
                 Some(why) => Ruling {
                     decision: Decision::Deny(why),
                     unknown: Vec::new(),
@@ -142,15 +204,12 @@ impl<'a> Policy<'a> {
     }
 
     fn decide_shell(&self, line: &str, cwd: &Path) -> Ruling {
+        // The clock starts before the line is read: reading it is part of the answer's time.
+        let _ = self.line.spend(0);
         let script = crate::shell::read(line);
-        let seen = commands::seen(&script);
+        let seen = commands::seen(&script, line);
         let mut asked = None;
         let mut unknown = Vec::new();
-        let refuses_commands = self
-            .tools
-            .commands
-            .iter()
-            .any(|rule| rule.decision != CommandDecision::Allow);
         // Where the next command may run: the agent's directory, moved by each `cd` (see
         // `moved`). Every place a write could land is judged.
         let mut here = vec![cwd.to_path_buf()];
@@ -159,14 +218,19 @@ impl<'a> Policy<'a> {
                 decision: Decision::Deny(why),
                 unknown: unknown.clone(),
             };
-            if command.unread && refuses_commands {
-                return deny(format!(
-                    "{}, so a command the rules refuse cannot be ruled out; split it into commands that can be read",
-                    command
-                        .unknown
-                        .as_deref()
-                        .unwrap_or("the command line cannot be read whole")
-                ));
+            if let Err(why) = self.line.spend(1) {
+                return deny(why);
+            }
+            // Text that runs as a command validator could not read may be any command: every
+            // rule that refuses or asks holds it, the strictest first.
+            if let Some(why) = command.any.as_ref().filter(|_| !command.speculative) {
+                match self.any_command(why) {
+                    Some(Decision::Deny(said)) => return deny(said),
+                    Some(Decision::Ask(said)) => {
+                        asked.get_or_insert(said);
+                    }
+                    _ => {}
+                }
             }
             let mut allowed = false;
             if let Some(rule) = self.rule_for(command) {
@@ -189,27 +253,10 @@ impl<'a> Policy<'a> {
                 .iter()
                 .map(|at| command.dirs.iter().fold(at.clone(), |at, dir| at.join(dir)))
                 .collect();
-            let refused = command
-                .writes
-                .iter()
-                .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
-                .find_map(|(cwd, path)| self.refuse_write(cwd, path))
-                .or_else(|| {
-                    command
-                        .copies
-                        .iter()
-                        .find_map(|copy| places.iter().find_map(|cwd| self.refuse_copy(cwd, copy)))
-                })
-                .or_else(|| {
-                    command
-                        .creates
-                        .iter()
-                        .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
-                        .find_map(|(cwd, path)| self.refuse_place(cwd, path).err())
-                });
-            if let Some(why) = refused {
+            if let Some(why) = self.refuse_command(command, &places) {
                 return deny(why);
             }
+            self.record_links(command, &places);
             if let Some(why) = command.unknown.as_ref().filter(|_| !allowed) {
                 unknown.push(why.clone());
             }
@@ -221,6 +268,122 @@ impl<'a> Policy<'a> {
             }
         }
         self.unknown_writes(asked.map_or(Decision::Allow, Decision::Ask), unknown)
+    }
+
+    /// The answer to a command validator could not read (`why`): refused when any rule
+    /// refuses a command, else asked when any asks, saying which; `None` when no rule does.
+    fn any_command(&self, why: &str) -> Option<Decision> {
+        let rules = &self.tools.commands;
+        let strictest = rules
+            .iter()
+            .find(|rule| rule.decision == CommandDecision::Deny)
+            .or_else(|| {
+                rules
+                    .iter()
+                    .find(|rule| rule.decision == CommandDecision::Ask)
+            })?;
+        let because = strictest
+            .reason
+            .as_deref()
+            .map(|r| format!(": {}", crate::text::one_line(r)))
+            .unwrap_or_default();
+        let advice = "write the command out so each command in it can be read";
+        Some(match strictest.decision {
+            CommandDecision::Deny => Decision::Deny(format!(
+                "{why}: a command validator could not read may be any command, `{}` among them, which the rules refuse (`tools.commands`){because}; {advice}",
+                strictest.pattern
+            )),
+            _ => Decision::Ask(format!(
+                "{why}: a command validator could not read may be any command, `{}` among them, which needs a person's approval (`tools.commands`){because}; {advice}, or a person must run it",
+                strictest.pattern
+            )),
+        })
+    }
+
+    /// Why what `command` writes (run in any of `places`) is refused, if it is.
+    fn refuse_command(&self, command: &Seen, places: &[PathBuf]) -> Option<String> {
+        // Removing or renaming over a file never writes through its other names.
+        let program = command
+            .words
+            .first()
+            .and_then(|w| w.literal.as_deref())
+            .map(|p| p.rsplit('/').next().unwrap_or(p));
+        let replaces = program.is_some_and(|p| ["rm", "rmdir", "unlink", "mv", "sed"].contains(&p));
+        command
+            .writes
+            .iter()
+            .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
+            .find_map(|(cwd, path)| {
+                self.refuse_write(cwd, path).or_else(|| {
+                    (!replaces)
+                        .then(|| self.refuse_through(cwd, path))
+                        .flatten()
+                })
+            })
+            .or_else(|| {
+                command.copies.iter().find_map(|copy| {
+                    places
+                        .iter()
+                        .find_map(|cwd| self.refuse_copy_once(cwd, copy))
+                })
+            })
+            .or_else(|| {
+                command
+                    .creates
+                    .iter()
+                    .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
+                    .find_map(|(cwd, path)| self.refuse_place(cwd, path).err())
+            })
+    }
+
+    /// Keeps the links `command` makes (`ln -s`, `ln`, `cp -s`, `cp -l`), so the writes after
+    /// it in the line are followed through them.
+    fn record_links(&self, command: &Seen, places: &[PathBuf]) {
+        for copy in command.copies.iter().filter(|c| c.symbolic || c.hard) {
+            for cwd in places {
+                let into_dir = into_dir(cwd, copy);
+                for source in &copy.sources {
+                    let link = landing(copy, source, into_dir);
+                    let Some(at) = place::link_place(cwd, &link, &self.line.made.borrow()) else {
+                        continue;
+                    };
+                    let target = if copy.hard {
+                        match self.place(cwd, source) {
+                            Place::Inside(rel) => self.task.dir.join(rel),
+                            Place::Outside(real) => real,
+                        }
+                    } else if copy.relative {
+                        cwd.join(source)
+                    } else {
+                        PathBuf::from(source)
+                    };
+                    self.line.made(Made { at, target });
+                }
+            }
+        }
+    }
+
+    /// Where `path` (from `cwd`) lands, through the links the line made before.
+    fn place(&self, cwd: &Path, path: &str) -> Place {
+        place::place(&self.task.dir, cwd, path, &self.line.made.borrow())
+    }
+
+    /// Why writing into the file `path` names (from `cwd`) is refused when it has other names:
+    /// a hard link's write changes every name, and validator cannot tell cheaply where the
+    /// others are (a file the rules protect, one outside the task).
+    fn refuse_through(&self, cwd: &Path, path: &str) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let Place::Inside(rel) = self.place(cwd, path) else {
+            return None;
+        };
+        let meta = self.task.dir.join(&rel).symlink_metadata().ok()?;
+        (meta.is_file() && meta.nlink() > 1).then(|| {
+            format!(
+                "writing {} is refused: the file has {} names (hard links), and a write through one changes them all, where validator cannot tell which files the others are; remove it and write a new file",
+                name(path),
+                meta.nlink()
+            )
+        })
     }
 
     /// Why git run where `command` runs would use a repository the worker may have written (a
@@ -282,6 +445,19 @@ impl<'a> Policy<'a> {
     /// validator's own, or a scope of the stop's refuses the change (for a directory, the change
     /// of any file in it).
     fn refuse_write(&self, cwd: &Path, path: &str) -> Option<String> {
+        let key = (cwd.to_path_buf(), path.to_owned());
+        if let Some(judged) = self.line.writes.borrow().get(&key) {
+            return judged.clone();
+        }
+        let judged = match self.line.spend(1) {
+            Ok(()) => self.judge_write(cwd, path),
+            Err(why) => Some(why),
+        };
+        self.line.writes.borrow_mut().insert(key, judged.clone());
+        judged
+    }
+
+    fn judge_write(&self, cwd: &Path, path: &str) -> Option<String> {
         let rel = match self.refuse_place(cwd, path) {
             Ok(rel) => rel,
             Err(why) => return Some(why),
@@ -294,19 +470,44 @@ impl<'a> Policy<'a> {
         if !is_dir {
             return self.refuse_file(path, &rel);
         }
-        match files_under(&real, &rel) {
-            Some(files) => files.iter().find_map(|file| self.refuse_file(path, file)),
-            None => Some(format!(
+        match self.files_under(&real) {
+            Ok(Some(files)) => files.iter().find_map(|file| {
+                let file = if file == "." {
+                    rel.clone()
+                } else if rel.is_empty() {
+                    file.clone()
+                } else {
+                    format!("{rel}/{file}")
+                };
+                self.refuse_file(path, &file)
+            }),
+            Ok(None) => Some(format!(
                 "writing {} is refused: it holds more than {MAX_FILES_UNDER} files, too many to tell that none is one the rules protect",
                 name(path)
             )),
+            Err(why) => Some(why),
         }
+    }
+
+    /// The files below `dir` (see [`files_under`]), walked once per line; the error is the
+    /// budget's.
+    fn files_under(&self, dir: &Path) -> Result<Walked, String> {
+        if let Some(walked) = self.line.under.borrow().get(dir) {
+            return Ok(walked.clone());
+        }
+        // Out of budget is not kept: the budget refuses everything after it anyway.
+        let walked = files_under(dir, &self.line)?;
+        self.line
+            .under
+            .borrow_mut()
+            .insert(dir.to_path_buf(), walked.clone());
+        Ok(walked)
     }
 
     /// Where `path` (from `cwd`) lands in the task, or why it may not be written at all: it
     /// lands outside the task directory.
     fn refuse_place(&self, cwd: &Path, path: &str) -> Result<String, String> {
-        match place::place(&self.task.dir, cwd, path) {
+        match self.place(cwd, path) {
             Place::Inside(rel) => Ok(rel),
             Place::Outside(real) => Err(format!(
                 "writing {} is refused: it lands outside the task directory ({}), where this task may not write; write only inside {}",
@@ -366,18 +567,30 @@ impl<'a> Policy<'a> {
     /// Why a copy is refused: what lands where it lands, each file under a copied directory
     /// included; for a symbolic link, also where it points (a link out of the task is one the
     /// stop fails).
+    /// [`Policy::refuse_copy`], once per line for the same copy from the same place.
+    fn refuse_copy_once(&self, cwd: &Path, copy: &Copy) -> Option<String> {
+        let key = (cwd.to_path_buf(), copy.clone());
+        if let Some(judged) = self.line.copies.borrow().get(&key) {
+            return judged.clone();
+        }
+        let judged = self.refuse_copy(cwd, copy);
+        self.line.copies.borrow_mut().insert(key, judged.clone());
+        judged
+    }
+
     fn refuse_copy(&self, cwd: &Path, copy: &Copy) -> Option<String> {
-        let dest = cwd.join(&copy.dest);
-        let into_dir = !copy.no_target_directory
-            && (copy.dest.ends_with('/') || dest.is_dir() || copy.sources.len() > 1);
-        // A hard link is its source's file: a write through it lands there.
+        let into_dir = into_dir(cwd, copy);
+        // A hard link is its source's file: a write through it lands there, so making one is
+        // judged as writing that file.
         if copy.hard
             && let Some(why) = copy
                 .sources
                 .iter()
-                .find_map(|source| self.refuse_place(cwd, source).err())
+                .find_map(|source| self.refuse_write(cwd, source))
         {
-            return Some(format!("linking to it is refused: {why}"));
+            return Some(format!(
+                "a hard link shares its file, so a write through it changes that file: {why}"
+            ));
         }
         if let Some(suffix) = &copy.backup
             && let Some(why) = copy.sources.iter().find_map(|source| {
@@ -390,8 +603,12 @@ impl<'a> Policy<'a> {
             return copy.sources.iter().find_map(|target| {
                 let link = landing(copy, target, into_dir);
                 let link_dir = cwd.join(&link);
-                let link_dir = link_dir.parent().unwrap_or(cwd);
-                match place::place(&self.task.dir, link_dir, target) {
+                // `ln -sr` names its target from here; a plain link from its own directory.
+                let link_dir = match copy.relative {
+                    true => cwd,
+                    false => link_dir.parent().unwrap_or(cwd),
+                };
+                match self.place(link_dir, target) {
                     Place::Outside(real) => Some(format!(
                         "linking {} to {} is refused: the link would point outside the task directory, which the stop would fail",
                         name(&link),
@@ -405,17 +622,24 @@ impl<'a> Policy<'a> {
             let base = landing(copy, source, into_dir);
             let source = cwd.join(source);
             if source.is_dir() {
-                match files_under(&source, "") {
-                    Some(files) => files
-                        .iter()
-                        .find_map(|file| self.refuse_write(cwd, &format!("{base}/{file}"))),
-                    None => Some(format!(
+                match self.files_under(&source) {
+                    Ok(Some(files)) => files.iter().find_map(|file| match file.as_str() {
+                        "." => self.refuse_write(cwd, &base),
+                        file => self.refuse_write(cwd, &format!("{base}/{file}")),
+                    }),
+                    Ok(None) => Some(format!(
                         "copying {} is refused: it holds more than {MAX_FILES_UNDER} files, too many to judge",
                         name(&source.to_string_lossy())
                     )),
+                    Err(why) => Some(why),
                 }
             } else {
-                self.refuse_write(cwd, &base)
+                // A copy onto an existing file writes into it (`mv` renames over it).
+                self.refuse_write(cwd, &base).or_else(|| {
+                    (!copy.moves && !copy.symbolic)
+                        .then(|| self.refuse_through(cwd, &base))
+                        .flatten()
+                })
             }
         })
     }
@@ -425,7 +649,7 @@ impl<'a> Policy<'a> {
 /// the line).
 #[doc(hidden)]
 pub fn commands_of(line: &str) -> Vec<Seen> {
-    commands::seen(&crate::shell::read(line))
+    commands::seen(&crate::shell::read(line), line)
 }
 
 /// The files a patch (Codex's `apply_patch` envelope, or a unified diff with its `a/` `b/`
@@ -512,38 +736,37 @@ fn rule_reason(rule: &crate::config::tools::CommandRule, command: &Seen) -> Stri
     }
 }
 
-/// The files below `dir` (relative to it, prefixed with `rel/` when `rel` is not empty), or
-/// `None` past [`MAX_FILES_UNDER`]. Links are not followed.
-fn files_under(dir: &Path, rel: &str) -> Option<Vec<String>> {
+/// Where a copy's sources land: into its destination when that is a directory.
+fn into_dir(cwd: &Path, copy: &Copy) -> bool {
+    !copy.no_target_directory
+        && (copy.dest.ends_with('/') || cwd.join(&copy.dest).is_dir() || copy.sources.len() > 1)
+}
+
+/// The files below `dir` (relative to it; `.` alone for an empty directory, judged as itself),
+/// or `None` past [`MAX_FILES_UNDER`]; each entry is work spent from `line`'s budget, whose
+/// refusal is the error. Links are not followed.
+fn files_under(dir: &Path, line: &Line) -> Result<Walked, String> {
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(dir).follow_links(false).min_depth(1) {
+        line.spend(1)?;
         let Ok(entry) = entry else { continue };
         if entry.file_type().is_dir() {
             continue;
         }
         if files.len() == MAX_FILES_UNDER {
-            return None;
+            return Ok(None);
         }
         let under = entry
             .path()
             .strip_prefix(dir)
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
-        files.push(if rel.is_empty() {
-            under
-        } else {
-            format!("{rel}/{under}")
-        });
+        files.push(under);
     }
     if files.is_empty() {
-        // An empty directory: judged as itself.
-        files.push(if rel.is_empty() {
-            ".".into()
-        } else {
-            rel.to_owned()
-        });
+        files.push(".".into());
     }
-    Some(files)
+    Ok(Some(Rc::new(files)))
 }
 
 /// The directory `path` names, as an agent's tool input may give it relative to `cwd`.

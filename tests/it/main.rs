@@ -76,6 +76,7 @@ mod speculate;
 mod speculation_stands_only_on_what_it_read;
 mod starter;
 mod tool_time;
+mod tool_time_fails_closed;
 mod unjudged_stops_are_held;
 mod watch;
 mod watcher_holds_its_claim;

@@ -36,16 +36,25 @@ pub struct Seen {
     pub speculative: bool,
     /// It runs in a shell of its own (see [`crate::shell::Command::isolated`]).
     pub isolated: bool,
+    /// It runs text validator cannot read as a command (a pipe into a shell, `eval "$c"`,
+    /// `sh -c "$c"`, a word that expands into a whole command): it may be any command, so every
+    /// rule that refuses or asks holds it. Why it cannot be read.
+    pub any: Option<String>,
 }
 
 /// Sources copied (or moved, or linked) to a destination.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Copy {
     pub sources: Vec<String>,
     pub dest: String,
+    /// `mv`: the destination is replaced (renamed over), never written through.
+    pub moves: bool,
     /// `ln -s`: the sources are what the links will point at (relative to the link's own
     /// directory when not absolute), not files copied.
     pub symbolic: bool,
+    /// `ln -sr`: the sources are named from the current directory (ln writes the link
+    /// relative to its own directory).
+    pub relative: bool,
     /// `ln`, `cp -l`: a hard link shares its source's file, so a write through it lands there.
     pub hard: bool,
     /// `-T`: the destination is the copy itself, never a directory it lands in.
@@ -59,12 +68,29 @@ const MAX_DEPTH: usize = 8;
 
 /// Every command `script` runs, as seen; a script that could not be read whole adds an unknown
 /// command saying why.
-pub fn seen(script: &Script) -> Vec<Seen> {
+pub fn seen(script: &Script, line: &str) -> Vec<Seen> {
     let mut all = Vec::new();
     let mut keywords_steer = false;
+    let named = program_word::Named::of(line);
     for command in &script.commands {
         let start = all.len();
         look(command, &command.words, 0, &mut all);
+        let end = all.len();
+        for at in start..end {
+            if bound_program(&mut all[at], &named) {
+                // A program of that name validator does not know may run a string it is given
+                // as a command (`"$SHELL" -c 'CMD'`), as `record` reads one for `Kind::Unknown`.
+                let strings = command_strings(&all[at].words[1..]);
+                let name = all[at].words[0].literal.clone().unwrap_or_default();
+                for text in strings {
+                    let inner = all.len();
+                    look_into(&name, &text, 1, &mut all);
+                    for seen in &mut all[inner..] {
+                        seen.speculative = true;
+                    }
+                }
+            }
+        }
         if keywords_steer {
             for seen in &mut all[start..] {
                 seen.unknown.get_or_insert_with(|| {
@@ -82,13 +108,59 @@ pub fn seen(script: &Script) -> Vec<Seen> {
         }
     }
     for why in &script.opaque {
+        let why = format!("the command line cannot be read whole: {why}");
         all.push(Seen {
-            unknown: Some(format!("the command line cannot be read whole: {why}")),
+            unknown: Some(why.clone()),
+            any: Some(why),
             unread: true,
             ..Seen::default()
         });
     }
     all
+}
+
+/// A command whose program word is not known before it runs: judged as the program its value
+/// is bounded to (see [`program_word::bound`]), or as any command when it cannot be bounded.
+fn bound_program(seen: &mut Seen, named: &program_word::Named) -> bool {
+    let Some(program) = seen.words.first_mut() else {
+        return false;
+    };
+    if program.literal.is_some() {
+        return false;
+    }
+    match program_word::bound(&program.raw, named) {
+        Some(name) => {
+            seen.unknown.get_or_insert_with(|| {
+                format!(
+                    "`{}` is a program named `{name}` in a place not known before it runs",
+                    program.raw
+                )
+            });
+            // `"$(git --exec-path)"/git-push` is `git push`.
+            match name.strip_prefix("git-").filter(|sub| !sub.is_empty()) {
+                Some(sub) => {
+                    let sub = Word {
+                        raw: sub.to_owned(),
+                        literal: Some(sub.to_owned()),
+                    };
+                    program.literal = Some("git".into());
+                    seen.words.insert(1, sub);
+                    seen.subcommand = Some(1);
+                }
+                None => program.literal = Some(name),
+            }
+            true
+        }
+        None => {
+            seen.any.get_or_insert_with(|| {
+                format!(
+                    "the word `{}` expands into a command not known before it runs",
+                    program.raw
+                )
+            });
+            false
+        }
+    }
 }
 
 /// Whether the line gives a variable a value not known before it runs (`read`, `mapfile`,
@@ -228,6 +300,10 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
     // `./cat` is the task's own program, whatever its name: only the system's are known.
     let kind = if let Some(script) = script_on_stdin(name, args, command) {
         Kind::Script(script)
+    } else if reads_script_from_stdin(name, args) {
+        Kind::Any(format!(
+            "`{name}` runs the text on its standard input, which validator cannot read"
+        ))
     } else if path.contains('/') && !is_system_program(path) {
         Kind::Unknown(format!(
             "`{path}` is a program of its own, not the system's `{name}`"
@@ -327,6 +403,11 @@ fn record(
             all.push(seen);
             look_into(name, &text, depth, all);
         }
+        Kind::Any(why) => {
+            seen.unknown.get_or_insert_with(|| why.clone());
+            seen.any = Some(why);
+            all.push(seen);
+        }
         Kind::Unknown(why) => {
             seen.unknown.get_or_insert(why);
             let strings = command_strings(&words[1..]);
@@ -411,19 +492,26 @@ fn script_on_stdin(name: &str, args: &[Word], command: &Command) -> Option<Strin
     if command.inputs.is_empty() || command.inputs_unknown {
         return None;
     }
-    let reads_stdin = if SHELLS.contains(&name) && name != "busybox" {
+    reads_script_from_stdin(name, args).then(|| command.inputs.concat())
+}
+
+/// Whether the shell `name` runs the script on its standard input (`bash`, `sh -s`, `bash -`,
+/// `sh /dev/stdin`, `. /dev/stdin`).
+fn reads_script_from_stdin(name: &str, args: &[Word]) -> bool {
+    let is_stdin = |file: &Word| {
+        file.literal
+            .as_deref()
+            .is_some_and(|f| matches!(f, "-" | "/dev/stdin" | "/proc/self/fd/0" | "/dev/fd/0"))
+    };
+    if SHELLS.contains(&name) && name != "busybox" {
         let parsed = options::parse(args, Spec::default());
         !parsed.options.iter().any(|o| o.name.contains('c'))
-            && (parsed.operands.is_empty() || parsed.has(&["-s"]))
+            && (parsed.operands.is_empty()
+                || parsed.has(&["-s"])
+                || parsed.operands.first().is_some_and(is_stdin))
     } else {
-        matches!(name, "." | "source")
-            && args.first().is_some_and(|file| {
-                file.literal
-                    .as_deref()
-                    .is_some_and(|f| matches!(f, "/dev/stdin" | "/proc/self/fd/0" | "/dev/fd/0"))
-            })
-    };
-    reads_stdin.then(|| command.inputs.concat())
+        matches!(name, "." | "source") && args.first().is_some_and(is_stdin)
+    }
 }
 
 /// Where the system's own programs live; a program named by any other path is the worker's.
@@ -494,7 +582,9 @@ fn copies(seen: &mut Seen, name: &str, sources: &[Word], dest: &Word, moves: boo
             seen.copies.push(Copy {
                 sources,
                 dest,
+                moves,
                 symbolic: how.symbolic,
+                relative: how.relative,
                 hard: how.hard,
                 no_target_directory: how.no_target_directory,
                 backup: how.backup,
@@ -567,6 +657,7 @@ fn is_device(path: &str) -> bool {
     ) || path.starts_with("/dev/fd/")
 }
 
+mod program_word;
 mod programs;
 
 #[cfg(test)]
@@ -574,7 +665,7 @@ mod tests {
     use super::*;
 
     fn writes(line: &str) -> (Vec<String>, bool) {
-        let all = seen(&shell::read(line));
+        let all = seen(&shell::read(line), line);
         let writes = all
             .iter()
             .flat_map(|s| {

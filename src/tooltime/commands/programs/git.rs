@@ -135,13 +135,30 @@ pub(in crate::tooltime::commands) fn git_words(words: &[Word]) -> (Vec<Word>, Op
         && sub
             .literal
             .as_deref()
-            .is_some_and(|s| !GIT_BUILTINS.contains(&s))
+            .is_some_and(|s| !GIT_BUILTINS.contains(&s) && !is_external(s))
     {
         sub.literal = None;
     }
     // Options not known before it runs may hide where the subcommand is.
     let known = !global.unknown_option && at < words.len();
     (words, known.then_some(at))
+}
+
+/// Whether `git SUB` runs the program `git-SUB` (git's own directory, or on `PATH`): git runs
+/// such a command before it looks for an alias, so it is that program (`git lfs`), not any.
+fn is_external(sub: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    if sub.is_empty() || sub.contains('/') || sub.starts_with('-') {
+        return false;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .chain(["/usr/lib/git-core".into(), "/usr/libexec/git-core".into()])
+        .any(|dir| {
+            std::fs::metadata(dir.join(format!("git-{sub}")))
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Paths git is given: a pathspec with a glob or magic (`src/l*`, `:(glob)…`, `:/`) names

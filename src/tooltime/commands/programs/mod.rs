@@ -39,12 +39,17 @@ pub(super) enum Kind {
     /// Runs this script (`sh -c`, `eval`, `trap`).
     Script(String),
     Unknown(String),
+    /// Runs text validator cannot read as a command line (`eval "$c"`, `sh -c "$c"`): it may
+    /// be any command. The reason says what could not be read.
+    Any(String),
 }
 
 /// How a copy is made: what [`Copy`] says besides its paths.
 #[derive(Default)]
 pub(super) struct How {
     pub(super) symbolic: bool,
+    /// `ln -sr`: the target is named from the current directory, not from the link's.
+    pub(super) relative: bool,
     pub(super) hard: bool,
     pub(super) no_target_directory: bool,
     pub(super) backup: Option<String>,
@@ -302,7 +307,7 @@ pub(super) fn kind(name: &str, args: &[Word]) -> Kind {
     match name {
         "eval" => match literals(args) {
             Some(words) => Kind::Script(words.join(" ")),
-            None => Kind::Unknown("`eval` runs words not known before it runs".into()),
+            None => Kind::Any("`eval` runs words not known before it runs".into()),
         },
         "trap" => trap(args),
         "tee" | "rm" | "rmdir" | "unlink" => Kind::Writes(operands(Spec::default())),
@@ -518,7 +523,7 @@ fn trap(args: &[Word]) -> Kind {
             Some(script) if parsed.operands.len() > 1 => Kind::Script(script.to_owned()),
             // `trap SIGNAL` alone resets it.
             Some(_) => Kind::Reads,
-            None => Kind::Unknown("`trap` sets a command not known before it runs".into()),
+            None => Kind::Any("`trap` sets a command not known before it runs".into()),
         },
     }
 }
@@ -684,6 +689,7 @@ pub(super) fn copied(name: &str, args: &[Word]) -> Kind {
         moves,
         how: How {
             symbolic,
+            relative: symbolic && name == "ln" && parsed.has(&["-r", "--relative"]),
             hard: !symbolic && (name == "ln" || (name == "cp" && parsed.has(&["-l", "--link"]))),
             no_target_directory: parsed.has(&["-T", "--no-target-directory"]),
             backup,
@@ -831,8 +837,10 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
             ..spec
         },
     );
+    // A word not known before it runs where its options or its command go may be the whole
+    // command it runs (`env $c`).
     if parsed.unknown_option {
-        return Kind::Unknown(format!("`{name}` runs a command not known before it runs"));
+        return Kind::Any(format!("`{name}` runs a command not known before it runs"));
     }
     // `env -S 'CMD ARGS'`: the string is split into the command it runs.
     if name == "env" && parsed.has(&["-S", "--split-string"]) {
@@ -843,7 +851,7 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
             literals(&args[parsed.rest_at..]),
         ) {
             (Some(split), Some(rest)) => Kind::Script(format!("{split} {}", rest.join(" "))),
-            _ => Kind::Unknown("`env -S` splits a string not known before it runs".into()),
+            _ => Kind::Any("`env -S` splits a string not known before it runs".into()),
         };
     }
     let refused = match name {
@@ -968,7 +976,7 @@ fn shell_script(name: &str, args: &[Word]) -> Kind {
             {
                 return match iter.next().and_then(|script| script.literal.clone()) {
                     Some(script) => Kind::Script(script),
-                    None => Kind::Unknown(format!(
+                    None => Kind::Any(format!(
                         "`{name} -c` runs a script not known before it runs"
                     )),
                 };
