@@ -223,29 +223,59 @@ impl Input {
         Ok(input)
     }
 
-    /// The agent's last message: the done signal's body (empty when the agent sent none). For
-    /// Gemini CLI it is the last model turn of its transcript (its `prompt_response` joins the
-    /// answers before a deny with the retry), else `prompt_response`. A message longer than a
-    /// done signal may be is cut to its end, where an agent's STATUS block is; the second value
-    /// says how many bytes were left out.
+    /// The agent's last message: the done signal's body (empty when the agent sent none, or
+    /// when it cannot be known: see [`Input::signal`]). For Gemini CLI it is the last model
+    /// turn of its transcript (its `prompt_response` joins the answers before a deny with the
+    /// retry), else `prompt_response`. A message longer than a done signal may be is cut to
+    /// its end, where an agent's STATUS block is; the second value says how many bytes were
+    /// left out.
     pub fn message(&self, agent: Agent) -> (Cow<'_, str>, usize) {
-        let message: Cow<'_, str> = match agent {
-            Agent::Claude | Agent::Codex | Agent::Opencode => Cow::Borrowed(
+        self.final_message(agent).unwrap_or((Cow::Borrowed(""), 0))
+    }
+
+    /// The done signal the stop judges: the agent's last message parsed, and how many bytes of
+    /// it were left out. When that message cannot be known (Gemini CLI's transcript cannot be
+    /// read, or holds no model turn) the signal's report is why, which the `status` gate fails
+    /// with: the hook input's `prompt_response` may carry a STATUS a deny already answered.
+    pub fn signal(&self, agent: Agent) -> (crate::done::Signal, usize) {
+        match self.final_message(agent) {
+            Ok((message, left_out)) => (
+                crate::done::Signal::from_bytes(message.as_bytes(), None),
+                left_out,
+            ),
+            Err(why) => {
+                let mut signal = crate::done::Signal::from_bytes(b"", None);
+                signal.report = Err(why);
+                (signal, 0)
+            }
+        }
+    }
+
+    fn final_message(&self, agent: Agent) -> Result<(Cow<'_, str>, usize), String> {
+        let message: Cow<'_, str> = match (agent, self.transcript_path.as_deref()) {
+            (Agent::Claude | Agent::Codex | Agent::Opencode, _) => Cow::Borrowed(
                 self.last_assistant_message
                     .as_deref()
                     .or(self.output.as_deref())
                     .unwrap_or_default(),
             ),
-            Agent::Gemini => self
-                .transcript_path
-                .as_deref()
-                .and_then(|path| transcript::last_model_turn(Path::new(path)))
-                .map(Cow::Owned)
-                .unwrap_or(Cow::Borrowed(
-                    self.prompt_response.as_deref().unwrap_or_default(),
-                )),
+            // No transcript named (the CLI sends one with every AfterAgent): the input's own
+            // answer is all there is.
+            (Agent::Gemini, None | Some("")) => {
+                Cow::Borrowed(self.prompt_response.as_deref().unwrap_or_default())
+            }
+            (Agent::Gemini, Some(path)) => {
+                Cow::Owned(transcript::last_model_turn(Path::new(path)).map_err(|why| {
+                    format!(
+                        "the agent's last message cannot be known from its transcript {}: {why}; \
+                         the hook input's prompt_response is not judged instead, as it may hold \
+                         a STATUS from before a deny",
+                        crate::text::name(path)
+                    )
+                })?)
+            }
         };
-        match message {
+        Ok(match message {
             Cow::Borrowed(text) => {
                 let (tail, start) = crate::text::last_bytes(text, crate::done::MAX_BODY);
                 (Cow::Borrowed(tail), start)
@@ -254,7 +284,7 @@ impl Input {
                 let (tail, start) = crate::text::last_bytes(&text, crate::done::MAX_BODY);
                 (Cow::Owned(tail.to_owned()), start)
             }
-        }
+        })
     }
 
     /// Whether this is a subagent stopping (Claude Code's and Codex's `SubagentStop`).

@@ -434,8 +434,7 @@ pub fn judge(
     // The agent's answer matters more than the history: a log that cannot be opened (a full or
     // read-only disk) drops events, and a state that cannot be saved is said on stderr.
     let events = EventLog::open_or_discard(&rules.state, rules.events);
-    let (message, left_out) = input.message(agent);
-    let signal = Signal::from_bytes(message.as_bytes(), None);
+    let (signal, left_out) = input.signal(agent);
     let stop = Stop {
         input,
         project,

@@ -4,6 +4,12 @@
 //! repeating and the breaches it has already been told of. One file per session,
 //! `<state>/sessions/<key>.json`, read and written under a lock on `<key>.lock`: an agent may
 //! run several tool hooks at once.
+//!
+//! The record may lie where the worker can write (the python pack keeps the state in the
+//! project's `.validator`), so one that exists but cannot be read back (damaged, a link, not a
+//! regular file, past its cap) is not taken for a fresh start, which would give the worker its
+//! budgets back: the session is held until a person resets it ([`Held::unreadable`]). Only a
+//! record that does not exist starts fresh.
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -57,6 +63,9 @@ pub struct Source {
     pub counted: u64,
     /// The message ids counted last (a message's lines repeat its usage).
     pub recent: Vec<String>,
+    /// Which file was read (`st_dev`, `st_ino`): another file put in its place, even of the
+    /// same length, is not the record read so far.
+    pub file: Option<(u64, u64)>,
 }
 
 /// What one agent of the session keeps repeating, and what it was told.
@@ -154,32 +163,42 @@ pub struct Held {
     pub session: Session,
     /// The record as read: one the call did not change is not written again.
     read: Vec<u8>,
+    /// Why the record there is cannot be read back, if it cannot: the session's budgets cannot
+    /// be counted, and the record is left as it is for a person to look at.
+    pub unreadable: Option<String>,
 }
 
 impl Held {
-    /// The record of `key` under `state`, locked; a fresh one if there is none or it cannot be
-    /// read (the breakers it feeds start over rather than stop the agent by accident). A lock
-    /// held past [`LOCK_WAIT`] is waited for no longer: the record is used unlocked.
+    /// The record of `key` under `state`, locked; a fresh one if there is none. One that is
+    /// there but cannot be read back is [`Held::unreadable`], with a fresh record in its
+    /// place for this call only (it is never saved over the one there). A lock held past
+    /// [`LOCK_WAIT`] is waited for no longer: the record is used unlocked.
     pub fn open(state: &Path, key: &str) -> Held {
         let dir = state.join("sessions");
         let _ = std::fs::create_dir_all(&dir);
         let path = dir.join(format!("{key}.json"));
         let lock = lock(&dir.join(format!("{key}.lock")));
-        let read = crate::files::read(&path, MAX_SESSION_BYTES, crate::files::Links::Refuse)
-            .unwrap_or_default();
-        let session = if read.is_empty() {
-            Session::default()
-        } else {
-            serde_json::from_slice(&read).unwrap_or_else(|err| {
-                tracing::warn!(path = %path.display(), %err, "a session's record is damaged; starting it afresh");
-                Session::default()
-            })
+        let (session, read, unreadable) = match read_back(&path) {
+            Ok(Some((session, read))) => (session, read, None),
+            Ok(None) => (Session::default(), Vec::new(), None),
+            Err(why) => {
+                tracing::warn!(path = %path.display(), %why, "a session's record cannot be read back");
+                let shown = crate::text::name(&path.to_string_lossy()).to_string();
+                let why = format!(
+                    "the session's record {shown} cannot be read back ({why}), so its budgets \
+                     (max_time, max_tokens, repeated refusals and tool errors) cannot be counted; a \
+                     person looks at it, then runs `validator reset {key}` (with `-c` the rules \
+                     file) to start the session over"
+                );
+                (Session::default(), Vec::new(), Some(why))
+            }
         };
         Held {
             path,
             _lock: lock,
             session,
             read,
+            unreadable,
         }
     }
 
@@ -202,6 +221,10 @@ impl Held {
     }
 
     pub fn save(mut self) {
+        if self.unreadable.is_some() {
+            // Written over, the record the worker damaged would be a fresh start next call.
+            return;
+        }
         let bytes = self.session.fitted();
         if bytes == self.read {
             return;
@@ -218,6 +241,25 @@ impl Held {
             let _ = std::fs::remove_file(dir.join(file));
         }
     }
+}
+
+/// The record at `path` and its bytes; `None` if there is none. Anything else that is not a
+/// record validator wrote (a link, no regular file, past its cap, empty, not its JSON) is
+/// `Err`, with why.
+fn read_back(path: &Path) -> Result<Option<(Session, Vec<u8>)>, String> {
+    match std::fs::symlink_metadata(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err.to_string()),
+        Ok(_) => {}
+    }
+    let read = crate::files::read(path, MAX_SESSION_BYTES, crate::files::Links::Refuse)
+        .map_err(|err| err.to_string())?;
+    // `save` never writes an empty record (`{}` at least), and replaces it whole.
+    if read.is_empty() {
+        return Err("it is empty".into());
+    }
+    let session = serde_json::from_slice(&read).map_err(|err| format!("it is damaged: {err}"))?;
+    Ok(Some((session, read)))
 }
 
 fn lock(path: &Path) -> Option<Flock<std::fs::File>> {
@@ -288,11 +330,31 @@ mod tests {
         let bytes = std::fs::read(state.path().join("sessions/hook-2.json")).unwrap();
         assert!(bytes.len() as u64 <= MAX_SESSION_BYTES, "{}", bytes.len());
         let mut again = Held::open(state.path(), "hook-2");
+        assert!(again.unreadable.is_none(), "{:?}", again.unreadable);
         assert_eq!(again.began(), began);
         assert_eq!(again.session.usage.total, 42);
         assert_eq!(
             again.session.prompts.first().map(String::as_str),
             Some("first")
+        );
+    }
+
+    #[test]
+    fn a_record_there_but_unreadable_is_said_and_never_saved_over() {
+        let state = tempfile::tempdir().unwrap();
+        let fresh = Held::open(state.path(), "hook-3");
+        assert!(fresh.unreadable.is_none());
+        fresh.save();
+        let path = state.path().join("sessions/hook-3.json");
+        std::fs::write(&path, vec![b' '; MAX_SESSION_BYTES as usize + 1]).unwrap();
+        let mut held = Held::open(state.path(), "hook-3");
+        let why = held.unreadable.clone().unwrap();
+        assert!(why.contains("validator reset hook-3"), "{why}");
+        held.began();
+        held.save();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            MAX_SESSION_BYTES + 1
         );
     }
 

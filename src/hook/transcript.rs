@@ -6,7 +6,8 @@
 //!
 //! The file is the agent's, written where the worker may write too: it is opened regular-only,
 //! only its last [`TAIL`] bytes are read, lines that do not parse are skipped, and anything
-//! unexpected yields `None`, which leaves the hook input's own answer.
+//! unexpected is said as why the last turn cannot be known: never the hook input's own joined
+//! answer, whose STATUS may be one a deny already answered.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -16,26 +17,58 @@ use serde_json::Value;
 
 use crate::files::{self, Links};
 
+/// Opens an agent's record (a transcript, a rollout file) for reading if it is a regular file
+/// reached through no link at all (`openat2` with `RESOLVE_NO_SYMLINKS`): a worker runs as the
+/// same user as its CLI, so a link it planted in the record's directories, or in their place,
+/// cannot be told from one the operator made; a CLI's data directory is named at its real path
+/// (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_CLI_HOME`) instead. Where the kernel has no
+/// `openat2`, only a link at the path itself is refused.
+pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
+    use nix::fcntl::{AT_FDCWD, OFlag, OpenHow, ResolveFlag, openat2};
+    let how = OpenHow::new()
+        .flags(OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | OFlag::O_NOCTTY)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let file = match openat2(AT_FDCWD, path, how) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(nix::errno::Errno::ENOSYS) => return files::open(path, Links::Refuse),
+        Err(nix::errno::Errno::ELOOP) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a link is on its path, which is not followed here",
+            ));
+        }
+        Err(errno) => return Err(errno.into()),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
 /// The most of a transcript's end that is read: many turns of a long session.
 const TAIL: u64 = 8 * 1024 * 1024;
 
-/// The model's texts of the last turn, in order, or `None` when the transcript cannot say.
-pub fn last_model_turn(path: &Path) -> Option<String> {
+/// The model's texts of the last turn, in order, or why the transcript cannot say.
+pub fn last_model_turn(path: &Path) -> Result<String, String> {
     if !path.is_absolute() {
-        return None;
+        return Err("transcript_path is not an absolute path".into());
     }
-    let mut file = files::open(path, Links::Follow).ok()?;
-    let len = file.metadata().ok()?.len();
+    let cannot = |err: std::io::Error| err.to_string();
+    let mut file = open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(cannot)?.len();
     let start = len.saturating_sub(TAIL);
-    file.seek(SeekFrom::Start(start)).ok()?;
+    file.seek(SeekFrom::Start(start)).map_err(cannot)?;
     let mut bytes = Vec::new();
-    file.take(TAIL).read_to_end(&mut bytes).ok()?;
+    file.take(TAIL).read_to_end(&mut bytes).map_err(cannot)?;
     let text = String::from_utf8_lossy(&bytes);
     let mut lines = text.lines();
     if start > 0 {
         lines.next(); // a line cut by the start of the tail
     }
-    last_turn(lines)
+    last_turn(lines).ok_or_else(|| "it holds no model turn".to_owned())
 }
 
 /// The messages of the transcript lines in order, a message written again (the same `id`)
@@ -100,7 +133,7 @@ pub fn user_prompts(path: &Path) -> Vec<String> {
     if !path.is_absolute() {
         return Vec::new();
     }
-    let Ok(file) = files::open(path, Links::Follow) else {
+    let Ok(file) = open(path) else {
         return Vec::new();
     };
     let mut bytes = Vec::new();

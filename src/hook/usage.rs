@@ -10,15 +10,19 @@
 //! | Gemini CLI | the session file (`transcript_path`) | each message id's `tokens.total` |
 //! | OpenCode | the plugin's `tokens`, a running total of its sessions' `message.updated` events | as sent |
 //!
-//! The records are the agent's files, read as untrusted: regular files only, never through a
-//! link, capped; a record that shrank (rewritten) keeps what it counted. What cannot be
-//! counted is never counted as no tokens: a record the hook's input does not name, that is
-//! missing, a link or no regular file, more subagent records than [`MAX_SUBAGENTS`], or more
-//! grown since the last call than [`READ_PER_CALL`] all escalate the session, with the reason.
+//! The records are the agent's files, read as untrusted: regular files only, reached through
+//! no link anywhere on their path ([`super::transcript::open`]), capped. Every CLI only
+//! appends to its record, so the session remembers which file it read (device and inode) and
+//! how far. What cannot be counted is never counted as no tokens: a record the hook's input
+//! does not name, that is missing, reached through a link or no regular file, another file
+//! than the one read so far or shorter than what was read of it, more subagent records than
+//! [`MAX_SUBAGENTS`], or more grown since the last call than [`READ_PER_CALL`] all escalate
+//! the session, with the reason (what was counted stays counted).
 //! Every subagent record is read (one that has not grown costs a `stat`), so no number of
 //! decoys can push a real one out of what is counted.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -38,9 +42,13 @@ const MAX_ENTRIES: usize = 4096;
 /// Message ids remembered per record to count each once (its lines are near each other).
 const RECENT_IDS: usize = 32;
 
-/// Why the session is past a budget, if it is (the figure and the limit), or why its tokens
-/// cannot be counted against `max_tokens`.
+/// Why the session is past a budget, if it is (the figure and the limit), or why its budgets
+/// cannot be counted: its record cannot be read back (whatever limits are set: attempts and
+/// repeated refusals are counted there too), or its tokens against `max_tokens`.
 pub fn over_budget(rules: &Rules, agent: Agent, input: &Input, held: &mut Held) -> Option<String> {
+    if let Some(why) = &held.unreadable {
+        return Some(why.clone());
+    }
     let began = held.began();
     if let Some(max) = rules.defaults.max_time {
         let ran = now().saturating_sub(began);
@@ -177,8 +185,8 @@ fn gemini_line(line: &Value) -> Option<Counted> {
 
 /// Reads `record` on from where it was left, counting each complete line once, at most
 /// `budget` bytes (what it reads is taken from it); `Err` says why it cannot be counted: it
-/// cannot be opened as a regular file (missing, a link), or more of it is unread than the
-/// budget left.
+/// cannot be opened as a regular file (missing, a link on its path), it is not the file read
+/// so far or is shorter than what was read, or more of it is unread than the budget left.
 fn read_on(
     record: &Path,
     usage: &mut Usage,
@@ -187,20 +195,35 @@ fn read_on(
 ) -> Result<(), String> {
     let shown = || crate::text::name(&record.to_string_lossy()).to_string();
     let cannot = |err: std::io::Error| format!("{}: {err}", shown());
-    let mut file = crate::files::open(record, crate::files::Links::Refuse).map_err(cannot)?;
-    let length = file.metadata().map_err(cannot)?.len();
+    let mut file = super::transcript::open(record).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    let (length, identity) = (meta.len(), (meta.dev(), meta.ino()));
     let key = record.to_string_lossy().into_owned();
-    let offset = usage.sources.get(&key).map_or(0, |source| source.offset);
+    let known = usage.sources.get(&key);
+    let offset = known.map_or(0, |source| source.offset);
+    // Every CLI appends to its record (PROTOCOLS.md): another file in its place, or one shorter
+    // than what was read, was not written by the CLI, and what it held can no longer be read.
+    if let Some(source) = known.filter(|source| source.offset > 0) {
+        if source.file.is_some_and(|file| file != identity) {
+            return Err(format!(
+                "{} is not the file read so far (another was put in its place)",
+                shown()
+            ));
+        }
+        if length < source.offset {
+            return Err(format!(
+                "{} is {length} bytes, shorter than the {} already read (it was rewritten)",
+                shown(),
+                source.offset
+            ));
+        }
+    }
     if length == offset {
         // Nothing new (an empty record is no source yet: a decoy costs no room in the state).
         return Ok(());
     }
     let source = usage.sources.entry(key).or_default();
-    if length < source.offset {
-        // Rewritten shorter: what was counted stays counted; only what grows after counts.
-        source.offset = length;
-        return Ok(());
-    }
+    source.file = Some(identity);
     file.seek(SeekFrom::Start(source.offset)).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(*budget).read_to_end(&mut bytes).map_err(cannot)?;
@@ -323,9 +346,10 @@ mod tests {
         file.write_all(&next.as_bytes()[20..]).unwrap();
         read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
         assert_eq!(counted(&usage), 42 + 106);
-        // Rewritten shorter: nothing counted is lost.
+        // Rewritten shorter: it cannot be counted on, and nothing counted is lost.
         std::fs::write(&record, line("z", 1)).unwrap();
-        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
+        let why = read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone());
+        assert!(why.unwrap_err().contains("shorter"));
         assert_eq!(counted(&usage), 148);
     }
 

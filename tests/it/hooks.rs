@@ -51,11 +51,20 @@ pub(crate) fn subagent_stop(
     input
 }
 
-/// What Gemini CLI sends on `AfterAgent`.
+/// What Gemini CLI sends on `AfterAgent`, with the session transcript it keeps: the prompt,
+/// then `response` as the model's turn.
 pub(crate) fn after_agent(project: &Project, session: &str, response: &str) -> Value {
+    let transcript = project.path().join(format!("gemini-{session}.jsonl"));
+    let lines = [
+        json!({"sessionId": session, "kind": "main"}),
+        json!({"id": "1", "type": "user", "content": [{"text": "add a parser"}]}),
+        json!({"id": "2", "type": "gemini", "content": response}),
+    ];
+    let lines: String = lines.iter().map(|line| format!("{line}\n")).collect();
+    std::fs::write(&transcript, lines).expect("gemini transcript");
     json!({
         "session_id": session,
-        "transcript_path": "/home/u/.gemini/tmp/chat.json",
+        "transcript_path": transcript,
         "cwd": project.task_dir(),
         "hook_event_name": "AfterAgent",
         "timestamp": "2026-11-21T10:00:00Z",
@@ -275,9 +284,11 @@ fn gemini_is_judged_on_its_last_turn_not_on_every_answer_since_the_prompt() {
     let reason = hook(&project, "gemini", &input).blocked("deny");
     assert!(reason.contains("STATUS"), "{reason}");
 
-    // Without a transcript to read, the input's own answer is judged.
+    // Without a transcript to read, the last turn cannot be known: the input's own answer,
+    // which holds the STATUS from before the deny, is not judged instead.
     input["transcript_path"] = json!(project.path().join("missing.jsonl"));
-    assert_eq!(hook(&project, "gemini", &input).stdout, "");
+    let reason = hook(&project, "gemini", &input).blocked("deny");
+    assert!(reason.contains("cannot be known"), "{reason}");
 }
 
 #[test]

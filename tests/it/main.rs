@@ -68,6 +68,7 @@ mod review_seed;
 mod rules;
 mod schema_suite;
 mod scope_git;
+mod session_records_fail_closed;
 mod sidecar;
 mod signing;
 mod smoke;
