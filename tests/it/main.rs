@@ -21,6 +21,7 @@ mod claude_plugin;
 mod cli;
 mod content_rules;
 mod contracts;
+mod converter_never_runs_a_deny_list;
 mod corpus;
 mod example;
 mod first_hour;
