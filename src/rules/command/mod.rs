@@ -521,7 +521,7 @@ impl Command {
         };
         match parse {
             Parse::Findings => self.judge_findings(ctx, text, cwd, before, failed, code),
-            Parse::TestNames if !failed => Outcome::pass("tests passed"),
+            Parse::TestNames if !failed => self.judge_passed_tests(ctx, cwd, before),
             Parse::TestNames => self.judge_tests(ctx, text, cwd, before, code),
         }
     }
