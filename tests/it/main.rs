@@ -39,6 +39,7 @@ mod hooks;
 mod hooks_seed;
 mod hostile;
 mod install;
+mod junit_failures_outside_a_case_or_only_counted_still_fail;
 mod junit_report_failures_are_never_lost;
 mod layers;
 mod metrics;

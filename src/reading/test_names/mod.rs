@@ -300,45 +300,62 @@ pub fn is_unnamed(name: &str) -> bool {
 /// be read ends the reading, keeping what came before ([`Junit::unread`]).
 pub fn from_junit(xml: &str) -> Junit {
     let mut reader = Reader::from_str(xml);
-    let mut current: Option<(Failed, Case)> = None;
-    let mut suites: Vec<String> = Vec::new();
-    let mut root: Option<String> = None;
-    let mut report = Junit::default();
-    let mut unnamed_cases = 0;
-    let mut depth = 0usize;
+    let mut reading = Reading::default();
     loop {
         let event = match reader.read_event() {
             Ok(event) => event,
             Err(err) => {
-                report.unread = Some(format!(
+                reading.report.unread = Some(format!(
                     "not valid XML past byte {}, where it stopped being read: {err}",
                     reader.buffer_position()
                 ));
                 break;
             }
         };
+        if reading.read(&event) {
+            break;
+        }
+    }
+    reading.finish()
+}
+
+/// Where a reading of a JUnit report has come to.
+#[derive(Default)]
+struct Reading {
+    /// The `<testcase>`s open, innermost last; `None` once one is counted failed.
+    cases: Vec<Option<(Failed, Case)>>,
+    suites: Vec<String>,
+    root: Option<String>,
+    report: Junit,
+    unnamed_cases: usize,
+    depth: usize,
+    /// Every `<failure>` and `<error>` element met, wherever it stands.
+    failure_elements: u64,
+    /// The most failures and errors one `<testsuite>` or `<testsuites>` says it holds.
+    declared: u64,
+}
+
+impl Reading {
+    /// Takes in one event; whether the reading ends at it.
+    fn read(&mut self, event: &Event<'_>) -> bool {
         let opens = matches!(event, Event::Start(_));
-        match &event {
-            Event::Start(_) => depth += 1,
-            Event::End(_) => depth = depth.saturating_sub(1),
+        match event {
+            Event::Start(_) => self.depth += 1,
+            Event::End(_) => self.depth = self.depth.saturating_sub(1),
             _ => {}
         }
-        match &event {
-            Event::DocType(_) => report.dtd = true,
+        match event {
+            Event::DocType(_) => self.report.dtd = true,
             Event::Start(element) | Event::Empty(element)
                 if matches!(element.local_name().as_ref(), "testsuites" | "testsuite") =>
             {
-                let name = attribute(element, "name").unwrap_or_default();
-                let opens = opens && element.local_name().as_ref() == "testsuite";
-                if root.is_none() {
-                    root = Some(name.clone());
-                }
-                if opens && suites.len() < 64 {
-                    suites.push(name);
-                }
+                self.suite(
+                    element,
+                    opens && element.local_name().as_ref() == "testsuite",
+                );
             }
             Event::End(element) if element.local_name().as_ref() == "testsuite" => {
-                suites.pop();
+                self.suites.pop();
             }
             Event::Start(element) if element.local_name().as_ref() == "testcase" => {
                 let case = Case {
@@ -348,51 +365,109 @@ pub fn from_junit(xml: &str) -> Junit {
                     php_class: attribute(element, "class"),
                     name: attribute(element, "name").unwrap_or_default(),
                 };
+                let root = self.root.as_deref().unwrap_or("");
                 let test = Failed {
                     file: attribute(element, "file").filter(|f| !f.is_empty()),
-                    ..Failed::named(&junit_name(root.as_deref().unwrap_or(""), &suites, &case))
+                    ..Failed::named(&junit_name(root, &self.suites, &case))
                 };
-                current = Some((test, case));
+                self.cases.push(Some((test, case)));
             }
             Event::Start(element) | Event::Empty(element)
                 if matches!(element.local_name().as_ref(), "failure" | "error") =>
             {
-                if let Some((mut test, case)) = current.take() {
-                    let message = attribute(element, "message");
-                    let collection = case.classname.is_empty()
-                        && message.as_deref() == Some("collection failure");
-                    if !collection && report.failed.len() < MAX_FINDINGS {
-                        // `::` alone is an empty class and an empty name joined.
-                        if test.name.chars().all(|c| c.is_whitespace() || c == ':') {
-                            unnamed_cases += 1;
-                            test.name = unnamed(unnamed_cases);
-                        }
-                        report.failed.push(test.because(message));
-                    }
-                }
+                self.failure(element);
             }
-            Event::End(element) if element.local_name().as_ref() == "testcase" => current = None,
+            Event::End(element) if element.local_name().as_ref() == "testcase" => {
+                self.cases.pop();
+            }
             Event::Eof => {
                 // A report cut short (its runner killed while writing) or none at all says
                 // nothing of the tests it did not reach.
-                if root.is_none() {
-                    report.unread = Some("it holds no `<testsuite>` or `<testsuites>`".into());
-                } else if depth > 0 {
-                    report.unread = Some("it ends inside an element, so it was cut short".into());
+                if self.root.is_none() {
+                    self.report.unread = Some("it holds no `<testsuite>` or `<testsuites>`".into());
+                } else if self.depth > 0 {
+                    self.report.unread =
+                        Some("it ends inside an element, so it was cut short".into());
                 }
-                break;
+                return true;
             }
             _ => {}
         }
+        false
     }
-    // Go's reporters fail a parent with its subtest; the subtest is the failure.
-    let names: Vec<String> = report.failed.iter().map(|f| f.name.clone()).collect();
-    report.failed.retain(|f| {
-        !names
-            .iter()
-            .any(|other| other.starts_with(&format!("{}/", f.name)))
-    });
-    report
+
+    fn suite(&mut self, element: &BytesStart<'_>, opens: bool) {
+        let name = attribute(element, "name").unwrap_or_default();
+        if self.root.is_none() {
+            self.root = Some(name.clone());
+        }
+        if opens && self.suites.len() < 64 {
+            self.suites.push(name);
+        }
+        // A count that is no number says nothing; one that is, is a floor on what failed.
+        let count = |key| {
+            attribute(element, key)
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        self.declared = self
+            .declared
+            .max(count("failures").saturating_add(count("errors")));
+    }
+
+    /// A `<failure>` or `<error>`: its innermost open case failed; outside any case (a suite's
+    /// setup, a report written around the reader), a failure all the same, named by its place.
+    fn failure(&mut self, element: &BytesStart<'_>) {
+        self.failure_elements = self.failure_elements.saturating_add(1);
+        let message = attribute(element, "message");
+        let test = match self.cases.last_mut() {
+            Some(open) => match open.take() {
+                Some((test, case)) => {
+                    let collection = case.classname.is_empty()
+                        && message.as_deref() == Some("collection failure");
+                    if collection {
+                        return;
+                    }
+                    test
+                }
+                // That case is counted already.
+                None => return,
+            },
+            None => Failed::named(""),
+        };
+        self.push(test, message);
+    }
+
+    fn push(&mut self, mut test: Failed, message: Option<String>) {
+        if self.report.failed.len() >= MAX_FINDINGS {
+            return;
+        }
+        // `::` alone is an empty class and an empty name joined.
+        if test.name.chars().all(|c| c.is_whitespace() || c == ':') {
+            self.unnamed_cases += 1;
+            test.name = unnamed(self.unnamed_cases);
+        }
+        self.report.failed.push(test.because(message));
+    }
+
+    fn finish(mut self) -> Junit {
+        // Go's reporters fail a parent with its subtest; the subtest is the failure.
+        let names: Vec<String> = self.report.failed.iter().map(|f| f.name.clone()).collect();
+        self.report.failed.retain(|f| {
+            !names
+                .iter()
+                .any(|other| other.starts_with(&format!("{}/", f.name)))
+        });
+        // A suite that counts more failures than the report holds lost some: which, and
+        // whether they were the worker's to hide, cannot be told.
+        if self.declared > self.failure_elements && self.report.unread.is_none() {
+            self.report.unread = Some(format!(
+                "a suite in it counts {} failures and errors, but it holds {} `<failure>` or `<error>` elements",
+                self.declared, self.failure_elements
+            ));
+        }
+        self.report
+    }
 }
 
 /// A `<testcase>` as written.
