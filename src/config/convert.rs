@@ -106,6 +106,9 @@ const MAX_TIMEOUT_SECONDS: u64 = 365 * 24 * 3600;
 /// Keys whose map of names to commands is the gates (a map elsewhere may hold set-up
 /// commands or anything else).
 const COMMAND_MAPS: [&str; 4] = ["gates", "commands", "checks", "scripts"];
+/// Of those, the keys that say every entry is a check; under the others an entry is one
+/// only if its name says so.
+const CHECK_MAPS: [&str; 2] = ["gates", "checks"];
 /// Keys of a gate that say when or where the other runner ran it, or what it needed first.
 const SCHEDULING_KEYS: [&str; 20] = [
     "band",
@@ -669,8 +672,11 @@ impl Writer {
         }
     }
 
-    /// `{"lint": "npm run lint", "build": ""}` or `{"lint": {"command": ...}}`.
+    /// `{"lint": "npm run lint", "build": ""}` or `{"lint": {"command": ...}}`. Under `gates`
+    /// or `checks` every entry is a check; under `scripts` or `commands` (everything a project
+    /// can run: `deploy`, `release`, `clean`) only one whose name says so ([`is_command_key`]).
     fn command_map(&mut self, key: &str, map: &Map<String, Value>) {
+        let all_checks = CHECK_MAPS.contains(&key);
         for (name, value) in map {
             if super::gates_json::is_comment(name) {
                 if runnable(value) {
@@ -680,6 +686,22 @@ impl Writer {
                         one_line(name)
                     ));
                 }
+                continue;
+            }
+            if !all_checks && !is_command_key(name) && !names_a_permission(name) && !value.is_null()
+            {
+                self.left_out.push(format!(
+                    "`{}.{}`: `{}` holds what the project can run, and this name does not say it is a check (`{}` is left unrun); to run it as one, add it to a gate",
+                    one_line(key),
+                    one_line(name),
+                    one_line(key),
+                    one_line(&match value {
+                        Value::Object(gate) => command_of(gate)
+                            .map(|(_, command)| command_text(command))
+                            .unwrap_or_default(),
+                        other => command_text(other),
+                    })
+                ));
                 continue;
             }
             match value {

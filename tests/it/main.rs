@@ -22,6 +22,7 @@ mod cli;
 mod content_rules;
 mod contracts;
 mod converter_never_runs_a_deny_list;
+mod converter_runs_only_scripts_named_as_checks;
 mod corpus;
 mod example;
 mod first_hour;
