@@ -54,6 +54,13 @@ fn a_suite_counting_more_failures_than_it_names_fails_the_run() {
         (1, Some("fail")),
         "{tests:#}"
     );
+    let huge = r#"<testsuite name="s" tests="1" failures="99999999999999999999999"><testcase classname="s" name="a"/></testsuite>"#;
+    let (code, tests) = judged_exiting_zero(huge);
+    assert_eq!(
+        (code, tests["outcome"].as_str()),
+        (1, Some("fail")),
+        "{tests:#}"
+    );
     let errors = r#"<testsuite name="s" tests="1" errors="1"><testcase classname="s" name="a"/></testsuite>"#;
     let (code, tests) = judged_exiting_zero(errors);
     assert_eq!(

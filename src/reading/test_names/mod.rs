@@ -404,11 +404,15 @@ impl Reading {
         if opens && self.suites.len() < 64 {
             self.suites.push(name);
         }
-        // A count that is no number says nothing; one that is, is a floor on what failed.
+        // A count that is no number says nothing; one that is, is a floor on what failed (one
+        // past u64 counts as the most there is, not as none).
         let count = |key| {
-            attribute(element, key)
-                .and_then(|n| n.trim().parse::<u64>().ok())
-                .unwrap_or(0)
+            attribute(element, key).map_or(0, |n| {
+                let n = n.trim();
+                let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+                n.parse::<u64>()
+                    .unwrap_or(if digits { u64::MAX } else { 0 })
+            })
         };
         self.declared = self
             .declared
