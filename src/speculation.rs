@@ -570,6 +570,28 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "a file that comes and goes during a run, beside a written entry the run replaces, leaves only its directory's times, which are then not compared; seeing it needs a watch on the inputs during the run"]
+    fn a_file_that_came_and_went_beside_a_replaced_written_entry_is_seen() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ignore = [".coverage".to_owned()];
+        std::fs::write(dir.path().join("test_a.py"), "def test(): assert 0\n").expect("write");
+        std::fs::write(dir.path().join(".coverage"), "old").expect("write");
+        let before = stamp(dir.path(), &ignore);
+        std::thread::sleep(SETTLE);
+        // During the run: the worker's conftest.py, read by the tests, then gone; coverage.py
+        // replaces its data file, as it does on every run.
+        std::fs::write(dir.path().join("conftest.py"), "pass everything").expect("write");
+        std::fs::remove_file(dir.path().join("conftest.py")).expect("remove");
+        std::fs::write(dir.path().join("tmp-cov"), "new").expect("write");
+        std::fs::rename(dir.path().join("tmp-cov"), dir.path().join(".coverage")).expect("mv");
+        let after = stamp(dir.path(), &ignore);
+        assert!(
+            !before.same_files(&after),
+            "the run read a file the final tree lacks"
+        );
+    }
+
+    #[test]
     fn a_stamp_moves_with_any_write_and_settles_only_when_old() {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("a.py"), "x = 1\n").expect("write");

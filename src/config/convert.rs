@@ -29,30 +29,90 @@ pub struct Converted {
 const COMMAND_KEYS: [&str; 6] = ["run", "command", "cmd", "script", "argv", "npm"];
 /// Keys that name a gate.
 const NAME_KEYS: [&str; 4] = ["name", "id", "label", "title"];
-/// Words that make a top-level key a command when its value is a string (`"lint": "npm run
-/// lint"`, `"fast_tests": "npm run test:run"`).
-const COMMAND_WORDS: [&str; 13] = [
+/// The words a top-level key is made of when it holds commands to run (`"lint"`,
+/// `"fast_tests"`, `"stopChecks"`, `"legs"`): a key is read as commands only when every one of
+/// its words is one of these, so `forbidden_bash`, `never_run` or `dangerous_tests` (a list of
+/// commands the agent must not run looks exactly like a list of checks) never runs.
+const COMMAND_WORDS: [&str; 31] = [
     "build",
     "check",
+    "checks",
+    "ci",
+    "clippy",
+    "cmd",
+    "cmds",
+    "command",
+    "commands",
+    "e2e",
     "fast",
     "fmt",
     "format",
     "full",
+    "gate",
+    "gates",
+    "integration",
+    "legs",
     "lint",
+    "lints",
+    "quick",
+    "run",
+    "script",
+    "scripts",
+    "smoke",
+    "stop",
     "test",
     "tests",
     "typecheck",
+    "unit",
     "verify",
-    "e2e",
-    "clippy",
+];
+/// Words that make a name a permission, not a check: a gate so named is not run, and a
+/// top-level key so named that also names commands (`forbidden_bash`, `askCommands`) becomes
+/// `tools.commands` rules.
+const DENY_WORDS: [&str; 17] = [
+    "ban",
+    "banned",
+    "blacklist",
+    "block",
+    "blocked",
+    "blocklist",
+    "dangerous",
+    "denied",
+    "deny",
+    "denylist",
+    "disallow",
+    "disallowed",
+    "forbid",
+    "forbidden",
+    "never",
+    "prohibit",
+    "prohibited",
+];
+const ASK_WORDS: [&str; 4] = ["ask", "approval", "confirm", "confirmation"];
+const ALLOW_WORDS: [&str; 6] = [
+    "allow",
+    "allowed",
+    "allowlist",
+    "permit",
+    "permitted",
+    "whitelist",
+];
+/// Words that make a permission key one about commands (rather than paths or patterns).
+const SHELL_WORDS: [&str; 9] = [
+    "bash", "cmd", "cmds", "command", "commands", "exec", "run", "sh", "shell",
 ];
 /// The longest timeout a rules file may give (a year, as `duration` allows).
 const MAX_TIMEOUT_SECONDS: u64 = 365 * 24 * 3600;
 /// Keys whose map of names to commands is the gates (a map elsewhere may hold set-up
 /// commands or anything else).
 const COMMAND_MAPS: [&str; 4] = ["gates", "commands", "checks", "scripts"];
+/// Of those, the keys that say every entry is a check; under the others an entry is one
+/// only if its name says so.
+const CHECK_MAPS: [&str; 2] = ["gates", "checks"];
 /// Keys of a gate that say when or where the other runner ran it, or what it needed first.
-const SCHEDULING_KEYS: [&str; 18] = [
+const SCHEDULING_KEYS: [&str; 20] = [
+    "band",
+    "exclude",
     "paths",
     "fileGlob",
     "applies_to",
@@ -74,7 +134,9 @@ const SCHEDULING_KEYS: [&str; 18] = [
 ];
 /// The keys of a command object the conversion reads; any other is listed as not carried
 /// over.
-const READ_GATE_KEYS: [&str; 24] = [
+const READ_GATE_KEYS: [&str; 26] = [
+    "required",
+    "enabled",
     "name",
     "id",
     "label",
@@ -99,6 +161,20 @@ const READ_GATE_KEYS: [&str; 24] = [
     "blocking",
     "level",
     "severity",
+];
+/// Keys of a command object that describe it or check its output, which the conversion knows
+/// and lists as not carried over (the output checks) or leaves out (the descriptions).
+const OTHER_GATE_KEYS: [&str; 10] = [
+    "why",
+    "doc",
+    "docs",
+    "rationale",
+    "owner",
+    "desc",
+    "expect",
+    "reject",
+    "evidence",
+    "evidence_pattern",
 ];
 /// Keys of protected paths: the worker must not change what they match.
 const READONLY_KEYS: [&str; 4] = [
@@ -268,6 +344,8 @@ struct Writer {
     default_timeout: Option<u64>,
     readonly: Vec<String>,
     deny: Vec<String>,
+    /// The `tools.commands` rules, each a line of YAML.
+    tools: Vec<String>,
 }
 
 /// One command gate as the other runner wrote it.
@@ -318,6 +396,7 @@ impl Writer {
             }
             let taken = self.section(key, value)
                 || self.paths(key, value)
+                || self.command_rules(key, value)
                 || self.commands(key, value, &commands);
             if !taken {
                 self.other(key, value);
@@ -399,26 +478,33 @@ impl Writer {
         true
     }
 
-    /// A top-level key that holds commands, or names some of them; false if `key` does not.
+    /// A top-level key that holds commands to run, or names some of them; false if `key` does
+    /// not. Only a key whose words all say it holds checks to run ([`is_command_key`]) is
+    /// read as commands: any other is listed, whatever its values look like.
     fn commands(&mut self, key: &str, value: &Value, commands: &BTreeSet<&str>) -> bool {
+        let runs = is_command_key(key);
         match (key, value) {
-            (_, Value::Array(list)) if is_command_list(list) => {
+            (_, Value::Array(list)) if runs && is_command_list(list) => {
                 self.command_list(&format!("`{}`", one_line(key)), list, Some(key))
             }
             (_, Value::Object(map)) if COMMAND_MAPS.contains(&key) && is_command_map(map) => {
                 self.command_map(key, map)
             }
             // `"fast": {"command": ["make", "check-fast"]}`
-            (_, Value::Object(gate)) if command_of(gate).is_some() => {
+            (_, Value::Object(gate)) if runs && command_of(gate).is_some() => {
                 self.command_object(Some(key), gate)
             }
-            (_, Value::String(command)) if names_a_command(key) && looks_like_command(command) => {
+            (_, Value::String(command)) if runs && looks_like_command(command) => {
                 self.command_text(key, command)
             }
-            // `"frontend": ["npm ci", "npm run lint"]`: shell lines, one gate each.
-            (_, Value::Array(list)) if is_shell_lines(list) => {
+            // `"frontend_checks": ["npm ci", "npm run lint"]`: shell lines, one gate each.
+            (_, Value::Array(list)) if runs && is_shell_lines(list) => {
                 for line in list.iter().filter_map(Value::as_str) {
-                    self.command_text(line, line);
+                    let mut gate = Command::new(line, shell(line));
+                    // A line is not a name the file gives: its words say nothing of whether
+                    // it is a check.
+                    gate.aliases.clear();
+                    self.command_argv(gate);
                 }
                 self.left_out.push(format!(
                     "`{}`: its commands became gates of the one pipeline; when the other runner ran them is not carried over",
@@ -443,12 +529,101 @@ impl Writer {
         true
     }
 
+    /// A top-level key that says which commands the agent may not run (`forbidden_bash`,
+    /// `deny_commands`) or only with a person's say (`ask_commands`): its entries become
+    /// `tools.commands` rules, which `validator hook` applies to the agent's shell tool before
+    /// a command runs. Never a gate: nothing of such a key runs. False if `key` is not one.
+    fn command_rules(&mut self, key: &str, value: &Value) -> bool {
+        let Some(decision) = command_permission(key) else {
+            return false;
+        };
+        let place = format!("`{}`", one_line(key));
+        let entries: Vec<&Value> = match value {
+            Value::Array(list) => list.iter().collect(),
+            Value::String(_) | Value::Object(_) => vec![value],
+            Value::Null => return true,
+            _ => {
+                self.left_out.push(format!(
+                    "{place}: not a list of commands, so no `tools.commands` rule was made of it"
+                ));
+                return true;
+            }
+        };
+        let before = self.tools.len();
+        for entry in entries {
+            self.command_rule(&place, entry, decision);
+        }
+        let made = self.tools.len() - before;
+        if made > 0 {
+            self.left_out.push(format!(
+                "{place}: how the other runner matched its entries (as text or a regular expression) is not carried over: {made} became `tools.commands` `{decision}` rule{}, which match a command's words (the program, then arguments in order, each a glob) wherever it appears in a shell line, and which only `validator hook` on the agent's pre-tool event applies",
+                crate::text::plural(made)
+            ));
+        }
+        true
+    }
+
+    /// One entry of a command permission list: a command as words (a string, or an object's
+    /// `pattern`/`match`/`command` with its `reason`), or listed when it is not one.
+    fn command_rule(&mut self, place: &str, entry: &Value, decision: &str) {
+        let (written, reason) = match entry {
+            Value::String(text) => (text.as_str(), None),
+            Value::Object(rule) => {
+                let text = |k: &str| rule.get(k).and_then(Value::as_str);
+                match ["match", "pattern", "command", "cmd"]
+                    .iter()
+                    .find_map(|k| text(k))
+                {
+                    Some(written) => (
+                        written,
+                        ["reason", "message", "why"].iter().find_map(|k| text(k)),
+                    ),
+                    None => {
+                        self.left_out
+                            .push(format!("{place}: an entry without a command, left out"));
+                        return;
+                    }
+                }
+            }
+            _ => {
+                self.left_out
+                    .push(format!("{place}: an entry that is not a command, left out"));
+                return;
+            }
+        };
+        match command_words(written) {
+            Ok(pattern) => {
+                let reason = reason.map_or_else(
+                    || format!("the project's gates.json lists it under {place}"),
+                    str::to_owned,
+                );
+                self.tools.push(format!(
+                    "    - {{match: {}, decision: {decision}, reason: {}}}\n",
+                    json(&pattern),
+                    json(&reason)
+                ));
+                self.kinds.push(match decision {
+                    "ask" => "command ask rule",
+                    _ => "command deny rule",
+                });
+            }
+            Err(why) => self.left_out.push(format!(
+                "{place}: the entry `{}` {why}; write it as a `tools.commands` rule (its words, each a glob)",
+                one_line(written)
+            )),
+        }
+    }
+
     /// A top-level key validator has no use for: listed, unless it is empty.
     fn other(&mut self, key: &str, value: &Value) {
         match value {
             Value::Null => {}
             Value::Object(roles) if is_role_permissions(roles) => self.left_out.push(format!(
                 "`{}`: write permissions per role; give each worker a handoff contract with its `files_owned` (README, \"Contracts\"), or a pipeline whose `tasks` match its workers with a `file-scope` gate's `allow`",
+                one_line(key)
+            )),
+            _ if holds_commands(value) => self.left_out.push(format!(
+                "`{}`: it holds commands, but its name does not say they are checks to run (a list of commands the agent must not run looks the same), so none of them became a gate; to run them, put them under `commands`",
                 one_line(key)
             )),
             _ => self.left_out.push(format!(
@@ -497,8 +672,11 @@ impl Writer {
         }
     }
 
-    /// `{"lint": "npm run lint", "build": ""}` or `{"lint": {"command": ...}}`.
+    /// `{"lint": "npm run lint", "build": ""}` or `{"lint": {"command": ...}}`. Under `gates`
+    /// or `checks` every entry is a check; under `scripts` or `commands` (everything a project
+    /// can run: `deploy`, `release`, `clean`) only one whose name says so ([`is_command_key`]).
     fn command_map(&mut self, key: &str, map: &Map<String, Value>) {
+        let all_checks = CHECK_MAPS.contains(&key);
         for (name, value) in map {
             if super::gates_json::is_comment(name) {
                 if runnable(value) {
@@ -508,6 +686,22 @@ impl Writer {
                         one_line(name)
                     ));
                 }
+                continue;
+            }
+            if !all_checks && !is_command_key(name) && !names_a_permission(name) && !value.is_null()
+            {
+                self.left_out.push(format!(
+                    "`{}.{}`: `{}` holds what the project can run, and this name does not say it is a check (`{}` is left unrun); to run it as one, add it to a gate",
+                    one_line(key),
+                    one_line(name),
+                    one_line(key),
+                    one_line(&match value {
+                        Value::Object(gate) => command_of(gate)
+                            .map(|(_, command)| command_text(command))
+                            .unwrap_or_default(),
+                        other => command_text(other),
+                    })
+                ));
                 continue;
             }
             match value {
@@ -573,6 +767,34 @@ impl Writer {
                 .push(format!("gate `{}`: no command", one_line(name)));
             return;
         };
+        // A key the conversion does not know may say the command is not to be run
+        // (`"action": "deny"`, `"allowed": false`): such a gate is not carried over.
+        let unknown = unknown_gate_keys(gate);
+        if !unknown.is_empty() {
+            self.left_out.push(format!(
+                "gate `{}`: its {} not one validator knows, and may say the command is not a check to run (`{}` is left unrun)",
+                one_line(name),
+                match unknown.as_slice() {
+                    [one] => format!("key `{}` is", one_line(one)),
+                    many => format!(
+                        "keys {} are",
+                        many.iter()
+                            .map(|k| format!("`{}`", one_line(k)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
+                one_line(&command_text(command))
+            ));
+            return;
+        }
+        if gate.get("enabled") == Some(&Value::Bool(false)) {
+            self.left_out.push(format!(
+                "gate `{}`: disabled (`enabled: false`) in the other runner, so not carried over",
+                one_line(name)
+            ));
+            return;
+        }
         let mut nested = None;
         let argv = match command {
             Value::String(script) if field == "npm" => {
@@ -618,7 +840,7 @@ impl Writer {
             .filter(|k| {
                 !READ_GATE_KEYS.contains(k)
                     && !super::gates_json::is_comment(k)
-                    && !["why", "doc", "rationale", "owner"].contains(k)
+                    && !OTHER_GATE_KEYS[..6].contains(k)
             })
             .collect();
         if scheduling.is_empty() {
@@ -641,6 +863,23 @@ impl Writer {
     }
 
     fn command_argv(&mut self, command: Command<'_>) {
+        // A gate named as a permission (`"deny": "git push --force"` in a map of commands)
+        // lists what must not run, not a check.
+        if let Some(alias) = command
+            .aliases
+            .iter()
+            .find(|alias| names_a_permission(alias))
+        {
+            self.left_out.push(format!(
+                "`{}`: its name says it is a permission, not a check to run (`{}` is left unrun); to refuse such commands, write a `tools.commands` rule",
+                one_line(alias),
+                one_line(&match command.argv.as_slice() {
+                    [sh, c, line] if sh == "sh" && c == "-c" => line.clone(),
+                    argv => shell_words::join(argv),
+                })
+            ));
+            return;
+        }
         let gate = self.name(command.name, "gate");
         let testing = |word: &str| word.to_ascii_lowercase().contains("test");
         let rule = if testing(command.name) || command.argv.iter().any(|w| testing(w)) {
@@ -986,6 +1225,12 @@ impl Writer {
         for pipeline in pipelines {
             yaml.push_str(pipeline);
         }
+        if !self.tools.is_empty() {
+            yaml.push_str("tools:\n  commands:\n");
+            for rule in &self.tools {
+                yaml.push_str(rule);
+            }
+        }
         let mut counted: Vec<(&str, usize)> = Vec::new();
         for kind in &self.kinds {
             match counted.iter_mut().find(|(k, _)| k == kind) {
@@ -1166,18 +1411,129 @@ fn looks_like_command(value: &str) -> bool {
     value.is_empty() || value.contains(char::is_whitespace) || value.contains('/')
 }
 
-fn names_a_command(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    if [
-        "dir", "path", "file", "pattern", "patterns", "glob", "globs",
-    ]
-    .iter()
-    .any(|suffix| lower.ends_with(suffix))
-    {
-        return false;
+/// A key's or name's words, lower case: split at anything but a letter or digit, and where a
+/// lower-case letter meets an upper-case one (`stopChecks`, `fast_tests`, `e2e-full`).
+fn key_words(key: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut lower_before = false;
+    for c in key.chars() {
+        if !c.is_alphanumeric() {
+            words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
+            lower_before = false;
+            continue;
+        }
+        if c.is_uppercase() && lower_before {
+            words.push(std::mem::take(&mut word));
+        }
+        lower_before = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
     }
-    key.split(['_', '-', ':', '.'])
-        .any(|word| COMMAND_WORDS.contains(&word.to_ascii_lowercase().as_str()))
+    words.extend((!word.is_empty()).then_some(word));
+    words
+}
+
+/// Whether a top-level key says it holds checks to run: every word of it is one of
+/// [`COMMAND_WORDS`]. A key with any other word (`forbidden_bash`, `test_dir`, `backend`)
+/// does not, whatever its values look like.
+fn is_command_key(key: &str) -> bool {
+    let words = key_words(key);
+    !words.is_empty() && words.iter().all(|w| COMMAND_WORDS.contains(&w.as_str()))
+}
+
+/// The `tools.commands` decision a top-level key asks for its commands: `deny` for a key
+/// with a word of refusal and one of commands (`forbidden_bash`, `blockedCommands`), `ask`
+/// for one asking a person (`ask_commands`); `None` for any other.
+fn command_permission(key: &str) -> Option<&'static str> {
+    let words = key_words(key);
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+    if !has(&SHELL_WORDS) {
+        return None;
+    }
+    if has(&DENY_WORDS) {
+        Some("deny")
+    } else if has(&ASK_WORDS) {
+        Some("ask")
+    } else {
+        None
+    }
+}
+
+/// Whether a gate's name says it is a permission (to refuse, ask about or allow), not a check.
+fn names_a_permission(name: &str) -> bool {
+    key_words(name).iter().any(|w| {
+        let w = w.as_str();
+        DENY_WORDS.contains(&w) || ASK_WORDS.contains(&w) || ALLOW_WORDS.contains(&w)
+    })
+}
+
+/// Whether a value holds something that could be run: a shell line, a list of them, command
+/// objects or pairs, a map of commands. Under a key that does not say it holds checks, it is
+/// listed as such, never run.
+fn holds_commands(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.trim().contains(char::is_whitespace),
+        Value::Array(list) => is_command_list(list) || is_shell_lines(list),
+        Value::Object(map) => command_of(map).is_some() || is_command_map(map),
+        _ => false,
+    }
+}
+
+/// The keys of a command object the conversion knows nothing of (every key it reads, that
+/// say when it ran, that describe it or check its output, and comments are known; a `kind`
+/// only when it names a kind of check, as `legs` write `"kind": "test"`).
+fn unknown_gate_keys(gate: &Map<String, Value>) -> Vec<&str> {
+    gate.iter()
+        .filter(|(key, value)| {
+            let key = key.as_str();
+            let known = READ_GATE_KEYS.contains(&key)
+                || SCHEDULING_KEYS.contains(&key)
+                || OTHER_GATE_KEYS.contains(&key)
+                || super::gates_json::is_comment(key)
+                || (key == "kind" && value.as_str().is_some_and(is_command_key));
+            !known
+        })
+        .map(|(key, _)| key.as_str())
+        .collect()
+}
+
+/// A command value as one line, for a message.
+fn command_text(command: &Value) -> String {
+    match command {
+        Value::String(line) => line.clone(),
+        Value::Array(_) => shell_words::join(strings(Some(command))),
+        Value::Object(inner) => shell_words::join(strings(inner.get("argv"))),
+        other => other.to_string(),
+    }
+}
+
+/// A command as a `tools.commands` `match:`: its words as written, `*` before a lone option
+/// (`--no-verify`: any program given it). Refused, with why, when it is not words a rule can
+/// match faithfully: a regular expression or glob (`force(?!-with-lease)`, `rm .*`), or text
+/// that does not split into words.
+fn command_words(written: &str) -> Result<String, String> {
+    let written = written.trim();
+    if written.is_empty() {
+        return Err("is empty".into());
+    }
+    if written.contains([
+        '\\', '^', '$', '(', ')', '[', ']', '{', '}', '|', '+', '?', '*',
+    ]) {
+        return Err(
+            "reads as a regular expression or a glob, whose meaning as the other runner matched it a rule of words cannot keep".into(),
+        );
+    }
+    // A rule is matched against each simple command of a line: words across `&&`, `;` or a
+    // redirection would never match.
+    if written.contains([';', '&', '<', '>', '`', '\n']) {
+        return Err("spans more than one command (`;`, `&`, a redirection), which no rule of one command's words matches".into());
+    }
+    let words = shell_words::split(written).map_err(|err| format!("is not words ({err})"))?;
+    match words.first() {
+        None => Err("is empty".into()),
+        Some(first) if first.starts_with('-') => Ok(format!("* {written}")),
+        Some(_) => Ok(written.to_owned()),
+    }
 }
 
 /// `{"architect": ["docs/**"], "tester": {"write": ["tests/**"]}}`: roles mapped to the
@@ -1512,5 +1868,94 @@ mod tests {
             );
         }
         assert!(!out.yaml.contains("timeout:"), "{}", out.yaml);
+    }
+
+    #[test]
+    fn only_a_key_made_of_command_words_holds_commands_to_run() {
+        assert_eq!(key_words("stopChecks"), ["stop", "checks"]);
+        assert_eq!(key_words("fast_tests"), ["fast", "tests"]);
+        assert_eq!(key_words("e2e-Full"), ["e2e", "full"]);
+        for key in ["lint", "fast_tests", "stopChecks", "legs", "typecheck_cmd"] {
+            assert!(is_command_key(key), "{key}");
+        }
+        for key in [
+            "forbidden_bash",
+            "never_run",
+            "dangerous_tests",
+            "test_dir",
+            "backend",
+            "lint_ignore",
+            "",
+        ] {
+            assert!(!is_command_key(key), "{key}");
+        }
+        assert_eq!(command_permission("forbidden_bash"), Some("deny"));
+        assert_eq!(command_permission("blockedCommands"), Some("deny"));
+        assert_eq!(command_permission("ask_commands"), Some("ask"));
+        assert_eq!(command_permission("denyPaths"), None);
+        assert_eq!(command_permission("forbidden"), None);
+    }
+
+    #[test]
+    fn a_deny_list_of_commands_becomes_deny_rules_and_never_a_gate() {
+        let out = convert(
+            r#"{"lint": "npm run lint", "forbidden_bash": ["git push --force", "rm -rf /", "--no-verify", "rm .*", "a && b"]}"#,
+        );
+        assert!(
+            out.yaml.contains("run: [\"sh\",\"-c\",\"npm run lint\"]"),
+            "{}",
+            out.yaml
+        );
+        assert!(
+            !out.yaml.contains("run: [\"sh\",\"-c\",\"git"),
+            "{}",
+            out.yaml
+        );
+        for rule in [
+            "tools:\n  commands:\n    - {match: \"git push --force\", decision: deny,",
+            "{match: \"rm -rf /\", decision: deny,",
+            "{match: \"* --no-verify\", decision: deny,",
+        ] {
+            assert!(out.yaml.contains(rule), "{rule} not in {}", out.yaml);
+        }
+        for listed in ["the entry `rm .*`", "the entry `a && b`"] {
+            assert!(
+                out.left_out.iter().any(|l| l.contains(listed)),
+                "{listed}: {:?}",
+                out.left_out
+            );
+        }
+        assert!(
+            out.summary.contains("3 command deny rules"),
+            "{}",
+            out.summary
+        );
+    }
+
+    #[test]
+    fn commands_under_unknown_keys_or_permission_names_are_listed_not_run() {
+        let out = convert(
+            r#"{"gates": [{"name": "ok", "run": "make"}, {"name": "x", "run": "git push -f", "action": "deny"}, {"name": "off", "run": "make off", "enabled": false}],
+                "commands": {"deny": "rm -rf /", "test": "make test"},
+                "frontend": ["npm ci", "npm run lint"], "forbidden": [{"command": "rm -rf /"}]}"#,
+        );
+        let rules: String = out.yaml.lines().filter(|l| !l.starts_with('#')).collect();
+        for unrun in ["rm -rf", "push", "npm", "make off"] {
+            assert!(!rules.contains(unrun), "{unrun}: {}", out.yaml);
+        }
+        assert!(rules.contains("make test"), "{}", out.yaml);
+        for listed in [
+            "gate `x`: its key `action` is not one validator knows",
+            "gate `off`: disabled",
+            "`deny`: its name says it is a permission",
+            "`frontend`: it holds commands",
+            "`forbidden`: it holds commands",
+        ] {
+            assert!(
+                out.left_out.iter().any(|l| l.contains(listed)),
+                "{listed}: {:?}",
+                out.left_out
+            );
+        }
     }
 }

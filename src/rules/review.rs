@@ -432,8 +432,11 @@ fn asked_of(
     unenforced: Option<String>,
 ) -> Asked {
     let task = ctx.task;
-    let stdout = findings::strip_ansi(&String::from_utf8_lossy(&finished.output));
-    let stderr = findings::strip_ansi(&String::from_utf8_lossy(&finished.errors));
+    let (raw_stdout, raw_stderr) = (
+        String::from_utf8_lossy(&finished.output),
+        String::from_utf8_lossy(&finished.errors),
+    );
+    let stdout = findings::strip_ansi(&raw_stdout);
     // Only the tail of a flood is kept, and the verdict line is at its head: reading the
     // tail could turn a REJECTED into whatever the flood ends with.
     let answer = if finished.dropped > 0 {
@@ -454,7 +457,11 @@ fn asked_of(
             Exit::Code(code) => Some(code),
             _ => None,
         },
-        output_tail: output_tail(&stdout, finished.dropped, &stderr),
+        output_tail: output_tail(
+            &crate::verdict::terminal::shown(&raw_stdout),
+            finished.dropped,
+            &crate::verdict::terminal::shown(&raw_stderr),
+        ),
         unenforced,
     }
 }

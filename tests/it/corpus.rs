@@ -334,7 +334,7 @@ fn measure_tests(kind: &str) -> (usize, usize, usize, usize, usize, Vec<String>)
         let report = test_names::from_output(&text);
         let mut names: Vec<String> = report.failed.iter().map(|f| f.name.clone()).collect();
         if let Ok(xml) = std::fs::read_to_string(dir.join("junit.xml")) {
-            for test in test_names::from_junit(&xml).unwrap_or_default() {
+            for test in test_names::from_junit(&xml).failed {
                 if !names.iter().any(|n| test_names::same_test(n, &test.name)) {
                     names.push(test.name);
                 }

@@ -13,8 +13,12 @@ fn corpus_dir() -> PathBuf {
 }
 
 /// The files that are not gate files validator can convert, and why not.
-const NOT_CONVERTED: [(&str, &str); 3] = [
+const NOT_CONVERTED: [(&str, &str); 4] = [
     ("registry.json", "nothing in it became a gate"),
+    (
+        "shell-lines.json",
+        "`backend`: it holds commands, but its name does not say they are checks to run",
+    ),
     ("all-unconfigured.json", "nothing in it became a gate"),
     ("invalid.json", "it is not JSON"),
 ];
@@ -146,7 +150,11 @@ fn what_each_shape_could_not_carry_is_said_at_the_top() {
     for (file, expected) in [
         (
             "commit-policy.json",
-            "`forbidden_bash`: validator has no equivalent",
+            "`forbidden_bash`: how the other runner matched its entries",
+        ),
+        (
+            "commit-policy.json",
+            "the entry `git push --force(?!-with-lease)` reads as a regular expression",
         ),
         ("commit-policy.json", "look-around"),
         ("commit-policy.json", "not its output against `OK`"),

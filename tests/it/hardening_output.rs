@@ -184,11 +184,17 @@ fn an_undeclared_entity_in_a_junit_report_is_kept_as_written() {
 }
 
 #[test]
-fn a_passing_run_with_a_dtd_report_passes_without_reading_it() {
+fn a_run_that_exits_zero_fails_on_the_failure_its_dtd_report_names_without_expanding_it() {
     let project = junit_project(DTD_REPORT, 0);
     let (code, verdict) = project.verdict();
-    assert_eq!(code, 0, "{verdict:#}");
-    assert_eq!(gate(&verdict, "tests")["outcome"], "pass", "{verdict:#}");
+    assert_eq!(code, 1, "{verdict:#}");
+    let tests = gate(&verdict, "tests");
+    assert_eq!(tests["outcome"], "fail", "{verdict:#}");
+    assert!(
+        tests["findings"].to_string().contains("auth::&x;"),
+        "{verdict:#}"
+    );
+    assert!(!verdict.to_string().contains("lollol"), "{verdict:#}");
 }
 
 const KEY: &str = "5f0c3a6e1d2b4c8a9e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d\n";

@@ -225,10 +225,15 @@ pub fn same_test(a: &str, b: &str) -> bool {
     compared > 0
 }
 
-/// A test name's words, last first, without the separators reporters disagree on.
+/// A test name's words, last first, without the separators reporters disagree on (spaces,
+/// `/`, `.`, `:`, `>`, `›`, `\`, `#`). Any other character is part of a word: names that
+/// differ in it (`test_cmp[<]`, `test_cmp[>]`, two parameters a report writes as `&lt;` and
+/// `&gt;`) are two tests, never one.
 fn name_words(name: &str) -> impl Iterator<Item = &str> {
-    name.rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-        .filter(|w| !w.is_empty() && *w != "py")
+    name.rsplit(|c: char| {
+        c.is_whitespace() || matches!(c, '/' | '.' | ':' | '>' | '›' | '\\' | '#')
+    })
+    .filter(|w| !w.is_empty() && *w != "py")
 }
 
 /// `text` cut to [`MAX_MESSAGE_CHARS`] on a character boundary.
@@ -248,49 +253,109 @@ fn joined<'a>(lines: impl IntoIterator<Item = &'a str>, max: usize) -> Option<St
     (!kept.is_empty()).then(|| kept.join(" "))
 }
 
+/// What a JUnit XML report says failed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Junit {
+    /// Each failed test case once, in the report's order: a case whose name reads as nothing
+    /// is named by its place ([`unnamed`]), so no failure is lost to its name.
+    pub failed: Vec<Failed>,
+    /// It declares a document type, whose entities were never expanded.
+    pub dtd: bool,
+    /// Why the report could not be read to its end; the failures before that point are kept.
+    pub unread: Option<String>,
+}
+
+impl Junit {
+    /// What a reader of the gate must know of how the report was read, if anything.
+    pub fn note(&self) -> Option<String> {
+        let dtd = self.dtd.then_some(
+            "it declares a document type (`<!DOCTYPE`), which JUnit reports do not; its entities were not expanded, so names using them are as written",
+        );
+        match (dtd, &self.unread) {
+            (None, None) => None,
+            (Some(dtd), None) => Some(dtd.to_owned()),
+            (None, Some(why)) => Some(why.clone()),
+            (Some(dtd), Some(why)) => Some(format!("{dtd}; {why}")),
+        }
+    }
+}
+
+/// The stand-in name of the `n`-th failed case (from 1) whose name reads as nothing.
+pub fn unnamed(n: usize) -> String {
+    format!("<unnamed test case {n} of the JUnit report>")
+}
+
+/// Whether `name` is a stand-in of [`unnamed`], which no runner can be asked to run.
+pub fn is_unnamed(name: &str) -> bool {
+    name.starts_with("<unnamed test case ") && name.ends_with(" of the JUnit report>")
+}
+
 /// Failed test cases in a JUnit XML report: `<testcase>` elements holding `<failure>` or
 /// `<error>`, each named as its runner names it on the console (see [`junit_name`]). pytest's
 /// stand-in case for a module it could not collect is not a test.
 ///
-/// A report that declares a document type is refused, with the reason: no reporter writes one,
-/// and its entities could only rename tests or, expanded, grow without bound (they never are).
-/// An entity no DTD declares is kept as written ([`attribute`]), so a failure is never lost to
-/// a name that does not resolve.
-pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
+/// Entities are never expanded: a document type declaration is passed over (said in
+/// [`Junit::note`]), and a reference to an entity that is not one of XML's five is kept as
+/// written ([`attribute`]), so a name is never emptied, grown or made another's. What cannot
+/// be read ends the reading, keeping what came before ([`Junit::unread`]).
+pub fn from_junit(xml: &str) -> Junit {
     let mut reader = Reader::from_str(xml);
-    let mut current: Option<(Failed, Case)> = None;
-    let mut suites: Vec<String> = Vec::new();
-    let mut root: Option<String> = None;
-    let mut failed = Vec::new();
+    let mut reading = Reading::default();
     loop {
-        let event = reader.read_event().map_err(|err| {
-            format!(
-                "not valid JUnit XML at byte {}: {err}",
-                reader.buffer_position()
-            )
-        })?;
-        let opens = matches!(event, Event::Start(_));
-        match &event {
-            Event::DocType(_) => {
-                return Err(
-                    "it declares a document type (`<!DOCTYPE`), which JUnit reports do not; it is not read (its entities are never expanded)"
-                        .to_owned(),
-                );
+        let event = match reader.read_event() {
+            Ok(event) => event,
+            Err(err) => {
+                reading.report.unread = Some(format!(
+                    "not valid XML past byte {}, where it stopped being read: {err}",
+                    reader.buffer_position()
+                ));
+                break;
             }
+        };
+        if reading.read(&event) {
+            break;
+        }
+    }
+    reading.finish()
+}
+
+/// Where a reading of a JUnit report has come to.
+#[derive(Default)]
+struct Reading {
+    /// The `<testcase>`s open, innermost last; `None` once one is counted failed.
+    cases: Vec<Option<(Failed, Case)>>,
+    suites: Vec<String>,
+    root: Option<String>,
+    report: Junit,
+    unnamed_cases: usize,
+    depth: usize,
+    /// Every `<failure>` and `<error>` element met, wherever it stands.
+    failure_elements: u64,
+    /// The most failures and errors one `<testsuite>` or `<testsuites>` says it holds.
+    declared: u64,
+}
+
+impl Reading {
+    /// Takes in one event; whether the reading ends at it.
+    fn read(&mut self, event: &Event<'_>) -> bool {
+        let opens = matches!(event, Event::Start(_));
+        match event {
+            Event::Start(_) => self.depth += 1,
+            Event::End(_) => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        match event {
+            Event::DocType(_) => self.report.dtd = true,
             Event::Start(element) | Event::Empty(element)
                 if matches!(element.local_name().as_ref(), "testsuites" | "testsuite") =>
             {
-                let name = attribute(element, "name").unwrap_or_default();
-                let opens = opens && element.local_name().as_ref() == "testsuite";
-                if root.is_none() {
-                    root = Some(name.clone());
-                }
-                if opens && suites.len() < 64 {
-                    suites.push(name);
-                }
+                self.suite(
+                    element,
+                    opens && element.local_name().as_ref() == "testsuite",
+                );
             }
             Event::End(element) if element.local_name().as_ref() == "testsuite" => {
-                suites.pop();
+                self.suites.pop();
             }
             Event::Start(element) if element.local_name().as_ref() == "testcase" => {
                 let case = Case {
@@ -300,37 +365,113 @@ pub fn from_junit(xml: &str) -> Result<Vec<Failed>, String> {
                     php_class: attribute(element, "class"),
                     name: attribute(element, "name").unwrap_or_default(),
                 };
+                let root = self.root.as_deref().unwrap_or("");
                 let test = Failed {
                     file: attribute(element, "file").filter(|f| !f.is_empty()),
-                    ..Failed::named(&junit_name(root.as_deref().unwrap_or(""), &suites, &case))
+                    ..Failed::named(&junit_name(root, &self.suites, &case))
                 };
-                current = Some((test, case));
+                self.cases.push(Some((test, case)));
             }
             Event::Start(element) | Event::Empty(element)
                 if matches!(element.local_name().as_ref(), "failure" | "error") =>
             {
-                if let Some((test, case)) = current.take() {
-                    let message = attribute(element, "message");
-                    let collection = case.classname.is_empty()
-                        && message.as_deref() == Some("collection failure");
-                    if !collection && failed.len() < MAX_FINDINGS && !test.name.is_empty() {
-                        failed.push(test.because(message));
-                    }
-                }
+                self.failure(element);
             }
-            Event::End(element) if element.local_name().as_ref() == "testcase" => current = None,
-            Event::Eof => break,
+            Event::End(element) if element.local_name().as_ref() == "testcase" => {
+                self.cases.pop();
+            }
+            Event::Eof => {
+                // A report cut short (its runner killed while writing) or none at all says
+                // nothing of the tests it did not reach.
+                if self.root.is_none() {
+                    self.report.unread = Some("it holds no `<testsuite>` or `<testsuites>`".into());
+                } else if self.depth > 0 {
+                    self.report.unread =
+                        Some("it ends inside an element, so it was cut short".into());
+                }
+                return true;
+            }
             _ => {}
         }
+        false
     }
-    // Go's reporters fail a parent with its subtest; the subtest is the failure.
-    let names: Vec<String> = failed.iter().map(|f| f.name.clone()).collect();
-    failed.retain(|f| {
-        !names
-            .iter()
-            .any(|other| other.starts_with(&format!("{}/", f.name)))
-    });
-    Ok(failed)
+
+    fn suite(&mut self, element: &BytesStart<'_>, opens: bool) {
+        let name = attribute(element, "name").unwrap_or_default();
+        if self.root.is_none() {
+            self.root = Some(name.clone());
+        }
+        if opens && self.suites.len() < 64 {
+            self.suites.push(name);
+        }
+        // A count that is no number says nothing; one that is, is a floor on what failed (one
+        // past u64 counts as the most there is, not as none).
+        let count = |key| {
+            attribute(element, key).map_or(0, |n| {
+                let n = n.trim();
+                let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+                n.parse::<u64>()
+                    .unwrap_or(if digits { u64::MAX } else { 0 })
+            })
+        };
+        self.declared = self
+            .declared
+            .max(count("failures").saturating_add(count("errors")));
+    }
+
+    /// A `<failure>` or `<error>`: its innermost open case failed; outside any case (a suite's
+    /// setup, a report written around the reader), a failure all the same, named by its place.
+    fn failure(&mut self, element: &BytesStart<'_>) {
+        self.failure_elements = self.failure_elements.saturating_add(1);
+        let message = attribute(element, "message");
+        let test = match self.cases.last_mut() {
+            Some(open) => match open.take() {
+                Some((test, case)) => {
+                    let collection = case.classname.is_empty()
+                        && message.as_deref() == Some("collection failure");
+                    if collection {
+                        return;
+                    }
+                    test
+                }
+                // That case is counted already.
+                None => return,
+            },
+            None => Failed::named(""),
+        };
+        self.push(test, message);
+    }
+
+    fn push(&mut self, mut test: Failed, message: Option<String>) {
+        if self.report.failed.len() >= MAX_FINDINGS {
+            return;
+        }
+        // `::` alone is an empty class and an empty name joined.
+        if test.name.chars().all(|c| c.is_whitespace() || c == ':') {
+            self.unnamed_cases += 1;
+            test.name = unnamed(self.unnamed_cases);
+        }
+        self.report.failed.push(test.because(message));
+    }
+
+    fn finish(mut self) -> Junit {
+        // Go's reporters fail a parent with its subtest; the subtest is the failure.
+        let names: Vec<String> = self.report.failed.iter().map(|f| f.name.clone()).collect();
+        self.report.failed.retain(|f| {
+            !names
+                .iter()
+                .any(|other| other.starts_with(&format!("{}/", f.name)))
+        });
+        // A suite that counts more failures than the report holds lost some: which, and
+        // whether they were the worker's to hide, cannot be told.
+        if self.declared > self.failure_elements && self.report.unread.is_none() {
+            self.report.unread = Some(format!(
+                "a suite in it counts {} failures and errors, but it holds {} `<failure>` or `<error>` elements",
+                self.declared, self.failure_elements
+            ));
+        }
+        self.report
+    }
 }
 
 /// A `<testcase>` as written.
@@ -507,29 +648,78 @@ mod tests {
   <testcase classname="auth.Login" name="accepts"/>
   <testcase name="crashes"><error/></testcase>
 </testsuite></testsuites>"#;
-        let found = from_junit(xml).unwrap();
+        let found = from_junit(xml).failed;
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].name, "auth.Login.rejects & logs");
         assert_eq!(found[0].file.as_deref(), Some("tests/auth.py"));
         assert_eq!(found[0].message.as_deref(), Some("expected 401"));
         assert_eq!(found[1].name, "crashes");
-        assert!(from_junit("<testsuite><testcase").is_err());
+        assert!(from_junit("<testsuite><testcase").unread.is_some());
         let phpunit = r#"<testsuite name="App\Tests\CalcTest"><testcase name="testSquare with data set &quot;a::b&quot;" class="App\Tests\CalcTest" classname="App.Tests.CalcTest"><failure type="X">f</failure></testcase></testsuite>"#;
         assert_eq!(
-            from_junit(phpunit).unwrap()[0].name,
+            from_junit(phpunit).failed[0].name,
             "App\\Tests\\CalcTest::testSquare with data set \"a::b\""
         );
     }
 
     #[test]
-    fn a_report_with_a_dtd_is_refused_and_an_unknown_entity_kept_as_written() {
+    fn a_report_with_a_dtd_is_read_without_expanding_and_an_unknown_entity_kept_as_written() {
         let dtd = r#"<?xml version="1.0"?><!DOCTYPE testsuite [<!ENTITY x "y">]><testsuite><testcase name="&x;"><failure/></testcase></testsuite>"#;
-        assert!(from_junit(dtd).unwrap_err().contains("DOCTYPE"));
+        let read = from_junit(dtd);
+        assert!(read.dtd && read.unread.is_none());
+        assert!(read.note().is_some_and(|n| n.contains("DOCTYPE")));
+        assert_eq!(read.failed[0].name, "&x;");
         let xml = r#"<testsuite><testcase classname="c" name="a &x; &amp; &#x41;&#66;	b&#0;&"><failure message="&nbsp;why"/></testcase></testsuite>"#;
-        let found = from_junit(xml).unwrap();
+        let found = from_junit(xml).failed;
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].name, "c::a &x; & AB b&#0;&");
         assert_eq!(found[0].message.as_deref(), Some("&nbsp;why"));
+    }
+
+    #[test]
+    fn names_that_differ_only_in_entities_stay_two_tests() {
+        // pytest --junitxml writes `test_cmp[<]` and `test_cmp[>]` with entities.
+        let xml = r#"<testsuites><testsuite name="pytest"><testcase classname="tests.test_ops" name="test_cmp[&lt;]"><failure message="a"/></testcase><testcase classname="tests.test_ops" name="test_cmp[&gt;]"><failure message="b"/></testcase><testcase classname="tests.test_ops" name="test_cmp[&#60;&#60;]"><failure/></testcase></testsuite></testsuites>"#;
+        let names: Vec<String> = from_junit(xml).failed.into_iter().map(|f| f.name).collect();
+        assert_eq!(
+            names,
+            [
+                "tests/test_ops.py::test_cmp[<]",
+                "tests/test_ops.py::test_cmp[>]",
+                "tests/test_ops.py::test_cmp[<<]"
+            ]
+        );
+        assert!(!same_test(&names[0], &names[1]));
+        assert!(!same_test(&names[0], &names[2]));
+        let mut console = Report::default();
+        for name in &names {
+            console.add(Failed::named(name));
+        }
+        assert_eq!(console.failed.len(), 3);
+    }
+
+    #[test]
+    fn a_failed_case_whose_name_reads_as_nothing_is_still_counted() {
+        // jest-junit, surefire and go-junit-report shapes, each name emptied by a reference.
+        let xml = r#"<testsuites name="jest tests"><testsuite name="math"><testcase classname="" name=""><failure>x</failure></testcase><testcase classname="&#32;" name="&#32;&#9;"><error/></testcase><testcase classname="com.x.CalcTest" name="adds"><failure/></testcase></testsuite></testsuites>"#;
+        let read = from_junit(xml);
+        assert_eq!(read.failed.len(), 3, "{read:?}");
+        assert!(is_unnamed(&read.failed[0].name) && is_unnamed(&read.failed[1].name));
+        assert_ne!(read.failed[0].name, read.failed[1].name);
+        assert_eq!(read.failed[2].name, "com.x.CalcTest.adds");
+    }
+
+    #[test]
+    fn a_report_that_breaks_off_keeps_the_failures_before_it() {
+        let xml = r#"<testsuite name="pkg"><testcase classname="pkg" name="TestA"><failure message="a"/></testcase><testcase classname="pkg" name="TestB"><failure message="b"></error></testcase>"#;
+        let read = from_junit(xml);
+        let names: Vec<&str> = read.failed.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["pkg::TestA", "pkg::TestB"]);
+        assert!(
+            read.unread
+                .as_deref()
+                .is_some_and(|why| why.contains("not valid XML"))
+        );
     }
 
     #[test]

@@ -338,7 +338,10 @@ impl Command {
             Ok(ran) => ran,
             Err(outcome) => return outcome,
         };
-        let text = findings::strip_ansi(&String::from_utf8_lossy(&ran.output));
+        // The output is read without its terminal sequences; its tail in the verdict keeps
+        // every other control the command wrote, escaped where it lands (docs/verdict.md).
+        let output = String::from_utf8_lossy(&ran.output);
+        let text = findings::strip_ansi(&output);
         // A runner that is not there at all is said as such, before the output is read.
         let missing = match ran.exit {
             Exit::Code(code) if code != 0 => {
@@ -363,7 +366,7 @@ impl Command {
             Exit::Code(code) => Some(code),
             _ => None,
         };
-        outcome.output_tail = tail(&text, ran.dropped);
+        outcome.output_tail = tail(&crate::verdict::terminal::shown(&output), ran.dropped);
         outcome
     }
 
@@ -518,7 +521,7 @@ impl Command {
         };
         match parse {
             Parse::Findings => self.judge_findings(ctx, text, cwd, before, failed, code),
-            Parse::TestNames if !failed => Outcome::pass("tests passed"),
+            Parse::TestNames if !failed => self.judge_passed_tests(ctx, cwd, before),
             Parse::TestNames => self.judge_tests(ctx, text, cwd, before, code),
         }
     }

@@ -146,7 +146,8 @@ impl Command {
             Exit::Code(code) if code != 0 => code,
             _ => return None,
         };
-        let text = findings::strip_ansi(&String::from_utf8_lossy(&ran.output));
+        let output = String::from_utf8_lossy(&ran.output);
+        let text = findings::strip_ansi(&output);
         let mut outcome = self.judge_tests(ctx, &text, &cwd, &before, code);
         let again = outcome
             .failed_tests
@@ -182,7 +183,7 @@ impl Command {
         }
         outcome.failed_tests = Some(Box::new(failed_now));
         outcome.exit_code = Some(code);
-        outcome.output_tail = tail(&text, ran.dropped);
+        outcome.output_tail = tail(&crate::verdict::terminal::shown(&output), ran.dropped);
         Some(outcome)
     }
 }

@@ -53,63 +53,117 @@ impl Command {
         let report = test_names::from_output(text);
         let mut failures = report.failed;
         let mut note = String::new();
-        if let Some(report) = &self.junit {
-            match read_junit(ctx, report, before) {
-                Ok(from_report) => {
-                    for test in from_report {
-                        if !failures
-                            .iter()
-                            .any(|known| test_names::same_test(&known.name, &test.name))
-                        {
-                            failures.push(test);
-                        }
-                    }
-                }
-                Err(why) => note = format!(" (JUnit report {report}: {why})"),
+        if let Some(path) = &self.junit {
+            let junit = read_junit(ctx, path, before);
+            merge(&mut failures, junit.failed.clone());
+            if let Some(why) = junit.note() {
+                note = format!(" (JUnit report {path}: {why})");
             }
         }
         if failures.is_empty() {
             if let Some(cause) = report.could_not_run {
                 return Outcome::fail(format!("the tests could not run: {cause}{note}"));
             }
+            return Outcome::fail(format!("`{program}` exited with {code}{note}"));
         }
-        failures.truncate(MAX_FINDINGS);
-        let failed_tests = Some(Box::new(failures.iter().map(|f| f.name.clone()).collect()));
-        let summary = match failures.len() {
-            0 => format!("`{program}` exited with {code}{note}"),
-            n => {
-                let shown: Vec<&str> = failures.iter().take(5).map(|f| f.name.as_str()).collect();
-                let more = if n > 5 {
-                    format!(" and {} more", n - 5)
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{n} test{} failed: {}{more}{note}",
-                    plural(n),
-                    shown.join(", ")
-                )
-            }
+        named_failures(ctx, cwd, failures, "", &note)
+    }
+
+    /// A `test` command that exited 0: a pass, unless its `junit:` report names failed tests
+    /// (a runner made to exit 0 over its failures) or cannot be read, which is no pass either:
+    /// what the report would have said is not known.
+    pub(super) fn judge_passed_tests(
+        &self,
+        ctx: &Context<'_>,
+        cwd: &Path,
+        before: &Before,
+    ) -> Outcome {
+        let Some(path) = &self.junit else {
+            return Outcome::pass("tests passed");
         };
-        let found = failures
-            .into_iter()
-            .map(test_names::Failed::into_finding)
-            .collect();
-        Outcome {
-            findings: relative_findings(&ctx.task.dir, cwd, found),
-            failed_tests,
-            ..Outcome::fail(summary)
+        let program = &self.argv[0];
+        let junit = read_junit(ctx, path, before);
+        let note = junit
+            .note()
+            .map(|why| format!(" (JUnit report {path}: {why})"))
+            .unwrap_or_default();
+        if !junit.failed.is_empty() {
+            let head = format!("`{program}` exited with 0, but its JUnit report names ");
+            return named_failures(ctx, cwd, junit.failed, &head, &note);
+        }
+        match &junit.unread {
+            Some(why) => Outcome::fail(format!(
+                "`{program}` exited with 0, but its JUnit report {path} cannot be read ({why}); a report that cannot be read does not pass"
+            )),
+            None => Outcome::pass(format!("tests passed{note}")),
         }
     }
 }
 
-/// The failed tests of the JUnit report the command wrote. A report from before the command
-/// started was not written by this run (a worker may leave one in place to name tests), and is
-/// not read.
-fn read_junit(
+/// The report's failed tests added to those the console named: each matched to at most one
+/// console name (two cases of a report are two tests, however alike their names).
+fn merge(failures: &mut Vec<test_names::Failed>, from_report: Vec<test_names::Failed>) {
+    let console = failures.len();
+    let mut matched = vec![false; console];
+    for test in from_report {
+        let known = (0..console)
+            .find(|&i| !matched[i] && test_names::same_test(&failures[i].name, &test.name));
+        match known {
+            Some(i) => matched[i] = true,
+            None => failures.push(test),
+        }
+    }
+}
+
+/// A FAIL naming `failures` (at least one): `head` before the count, `note` after the names.
+fn named_failures(
     ctx: &Context<'_>,
-    report: &str,
-    before: &Before,
-) -> Result<Vec<test_names::Failed>, String> {
-    test_names::from_junit(&read_report(ctx, report, before)?)
+    cwd: &Path,
+    mut failures: Vec<test_names::Failed>,
+    head: &str,
+    note: &str,
+) -> Outcome {
+    failures.truncate(MAX_FINDINGS);
+    // A stand-in for a case with no name is counted and shown, never handed to a runner.
+    let failed_tests = Some(Box::new(
+        failures
+            .iter()
+            .map(|f| f.name.clone())
+            .filter(|name| !test_names::is_unnamed(name))
+            .collect(),
+    ));
+    let n = failures.len();
+    let shown: Vec<&str> = failures.iter().take(5).map(|f| f.name.as_str()).collect();
+    let more = if n > 5 {
+        format!(" and {} more", n - 5)
+    } else {
+        String::new()
+    };
+    let summary = format!(
+        "{head}{n} test{} failed: {}{more}{note}",
+        plural(n),
+        shown.join(", ")
+    );
+    let found = failures
+        .into_iter()
+        .map(test_names::Failed::into_finding)
+        .collect();
+    Outcome {
+        findings: relative_findings(&ctx.task.dir, cwd, found),
+        failed_tests,
+        ..Outcome::fail(summary)
+    }
+}
+
+/// The JUnit report the command wrote, read. A report from before the command started was
+/// not written by this run (a worker may leave one in place to name tests), and is not read:
+/// it is [`test_names::Junit::unread`], as is one that cannot be read at all.
+fn read_junit(ctx: &Context<'_>, report: &str, before: &Before) -> test_names::Junit {
+    match read_report(ctx, report, before) {
+        Ok(xml) => test_names::from_junit(&xml),
+        Err(why) => test_names::Junit {
+            unread: Some(why),
+            ..test_names::Junit::default()
+        },
+    }
 }
