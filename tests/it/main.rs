@@ -76,5 +76,6 @@ mod speculate;
 mod speculation_stands_only_on_what_it_read;
 mod starter;
 mod tool_time;
+mod unjudged_counts_out_of_the_workers_reach;
 mod unjudged_stops_are_held;
 mod watch;
