@@ -17,6 +17,7 @@ mod reliability;
 mod bypasses;
 mod cache;
 mod change_set;
+mod claude_hook_commands_fail_closed;
 mod claude_plugin;
 mod cli;
 mod content_rules;
