@@ -216,6 +216,7 @@ impl Sandbox {
             .map(|(path, what)| (real(path), *what))
             .collect();
         let kept: Vec<PathBuf> = confinement.readable.iter().map(|p| real(p)).collect();
+        refuse_other_names(&hidden)?;
         for dir in confinement.writable {
             let dir = real(dir);
             if let Some((path, what)) = hidden.iter().find(|(path, _)| path.starts_with(&dir)) {
@@ -361,6 +362,27 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+/// Refuses a hidden file that has other names: Landlock grants by where a name is, so a hard
+/// link to validator's key (which whoever can write the task can make) lies where it was
+/// granted, and hiding the key's own path would not keep it from the reviewer.
+fn refuse_other_names(hidden: &[(PathBuf, &str)]) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    for (path, what) in hidden {
+        if let Ok(meta) = std::fs::symlink_metadata(path)
+            && meta.is_file()
+            && meta.nlink() > 1
+        {
+            return Err(format!(
+                "validator's {what} ({}) has {} names (hard links), and the reviewer could read it by one not hidden; remove the other names (`find / -samefile {}`)",
+                path.display(),
+                meta.nlink(),
+                shell_words::quote(&path.to_string_lossy())
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `path` made absolute with its links resolved, as far as it exists (the rest as written),

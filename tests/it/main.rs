@@ -66,6 +66,7 @@ mod review31_attacks;
 mod review31b_attacks;
 mod review33_attacks;
 mod review_seed;
+mod reviewer_reads_no_other_name_of_the_key;
 mod reviewer_sandbox_has_no_io_uring;
 mod rules;
 mod schema_suite;

@@ -231,10 +231,10 @@ pub(crate) fn landlock() -> bool {
     abi >= 1
 }
 
-const KEY: &str = "k3y-0f-the-validator-5ecret";
+pub(crate) const KEY: &str = "k3y-0f-the-validator-5ecret";
 
 /// A reviewer that tries to read `files` and prints what it got as its issues, after REJECTED.
-fn reviewer_reading(project: &Project, files: &[&Path]) -> String {
+pub(crate) fn reviewer_reading(project: &Project, files: &[&Path]) -> String {
     let mut body = String::from("#!/bin/sh\ncat > /dev/null\necho REJECTED\n");
     for file in files {
         body.push_str(&format!(
