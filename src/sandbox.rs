@@ -12,7 +12,7 @@
 //!   `writable:`) and `/dev/null`, connect by TCP only to the ports it is given, signal
 //!   nothing outside the sandbox, and change no file's mode, owner, times, extended
 //!   attributes or flags (`chattr`'s ioctls; a seccomp filter: Landlock does not govern
-//!   those).
+//!   those), and use no io_uring (whose requests set extended attributes past that filter).
 //!
 //! Checks made before git starts (which repository, which programs its config names) can be
 //! raced by a worker process that keeps running after it signalled done; the kernel's rules
@@ -216,6 +216,7 @@ impl Sandbox {
             .map(|(path, what)| (real(path), *what))
             .collect();
         let kept: Vec<PathBuf> = confinement.readable.iter().map(|p| real(p)).collect();
+        refuse_other_names(&hidden)?;
         for dir in confinement.writable {
             let dir = real(dir);
             if let Some((path, what)) = hidden.iter().find(|(path, _)| path.starts_with(&dir)) {
@@ -363,6 +364,27 @@ impl Walk<'_> {
     }
 }
 
+/// Refuses a hidden file that has other names: Landlock grants by where a name is, so a hard
+/// link to validator's key (which whoever can write the task can make) lies where it was
+/// granted, and hiding the key's own path would not keep it from the reviewer.
+fn refuse_other_names(hidden: &[(PathBuf, &str)]) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    for (path, what) in hidden {
+        if let Ok(meta) = std::fs::symlink_metadata(path)
+            && meta.is_file()
+            && meta.nlink() > 1
+        {
+            return Err(format!(
+                "validator's {what} ({}) has {} names (hard links), and the reviewer could read it by one not hidden; remove the other names (`find / -samefile {}`)",
+                path.display(),
+                meta.nlink(),
+                shell_words::quote(&path.to_string_lossy())
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `path` made absolute with its links resolved, as far as it exists (the rest as written),
 /// so it compares with what a walk from `/` meets.
 fn real(path: &Path) -> PathBuf {
@@ -445,7 +467,8 @@ pub(crate) fn enter(entry: Entry) -> std::io::Result<()> {
 /// The system calls that change a file's mode, owner, times, extended attributes or flags:
 /// Landlock does not govern them, so a reviewer confined to writing its own directories could
 /// still `chmod`, `touch`, `chown` or `chattr +i` the worker's files (or validator's). Each
-/// fails with EPERM instead, as do the ioctls of [`FLAG_IOCTLS`].
+/// fails with EPERM instead, as do the ioctls of [`FLAG_IOCTLS`] and io_uring, whose requests
+/// include setting and removing extended attributes without any of these calls.
 #[cfg(target_arch = "x86_64")]
 const METADATA_CALLS: &[u32] = &[
     90, 91, 268, 452, // chmod, fchmod, fchmodat, fchmodat2
@@ -454,6 +477,9 @@ const METADATA_CALLS: &[u32] = &[
     188, 189, 190, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
     197, 198, 199, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
     469, // file_setattr (a file's fsxattr flags: immutable, append-only)
+    425, 426,
+    427, // io_uring_setup, io_uring_enter, io_uring_register: a ring's requests
+         // (IORING_OP_SETXATTR, IORING_OP_FSETXATTR) are made for the caller, never as the calls above
 ];
 #[cfg(target_arch = "aarch64")]
 const METADATA_CALLS: &[u32] = &[
@@ -463,6 +489,9 @@ const METADATA_CALLS: &[u32] = &[
     5, 6, 7, 463, // setxattr, lsetxattr, fsetxattr, setxattrat
     14, 15, 16, 466, // removexattr, lremovexattr, fremovexattr, removexattrat
     469, // file_setattr
+    425, 426,
+    427, // io_uring_setup, io_uring_enter, io_uring_register: a ring's requests
+         // (IORING_OP_SETXATTR, IORING_OP_FSETXATTR) are made for the caller, never as the calls above
 ];
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const METADATA_CALLS: &[u32] = &[];

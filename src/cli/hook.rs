@@ -423,27 +423,35 @@ fn not_judged(
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let project =
         validator::hook::Project::locate(agent, task_dir, None, |var| std::env::var_os(var), &cwd);
-    let state = match (&rules, &found) {
-        (Some(rules), _) => rules.state.clone(),
-        (None, Some(path)) => path
-            .parent()
-            .filter(|dir| !dir.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."))
-            .join(".validator"),
-        // No rules file anywhere (one the worker removed, say): the count is kept in the
-        // user's state directory, out of the project, where a `.validator` the worker resets
-        // would let each stop be the first. A reset there only holds the agent longer.
-        (None, None) => user_state_dir().unwrap_or_else(|| project.dir.join(".validator")),
-    };
     let found = found.map(|path| path.canonicalize().unwrap_or(path));
-    // A rules file outside the agent's project is the person's: its path and its error are
-    // theirs to read, not the model's.
+    // A rules file inside the agent's project is the worker's to break, and `.validator`
+    // beside it the worker's to wipe: its path and error are the agent's to read, but the
+    // count is not kept there. A rules file outside it is the person's: its path and its
+    // error are theirs to read, not the model's.
     let in_reach = found.as_deref().is_none_or(|path| {
         project
             .dir
             .canonicalize()
             .is_ok_and(|dir| path.starts_with(dir))
     });
+    let state = match (&rules, &found) {
+        (Some(rules), _) => rules.state.clone(),
+        // A rules file out of the worker's reach that does not load: its state directory, by
+        // default, is out of reach too.
+        (None, Some(path)) if !in_reach => path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+            .join(".validator"),
+        // No rules file anywhere (one the worker removed, say), or one in the project that
+        // does not load (one the worker broke): the count is kept in the user's state
+        // directory, out of the project, where a `.validator` the worker resets would let
+        // each stop be the first. A reset there only holds the agent longer.
+        (None, _) => user_state_dir().unwrap_or_else(|| project.dir.join(".validator")),
+    };
+    // The reset named clears this count: `validator reset` with a rules file that does not
+    // load, or whose state is elsewhere, would not.
+    let counted_beside_rules = rules.is_some() || !in_reach;
     let for_agent = if rules.is_some() || in_reach {
         format!("{err:#}")
     } else {
@@ -457,7 +465,7 @@ fn not_judged(
                 || validator::config::Defaults::default().max_attempts,
                 |rules| rules.defaults.max_attempts,
             ),
-            rules: found.as_deref(),
+            rules: found.as_deref().filter(|_| counted_beside_rules),
             for_agent,
             for_person: format!("{err:#}"),
             counted,

@@ -54,7 +54,13 @@ fn the_plugin_wires_the_examples_events_with_their_deadlines_through_the_wrapper
                 && command.contains(&format!(" {event} ")),
             "{event}: {command}"
         );
-        let deadline = |command: &str| command.split("--deadline ").nth(1).map(str::to_owned);
+        let deadline = |command: &str| {
+            command
+                .split("--deadline ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(str::to_owned)
+        };
         assert_eq!(
             deadline(command),
             deadline(theirs["command"].as_str().expect("command")),

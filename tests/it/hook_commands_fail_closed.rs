@@ -14,13 +14,13 @@ use serde_json::{Value, json};
 
 use crate::common::{Project, pipeline};
 
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Ran {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
-fn command_of(file: &str, event: &str) -> String {
+pub(crate) fn command_of(file: &str, event: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples/hooks")
         .join(file);
@@ -33,7 +33,7 @@ fn command_of(file: &str, event: &str) -> String {
 }
 
 /// Runs `command` with `sh -c` in the task directory, PATH `bin` then the system's, HOME `home`.
-fn run(project: &Project, command: &str, bin: &Path, home: &Path, input: &Value) -> Ran {
+pub(crate) fn run(project: &Project, command: &str, bin: &Path, home: &Path, input: &Value) -> Ran {
     use std::io::Write;
     let mut child = Command::new("sh")
         .arg("-c")
@@ -62,7 +62,7 @@ fn run(project: &Project, command: &str, bin: &Path, home: &Path, input: &Value)
 }
 
 /// A PATH directory holding `validator` as `body` (a script), or nothing when `body` is None.
-fn bin_with(root: &Path, name: &str, body: Option<&str>) -> PathBuf {
+pub(crate) fn bin_with(root: &Path, name: &str, body: Option<&str>) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).expect("bin dir");
     if let Some(body) = body {
@@ -73,7 +73,7 @@ fn bin_with(root: &Path, name: &str, body: Option<&str>) -> PathBuf {
     dir
 }
 
-fn stop_input(project: &Project, event: &str, message: &str) -> Value {
+pub(crate) fn stop_input(project: &Project, event: &str, message: &str) -> Value {
     json!({
         "session_id": "s1", "cwd": project.task_dir(), "hook_event_name": event,
         "stop_hook_active": false, "last_assistant_message": message,

@@ -216,7 +216,7 @@ fn decoy_subagent_transcripts_cannot_hide_a_real_subagents_tokens() {
 
 /// Whether this kernel has Landlock (the reviewer's sandbox); without it the gate's summary
 /// says what was not enforced, and these tests have nothing to show.
-fn landlock() -> bool {
+pub(crate) fn landlock() -> bool {
     use nix::libc;
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: asks the kernel for its Landlock ABI; no memory is passed.
@@ -231,10 +231,10 @@ fn landlock() -> bool {
     abi >= 1
 }
 
-const KEY: &str = "k3y-0f-the-validator-5ecret";
+pub(crate) const KEY: &str = "k3y-0f-the-validator-5ecret";
 
 /// A reviewer that tries to read `files` and prints what it got as its issues, after REJECTED.
-fn reviewer_reading(project: &Project, files: &[&Path]) -> String {
+pub(crate) fn reviewer_reading(project: &Project, files: &[&Path]) -> String {
     let mut body = String::from("#!/bin/sh\ncat > /dev/null\necho REJECTED\n");
     for file in files {
         body.push_str(&format!(
@@ -250,7 +250,7 @@ fn reviewer_reading(project: &Project, files: &[&Path]) -> String {
     path.display().to_string()
 }
 
-fn issues(verdict: &Value) -> String {
+pub(crate) fn issues(verdict: &Value) -> String {
     serde_json::to_string(&gate(verdict, "review")["findings"]).unwrap_or_default()
 }
 

@@ -209,8 +209,11 @@ fn a_module_the_task_never_had_is_the_environments_and_still_holds_the_stop() {
 
 /// Runs `validator -c rules hook AGENT` in `cwd`.
 fn hook_in(rules: &Path, cwd: &Path, agent: &str, input: &Value) -> Reply {
+    // A count kept in the user's state directory is kept in the test's own.
     run_hook_with(rules, agent, input.to_string(), |cmd| {
-        cmd.current_dir(cwd);
+        cmd.current_dir(cwd)
+            .env("HOME", cwd.with_file_name("home"))
+            .env_remove("XDG_STATE_HOME");
     })
 }
 
