@@ -281,7 +281,6 @@ impl Written<'_> {
             .and_then(std::path::Path::to_str)
             .is_some_and(|rel| !rel.is_empty() && self.covers(rel))
     }
-
 }
 
 /// Feeds the bytes of the regular file at `path`, beneath the task, to `contents`, at most

@@ -103,6 +103,11 @@ impl Slots {
         Some(Taken(self))
     }
 
+    /// Whether a run waits for its own slot now (a speculative run holding one gives way).
+    pub fn wanted(&self) -> bool {
+        self.count().waiting > 0
+    }
+
     /// A slot if one is free now and no run waits for it.
     fn borrow(&self) -> Option<Taken<'_>> {
         let mut count = self.count();

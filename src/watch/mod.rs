@@ -129,6 +129,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
         speculator: Arc::clone(&shared.speculator),
         rules: Box::new(move || rules_of.rules()),
         mark: shared.cancel.mark().map(str::to_owned),
+        slots: Arc::clone(&shared.slots),
     });
     let mut main = MainLoop::start(&options, &shared, &pool, &mut heartbeat, jobs, &tx)?;
     let lost = main.run(&rx);

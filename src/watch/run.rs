@@ -44,7 +44,7 @@ pub struct Shared {
     /// What the watcher counts as it judges (`watch --metrics-addr` serves it).
     pub metrics: Arc<Metrics>,
     /// `--jobs` bounds every gate the watcher runs at once, a group's across tasks included.
-    pub slots: Slots,
+    pub slots: Arc<Slots>,
     /// The speculative runs, whose outcomes a run at done may take.
     pub speculator: Arc<Speculator>,
     /// Whether this watcher still holds its state directory: nothing is judged or published
@@ -108,7 +108,7 @@ impl Shared {
             observer: None,
             unpublished: Mutex::new(BTreeMap::new()),
             metrics,
-            slots: Slots::new(jobs),
+            slots: Arc::new(Slots::new(jobs)),
             claim,
         })
     }
@@ -319,7 +319,7 @@ fn run(
         cancel: Some(&shared.cancel),
         observer: Some(&observers),
         selection: crate::pipeline::Selection::default(),
-        slots: Some(&shared.slots),
+        slots: Some(&*shared.slots),
         speculation: speculated.map_or(Speculation::Off, Speculation::Use),
     };
     judge.judge(case, Some(history))

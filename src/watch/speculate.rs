@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Rules;
 use crate::judge::{Case, Judge};
+use crate::pipeline::Slots;
 use crate::process::Cancel;
 use crate::speculation::{Speculated, Speculation, TreeStamp, Written};
 use crate::state::TaskState;
@@ -189,6 +190,20 @@ impl Speculator {
         }
     }
 
+    /// Cancels the speculative run going on, if any: a run at done waits for the slot it holds.
+    fn give_way(&self) {
+        let mut tasks = self.tasks();
+        for watched in tasks.by_name.values_mut() {
+            let running = watched
+                .run
+                .as_ref()
+                .is_some_and(|run| *run.end() == End::Running);
+            if running && let Some(run) = watched.run.take() {
+                self.cancel(&run);
+            }
+        }
+    }
+
     /// Stops speculating for good (the watcher is shutting down): the run going on is killed.
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
@@ -207,6 +222,9 @@ pub struct Sources {
     pub speculator: Arc<Speculator>,
     pub rules: Box<dyn Fn() -> Arc<Rules> + Send + Sync>,
     pub mark: Option<String>,
+    /// The watcher's `--jobs` slots: a speculative run holds one like any run (its group
+    /// borrowing more only while free), and gives it back when a run at done waits for one.
+    pub slots: Arc<Slots>,
 }
 
 /// Starts the speculator thread; it ends when the watcher stops ([`Speculator::stop`]).
@@ -250,6 +268,9 @@ fn look_until_stopped(sources: &Arc<Sources>) {
 
 /// One look at every task directory in staging.
 fn look_once(sources: &Arc<Sources>, rules: &Arc<Rules>) {
+    if sources.slots.wanted() {
+        sources.speculator.give_way();
+    }
     let Ok(entries) = std::fs::read_dir(&rules.staging) else {
         return;
     };
@@ -357,16 +378,17 @@ fn look_at(sources: &Arc<Sources>, rules: &Arc<Rules>, name: &str) {
     drop(tasks);
     speculator.counts.started.fetch_add(1, Ordering::Relaxed);
     let speculator = Arc::clone(speculator);
+    let slots = Arc::clone(&sources.slots);
     let spawned = std::thread::Builder::new()
         .name(format!("speculating {name}"))
-        .spawn(move || speculate(&speculator, &run, task));
+        .spawn(move || speculate(&speculator, &run, task, &slots));
     if spawned.is_err() {
         sources.speculator.tasks().running = false;
     }
 }
 
 /// Runs the task's pipeline speculatively and records how it ended.
-fn speculate(speculator: &Speculator, run: &Run, task: Task) {
+fn speculate(speculator: &Speculator, run: &Run, task: Task, slots: &Slots) {
     lower_this_threads_priority();
     let cpu = cpu_micros();
     let rules = &run.rules;
@@ -388,7 +410,7 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task) {
                 cancel: Some(&run.cancel),
                 observer: None,
                 selection: crate::pipeline::Selection::default(),
-                slots: None,
+                slots: Some(slots),
                 speculation: Speculation::Record(&run.outcomes),
             };
             let case = Case {
