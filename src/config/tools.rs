@@ -96,6 +96,7 @@ impl CommandRule {
         if words.is_empty() {
             return Err("`match:` is empty".into());
         }
+        let words = meant_in_rule(&words);
         let words = words
             .iter()
             .map(|word| {
@@ -327,6 +328,37 @@ fn meant(name: Option<&str>, arguments: &[Word]) -> Vec<Word> {
         .collect()
 }
 
+/// A rule's words with each literal option written as the short one it means, as a
+/// command's are before they are matched ([`meant`]): a rule's `git push --force` matches the
+/// command `git push --force`, and `rm --recursive` matches `rm -r`. Words with a glob are the
+/// rule author's own pattern, kept as written.
+fn meant_in_rule(words: &[String]) -> Vec<String> {
+    let program = words
+        .first()
+        .map(|program| program.rsplit('/').next().unwrap_or(program));
+    let table = program.and_then(|name| MEANINGS.iter().find(|m| m.programs.contains(&name)));
+    let mut options_end = false;
+    words
+        .iter()
+        .enumerate()
+        .map(|(at, word)| {
+            let literal = !word.contains(['*', '?', '[', '{', '\\']);
+            if at == 0 || options_end || !literal || !word.starts_with('-') || word == "-" {
+                return word.clone();
+            }
+            if word == "--" {
+                options_end = true;
+                return word.clone();
+            }
+            match word.strip_prefix("--") {
+                Some(long) => meant_long(table, long),
+                None => table.map(|table| meant_short(table, &word[1..])),
+            }
+            .unwrap_or_else(|| word.clone())
+        })
+        .collect()
+}
+
 /// A long option as the short one it means (`None`: kept as written).
 fn meant_long(table: Option<&Meanings>, long: &str) -> Option<String> {
     let (long, _) = long.split_once('=').unwrap_or((long, ""));
@@ -436,6 +468,13 @@ mod tests {
         assert!(rm.matches(&words("rm --rec build")));
         assert!(rm.matches(&words("rm -fR build")));
         assert!(!rm.matches(&words("rm --force build")));
+        // A rule's own long option means what the command's does.
+        let force = rule("git push --force", CommandDecision::Deny);
+        assert!(force.matches(&words("git push --force origin main")));
+        assert!(force.matches(&words("git push -f origin main")));
+        assert!(!force.matches(&words("git push --force-with-lease origin main")));
+        let recursive = rule("rm --recursive", CommandDecision::Ask);
+        assert!(recursive.matches(&words("rm -R build")));
         assert!(!rm.matches(&words("rm --no-preserve-root -f build")));
         assert!(!rm.matches(&words("rm -f -- -r")));
         let cp = rule("cp -*r*", CommandDecision::Ask);

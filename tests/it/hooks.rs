@@ -588,9 +588,12 @@ fn a_missing_rules_file_holds_the_stop_and_bad_arguments_never_block() {
     let reason = run_hook(&project.rules_path(), "claude", input.clone()).blocked("block");
     assert!(reason.contains("could not be judged"), "{reason}");
 
+    // With no rules file anywhere, the count is kept in the user's state directory: this
+    // test's own, so no earlier run's count stops this session.
     let output = validator()
         .current_dir(project.path())
         .env_remove("VALIDATOR_CONFIG")
+        .env("XDG_STATE_HOME", project.path().join("user-state"))
         .args(["hook", "claude"])
         .write_stdin(input.clone())
         .output()

@@ -6,16 +6,10 @@ use serde_json::{Value, json};
 use super::{Project, validator};
 
 /// The input Claude Code sends before `tool` runs with `tool_input`.
-/// The session's transcript is there, as Claude Code writes it before the first tool call (a
-/// rules file with `max_tokens` escalates a session whose transcript cannot be counted).
 pub fn input(project: &Project, tool: &str, tool_input: Value) -> Value {
-    let transcript = project.path().join("transcript.jsonl");
-    if !transcript.exists() {
-        std::fs::write(&transcript, "").expect("write the transcript");
-    }
     json!({
         "session_id": "s1",
-        "transcript_path": transcript,
+        "transcript_path": project.path().join("transcript.jsonl"),
         "cwd": project.task_dir(),
         "permission_mode": "acceptEdits",
         "hook_event_name": "PreToolUse",
