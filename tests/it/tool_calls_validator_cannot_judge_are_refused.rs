@@ -29,7 +29,11 @@ fn a_shell_or_write_call_under_unreadable_rules_is_refused_with_the_reason() {
         let reply = answer(&project, "claude", &call);
         assert!(refuses(&reply), "{reply:?}");
         assert!(reply.1.contains("cannot read its rules"), "{}", reply.1);
-        assert!(!reply.1.contains(&rules), "the rules path stays out: {}", reply.1);
+        assert!(
+            !reply.1.contains(&rules),
+            "the rules path stays out: {}",
+            reply.1
+        );
     }
 }
 
