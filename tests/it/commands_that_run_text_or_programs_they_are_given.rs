@@ -68,6 +68,9 @@ fn a_variable_that_chooses_the_program_is_held_to_every_deny_rule() {
             "GIT_EDITOR='git push' git commit",
             "GIT_SSH_COMMAND='git push' git fetch",
             "env GIT_PAGER='git push' git log",
+            "export GIT_EXTERNAL_DIFF='git push'; git diff",
+            "declare -x GIT_EDITOR='git push'; git commit",
+            "export PATH=./evil:$PATH; git status",
         ],
     );
 }

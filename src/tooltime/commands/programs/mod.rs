@@ -523,6 +523,10 @@ fn evaluating(name: &str, args: &[Word]) -> Kind {
         .filter(|w| w.raw.contains('='))
         .cloned()
         .collect();
+    // One that chooses what later commands run (`export GIT_EDITOR=…`) makes them any command.
+    if let Some(why) = super::choosing(&assignments) {
+        return Kind::Any(format!("`{name}`: {why}"));
+    }
     match steering(&assignments) {
         Some(why) => Kind::Unknown(format!("`{name}`: {why}")),
         None => Kind::Reads,
