@@ -372,12 +372,22 @@ fn hook_answer(
     });
     match (answered, phase) {
         (Ok(answer), _) => Ok(answer),
-        // A tool call validator cannot judge (broken rules, say) is left to the agent's own
-        // permission rules, and the person told why: the stop stays the backstop. Answered,
-        // never failed: an agent shows a failed hook's command line, rules path included, to
-        // its model.
-        (Err(err), Phase::BeforeTool | Phase::AfterTool) => {
+        // A tool call validator cannot judge (broken rules, say) is refused, but for a tool
+        // that only reads: a worker that breaks its rules file must not turn every tool-time
+        // rule off by it. Answered, never failed: an agent shows a failed hook's command line,
+        // rules path included, to its model.
+        (Err(err), Phase::BeforeTool) => {
             // The details (which name the rules file) go to stderr, for the person's log only.
+            eprintln!("validator hook {}: error: {err:#}", agent.name());
+            let event = input.hook_event_name.as_deref().unwrap_or_default();
+            Ok(validator::hook::tool::not_judged(
+                input,
+                "validator cannot read its rules (`validator rules check` says why)",
+            )
+            .to_json(agent, event))
+        }
+        // After a tool ran nothing is left to refuse: the person is told, the stop judges.
+        (Err(err), Phase::AfterTool) => {
             eprintln!("validator hook {}: error: {err:#}", agent.name());
             let event = input.hook_event_name.as_deref().unwrap_or_default();
             Ok(validator::hook::tool::ToolAnswer::Notice(

@@ -449,12 +449,28 @@ impl<'r> Setting<'r> {
     }
 }
 
+/// The answer to a tool call validator cannot judge because what it is judged by (the rules,
+/// the contract, the project) cannot be read: refused with `why`, as a worker that breaks its
+/// rules file must not turn every tool-time rule off by it. A tool that only reads (the
+/// `Action::Other` kind) is left to the agent's own rules, so the agent can still look.
+pub fn not_judged(input: &Input, why: &str) -> ToolAnswer {
+    // Only the kind of action is read here; the directory it runs in does not change it.
+    let (action, _) = Call::of(input).action(Path::new("/"));
+    if matches!(action, Action::Other) {
+        ToolAnswer::Notice(format!("this tool call was not judged: {why}"))
+    } else {
+        ToolAnswer::Deny(format!(
+            "this tool call cannot be judged, so it is refused: {why}; a tool that only reads still runs"
+        ))
+    }
+}
+
 /// Judges a tool call before it runs. What cannot be judged (a project or contract that cannot
-/// be read) lets the agent's own permission rules decide, and says why; the stop still judges.
+/// be read) is refused and says why, except a tool that only reads; the stop still judges.
 pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> ToolAnswer {
     let setting = match Setting::new(rules, input, project) {
         Ok(setting) => setting,
-        Err(why) => return ToolAnswer::Notice(format!("this tool call was not judged: {why}")),
+        Err(why) => return not_judged(input, &why),
     };
     let mut held = Held::open(&rules.state, &session_key(&input.session_id, None));
     held.began();

@@ -430,20 +430,15 @@ fn gemini_and_opencode_refuse_in_their_own_words() {
 }
 
 #[test]
-fn broken_rules_leave_the_call_to_the_agent_and_never_show_the_rules_path() {
+fn broken_rules_refuse_a_write_and_never_show_the_rules_path() {
     let project = project(
         "version: 1\npipelines:\n  - name: main\n    gates:\n      - {name: x, rule: exists, pathz: [a]}\n",
     );
     let reply = hook(&project, "claude", &write(&project, "notes.txt"));
     let answer = reply.json();
-    assert!(
-        answer.get("hookSpecificOutput").is_none(),
-        "no decision: {answer:#}"
-    );
-    assert!(
-        answer["systemMessage"]
-            .as_str()
-            .is_some_and(|m| m.contains("not judged"))
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer:#}"
     );
     let rules = project.rules_path().to_string_lossy().into_owned();
     assert!(!reply.stdout.contains(&rules), "{}", reply.stdout);

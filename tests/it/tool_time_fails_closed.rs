@@ -29,7 +29,9 @@ fn with_rules(rules: &str) -> Project {
         .rules(rules)
         .file("src/lib.rs", "fn a() {}\n")
         .file("src/lock.rs", "// locked\n")
-        .file("Cargo.toml", "[package]\n");
+        .file("Cargo.toml", "[package]\n")
+        // The session's usage records, which the shipped `max_tokens` reads.
+        .root_file("transcript.jsonl", "");
     common::commit_all(&project.task_dir());
     project
 }

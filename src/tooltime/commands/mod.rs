@@ -251,6 +251,9 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         if let Some(why) = steering(&command.assignments) {
             seen.unknown.get_or_insert(why);
         }
+        if let Some(why) = choosing(&command.assignments) {
+            seen.any.get_or_insert(why);
+        }
         quoted_substitutions(command, depth, all);
     }
     let Some((program, args)) = words.split_first() else {
@@ -304,6 +307,11 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
         Kind::Any(format!(
             "`{name}` runs the text on its standard input, which validator cannot read"
         ))
+    } else if let Some(file) = script_file_unread(name, args) {
+        Kind::Any(format!(
+            "`{name}` runs the script `{}`, text validator cannot read",
+            file.raw
+        ))
     } else if path.contains('/') && !is_system_program(path) {
         Kind::Unknown(format!(
             "`{path}` is a program of its own, not the system's `{name}`"
@@ -317,6 +325,11 @@ fn look(command: &Command, words: &[Word], depth: usize, all: &mut Vec<Seen>) {
     if let Some(why) = steering(&command.assignments) {
         for seen in &mut all[start..] {
             seen.unknown.get_or_insert_with(|| why.clone());
+        }
+    }
+    if let Some(why) = choosing(&command.assignments) {
+        for seen in &mut all[start..] {
+            seen.any.get_or_insert_with(|| why.clone());
         }
     }
 }
@@ -444,6 +457,9 @@ fn look_through(wrap: &Wrap, command: &Command, words: &[Word], depth: usize, al
         if let Some(why) = &wrap.unknown {
             seen.unknown.get_or_insert_with(|| why.clone());
         }
+        if let Some(why) = &wrap.any {
+            seen.any.get_or_insert_with(|| why.clone());
+        }
     }
 }
 
@@ -514,6 +530,29 @@ fn reads_script_from_stdin(name: &str, args: &[Word]) -> bool {
     }
 }
 
+/// The script file a shell or `source` runs when it is text validator cannot read: another
+/// command's output (`bash <(echo …)`, `. <(curl …)`) or a descriptor (`bash /dev/fd/3`,
+/// `sh /proc/self/fd/4` with a here-string on it) may hold any command.
+fn script_file_unread<'a>(name: &str, args: &'a [Word]) -> Option<&'a Word> {
+    let file = if SHELLS.contains(&name) && name != "busybox" {
+        let parsed = options::parse(args, Spec::default());
+        if parsed.options.iter().any(|o| o.name.contains('c')) {
+            return None;
+        }
+        let first = parsed.operands.first()?.raw.clone();
+        args.iter().find(|arg| arg.raw == first)?
+    } else if matches!(name, "." | "source") {
+        args.first()?
+    } else {
+        return None;
+    };
+    let substituted = file.raw.starts_with("<(") || file.raw.starts_with(">(");
+    let descriptor = file.literal.as_deref().is_some_and(|f| {
+        f.starts_with("/dev/fd/") || (f.starts_with("/proc/") && f.contains("/fd/"))
+    });
+    (substituted || descriptor).then_some(file)
+}
+
 /// Where the system's own programs live; a program named by any other path is the worker's.
 fn is_system_program(path: &str) -> bool {
     ["/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/"]
@@ -565,6 +604,58 @@ pub(super) fn steering(words: &[Word]) -> Option<String> {
         let variable = variable.strip_suffix('+').unwrap_or(variable);
         steers(variable)
             .then(|| format!("it sets `{variable}`, which changes what the commands after it run"))
+    })
+}
+
+/// Variables whose value is a command or program to run, or a file that names one (a pager, an
+/// editor, git's ssh, diff, askpass and settings, a shell's startup file, the search path, a
+/// preloaded library, the home and config directories git and shells read settings from).
+fn chooses_program(variable: &str) -> bool {
+    matches!(
+        variable,
+        "PATH"
+            | "ENV"
+            | "BASH_ENV"
+            | "PROMPT_COMMAND"
+            | "HOME"
+            | "XDG_CONFIG_HOME"
+            | "SSH_ASKPASS"
+            | "GIT_SSH"
+            | "GIT_EXTERNAL_DIFF"
+            | "GIT_ASKPASS"
+            | "GIT_EXEC_PATH"
+            | "GIT_CONFIG"
+            | "GIT_CONFIG_GLOBAL"
+            | "GIT_CONFIG_SYSTEM"
+            | "GIT_CONFIG_PARAMETERS"
+            | "GIT_CONFIG_COUNT"
+            | "GIT_DIR"
+            | "GIT_TEMPLATE_DIR"
+    ) || [
+        "LD_",
+        "DYLD_",
+        "BASH_FUNC_",
+        "GIT_CONFIG_KEY_",
+        "GIT_CONFIG_VALUE_",
+    ]
+    .iter()
+    .any(|prefix| variable.starts_with(prefix))
+        || ["PAGER", "EDITOR", "VISUAL", "_COMMAND"]
+            .iter()
+            .any(|suffix| variable.ends_with(suffix))
+}
+
+/// Why the assignments `words` make the command they are set on run any command, if one sets
+/// a variable that [`chooses_program`]: what it runs is then not the program its word names.
+pub(super) fn choosing(words: &[Word]) -> Option<String> {
+    words.iter().find_map(|word| {
+        let variable = word
+            .raw
+            .split_once('=')
+            .map_or(word.raw.as_str(), |(n, _)| n);
+        let variable = variable.strip_suffix('+').unwrap_or(variable);
+        chooses_program(variable)
+            .then(|| format!("it sets `{variable}`, which chooses a program the command may run"))
     })
 }
 

@@ -198,6 +198,17 @@ const GIT_GLOBAL: Spec = Spec {
 /// `--exec-path`, `--output`, a pager, an upload program) is not a read.
 pub(super) fn git(args: &[Word]) -> Kind {
     let global = options::parse(args, GIT_GLOBAL);
+    // A setting may name a command git runs (`core.fsmonitor`, `core.sshCommand`,
+    // `diff.external`, a pager, an editor, a credential helper, a filter): only the few known
+    // to run nothing are read as settings alone.
+    if global.has(&["--config-env", "--exec-path"])
+        || global.values(&["-c"]).any(|setting| !runs_nothing(setting))
+    {
+        return Kind::Any(
+            "`git` is given a setting that may make it run a command not known before it runs"
+                .into(),
+        );
+    }
     if global.unknown_option
         || global.has(&[
             "-C",
@@ -223,6 +234,24 @@ pub(super) fn git(args: &[Word]) -> Kind {
         return Kind::Unknown("the `git` command is not known before it runs".into());
     };
     git_subcommand(sub, &args[global.rest_at + 1..])
+}
+
+/// Whether the setting `-c KEY=VALUE` is one git runs nothing by (names, colours, advice).
+fn runs_nothing(setting: &Word) -> bool {
+    let Some(text) = setting.literal.as_deref() else {
+        return false;
+    };
+    let key = text
+        .split_once('=')
+        .map_or(text, |(key, _)| key)
+        .to_ascii_lowercase();
+    ["user.", "color.", "advice.", "i18n.", "column."]
+        .iter()
+        .any(|prefix| key.starts_with(prefix))
+        || matches!(
+            key.as_str(),
+            "core.quotepath" | "core.abbrev" | "init.defaultbranch" | "safe.directory" | "log.date"
+        )
 }
 
 /// What `git SUB REST…` changes.

@@ -65,6 +65,8 @@ pub(super) struct Wrap {
     pub(super) writes: Vec<Word>,
     /// Why what it runs may write what cannot be told (it sets a variable that steers it).
     pub(super) unknown: Option<String>,
+    /// Set where an assignment chooses what it runs (`env PATH=… git`): it may be any command.
+    pub(super) any: Option<String>,
     /// The name the command runs under (`exec -a NAME`).
     pub(super) argv0: Option<Word>,
 }
@@ -350,6 +352,20 @@ pub(super) fn kind(name: &str, args: &[Word]) -> Kind {
             ),
             None => Kind::Unknown("`alias` defines a command not known before it runs".into()),
         },
+        // `hash -p FILE NAME` makes NAME run FILE for the rest of the line, and `enable -f`
+        // loads a builtin from a library: what a later word runs may be any command.
+        "hash" if has_p(args) => {
+            Kind::Any("`hash -p` makes a name run a program not known before it runs".into())
+        }
+        "enable"
+            if args.iter().any(|arg| {
+                arg.literal
+                    .as_deref()
+                    .is_none_or(|a| a.starts_with('-') && a.contains('f'))
+            }) =>
+        {
+            Kind::Any("`enable -f` loads a builtin not known before it runs".into())
+        }
         "hash" | "history" if args.is_empty() => Kind::Reads,
         "hash" | "history" => Kind::Unknown(format!(
             "`{name}` with arguments changes what later commands run or writes a file"
@@ -507,6 +523,10 @@ fn evaluating(name: &str, args: &[Word]) -> Kind {
         .filter(|w| w.raw.contains('='))
         .cloned()
         .collect();
+    // One that chooses what later commands run (`export GIT_EDITOR=…`) makes them any command.
+    if let Some(why) = super::choosing(&assignments) {
+        return Kind::Any(format!("`{name}`: {why}"));
+    }
     match steering(&assignments) {
         Some(why) => Kind::Unknown(format!("`{name}`: {why}")),
         None => Kind::Reads,
@@ -892,8 +912,21 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
         return Kind::Writes(parsed.values(&["-o", "--output"]).cloned().collect());
     }
     if name == "xargs" {
-        // Its arguments come at run time: one more word not known before it runs.
-        let mut command = args[at..].to_vec();
+        // Its arguments come at run time: one more word not known before it runs, and with
+        // `-I R` (`-i`, `--replace`) every word holding R is replaced by what it reads
+        // (`xargs -I{} sh -c {}` runs the text on its input).
+        let replaced = xargs_replace(&parsed);
+        let mut command: Vec<Word> = args[at..]
+            .iter()
+            .map(|word| match (&replaced, &word.literal) {
+                (None, _) => word.clone(),
+                (Some(Some(r)), Some(text)) if !text.contains(r.as_str()) => word.clone(),
+                _ => Word {
+                    raw: word.raw.clone(),
+                    literal: None,
+                },
+            })
+            .collect();
         command.push(Word {
             raw: "<arguments read by xargs>".into(),
             literal: None,
@@ -920,8 +953,31 @@ fn wrapped(name: &str, args: &[Word]) -> Kind {
             Vec::new()
         },
         unknown: steering(&assignments),
+        any: super::choosing(&assignments),
         argv0: parsed.value(&["-a"]).filter(|_| name == "exec").cloned(),
     })
+}
+
+/// Whether `hash`'s options hold `-p` (or are not known before it runs).
+fn has_p(args: &[Word]) -> bool {
+    args.iter().any(|arg| {
+        arg.literal
+            .as_deref()
+            .is_none_or(|a| a.starts_with('-') && a.contains('p'))
+    })
+}
+
+/// The string `xargs` replaces in its command's words with what it reads: `Some(None)` when
+/// it is not known before it runs, `None` when it replaces nothing.
+fn xargs_replace(parsed: &options::Parsed) -> Option<Option<String>> {
+    if let Some(given) = parsed.value(&["-I", "-i", "--replace"]) {
+        return Some(given.literal.clone().filter(|r| !r.is_empty()));
+    }
+    parsed
+        .options
+        .iter()
+        .any(|o| matches!(o.name.as_str(), "-i" | "--replace") || o.name.starts_with("--replace="))
+        .then(|| Some("{}".to_owned()))
 }
 
 /// The options of a wrapper that take a value.
