@@ -608,13 +608,15 @@ pub(super) fn steering(words: &[Word]) -> Option<String> {
 }
 
 /// Variables whose value is a command or program to run, or a file that names one (a pager, an
-/// editor, git's ssh, diff, askpass and settings, a shell's startup file, the search path, a
-/// preloaded library, the home and config directories git and shells read settings from).
+/// editor, git's ssh, diff, askpass and settings, a shell's startup file, a preloaded library,
+/// the home and config directories git and shells read settings from). Not `PATH`: it chooses
+/// where a program of the same name is found, and a program is judged by its name wherever it
+/// lies (`./bin/git status` is `git status`, as `"$VIRTUAL_ENV/bin/python"` is python); what a
+/// program the worker wrote does is the kernel's to hold, not the reader's.
 fn chooses_program(variable: &str) -> bool {
     matches!(
         variable,
-        "PATH"
-            | "ENV"
+        "ENV"
             | "BASH_ENV"
             | "PROMPT_COMMAND"
             | "HOME"
