@@ -149,12 +149,20 @@ fn escaping_script(ending: &str) -> String {
     )
 }
 
-/// The pid the escaping process wrote in `dir`.
+/// The pid the escaping process wrote in `dir`, once it is there whole (the shell's `>` makes
+/// the file before `echo` writes in it).
 fn escaped_pid(dir: &std::path::Path) -> u32 {
-    std::fs::read_to_string(dir.join("escaped.pid"))
-        .ok()
-        .and_then(|pid| pid.trim().parse().ok())
-        .expect("the escaped process's pid")
+    let read = || {
+        std::fs::read_to_string(dir.join("escaped.pid"))
+            .ok()
+            .and_then(|pid| pid.trim().parse().ok())
+    };
+    let mut pid = None;
+    crate::common::poll(Duration::from_secs(30), || {
+        pid = read();
+        pid.is_some()
+    });
+    pid.expect("the escaped process's pid")
 }
 
 /// Waits (up to 10 s, for a loaded machine) until `pid` is gone or a zombie.
