@@ -334,7 +334,9 @@ case_() {
 }
 
 # retry KIND FILE SED NAME: the one-line bug again, judged as an agent's stop hook judges it
-# (`validator hook claude`, whose session remembers the failed tests): the first stop fails at
+# (`validator hook claude --deadline 9m50s`, as the shipped Stop hook runs it, whose session
+# remembers the failed tests; more-itertools' suite alone takes 45 to 60 s on two busy cores,
+# past the default 50 s deadline, and a stop cut there records no failed test): the first stop fails at
 # the test gate naming NAME; a second stop, the bug still there, must fail at once with the
 # pack's `select:` running only the failed tests ("run first" in the reason); with the bug gone
 # the third stop must pass (the whole suite runs).
@@ -346,7 +348,7 @@ retry_() {
     input=$(printf '{"session_id":"packs","transcript_path":"/nonexistent","cwd":"%s","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"Done."}' "$dir")
     hook() {
         (cd "$dir" && env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE -u VALIDATOR_CONFIG \
-            "${envs[@]}" CLAUDE_PROJECT_DIR="$dir" "$validator" hook claude <<<"$input" 2>>"$work/$kind-retry.err")
+            "${envs[@]}" CLAUDE_PROJECT_DIR="$dir" "$validator" hook claude --deadline 9m50s <<<"$input" 2>>"$work/$kind-retry.err")
     }
     t0=$(now)
     first=$(hook)
