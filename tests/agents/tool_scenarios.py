@@ -137,7 +137,10 @@ def spec(cli, scenario, proj):
         return {"turns": [tool("shell", PYTHON_WRITE), answer, {"text": DONE}, tool("shell", PYTHON_UNDO),
                           {"text": WROTE}], "told": [0], "verdicts": ["FAIL/block", "PASS/pass"]}
     if scenario == "tool_broken":
-        return {"turns": [tool("write", "notes.txt"), {"text": DONE}], "after_last": "repeat", "verdicts": []}
+        # Rules that do not load: the write is refused, and each stop is held until a person is
+        # called in (never a free stop).
+        return {"turns": [tool("write", "notes.txt"), {"text": DONE}], "after_last": "repeat",
+                "verdicts": ["ERROR/block"] * 3 + ["ERROR/stop"]}
     if scenario == "drift":
         return {"turns": [{"text": DONE}], "after_last": "repeat",
                 "verdicts": ["FAIL/block", "FAIL/block", "ESCALATED/stop"]}
@@ -235,14 +238,9 @@ def check(cli, scenario, s, run, proj, rc, mains, ev, res):
         c["told_what"] = "notes.txt" in first and "undo" in first
         c["stop_failed_on_it"] = "notes.txt" in feedback(mains)
         c["files"] = exists("answer.txt") and not exists("notes.txt") and not denied
-    if scenario == "tool_broken":  # the tool ran, the stop answered as for broken rules: the agent stopped
-        c["files"] = exists("notes.txt")
-        c["stopped_at_once"] = len(mains) == 2 and rc == 0 and not ev
-        c["notice_not_to_the_model"] = not any(told_in(r, "not judged") for r in mains)
-        if cli != "codex":  # Codex shows a hook's systemMessage nowhere (PROTOCOLS.md)
-            shown = "".join(open(os.path.join(run, f), errors="replace").read()
-                            for f in ("cli.out", "cli.err", "serve.out") if os.path.exists(os.path.join(run, f)))
-            c["notice_to_the_person"] = "this tool call was not judged" in shown
+    if scenario == "tool_broken":  # rules that do not load: the write refused, every stop held
+        c["files"] = not exists("notes.txt")
+        c["held_then_stopped"] = rc == 0
     if scenario == "drift":
         escalated = [e["details"] for e in ev if e.get("event") == "escalated"]
         c["breaker"] = [e["breaker"] for e in escalated] == ["drift"]
