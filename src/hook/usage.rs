@@ -14,7 +14,8 @@
 //! no link anywhere on their path ([`super::transcript::open`]), capped. Every CLI only
 //! appends to its record, so the session remembers which file it read (device and inode) and
 //! how far. What cannot be counted is never counted as no tokens: a record the hook's input
-//! does not name, that is missing, reached through a link or no regular file, another file
+//! does not name, that is missing (after the first look: the agent may write it after it asks
+//! for its first tool), reached through a link or no regular file, another file
 //! than the one read so far or shorter than what was read of it, more subagent records than
 //! [`MAX_SUBAGENTS`], or more grown since the last call than [`READ_PER_CALL`] all escalate
 //! the session, with the reason (what was counted stays counted).
@@ -73,41 +74,40 @@ pub fn over_budget(rules: &Rules, agent: Agent, input: &Input, held: &mut Held) 
 /// why they cannot all be counted (what could be is counted all the same).
 pub fn count(agent: Agent, input: &Input, usage: &mut Usage) -> Result<u64, String> {
     let mut budget = READ_PER_CALL;
-    let read =
-        match agent {
-            Agent::Opencode => match input.tokens {
-                Some(tokens) => {
-                    let source = usage.sources.entry("opencode".into()).or_default();
-                    source.counted = source.counted.max(tokens);
-                    Ok(())
-                }
-                None => Err("the plugin sent no `tokens`".to_owned()),
-            },
-            _ => named_transcript(input).and_then(|main| {
-                let reader = match agent {
-                    Agent::Codex => codex_line,
-                    Agent::Gemini => gemini_line,
-                    _ => claude_line,
-                };
-                let main_read = read_on(&main, usage, reader, &mut budget);
-                if agent != Agent::Claude {
-                    return main_read;
-                }
-                // Each subagent's record is read even when another cannot be.
-                let mut problems: Vec<String> = main_read.err().into_iter().collect();
-                match subagent_transcripts(&main) {
-                    Ok(records) => problems.extend(records.iter().filter_map(|record| {
-                        read_on(record, usage, claude_line, &mut budget).err()
-                    })),
-                    Err(why) => problems.push(why),
-                }
-                match problems.len() {
-                    0 => Ok(()),
-                    1 => Err(problems.remove(0)),
-                    n => Err(format!("{} (and {} more)", problems.remove(0), n - 1)),
-                }
-            }),
-        };
+    let read = match agent {
+        Agent::Opencode => match input.tokens {
+            Some(tokens) => {
+                let source = usage.sources.entry("opencode".into()).or_default();
+                source.counted = source.counted.max(tokens);
+                Ok(())
+            }
+            None => Err("the plugin sent no `tokens`".to_owned()),
+        },
+        _ => named_transcript(input).and_then(|main| {
+            let reader = match agent {
+                Agent::Codex => codex_line,
+                Agent::Gemini => gemini_line,
+                _ => claude_line,
+            };
+            let main_read = read_on(&main, usage, reader, &mut budget, true);
+            if agent != Agent::Claude {
+                return main_read;
+            }
+            // Each subagent's record is read even when another cannot be.
+            let mut problems: Vec<String> = main_read.err().into_iter().collect();
+            match subagent_transcripts(&main) {
+                Ok(records) => problems.extend(records.iter().filter_map(|record| {
+                    read_on(record, usage, claude_line, &mut budget, false).err()
+                })),
+                Err(why) => problems.push(why),
+            }
+            match problems.len() {
+                0 => Ok(()),
+                1 => Err(problems.remove(0)),
+                n => Err(format!("{} (and {} more)", problems.remove(0), n - 1)),
+            }
+        }),
+    };
     // Figures come from the agent's records and the state file: a huge one saturates (and so
     // trips `max_tokens`), never wraps or panics.
     usage.total = usage
@@ -192,13 +192,29 @@ fn read_on(
     usage: &mut Usage,
     read: fn(&Value) -> Option<Counted>,
     budget: &mut u64,
+    main_record: bool,
 ) -> Result<(), String> {
     let shown = || crate::text::name(&record.to_string_lossy()).to_string();
     let cannot = |err: std::io::Error| format!("{}: {err}", shown());
-    let mut file = super::transcript::open(record).map_err(cannot)?;
+    let key = record.to_string_lossy().into_owned();
+    let mut file = match super::transcript::open(record) {
+        Ok(file) => file,
+        // The agent writes its record after it asks for its first tool, sometimes after the
+        // hook looked: missing at the first look is nothing spent yet. Once looked for, it is
+        // missing only because something removed it, and what it held cannot be counted.
+        Err(err) if main_record && err.kind() == std::io::ErrorKind::NotFound => {
+            return match usage.sources.entry(key) {
+                std::collections::btree_map::Entry::Vacant(never_looked) => {
+                    never_looked.insert(Source::default());
+                    Ok(())
+                }
+                std::collections::btree_map::Entry::Occupied(_) => Err(cannot(err)),
+            };
+        }
+        Err(err) => return Err(cannot(err)),
+    };
     let meta = file.metadata().map_err(cannot)?;
     let (length, identity) = (meta.len(), (meta.dev(), meta.ino()));
-    let key = record.to_string_lossy().into_owned();
     let known = usage.sources.get(&key);
     let offset = known.map_or(0, |source| source.offset);
     // Every CLI appends to its record (PROTOCOLS.md): another file in its place, or one shorter
@@ -219,7 +235,11 @@ fn read_on(
         }
     }
     if length == offset {
-        // Nothing new (an empty record is no source yet: a decoy costs no room in the state).
+        // Nothing new (an empty subagent record is no source yet: a decoy costs no room in
+        // the state). The main record is remembered as looked for.
+        if main_record {
+            usage.sources.entry(key).or_default();
+        }
         return Ok(());
     }
     let source = usage.sources.entry(key).or_default();
@@ -331,7 +351,14 @@ mod tests {
         };
         std::fs::write(&record, line("a", 10) + &line("a", 10) + &line("b", 20)).unwrap();
         let mut usage = Usage::default();
-        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
+        read_on(
+            &record,
+            &mut usage,
+            claude_line,
+            &mut READ_PER_CALL.clone(),
+            true,
+        )
+        .unwrap();
         let counted = |usage: &Usage| usage.sources.values().map(|s| s.counted).sum::<u64>();
         assert_eq!(counted(&usage), 16 + 26);
         // A line half written is left for the next call.
@@ -341,14 +368,34 @@ mod tests {
             .unwrap();
         let next = line("c", 100);
         file.write_all(&next.as_bytes()[..20]).unwrap();
-        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
+        read_on(
+            &record,
+            &mut usage,
+            claude_line,
+            &mut READ_PER_CALL.clone(),
+            true,
+        )
+        .unwrap();
         assert_eq!(counted(&usage), 42);
         file.write_all(&next.as_bytes()[20..]).unwrap();
-        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
+        read_on(
+            &record,
+            &mut usage,
+            claude_line,
+            &mut READ_PER_CALL.clone(),
+            true,
+        )
+        .unwrap();
         assert_eq!(counted(&usage), 42 + 106);
         // Rewritten shorter: it cannot be counted on, and nothing counted is lost.
         std::fs::write(&record, line("z", 1)).unwrap();
-        let why = read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone());
+        let why = read_on(
+            &record,
+            &mut usage,
+            claude_line,
+            &mut READ_PER_CALL.clone(),
+            true,
+        );
         assert!(why.unwrap_err().contains("shorter"));
         assert_eq!(counted(&usage), 148);
     }
@@ -364,7 +411,14 @@ mod tests {
         };
         std::fs::write(&record, event(100) + &event(250)).unwrap();
         let mut usage = Usage::default();
-        read_on(&record, &mut usage, codex_line, &mut READ_PER_CALL.clone()).unwrap();
+        read_on(
+            &record,
+            &mut usage,
+            codex_line,
+            &mut READ_PER_CALL.clone(),
+            true,
+        )
+        .unwrap();
         assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(250));
     }
 
@@ -381,7 +435,14 @@ mod tests {
         )
         .unwrap();
         let mut usage = Usage::default();
-        read_on(&record, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap();
+        read_on(
+            &record,
+            &mut usage,
+            claude_line,
+            &mut READ_PER_CALL.clone(),
+            true,
+        )
+        .unwrap();
         assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(max));
         // Counters from a state file add up without wrapping either.
         usage.sources.insert(
@@ -404,23 +465,35 @@ mod tests {
         std::fs::write(&record, line.repeat(4)).unwrap();
         let mut usage = Usage::default();
         let mut budget = u64::try_from(line.len()).unwrap() * 2;
-        let why = read_on(&record, &mut usage, claude_line, &mut budget).unwrap_err();
+        let why = read_on(&record, &mut usage, claude_line, &mut budget, true).unwrap_err();
         assert!(why.contains("bytes past"), "{why}");
         assert_eq!(budget, 0);
         let link = dir.path().join("link.jsonl");
         std::os::unix::fs::symlink(&record, &link).unwrap();
-        let why = read_on(&link, &mut usage, claude_line, &mut READ_PER_CALL.clone()).unwrap_err();
+        let why = read_on(
+            &link,
+            &mut usage,
+            claude_line,
+            &mut READ_PER_CALL.clone(),
+            true,
+        )
+        .unwrap_err();
         assert!(why.contains("link"), "{why}");
+        // A subagent's record listed and then gone cannot be counted; the main record is
+        // missing once (before the agent writes it), never twice.
         let missing = dir.path().join("missing.jsonl");
-        assert!(
+        let mut look = |main| {
             read_on(
                 &missing,
                 &mut usage,
                 claude_line,
-                &mut READ_PER_CALL.clone()
+                &mut READ_PER_CALL.clone(),
+                main,
             )
-            .is_err()
-        );
+        };
+        assert!(look(false).is_err());
+        assert!(look(true).is_ok());
+        assert!(look(true).is_err());
     }
 
     #[test]

@@ -173,6 +173,33 @@ fn a_transcript_swapped_for_a_link_escalates_instead_of_counting_nothing() {
 
     // Gone, it cannot be counted either.
     let project = budgeted();
+    std::fs::write(project.path().join("transcript.jsonl"), message("m1", 1000)).expect("t");
+    assert!(!tool_call(&project).0);
+    std::fs::remove_file(project.path().join("transcript.jsonl")).expect("rm");
+    let (refused, said) = tool_call(&project);
+    assert!(refused && said.contains("cannot be counted"), "{said}");
+}
+
+#[test]
+fn a_transcript_not_yet_written_at_the_first_tool_is_counted_once_it_is_and_never_if_removed() {
+    // The agent may ask for its first tool before its transcript is on disk: nothing the worker
+    // did can have removed it yet, so that call is not refused, and what the record holds once
+    // written is counted in full.
+    let project = budgeted();
+    let (refused, said) = tool_call(&project);
+    assert!(
+        !refused,
+        "the first look, before the record is written: {said}"
+    );
+    let transcript = project.path().join("transcript.jsonl");
+    std::fs::write(&transcript, message("m1", 2000) + &message("m2", 2000)).expect("t");
+    let (refused, said) = tool_call(&project);
+    assert!(refused && said.contains("4000 tokens used"), "{said}");
+
+    // Looked for once and still missing: something removed it (or it never comes), and the
+    // second call cannot be counted.
+    let project = budgeted();
+    assert!(!tool_call(&project).0);
     let (refused, said) = tool_call(&project);
     assert!(refused && said.contains("cannot be counted"), "{said}");
 }
