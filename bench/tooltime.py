@@ -7,11 +7,18 @@ pair is also timed as `sh -c '<command>'`, where both pay for the shell; the tar
 the direct pair.
 
     python3 bench/tooltime.py [--validator target/release/validator] [--calls 300]
+    python3 bench/tooltime.py --hostile [--calls 30]
 
 The project is a git repository of --files files with the python starter pack's rules and a
 `tools:` section; the calls are the four kinds a session makes most: a write in scope, a write
 out of scope (refused), a shell command whose write is seen, and one that is not. Target
 (issue 28): p95 <= 20 ms and <= 2x the floor's p95. Exits 1 if missed. Standard library only.
+
+--hostile times instead the lines that cost validator most to judge, each as long as a line it
+reads (256 KiB): thousands of short commands, each with a redirection or a pipe, copies of
+the 2,000-file tree, distinct copies of it (each its own walk), substitutions, `sh -c`
+scripts, one huge word. Target (issue 40): every answer, the
+slowest included, under 100 ms; past its budget validator refuses, never lets the call run.
 """
 
 import argparse
@@ -64,6 +71,29 @@ def inputs(task):
     ]
 
 
+HOSTILE_BYTES = 256 * 1024 - 64
+
+
+def hostile(task):
+    """The costliest lines an agent can send, each cut to fit the shell reader's 256 KiB."""
+    def line(unit, tail="git push"):
+        return unit * ((HOSTILE_BYTES - len(tail)) // len(unit)) + tail
+    def pre(command):
+        return json.dumps({
+            "session_id": "bench-hostile", "transcript_path": "/nonexistent", "cwd": task,
+            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
+        }).encode()
+    return [
+        pre(line("echo hi > src/x.py; ")),
+        pre(line("true || cp -r src src2; ")),
+        pre(line("cat src/m000/f00.py | grep x; ")),
+        pre(line("echo $(true) ")),
+        pre(line("sh -c 'true; true; true'; ")),
+        pre("".join(f"cp -r src c{n}; " for n in range(900)) + "git push"),
+        pre("echo " + "a" * (HOSTILE_BYTES - 5)),
+    ]
+
+
 def call(cmd, stdin, cwd):
     started = time.perf_counter()
     done = subprocess.run(cmd, input=stdin, cwd=cwd, stdout=subprocess.PIPE,
@@ -73,7 +103,7 @@ def call(cmd, stdin, cwd):
 
 
 def p95(samples):
-    return statistics.quantiles(samples, n=20)[-1]
+    return statistics.quantiles(samples, n=20, method="inclusive")[-1]
 
 
 def main():
@@ -81,7 +111,10 @@ def main():
     parser.add_argument("--validator", default=os.path.join(ROOT, "target", "release", "validator"))
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--hostile", action="store_true")
     args = parser.parse_args()
+    if args.hostile:
+        return hostile_main(args)
     with tempfile.TemporaryDirectory() as root:
         task, rules = project(root, args.files)
         env_cmd = [args.validator, "-c", rules, "hook", "claude"]
@@ -120,6 +153,38 @@ def main():
         for stdin, answer in zip(calls, answers):
             tool = json.loads(stdin)["tool_name"]
             print(f"  {tool}: {answer[:140]}")
+        sys.exit(0 if met else 1)
+
+
+def hostile_main(args):
+    with tempfile.TemporaryDirectory() as root:
+        task, rules = project(root, args.files)
+        hook = [args.validator, "-c", rules, "hook", "claude"]
+        calls = hostile(task)
+        times = {n: [] for n in range(len(calls))}
+        floor = []
+        answers = []
+        for stdin in calls:
+            _, done = call(hook, stdin, task)
+            answers.append(json.loads(done.stdout or b"{}").get("hookSpecificOutput", {})
+                           .get("permissionDecision", "allow"))
+        for _ in range(args.calls):
+            for n, stdin in enumerate(calls):
+                times[n].append(call(hook, stdin, task)[0] * 1000)
+                floor.append(call(["true"], stdin, task)[0] * 1000)
+        slowest = max(max(t) for t in times.values())
+        print(f"pre-tool decision on {len(calls)} hostile 256 KiB lines, {args.calls} calls each, "
+              f"alternating with `true` (p95 {p95(floor):.1f} ms):")
+        print("| line | answer | p50 | p95 | slowest | p95 / `true` |")
+        print("|---|---|---|---|---|---|")
+        for n, stdin in enumerate(calls):
+            command = json.loads(stdin)["tool_input"]["command"]
+            shown = command[:24].replace("|", "\\|") + "…"
+            print(f"| `{shown}` | {answers[n]} | {statistics.median(times[n]):.1f} ms | "
+                  f"{p95(times[n]):.1f} ms | {max(times[n]):.1f} ms | {p95(times[n]) / p95(floor):.1f}x |")
+        met = slowest < 100 and "allow" not in answers[:-1]
+        print(f"slowest {slowest:.1f} ms; target every answer under 100 ms, none of the "
+              f"`git push` lines allowed: {'met' if met else 'MISSED'}")
         sys.exit(0 if met else 1)
 
 

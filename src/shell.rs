@@ -10,6 +10,9 @@
 
 /// Most bytes of a command line read; past it the script is opaque.
 pub const MAX_SCRIPT_BYTES: usize = 256 * 1024;
+/// Most simple commands read from one line, substitutions' included; past it the line is
+/// `too_long` (judging each takes microseconds, and an answer must come in well under 100 ms).
+pub const MAX_COMMANDS: usize = 1_000;
 /// How deep substitutions and `sh -c` scripts nest before the script is opaque.
 const MAX_NESTING: usize = 8;
 
@@ -77,6 +80,8 @@ pub struct Script {
     /// Whether it changes directory (`cd`, `pushd`, `popd`): relative paths after it may be
     /// relative to another directory.
     pub changes_directory: bool,
+    /// Whether it holds more than [`MAX_COMMANDS`] commands (those past it are not read).
+    pub too_long: bool,
 }
 
 /// The home directory `~` names: `$HOME` when it is an absolute path of plain characters.
@@ -825,6 +830,10 @@ impl Lexer<'_, '_> {
             return;
         }
         let index = self.script.commands.len();
+        if index == MAX_COMMANDS {
+            self.script.too_long = true;
+            return;
+        }
         for pending in &mut self.pending_heredocs {
             pending.command.get_or_insert(index);
         }

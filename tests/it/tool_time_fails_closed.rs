@@ -350,3 +350,26 @@ fn a_line_that_repeats_work_is_answered_and_one_past_the_budget_is_refused() {
     assert_eq!(decision, "deny");
     assert!(why.contains("ran out of its budget"), "{why}");
 }
+
+#[test]
+fn a_line_of_more_commands_than_can_be_judged_in_time_is_refused_and_a_long_one_of_few_is_judged() {
+    let project = shipped();
+    // Thousands of harmless commands, with or without a deny rule's command among them: refused
+    // for its size, never let run unjudged.
+    for tail in ["", "git push"] {
+        let line = "echo hi > src/x.txt; ".repeat(12_000) + tail;
+        let (decision, why) = shell(&project, &line);
+        assert_eq!(decision, "deny", "{tail}");
+        assert!(why.contains("more than 1000 commands"), "{why}");
+    }
+    // Commands inside `sh -c` count too.
+    let inner = "true; ".repeat(1_200);
+    let (decision, why) = shell(&project, &format!("sh -c '{inner}'"));
+    assert_eq!(decision, "deny");
+    assert!(why.contains("ran out of its budget"), "{why}");
+    // A long line of few commands is judged as any other.
+    let long_word = format!("echo {} > src/x.txt", "a".repeat(200_000));
+    assert_eq!(shell(&project, &long_word).0, "allow");
+    let few = "echo hi > src/x.txt; ".repeat(50);
+    assert_eq!(shell(&project, &few).0, "allow");
+}
