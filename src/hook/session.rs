@@ -66,6 +66,22 @@ pub struct Source {
     /// Which file was read (`st_dev`, `st_ino`): another file put in its place, even of the
     /// same length, is not the record read so far.
     pub file: Option<(u64, u64)>,
+    /// A digest of the bytes just before `offset`: the same file rewritten where it was read is
+    /// not the record read so far either.
+    pub tail: Option<String>,
+    /// The record the hook's input names (not a subagent's): never dropped to fit, as it is
+    /// remembered from the first look on.
+    pub main: bool,
+}
+
+impl Source {
+    /// The main record, looked for and not yet read.
+    pub fn main() -> Source {
+        Source {
+            main: true,
+            ..Source::default()
+        }
+    }
 }
 
 /// What one agent of the session keeps repeating, and what it was told.
@@ -132,13 +148,36 @@ impl Session {
                 self.prompts.truncate(1);
             } else if !self.agents.is_empty() {
                 self.agents.clear();
-            } else if self.usage.sources.len() > 1 {
+            } else if self
+                .usage
+                .sources
+                .values()
+                .any(|source| !source.recent.is_empty())
+            {
+                // A message met again is counted again: over, never under.
+                for source in self.usage.sources.values_mut() {
+                    source.recent.clear();
+                }
+            } else if let droppables @ 2.. = self
+                .usage
+                .sources
+                .iter()
+                .filter(|(k, s)| droppable(k, s))
+                .count()
+            {
                 // Where to read each on is lost, never what it counted: the total is the sum
                 // of the sources, so the dropped ones' tokens are kept as one more (should a
                 // dropped record be read again from its start, it counts twice: over, never
-                // under).
-                let keep = self.usage.sources.len() / 2;
-                let drop: Vec<String> = self.usage.sources.keys().skip(keep).cloned().collect();
+                // under). The main record is kept: it is known from its first look on.
+                let keep = droppables / 2;
+                let drop: Vec<String> = self
+                    .usage
+                    .sources
+                    .iter()
+                    .filter(|(key, source)| droppable(key, source))
+                    .skip(keep)
+                    .map(|(key, _)| key.clone())
+                    .collect();
                 let mut dropped = Source::default();
                 for key in drop {
                     if let Some(source) = self.usage.sources.remove(&key) {
@@ -148,12 +187,18 @@ impl Session {
                 let kept = self.usage.sources.entry(DROPPED.into()).or_default();
                 kept.counted = kept.counted.saturating_add(dropped.counted);
             } else {
+                // Nothing counted is ever dropped: should the record still not fit, it is read
+                // back as past its cap, and the session is held for a person.
                 self.prompts.clear();
-                self.usage.sources.clear();
                 return serde_json::to_vec(self).unwrap_or_default();
             }
         }
     }
+}
+
+/// Whether a usage source may be merged into [`DROPPED`] to make the record fit.
+fn droppable(key: &str, source: &Source) -> bool {
+    key != DROPPED && !source.main
 }
 
 /// A session's record, held locked from [`Held::open`] to [`Held::save`] (or drop).

@@ -13,10 +13,11 @@
 //! The records are the agent's files, read as untrusted: regular files only, reached through
 //! no link anywhere on their path ([`super::transcript::open`]), capped. Every CLI only
 //! appends to its record, so the session remembers which file it read (device and inode) and
-//! how far. What cannot be counted is never counted as no tokens: a record the hook's input
-//! does not name, that is missing (after the first look: the agent may write it after it asks
-//! for its first tool), reached through a link or no regular file, another file
-//! than the one read so far or shorter than what was read of it, more subagent records than
+//! how far, and a digest of the bytes it read last. What cannot be counted is never counted
+//! as no tokens: a record the hook's input does not name, that is missing (after the first
+//! look: the agent may write it after it asks for its first tool), reached through a link or
+//! no regular file, another file than the one read so far, shorter than what was read of it
+//! or rewritten where it was read, more subagent records than
 //! [`MAX_SUBAGENTS`], or more grown since the last call than [`READ_PER_CALL`] all escalate
 //! the session, with the reason (what was counted stays counted).
 //! Every subagent record is read (one that has not grown costs a `stat`), so no number of
@@ -25,6 +26,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -42,6 +44,11 @@ const MAX_SUBAGENTS: usize = 256;
 const MAX_ENTRIES: usize = 4096;
 /// Message ids remembered per record to count each once (its lines are near each other).
 const RECENT_IDS: usize = 32;
+/// Bytes before where a record was read whose digest is kept, to tell it rewritten in place.
+const TAIL_BYTES: u64 = 256;
+/// How long the first look waits for a main record that is not there yet, and how often.
+const FIRST_LOOK_WAIT: Duration = Duration::from_millis(200);
+const FIRST_LOOK_POLL: Duration = Duration::from_millis(25);
 
 /// Why the session is past a budget, if it is (the figure and the limit), or why its budgets
 /// cannot be counted: its record cannot be read back (whatever limits are set: attempts and
@@ -186,7 +193,9 @@ fn gemini_line(line: &Value) -> Option<Counted> {
 /// Reads `record` on from where it was left, counting each complete line once, at most
 /// `budget` bytes (what it reads is taken from it); `Err` says why it cannot be counted: it
 /// cannot be opened as a regular file (missing, a link on its path), it is not the file read
-/// so far or is shorter than what was read, or more of it is unread than the budget left.
+/// so far, is shorter than what was read or was rewritten where it was read, or more of it is
+/// unread than the budget left. The `main_record` (the one the hook's input names) is
+/// remembered from the first look on, even missing or empty.
 fn read_on(
     record: &Path,
     usage: &mut Usage,
@@ -197,29 +206,24 @@ fn read_on(
     let shown = || crate::text::name(&record.to_string_lossy()).to_string();
     let cannot = |err: std::io::Error| format!("{}: {err}", shown());
     let key = record.to_string_lossy().into_owned();
-    let mut file = match super::transcript::open(record) {
+    let looked_for = usage.sources.contains_key(&key);
+    let mut file = match open_record(record, main_record && !looked_for) {
         Ok(file) => file,
-        // The agent writes its record after it asks for its first tool, sometimes after the
-        // hook looked: missing at the first look is nothing spent yet. Once looked for, it is
+        // The agent may write its record only after it asks for its first tool: missing at
+        // the first look (after a short wait) is nothing spent yet. Once looked for, it is
         // missing only because something removed it, and what it held cannot be counted.
-        Err(err) if main_record && err.kind() == std::io::ErrorKind::NotFound => {
-            return match usage.sources.entry(key) {
-                std::collections::btree_map::Entry::Vacant(never_looked) => {
-                    never_looked.insert(Source::default());
-                    Ok(())
-                }
-                std::collections::btree_map::Entry::Occupied(_) => Err(cannot(err)),
-            };
+        Err(err) if main_record && !looked_for && err.kind() == std::io::ErrorKind::NotFound => {
+            usage.sources.insert(key, Source::main());
+            return Ok(());
         }
         Err(err) => return Err(cannot(err)),
     };
     let meta = file.metadata().map_err(cannot)?;
     let (length, identity) = (meta.len(), (meta.dev(), meta.ino()));
-    let known = usage.sources.get(&key);
-    let offset = known.map_or(0, |source| source.offset);
-    // Every CLI appends to its record (PROTOCOLS.md): another file in its place, or one shorter
-    // than what was read, was not written by the CLI, and what it held can no longer be read.
-    if let Some(source) = known.filter(|source| source.offset > 0) {
+    // Every CLI appends to its record (PROTOCOLS.md): another file in its place, one shorter
+    // than what was read, or one whose bytes before where it was read changed, was not written
+    // by the CLI, and what it held can no longer be read.
+    if let Some(source) = usage.sources.get(&key) {
         if source.file.is_some_and(|file| file != identity) {
             return Err(format!(
                 "{} is not the file read so far (another was put in its place)",
@@ -233,20 +237,32 @@ fn read_on(
                 source.offset
             ));
         }
+        if source.offset > 0 && tail_of(&mut file, source.offset).map_err(cannot)? != source.tail {
+            return Err(format!(
+                "{} was rewritten where it was already read",
+                shown()
+            ));
+        }
     }
+    let offset = usage.sources.get(&key).map_or(0, |source| source.offset);
     if length == offset {
         // Nothing new (an empty subagent record is no source yet: a decoy costs no room in
-        // the state). The main record is remembered as looked for.
+        // the state). The main record is remembered, and which file it is.
         if main_record {
-            usage.sources.entry(key).or_default();
+            let source = usage.sources.entry(key).or_insert_with(Source::main);
+            source.file = Some(identity);
         }
         return Ok(());
     }
     let source = usage.sources.entry(key).or_default();
+    source.main |= main_record;
     source.file = Some(identity);
     file.seek(SeekFrom::Start(source.offset)).map_err(cannot)?;
     let mut bytes = Vec::new();
-    file.take(*budget).read_to_end(&mut bytes).map_err(cannot)?;
+    file.by_ref()
+        .take(*budget)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
     let taken = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     *budget = budget.saturating_sub(taken);
     let unread = length.saturating_sub(source.offset.saturating_add(taken));
@@ -257,7 +273,7 @@ fn read_on(
                 continue;
             };
             match read(&value) {
-                Some(Counted::Message { id, tokens }) => add_once(source, id, tokens),
+                Some(Counted::Message { id, tokens }) => add_once(source, &id, tokens),
                 Some(Counted::RunningTotal(total)) => source.counted = source.counted.max(total),
                 None => {}
             }
@@ -266,6 +282,7 @@ fn read_on(
             .offset
             .saturating_add(u64::try_from(end).unwrap_or(u64::MAX))
             .saturating_add(1);
+        source.tail = tail_of(&mut file, source.offset).map_err(cannot)?;
     }
     if unread > 0 {
         return Err(format!(
@@ -277,7 +294,50 @@ fn read_on(
     Ok(())
 }
 
-fn add_once(source: &mut Source, id: String, tokens: u64) {
+/// Opens a record; a main record not yet looked for (`wait`) that is missing is waited for a
+/// moment, as its agent may be writing it as the hook starts.
+fn open_record(record: &Path, wait: bool) -> std::io::Result<std::fs::File> {
+    let mut waited = Duration::ZERO;
+    loop {
+        match super::transcript::open(record) {
+            Err(err)
+                if wait
+                    && err.kind() == std::io::ErrorKind::NotFound
+                    && waited < FIRST_LOOK_WAIT =>
+            {
+                std::thread::sleep(FIRST_LOOK_POLL);
+                waited += FIRST_LOOK_POLL;
+            }
+            opened => return opened,
+        }
+    }
+}
+
+/// A digest of the bytes of `file` just before `offset` (up to [`TAIL_BYTES`]): what was
+/// read last, checked at the next look so a record rewritten in place is told.
+fn tail_of(file: &mut std::fs::File, offset: u64) -> std::io::Result<Option<String>> {
+    if offset == 0 {
+        return Ok(None);
+    }
+    let from = offset.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    file.by_ref().take(offset - from).read_to_end(&mut bytes)?;
+    Ok(Some(digest(&bytes)))
+}
+
+/// A short digest (hex): what the state keeps of a worker's text, whatever its length.
+fn digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)[..12]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn add_once(source: &mut Source, id: &str, tokens: u64) {
+    // Kept as a digest: an id is the worker's text, and the state must stay small.
+    let id = digest(id.as_bytes());
     if source.recent.contains(&id) {
         return;
     }

@@ -181,6 +181,45 @@ fn a_transcript_swapped_for_a_link_escalates_instead_of_counting_nothing() {
 }
 
 #[test]
+fn message_ids_however_long_never_make_the_session_forget_what_it_counted() {
+    // Ids are the worker's text: 32 of 64 KiB would not fit the session's record, and cutting
+    // the record to fit must never drop what was counted or where the record was read.
+    let project = budgeted();
+    let transcript = project.path().join("transcript.jsonl");
+    let huge: String = (0..32)
+        .map(|n| message(&format!("h{n}{}", "x".repeat(64 * 1024)), 0))
+        .collect();
+    std::fs::write(&transcript, message("m1", 2000) + &huge).expect("transcript");
+    let (refused, said) = tool_call(&project);
+    assert!(!refused, "under max_tokens: {said}");
+
+    // Rewritten with less than the budget left: counted from its start again, it would pass.
+    std::fs::write(&transcript, message("m2", 2000)).expect("rewrite");
+    let (refused, said) = tool_call(&project);
+    assert!(refused && said.contains("cannot be counted"), "{said}");
+    std::fs::remove_file(&transcript).expect("rm");
+    let (refused, said) = tool_call(&project);
+    assert!(refused && said.contains("cannot be counted"), "{said}");
+}
+
+#[test]
+fn a_transcript_rewritten_in_place_at_the_same_length_escalates() {
+    let project = budgeted();
+    let transcript = project.path().join("transcript.jsonl");
+    std::fs::write(&transcript, message("m1", 1000)).expect("transcript");
+    assert!(!tool_call(&project).0);
+    // The same file, the same length, other bytes: not the record the CLI appends to.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&transcript)
+        .expect("open");
+    std::io::Write::write_all(&mut file, message("m2", 2000).as_bytes()).expect("write");
+    drop(file);
+    let (refused, said) = tool_call(&project);
+    assert!(refused && said.contains("rewritten"), "{said}");
+}
+
+#[test]
 fn a_transcript_not_yet_written_at_the_first_tool_is_counted_once_it_is_and_never_if_removed() {
     // The agent may ask for its first tool before its transcript is on disk: nothing the worker
     // did can have removed it yet, so that call is not refused, and what the record holds once
