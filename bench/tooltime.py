@@ -17,7 +17,7 @@ out of scope (refused), a shell command whose write is seen, and one that is not
 --hostile times instead the lines that cost validator most to judge, each as long as a line it
 reads (256 KiB): thousands of short commands, each with a redirection or a pipe, copies of
 the 2,000-file tree, distinct copies of it (each its own walk), substitutions, `sh -c`
-scripts, one huge word. Target (issue 40): every answer, the
+scripts, one command with thousands of writes, one huge word. Target (issue 40): every answer, the
 slowest included, under 100 ms; past its budget validator refuses, never lets the call run.
 """
 
@@ -90,6 +90,8 @@ def hostile(task):
         pre(line("echo $(true) ")),
         pre(line("sh -c 'true; true; true'; ")),
         pre("".join(f"cp -r src c{n}; " for n in range(900)) + "git push"),
+        pre(line(" > src/x", "").replace(" > src/x", "echo > src/x", 1)),
+        pre("echo | tee" + " src/x" * ((HOSTILE_BYTES - 10) // 6)),
         pre("echo " + "a" * (HOSTILE_BYTES - 5)),
     ]
 
@@ -182,7 +184,7 @@ def hostile_main(args):
             shown = command[:24].replace("|", "\\|") + "…"
             print(f"| `{shown}` | {answers[n]} | {statistics.median(times[n]):.1f} ms | "
                   f"{p95(times[n]):.1f} ms | {max(times[n]):.1f} ms | {p95(times[n]) / p95(floor):.1f}x |")
-        met = slowest < 100 and "allow" not in answers[:-1]
+        met = slowest < 100 and "allow" not in answers[:6]
         print(f"slowest {slowest:.1f} ms; target every answer under 100 ms, none of the "
               f"`git push` lines allowed: {'met' if met else 'MISSED'}")
         sys.exit(0 if met else 1)

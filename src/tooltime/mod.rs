@@ -210,7 +210,10 @@ impl<'a> Policy<'a> {
         let _ = self.line.spend(0);
         let script = crate::shell::read(line);
         let seen = commands::seen(&script, line);
-        if script.too_long || seen.len() > crate::shell::MAX_COMMANDS {
+        if script.too_long
+            || seen.len() > crate::shell::MAX_COMMANDS
+            || seen.iter().any(|command| command.too_long)
+        {
             return Ruling {
                 decision: Decision::Deny(format!(
                     "validator ran out of its budget for judging this call: it runs more than {} commands, more than can be judged in time; split it into smaller commands",
@@ -320,22 +323,28 @@ impl<'a> Policy<'a> {
             .and_then(|w| w.literal.as_deref())
             .map(|p| p.rsplit('/').next().unwrap_or(p));
         let replaces = program.is_some_and(|p| ["rm", "rmdir", "unlink", "mv", "sed"].contains(&p));
+        // Every path judged costs, a repeated one too (judged once, still looked up, and its
+        // other names looked for each time): one command may name thousands.
+        let spent = |units| self.line.spend(units).err();
+        let per_write = if replaces { 1 } else { 2 };
         command
             .writes
             .iter()
             .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
             .find_map(|(cwd, path)| {
-                self.refuse_write(cwd, path).or_else(|| {
-                    (!replaces)
-                        .then(|| self.refuse_through(cwd, path))
-                        .flatten()
-                })
+                spent(per_write)
+                    .or_else(|| self.refuse_write(cwd, path))
+                    .or_else(|| {
+                        (!replaces)
+                            .then(|| self.refuse_through(cwd, path))
+                            .flatten()
+                    })
             })
             .or_else(|| {
                 command.copies.iter().find_map(|copy| {
                     places
                         .iter()
-                        .find_map(|cwd| self.refuse_copy_once(cwd, copy))
+                        .find_map(|cwd| spent(1).or_else(|| self.refuse_copy_once(cwd, copy)))
                 })
             })
             .or_else(|| {
@@ -343,7 +352,7 @@ impl<'a> Policy<'a> {
                     .creates
                     .iter()
                     .flat_map(|path| places.iter().map(move |cwd| (cwd, path)))
-                    .find_map(|(cwd, path)| self.refuse_place(cwd, path).err())
+                    .find_map(|(cwd, path)| spent(1).or_else(|| self.refuse_place(cwd, path).err()))
             })
     }
 

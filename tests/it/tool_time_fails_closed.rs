@@ -362,9 +362,16 @@ fn a_line_of_more_commands_than_can_be_judged_in_time_is_refused_and_a_long_one_
         assert_eq!(decision, "deny", "{tail}");
         assert!(why.contains("more than 1000 commands"), "{why}");
     }
-    // Commands inside `sh -c` count too.
-    let inner = "true; ".repeat(1_200);
-    let (decision, why) = shell(&project, &format!("sh -c '{inner}'"));
+    // Commands inside `sh -c` count too, a refused one past the 1,000th among them.
+    let inner = "true; ".repeat(1_200) + "git push";
+    for wrapped in [format!("sh -c '{inner}'"), format!("eval '{inner}'")] {
+        let (decision, why) = shell(&project, &wrapped);
+        assert_eq!(decision, "deny");
+        assert!(why.contains("more than 1000 commands"), "{why}");
+    }
+    // One command that writes thousands of times is judged within the same budget.
+    let writes = format!("echo{}", " > src/x".repeat(30_000));
+    let (decision, why) = shell(&project, &writes);
     assert_eq!(decision, "deny");
     assert!(why.contains("ran out of its budget"), "{why}");
     // A long line of few commands is judged as any other.

@@ -40,6 +40,9 @@ pub struct Seen {
     /// `sh -c "$c"`, a word that expands into a whole command): it may be any command, so every
     /// rule that refuses or asks holds it. Why it cannot be read.
     pub any: Option<String>,
+    /// A script it runs (`sh -c`, `eval`) holds more than [`shell::MAX_COMMANDS`] commands:
+    /// too many to judge in time, so the call is refused.
+    pub too_long: bool,
 }
 
 /// Sources copied (or moved, or linked) to a destination.
@@ -715,6 +718,13 @@ fn patched(seen: &mut Seen, name: &str, text: &str, strip: Option<usize>) {
 /// The commands of a script a command runs (`sh -c`, `eval`), as commands of the line.
 fn look_into(name: &str, text: &str, depth: usize, all: &mut Vec<Seen>) {
     let inner = shell::read(text);
+    if inner.too_long {
+        all.push(Seen {
+            too_long: true,
+            ..Seen::default()
+        });
+        return;
+    }
     for inner_command in &inner.commands {
         look(inner_command, &inner_command.words, depth + 1, all);
     }
