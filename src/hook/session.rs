@@ -217,12 +217,20 @@ impl Held {
     /// The record of `key` under `state`, locked; a fresh one if there is none. One that is
     /// there but cannot be read back is [`Held::unreadable`], with a fresh record in its
     /// place for this call only (it is never saved over the one there). A lock held past
-    /// [`LOCK_WAIT`] is waited for no longer: the record is used unlocked.
+    /// [`LOCK_WAIT`], or one that cannot be taken, makes the record unreadable too: what this
+    /// call counted could be lost to another's, so its budgets cannot be counted.
     pub fn open(state: &Path, key: &str) -> Held {
         let dir = state.join("sessions");
         let _ = std::fs::create_dir_all(&dir);
         let path = dir.join(format!("{key}.json"));
         let lock = lock(&dir.join(format!("{key}.lock")));
+        let unlocked = lock.is_none().then(|| {
+            format!(
+                "the session's record cannot be locked (another hook call of the session has held it for more than {} s, or its lock file {} cannot be opened), so its budgets cannot be counted by this call",
+                LOCK_WAIT.as_secs(),
+                crate::text::name(&dir.join(format!("{key}.lock")).to_string_lossy())
+            )
+        });
         let (session, read, unreadable) = match read_back(&path) {
             Ok(Some((session, read))) => (session, read, None),
             Ok(None) => (Session::default(), Vec::new(), None),
@@ -243,7 +251,7 @@ impl Held {
             _lock: lock,
             session,
             read,
-            unreadable,
+            unreadable: unreadable.or(unlocked),
         }
     }
 
@@ -325,7 +333,7 @@ fn lock(path: &Path) -> Option<Flock<std::fs::File>> {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(_) => {
-                tracing::warn!(path = %path.display(), "a session's record stayed locked; using it unlocked");
+                tracing::warn!(path = %path.display(), "a session's record stayed locked");
                 return None;
             }
         }
@@ -401,6 +409,19 @@ mod tests {
             std::fs::metadata(&path).unwrap().len(),
             MAX_SESSION_BYTES + 1
         );
+    }
+
+    #[test]
+    fn a_record_another_call_keeps_locked_cannot_be_counted_and_is_not_saved() {
+        let state = tempfile::tempdir().unwrap();
+        let first = Held::open(state.path(), "s");
+        assert!(first.unreadable.is_none());
+        let second = Held::open(state.path(), "s");
+        let why = second.unreadable.clone().unwrap();
+        assert!(why.contains("cannot be locked"), "{why}");
+        second.save();
+        drop(first);
+        assert!(Held::open(state.path(), "s").unreadable.is_none());
     }
 
     #[test]
