@@ -66,7 +66,14 @@ impl Call {
         if PATCH_TOOLS.contains(&tool.as_str()) {
             let files = patch_text(&self.input).map(crate::tooltime::patch_files);
             return match files {
-                Some(files) if !files.is_empty() => (Action::Write(files), dir),
+                Some(Ok(files)) if !files.is_empty() => (Action::Write(files), dir),
+                Some(Err(why)) => (
+                    Action::Unknown(format!(
+                        "the patch `{}` is too big to judge: {why}",
+                        crate::text::name(&self.tool)
+                    )),
+                    dir,
+                ),
                 _ => (
                     Action::Unknown(format!(
                         "the patch `{}` carries names no file validator can read",

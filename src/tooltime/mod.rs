@@ -673,8 +673,8 @@ pub fn commands_of(line: &str) -> Vec<Seen> {
 }
 
 /// The files a patch (Codex's `apply_patch` envelope, or a unified diff with its `a/` `b/`
-/// prefixes kept) names.
-pub fn patch_files(text: &str) -> Vec<String> {
+/// prefixes kept) names; the error says why it is too big to judge.
+pub fn patch_files(text: &str) -> Result<Vec<String>, String> {
     patch::files(text, 0)
 }
 

@@ -48,6 +48,7 @@ mod layers;
 mod metrics;
 mod opencode_plugin;
 mod output_tail_is_what_the_command_wrote;
+mod patches_too_big_to_judge_are_refused;
 mod private_index;
 mod progress;
 mod reading_general;

@@ -700,7 +700,13 @@ fn patched(seen: &mut Seen, name: &str, text: &str, strip: Option<usize>) {
         seen.unknown = Some(format!("`{name}` reads a patch this line does not show"));
         return;
     }
-    let files = super::patch::files(text, strip.unwrap_or(0));
+    let files = match super::patch::files(text, strip.unwrap_or(0)) {
+        Ok(files) => files,
+        Err(why) => {
+            seen.unknown = Some(format!("`{name}` reads a patch too big to judge: {why}"));
+            return;
+        }
+    };
     if files.is_empty() {
         seen.unknown = Some(format!(
             "`{name}` reads a patch that names no file validator can read"
