@@ -68,8 +68,8 @@ impl Call {
             return match files {
                 Some(Ok(files)) if !files.is_empty() => (Action::Write(files), dir),
                 Some(Err(why)) => (
-                    Action::Unknown(format!(
-                        "the patch `{}` is too big to judge: {why}",
+                    Action::TooBig(format!(
+                        "the patch `{}` is too big: {why}",
                         crate::text::name(&self.tool)
                     )),
                     dir,

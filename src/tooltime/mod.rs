@@ -54,6 +54,16 @@ pub enum Action {
     /// A tool whose writes cannot be told (one validator does not know): held to
     /// `tools.unknown`, as a shell command whose writes cannot be told is.
     Unknown(String),
+    /// A call too big to judge in time (a patch past its caps), and why: refused, whatever
+    /// the rules, as it could write anything.
+    TooBig(String),
+}
+
+/// The refusal of a call too big to judge in time (`why`): never let run.
+fn too_big_to_judge(why: &str) -> Decision {
+    Decision::Deny(format!(
+        "validator ran out of its budget for judging this call: {why}, more than can be judged in time; split it into smaller calls"
+    ))
 }
 
 /// The answer before a tool runs.
@@ -188,6 +198,10 @@ impl<'a> Policy<'a> {
             },
             Action::Shell(line) => self.decide_shell(line, cwd),
             Action::Unknown(why) => self.unknown_writes(Decision::Allow, vec![why.clone()]),
+            Action::TooBig(why) => Ruling {
+                decision: too_big_to_judge(why),
+                unknown: Vec::new(),
+            },
         }
     }
 
@@ -210,15 +224,22 @@ impl<'a> Policy<'a> {
         let _ = self.line.spend(0);
         let script = crate::shell::read(line);
         let seen = commands::seen(&script, line);
-        if script.too_long
-            || seen.len() > crate::shell::MAX_COMMANDS
-            || seen.iter().any(|command| command.too_long)
-        {
+        let too_big = if line.len() > crate::shell::MAX_SCRIPT_BYTES {
+            Some(format!(
+                "it is longer than {} KiB",
+                crate::shell::MAX_SCRIPT_BYTES / 1024
+            ))
+        } else if script.too_long || seen.len() > crate::shell::MAX_COMMANDS {
+            Some(format!(
+                "it runs more than {} commands",
+                crate::shell::MAX_COMMANDS
+            ))
+        } else {
+            seen.iter().find_map(|command| command.too_big.clone())
+        };
+        if let Some(why) = too_big {
             return Ruling {
-                decision: Decision::Deny(format!(
-                    "validator ran out of its budget for judging this call: it runs more than {} commands, more than can be judged in time; split it into smaller commands",
-                    crate::shell::MAX_COMMANDS
-                )),
+                decision: too_big_to_judge(&why),
                 unknown: Vec::new(),
             };
         }
@@ -954,7 +975,7 @@ pipelines:
     }
 
     #[test]
-    fn a_line_that_cannot_be_read_whole_is_refused_when_the_rules_refuse_commands() {
+    fn a_line_longer_than_can_be_read_is_refused_whatever_the_rules() {
         let f = fixture(RULES);
         let long = format!(
             "echo {}; git push",
@@ -965,9 +986,9 @@ pipelines:
             "    - {match: \"git push\", decision: deny, reason: pushing is for people}\n    - {match: \"./deploy*\", decision: ask}\n",
             "",
         );
+        // With no command rule to hold it to, it is still too big to judge what it writes.
         let judged = decide(&fixture(&without), Action::Shell(long));
-        assert_eq!(judged.decision, Decision::Allow, "nothing to rule out");
-        assert!(!judged.unknown.is_empty());
+        assert!(refused(&judged), "{judged:?}");
     }
 
     #[test]

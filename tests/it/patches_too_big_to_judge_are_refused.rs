@@ -1,8 +1,8 @@
 //! A patch too big to judge is refused, whichever way it comes: Codex's `apply_patch` tool, or
 //! a here-document fed to `git apply`, `patch` or `apply_patch` on a shell line. Reading a
 //! patch's names is linear and bounded: more than 1,000 files, a `diff --git` line of
-//! thousands of spaces, or a name longer than any file's is refused with a reason saying the
-//! patch is too big to judge. And the other way: an ordinary patch in scope is let through.
+//! thousands of spaces, or a name longer than any file's is refused with a reason saying
+//! validator ran out of its budget for judging it. And the other way: an ordinary patch in scope is let through.
 
 use serde_json::{Value, json};
 
@@ -68,7 +68,7 @@ fn envelope(count: usize) -> String {
 
 fn assert_too_big((decision, why): (String, String), what: &str) {
     assert_eq!(decision, "deny", "{what} let through: {why}");
-    assert!(why.contains("too big to judge"), "{what}: {why}");
+    assert!(why.contains("ran out of its budget"), "{what}: {why}");
 }
 
 #[test]
@@ -90,12 +90,19 @@ fn a_shell_here_document_patch_too_big_to_judge_is_refused() {
     let project = project();
     let spaces = format!(
         "git apply <<'E'\ndiff --git {}\nE\n",
-        "a ".repeat(128 * 1024)
+        "a ".repeat(100 * 1024)
     );
     assert_too_big(
         bash(&project, &spaces),
-        "a diff --git line of 128 Ki spaces",
+        "a diff --git line of 100 Ki spaces",
     );
+    // A line longer than the shell reader reads is too big to judge too, whatever it runs.
+    let (decision, why) = bash(
+        &project,
+        &format!("echo {} > src/x.rs", "a".repeat(300 * 1024)),
+    );
+    assert_eq!(decision, "deny", "{why}");
+    assert!(why.contains("longer than 256 KiB"), "{why}");
     let files: String = (0..12_500)
         .map(|k| format!("*** Add File: src/f{k}.rs\n"))
         .collect();

@@ -40,9 +40,10 @@ pub struct Seen {
     /// `sh -c "$c"`, a word that expands into a whole command): it may be any command, so every
     /// rule that refuses or asks holds it. Why it cannot be read.
     pub any: Option<String>,
-    /// A script it runs (`sh -c`, `eval`) holds more than [`shell::MAX_COMMANDS`] commands:
-    /// too many to judge in time, so the call is refused.
-    pub too_long: bool,
+    /// What it reads is too big to judge in time (a script it runs, `sh -c` or `eval`, of
+    /// more than [`shell::MAX_COMMANDS`] commands; a patch past its caps), and why: the call
+    /// is refused.
+    pub too_big: Option<String>,
 }
 
 /// Sources copied (or moved, or linked) to a destination.
@@ -703,7 +704,7 @@ fn patched(seen: &mut Seen, name: &str, text: &str, strip: Option<usize>) {
     let files = match super::patch::files(text, strip.unwrap_or(0)) {
         Ok(files) => files,
         Err(why) => {
-            seen.unknown = Some(format!("`{name}` reads a patch too big to judge: {why}"));
+            seen.too_big = Some(format!("the patch `{name}` reads is too big: {why}"));
             return;
         }
     };
@@ -726,7 +727,10 @@ fn look_into(name: &str, text: &str, depth: usize, all: &mut Vec<Seen>) {
     let inner = shell::read(text);
     if inner.too_long {
         all.push(Seen {
-            too_long: true,
+            too_big: Some(format!(
+                "the script `{name}` runs holds more than {} commands",
+                shell::MAX_COMMANDS
+            )),
             ..Seen::default()
         });
         return;
