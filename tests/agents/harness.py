@@ -25,6 +25,7 @@ that names the rules file.
 
 Run dir ($AGENTS_RUNS, default $AGENTS_WORK/runs): RUNS/CLI-SCENARIO/{home,proj,rules,server.jsonl,script.json,cli.out,cli.err,result.json}
 """
+import concurrent.futures
 import json
 import os
 import shutil
@@ -448,7 +449,7 @@ def run_one(cli, scenario):
     res = check(cli, scenario, run, proj, rc, dur, spec)
     with open(run + "/result.json", "w") as f:
         json.dump(res, f, indent=2)
-    print(json.dumps(res))
+    sys.stdout.write(json.dumps(res) + "\n")  # one write: runs finish side by side
     return res
 
 
@@ -482,10 +483,11 @@ def start_server(run):
     srv = subprocess.Popen([sys.executable, os.path.join(HERE, "model_server.py"), "--script", run + "/script.json",
                             "--log", run + "/server.jsonl", "--port-file", portf],
                            stderr=open(run + "/server.err", "w"))
-    for _ in range(100):
-        if os.path.exists(portf):
-            break
-        time.sleep(0.05)
+    for _ in range(200):  # the file may be there before its number is written whole
+        try:
+            return srv, int(open(portf).read())
+        except (OSError, ValueError):
+            time.sleep(0.05)
     return srv, int(open(portf).read())
 
 
@@ -658,7 +660,11 @@ def main():
                  if c in ONLY.get(s, () if c in HOOKLESS else (c,)) and (s in args[1:] or not args[1:])]
     else:
         pairs = [(args[0], args[1])]
-    results = [run_one(c, s) for c, s in pairs]
+    # Two runs at a time (AGENTS_JOBS): each CLI mostly waits on its own start and its hooks,
+    # and every run has its own directories, model server and ports.
+    jobs = max(1, int(os.environ.get("AGENTS_JOBS", "2")))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(lambda pair: run_one(*pair), pairs))
     summary(results)
     sys.exit(0 if all(r["ok"] for r in results) else 1)
 

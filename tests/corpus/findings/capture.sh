@@ -52,8 +52,13 @@ reset_fixture() { # name
 
 json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1"; }
 
-version_of() { # shell line printing the version; first non-empty line kept
-	run_clean / "$1" 2>&1 | sed -e 's/[[:space:]]*$//' | grep -v '^$' | head -n1
+# Each version line is run once: many captures share a tool, and some tools take seconds to start.
+declare -A VERSIONS
+version_of() { # shell line printing the version: its first non-empty line, in $ver
+	if [ -z "${VERSIONS[$1]+set}" ]; then
+		VERSIONS[$1]=$(run_clean / "$1" 2>&1 | sed -e 's/[[:space:]]*$//' | grep -v '^$' | head -n1)
+	fi
+	ver=${VERSIONS[$1]}
 }
 
 want() { [ "$ONLY" = "  " ] || [[ "$ONLY" == *" $1 "* ]]; }
@@ -68,11 +73,12 @@ cap() {
 		echo "SKIP $dir: $first not installed" >&2
 		return 0
 	fi
+	local started=$SECONDS
 	reset_fixture "$fix"
 	mkdir -p "$HERE/$dir"
 	run_clean "$VC/$fix" "$line" >"$HERE/$dir/output.txt" 2>&1
 	rc=$?
-	ver=$(version_of "$vcmd")
+	version_of "$vcmd"
 	cat >"$HERE/$dir/meta.json" <<EOF
 {
   "tool": $(json_str "$tool"),
@@ -84,7 +90,7 @@ cap() {
   $extra}
 }
 EOF
-	echo "captured $dir (exit $rc, $(wc -c <"$HERE/$dir/output.txt") bytes)" >&2
+	echo "captured $dir (exit $rc, $(wc -c <"$HERE/$dir/output.txt") bytes, $((SECONDS - started)) s)" >&2
 }
 
 # js NAME FIXTURE COMMAND-LINE : machine-readable output used to write truth.json
