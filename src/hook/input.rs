@@ -35,7 +35,7 @@ impl Phase {
 /// The JSON with every `\uD800`-`\uDFFF` escape that is not half of a pair replaced by
 /// `\uFFFD`. JavaScript's `JSON.stringify` writes a lone surrogate a model's text can hold;
 /// serde refuses it, and a refused input would let the agent stop unjudged.
-fn lone_surrogates_replaced(bytes: &[u8]) -> Cow<'_, [u8]> {
+pub(super) fn lone_surrogates_replaced(bytes: &[u8]) -> Cow<'_, [u8]> {
     let hex = |at: usize| -> Option<u16> {
         let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
         u16::from_str_radix(digits, 16).ok()

@@ -547,11 +547,22 @@ pub fn after(
         Ok(setting) => setting,
         Err(why) => return ToolAnswer::Notice(format!("this tool call was not looked at: {why}")),
     };
-    let mut held = Held::open(&rules.state, &session_key(&input.session_id, None));
-    held.began();
     let call = Call::of(input);
     let cwd = crate::tooltime::resolve_cwd(&input.cwd);
     let (action, _) = call.action(&cwd);
+    // What a command (or a write the agent's CLI let through) changed: listed before the
+    // session's record is locked (a listing may take seconds, and the session's other hooks
+    // wait on that lock), then judged as the stop will judge it.
+    let changed = (!matches!(action, Action::Other)).then(|| {
+        // Within the hook's own deadline, with a fifth of it kept to answer.
+        let left = answer_by
+            .at
+            .saturating_duration_since(std::time::Instant::now());
+        let listing = AFTER_TOOL_LISTING.min(left.mul_f32(0.8));
+        file_scope::changed_now(&setting.task, &rules.state, listing)
+    });
+    let mut held = Held::open(&rules.state, &session_key(&input.session_id, None));
+    held.began();
     let mut told = Vec::new();
     let strikes = rules.defaults.tool_strikes;
     let memory = held.memory(&setting.agent_key);
@@ -563,15 +574,8 @@ pub fn after(
     } else {
         memory.tool_error = None;
     }
-    // What a command (or a write the agent's CLI let through) changed: listed now, judged as
-    // the stop will judge it.
-    if !matches!(action, Action::Other) {
-        // Within the hook's own deadline, with a fifth of it kept to answer.
-        let left = answer_by
-            .at
-            .saturating_duration_since(std::time::Instant::now());
-        let listing = AFTER_TOOL_LISTING.min(left.mul_f32(0.8));
-        match file_scope::changed_now(&setting.task, &rules.state, listing) {
+    if let Some(listed) = changed {
+        match listed {
             Ok(changed) => {
                 let policy = setting.policy(input);
                 let memory = held.memory(&setting.agent_key);

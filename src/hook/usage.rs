@@ -17,7 +17,7 @@
 //! as no tokens: a record the hook's input does not name, that is missing (after the first
 //! look: the agent may write it after it asks for its first tool), reached through a link or
 //! no regular file, another file than the one read so far, shorter than what was read of it
-//! or rewritten where it was read, more subagent records than
+//! or rewritten where it was read, a whole line that is not JSON, more subagent records than
 //! [`MAX_SUBAGENTS`], or more grown since the last call than [`READ_PER_CALL`] all escalate
 //! the session, with the reason (what was counted stays counted).
 //! Every subagent record is read (one that has not grown costs a `stat`), so no number of
@@ -269,8 +269,19 @@ fn read_on(
     // Only complete lines: a line being written is read whole by the next call.
     if let Some(end) = bytes.iter().rposition(|&b| b == b'\n') {
         for line in bytes[..end].split(|&b| b == b'\n') {
-            let Ok(value) = serde_json::from_slice::<Value>(line) else {
+            if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
+            }
+            // Every CLI writes whole JSON lines: one that is not was not written by it alone (a
+            // stray byte glues the CLI's next line onto it), and what it held cannot be counted.
+            let parsed = serde_json::from_slice::<Value>(line).or_else(|_| {
+                serde_json::from_slice::<Value>(&super::input::lone_surrogates_replaced(line))
+            });
+            let Ok(value) = parsed else {
+                return Err(format!(
+                    "{} holds a line that is not JSON (every agent CLI writes whole JSON lines)",
+                    shown()
+                ));
             };
             match read(&value) {
                 Some(Counted::Message { id, tokens }) => add_once(source, &id, tokens),

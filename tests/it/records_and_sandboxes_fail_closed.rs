@@ -203,6 +203,27 @@ fn message_ids_however_long_never_make_the_session_forget_what_it_counted() {
 }
 
 #[test]
+fn a_stray_byte_that_glues_the_agents_next_line_onto_it_escalates() {
+    let project = budgeted();
+    let transcript = project.path().join("transcript.jsonl");
+    std::fs::write(&transcript, message("m1", 1000)).expect("transcript");
+    assert!(!tool_call(&project).0);
+    // The worker appends one byte; the CLI's next message lands on the same line.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .expect("open");
+    std::io::Write::write_all(&mut file, format!("x{}", message("m2", 9_000)).as_bytes())
+        .expect("append");
+    drop(file);
+    let (refused, said) = tool_call(&project);
+    assert!(
+        refused && said.contains("cannot be counted") && said.contains("not JSON"),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_transcript_rewritten_in_place_at_the_same_length_escalates() {
     let project = budgeted();
     let transcript = project.path().join("transcript.jsonl");
