@@ -58,6 +58,7 @@ pub fn files(text: &str, strip: usize) -> Result<Vec<String>, String> {
                 let name = name.split('\t').next().unwrap_or(name);
                 if name != "/dev/null" {
                     found.add(stripped(&unquoted(name), strip))?;
+                    header_prefixes(name, strip, &mut found)?;
                 }
             }
         } else if let Some(name) = line.strip_prefix("Index: ") {
@@ -122,6 +123,27 @@ fn header_pair<'t>(line: &'t str, next: &'t str) -> Option<(&'t str, &'t str)> {
     })?;
     let hunk_range = old.ends_with(" ****") && new.ends_with(" ----");
     (!hunk_range).then_some((old, new))
+}
+
+/// The other readings of an unquoted `---`/`+++` name with spaces: GNU patch ends it at its
+/// first space, `git apply` before a timestamp, so each part before a space is named too (at
+/// most [`MAX_SPLITS`] of them: past it the patch is too big to judge).
+fn header_prefixes(name: &str, strip: usize, found: &mut Found) -> Result<(), String> {
+    if name.starts_with('"') {
+        return Ok(());
+    }
+    for (n, (space, _)) in name.match_indices(' ').enumerate() {
+        if n == MAX_SPLITS {
+            return Err(format!(
+                "a file header of it splits more than {MAX_SPLITS} ways"
+            ));
+        }
+        let prefix = &name[..space];
+        if !prefix.is_empty() && prefix != "/dev/null" {
+            found.add(stripped(prefix, strip))?;
+        }
+    }
+    Ok(())
 }
 
 /// The names of a `diff --git` line. Unquoted names may hold spaces: git takes the split

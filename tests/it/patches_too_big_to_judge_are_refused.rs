@@ -147,3 +147,30 @@ fn an_ordinary_patch_in_scope_is_still_let_through() {
     assert_eq!(decision, "deny", "{why}");
     assert!(!why.contains("too big"), "{why}");
 }
+
+#[test]
+fn a_file_header_is_judged_for_every_name_a_patch_tool_may_read_off_it() {
+    // GNU patch ends a name at its first space, git apply before a timestamp: the part out of
+    // scope is the file written, whatever follows it.
+    let project = project();
+    let hunk = "@@ -1 +1 @@\n-a\n+b\n";
+    for (tool, header) in [
+        (
+            "patch -p1",
+            "--- a/README.md /../src/x\n+++ b/README.md /../src/x\n",
+        ),
+        ("patch -p1", "--- a/README.md junk\n+++ b/README.md junk\n"),
+        (
+            "git apply",
+            "--- /dev/null\n+++ b/README.md 2024-01-01 00:00:00.000000000 +0000\n",
+        ),
+    ] {
+        let (decision, why) = bash(&project, &format!("{tool} <<'E'\n{header}{hunk}E\n"));
+        assert_eq!(decision, "deny", "{header}: {why}");
+        assert!(why.contains("README.md"), "{header}: {why}");
+    }
+    // A name with spaces in scope is still let through.
+    let spaced = "--- a/src/sp ace.rs\n+++ b/src/sp ace.rs\n";
+    let (decision, why) = bash(&project, &format!("patch -p1 <<'E'\n{spaced}{hunk}E\n"));
+    assert_eq!(decision, "allow", "{why}");
+}
