@@ -23,6 +23,10 @@ pub const MAX_NAME: usize = 4_096;
 /// file twice (each split is named).
 pub const MAX_SPLITS: usize = 16;
 
+/// Most lines of a `diff --git` extended header looked at for the names below it (git writes
+/// at most eight: modes, similarity, rename or copy, index).
+const GIT_EXTENDED_HEADER_LINES: usize = 12;
+
 /// Most bytes of names (repeats counted) one patch may give, so that reading it stays quick.
 pub const MAX_WORK: usize = 4 * 1024 * 1024;
 
@@ -64,7 +68,8 @@ pub fn files(text: &str, strip: usize) -> Result<Vec<String>, String> {
         } else if let Some(name) = line.strip_prefix("Index: ") {
             found.add(stripped(&unquoted(name), strip))?;
         } else if let Some(names) = line.strip_prefix("diff --git ") {
-            git_header_names(names, strip, &mut found)?;
+            let named_below = names_below(lines.clone());
+            git_header_names(names, strip, named_below, &mut found)?;
         } else if let Some(name) = ["rename from ", "rename to ", "copy from ", "copy to "]
             .iter()
             .find_map(|prefix| line.strip_prefix(prefix))
@@ -151,7 +156,12 @@ fn header_prefixes(name: &str, strip: usize, found: &mut Found) -> Result<(), St
 /// headers then decide. Each split is looked at in constant time (where its halves start once
 /// stripped is read off the line's runs of slashes), and only halves of equal length are
 /// compared, so a line of many spaces costs no more than its length.
-fn git_header_names(names: &str, strip: usize, found: &mut Found) -> Result<(), String> {
+fn git_header_names(
+    names: &str,
+    strip: usize,
+    named_below: bool,
+    found: &mut Found,
+) -> Result<(), String> {
     if let Some((first, rest)) = quoted_prefix(names) {
         found.add(stripped(&first, strip))?;
         return found.add(stripped(&unquoted(rest.trim()), strip));
@@ -202,6 +212,10 @@ fn git_header_names(names: &str, strip: usize, found: &mut Found) -> Result<(), 
             return found.add(old);
         }
     }
+    if named_below {
+        // git takes the names from the headers that follow (each named where it is read).
+        return Ok(());
+    }
     if spaces.len() > MAX_SPLITS {
         return Err(format!(
             "a `diff --git` line of it splits more than {MAX_SPLITS} ways"
@@ -216,6 +230,29 @@ fn git_header_names(names: &str, strip: usize, found: &mut Found) -> Result<(), 
         found.add(stripped(&unquoted(new), strip))?;
     }
     Ok(())
+}
+
+/// Whether the extended header below a `diff --git` line names its files (`rename`/`copy`
+/// lines, or a `---`/`+++` pair), as git then reads them from there; only the few lines of
+/// that header are looked at.
+fn names_below(mut below: std::iter::Peekable<std::str::Lines<'_>>) -> bool {
+    for _ in 0..GIT_EXTENDED_HEADER_LINES {
+        let Some(line) = below.next() else {
+            return false;
+        };
+        if line.starts_with("diff --git ") || line.starts_with("@@") {
+            return false;
+        }
+        let next = below.peek().copied().unwrap_or_default();
+        if ["rename from ", "rename to ", "copy from ", "copy to "]
+            .iter()
+            .any(|prefix| line.starts_with(prefix))
+            || (line.starts_with("--- ") && next.starts_with("+++ "))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// A leading quoted name and what follows it.
@@ -340,19 +377,9 @@ mod tests {
         // As `git apply -p1` (its default) and `-p2` do.
         assert_eq!(names(diff, 1), ["src/a.rs", "src/key.pem", "x", "lib/y"]);
         assert_eq!(names(diff, 2), ["a.rs", "key.pem", "x", "y"]);
-        assert_eq!(
-            names(diff, 0),
-            [
-                "a/src/a.rs",
-                "b/src/a.rs",
-                "src/a.rs",
-                "src/key.pem",
-                "a/x",
-                "b/x",
-                "x",
-                "lib/y"
-            ]
-        );
+        // With `-p0` no split of the `diff --git` lines names one file twice: git takes the
+        // names from the `rename` and `copy` lines alone.
+        assert_eq!(names(diff, 0), ["src/a.rs", "src/key.pem", "x", "lib/y"]);
     }
 
     #[test]
@@ -455,7 +482,7 @@ mod tests {
                     wanted.add(name).expect("readable");
                 }
                 let mut found = Found::default();
-                git_header_names(line, strip, &mut found).expect("readable");
+                git_header_names(line, strip, false, &mut found).expect("readable");
                 assert_eq!(found.names, wanted.names, "{line} -p{strip}");
             }
         }

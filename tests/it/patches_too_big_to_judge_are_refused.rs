@@ -174,3 +174,20 @@ fn a_file_header_is_judged_for_every_name_a_patch_tool_may_read_off_it() {
     let (decision, why) = bash(&project, &format!("patch -p1 <<'E'\n{spaced}{hunk}E\n"));
     assert_eq!(decision, "allow", "{why}");
 }
+
+#[test]
+fn a_rename_with_spaces_is_judged_by_the_names_git_reads() {
+    // git takes a renamed file's names from its `rename` lines, not from splits of the
+    // `diff --git` line: an in-scope rename is let through, one out of scope is not.
+    let project = project();
+    let rename = |to: &str| {
+        format!(
+            "git apply <<'E'\ndiff --git a/src/old name.rs b/{to}\nsimilarity index 100%\nrename from src/old name.rs\nrename to {to}\nE\n"
+        )
+    };
+    let (decision, why) = bash(&project, &rename("src/new name with spaces.rs"));
+    assert_eq!(decision, "allow", "{why}");
+    let (decision, why) = bash(&project, &rename("docs/new name.rs"));
+    assert_eq!(decision, "deny", "{why}");
+    assert!(why.contains("docs/new name.rs"), "{why}");
+}
