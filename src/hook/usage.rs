@@ -411,6 +411,15 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    /// Reads a main record on, with a whole call's budget.
+    fn read_main(
+        record: &Path,
+        usage: &mut Usage,
+        reader: fn(&Value) -> Option<Counted>,
+    ) -> Result<(), String> {
+        read_on(record, usage, reader, &mut READ_PER_CALL.clone(), true)
+    }
+
     #[test]
     fn records_are_read_on_from_where_they_were_left_each_message_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -422,14 +431,7 @@ mod tests {
         };
         std::fs::write(&record, line("a", 10) + &line("a", 10) + &line("b", 20)).unwrap();
         let mut usage = Usage::default();
-        read_on(
-            &record,
-            &mut usage,
-            claude_line,
-            &mut READ_PER_CALL.clone(),
-            true,
-        )
-        .unwrap();
+        read_main(&record, &mut usage, claude_line).unwrap();
         let counted = |usage: &Usage| usage.sources.values().map(|s| s.counted).sum::<u64>();
         assert_eq!(counted(&usage), 16 + 26);
         // A line half written is left for the next call.
@@ -439,34 +441,14 @@ mod tests {
             .unwrap();
         let next = line("c", 100);
         file.write_all(&next.as_bytes()[..20]).unwrap();
-        read_on(
-            &record,
-            &mut usage,
-            claude_line,
-            &mut READ_PER_CALL.clone(),
-            true,
-        )
-        .unwrap();
+        read_main(&record, &mut usage, claude_line).unwrap();
         assert_eq!(counted(&usage), 42);
         file.write_all(&next.as_bytes()[20..]).unwrap();
-        read_on(
-            &record,
-            &mut usage,
-            claude_line,
-            &mut READ_PER_CALL.clone(),
-            true,
-        )
-        .unwrap();
+        read_main(&record, &mut usage, claude_line).unwrap();
         assert_eq!(counted(&usage), 42 + 106);
         // Rewritten shorter: it cannot be counted on, and nothing counted is lost.
         std::fs::write(&record, line("z", 1)).unwrap();
-        let why = read_on(
-            &record,
-            &mut usage,
-            claude_line,
-            &mut READ_PER_CALL.clone(),
-            true,
-        );
+        let why = read_main(&record, &mut usage, claude_line);
         assert!(why.unwrap_err().contains("shorter"));
         assert_eq!(counted(&usage), 148);
     }
@@ -482,14 +464,7 @@ mod tests {
         };
         std::fs::write(&record, event(100) + &event(250)).unwrap();
         let mut usage = Usage::default();
-        read_on(
-            &record,
-            &mut usage,
-            codex_line,
-            &mut READ_PER_CALL.clone(),
-            true,
-        )
-        .unwrap();
+        read_main(&record, &mut usage, codex_line).unwrap();
         assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(250));
     }
 
@@ -506,14 +481,7 @@ mod tests {
         )
         .unwrap();
         let mut usage = Usage::default();
-        read_on(
-            &record,
-            &mut usage,
-            claude_line,
-            &mut READ_PER_CALL.clone(),
-            true,
-        )
-        .unwrap();
+        read_main(&record, &mut usage, claude_line).unwrap();
         assert_eq!(usage.sources.values().next().map(|s| s.counted), Some(max));
         // Counters from a state file add up without wrapping either.
         usage.sources.insert(

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::pre_tool::{answer, input};
+use crate::common::pre_tool::{answer, decision_of, input};
 use crate::common::{self, Project};
 
 /// A task that may write under `src/` only.
@@ -27,21 +27,7 @@ fn project() -> Project {
 fn decide(project: &Project, agent: &str, tool: &str, tool_input: Value) -> (String, String) {
     let (code, stdout, stderr) = answer(project, agent, &input(project, tool, tool_input));
     assert_eq!(code, 0, "validator answers, never fails: {stderr}");
-    if stdout.trim().is_empty() {
-        return ("allow".into(), String::new());
-    }
-    let answer: Value = serde_json::from_str(&stdout).expect("one JSON answer");
-    let output = &answer["hookSpecificOutput"];
-    (
-        output["permissionDecision"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        output["permissionDecisionReason"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
+    decision_of(&stdout)
 }
 
 fn apply_patch(project: &Project, agent: &str, patch: &str) -> (String, String) {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::pre_tool::input;
+use crate::common::pre_tool::{decision_of, input};
 use crate::common::{self, Project, validator};
 
 /// A pipeline that lets the task write anywhere in it.
@@ -60,22 +60,7 @@ fn answer_with(
         .output()
         .expect("run validator");
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if stdout.trim().is_empty() {
-        return ("allow".into(), String::new());
-    }
-    let answer: Value = serde_json::from_str(&stdout).expect("one JSON answer");
-    let output = &answer["hookSpecificOutput"];
-    (
-        output["permissionDecision"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        output["permissionDecisionReason"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    )
+    decision_of(&String::from_utf8_lossy(&output.stdout))
 }
 
 fn shell(project: &Project, line: &str) -> (String, String) {

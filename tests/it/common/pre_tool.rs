@@ -37,6 +37,21 @@ pub fn answer(project: &Project, agent: &str, input: &Value) -> (i32, String, St
     )
 }
 
+/// The decision in a Claude Code answer's `stdout` (`allow` when it says nothing, `deny` or
+/// `ask`) and its reason.
+pub fn decision_of(stdout: &str) -> (String, String) {
+    if stdout.trim().is_empty() {
+        return ("allow".into(), String::new());
+    }
+    let answer: Value = serde_json::from_str(stdout).expect("one JSON answer");
+    let output = &answer["hookSpecificOutput"];
+    let field = |name: &str| output[name].as_str().unwrap_or_default().to_owned();
+    (
+        field("permissionDecision"),
+        field("permissionDecisionReason"),
+    )
+}
+
 /// Whether Claude Code refuses the call on this answer; validator always answers.
 pub fn refuses(answer: &(i32, String, String)) -> bool {
     let (code, stdout, stderr) = answer;
