@@ -40,7 +40,7 @@ const MAX_WORK: usize = 50_000;
 /// The time one decision may take, whatever its work: past it the call is refused, so the
 /// whole answer (the process's start and the rules read included) comes under 100 ms. A debug
 /// build (the tests') judges an order of magnitude slower and has the old budget.
-const MAX_TIME: Duration = Duration::from_millis(if cfg!(debug_assertions) { 500 } else { 60 });
+const MAX_TIME: Duration = Duration::from_millis(if cfg!(debug_assertions) { 500 } else { 45 });
 
 /// What a tool call does, as far as the rules need to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
