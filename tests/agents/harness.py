@@ -660,9 +660,10 @@ def main():
                  if c in ONLY.get(s, () if c in HOOKLESS else (c,)) and (s in args[1:] or not args[1:])]
     else:
         pairs = [(args[0], args[1])]
-    # Two runs at a time (AGENTS_JOBS): each CLI mostly waits on its own start and its hooks,
-    # and every run has its own directories, model server and ports.
-    jobs = max(1, int(os.environ.get("AGENTS_JOBS", "2")))
+    # AGENTS_JOBS runs at a time (each has its own directories, model server and ports). One
+    # by default: two at once on two cores took 6 minutes instead of about 7, and once Codex
+    # failed to write a file its own apply_patch was let write.
+    jobs = max(1, int(os.environ.get("AGENTS_JOBS", "1")))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(lambda pair: run_one(*pair), pairs))
     summary(results)
