@@ -220,29 +220,8 @@ fn read_on(
     };
     let meta = file.metadata().map_err(cannot)?;
     let (length, identity) = (meta.len(), (meta.dev(), meta.ino()));
-    // Every CLI appends to its record (PROTOCOLS.md): another file in its place, one shorter
-    // than what was read, or one whose bytes before where it was read changed, was not written
-    // by the CLI, and what it held can no longer be read.
     if let Some(source) = usage.sources.get(&key) {
-        if source.file.is_some_and(|file| file != identity) {
-            return Err(format!(
-                "{} is not the file read so far (another was put in its place)",
-                shown()
-            ));
-        }
-        if length < source.offset {
-            return Err(format!(
-                "{} is {length} bytes, shorter than the {} already read (it was rewritten)",
-                shown(),
-                source.offset
-            ));
-        }
-        if source.offset > 0 && tail_of(&mut file, source.offset).map_err(cannot)? != source.tail {
-            return Err(format!(
-                "{} was rewritten where it was already read",
-                shown()
-            ));
-        }
+        unchanged_so_far(source, &mut file, length, identity, &shown())?;
     }
     let offset = usage.sources.get(&key).map_or(0, |source| source.offset);
     if length == offset {
@@ -301,6 +280,34 @@ fn read_on(
             shown(),
             READ_PER_CALL >> 20
         ));
+    }
+    Ok(())
+}
+
+/// Every CLI appends to its record (PROTOCOLS.md): another file in its place, one shorter
+/// than what was read, or one whose bytes before where it was read changed, was not written
+/// by the CLI, and what it held can no longer be read.
+fn unchanged_so_far(
+    source: &Source,
+    file: &mut std::fs::File,
+    length: u64,
+    identity: (u64, u64),
+    shown: &str,
+) -> Result<(), String> {
+    if source.file.is_some_and(|file| file != identity) {
+        return Err(format!(
+            "{shown} is not the file read so far (another was put in its place)"
+        ));
+    }
+    if length < source.offset {
+        return Err(format!(
+            "{shown} is {length} bytes, shorter than the {} already read (it was rewritten)",
+            source.offset
+        ));
+    }
+    let tail = tail_of(file, source.offset).map_err(|err| format!("{shown}: {err}"))?;
+    if source.offset > 0 && tail != source.tail {
+        return Err(format!("{shown} was rewritten where it was already read"));
     }
     Ok(())
 }
