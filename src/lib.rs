@@ -49,6 +49,8 @@ pub mod cache;
 mod changes;
 pub mod config;
 #[doc(hidden)]
+pub mod confine;
+#[doc(hidden)]
 pub mod contract;
 pub mod done;
 #[doc(hidden)]

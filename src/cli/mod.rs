@@ -4,6 +4,7 @@
 
 mod brief;
 mod check;
+mod confine;
 mod hook;
 mod install_hook;
 mod rules;
@@ -235,6 +236,12 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DIR")]
         task_dir: Option<PathBuf>,
     },
+    /// Run a command confined by the kernel to the writes its task's rules accept (the agent
+    /// hooks rewrite each allowed shell call to this)
+    Exec(confine::ConfineArgs),
+    /// Run an agent, and every process it starts, confined to its task's rules (its own state
+    /// directories stay writable)
+    Run(confine::ConfineArgs),
     /// Install validator as this repository's git hook, as `pre-commit install` does: it runs
     /// `validator check` before each commit (or push)
     InstallHook {
@@ -426,6 +433,8 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             watch(config, args)
         }
         Command::Snapshot { task, task_dir } => snapshot(&config()?, &task, task_dir),
+        Command::Exec(args) => confine::exec(cli.config, args, false),
+        Command::Run(args) => confine::exec(cli.config, args, true),
         Command::InstallHook { hook, force } => {
             // The rules file is named in the hook only when the user named it.
             let found = cli

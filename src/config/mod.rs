@@ -756,10 +756,28 @@ impl Loader<'_> {
             })
             .collect::<Result<_, _>>()?;
         let fallback = tools::Tools::default();
+        let writable = match &raw.writable {
+            None => fallback.writable,
+            Some(paths) => paths
+                .iter()
+                .enumerate()
+                .map(|(n, path)| {
+                    tools::expand_home(path).map_err(|why| {
+                        self.error(
+                            &[Step::Key("tools"), Step::Key("writable"), Step::Index(n)],
+                            why,
+                            "write an absolute path or one under `~/`, such as `~/.cache`",
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        };
         Ok(tools::Tools {
             commands,
             unknown: raw.unknown.unwrap_or(fallback.unknown),
             stop_after: raw.stop_after.unwrap_or(fallback.stop_after),
+            confine: raw.confine.unwrap_or(fallback.confine),
+            writable,
         })
     }
 

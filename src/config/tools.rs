@@ -25,7 +25,35 @@ pub struct RawTools {
     /// The same refusal this many times in a row stops the agent where it can be stopped
     /// (default: 3; 0: never).
     pub stop_after: Option<u32>,
+    /// Whether the kernel holds each allowed shell call (and `validator run`'s agent) to the
+    /// writes the stop would accept: `required` (a machine that cannot confine refuses the
+    /// call), `best-effort` (default: confined as far as this machine can, and `status` says
+    /// how far) or `off`.
+    pub confine: Option<Confine>,
+    /// Where else a confined process may write besides the task's own files and a fresh
+    /// `$TMPDIR`: absolute paths or `~/…` (default: `~/.cache`, `~/.npm`, `~/.cargo/registry`,
+    /// `~/.cargo/git`, `~/go/pkg/mod`; a list replaces them).
+    pub writable: Option<Vec<String>>,
 }
+
+/// `tools.confine`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confine {
+    Required,
+    #[default]
+    BestEffort,
+    Off,
+}
+
+/// `tools.writable` when the rules file does not say.
+pub const DEFAULT_WRITABLE: &[&str] = &[
+    "~/.cache",
+    "~/.npm",
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/go/pkg/mod",
+];
 
 /// One command rule.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -66,6 +94,9 @@ pub struct Tools {
     pub commands: Vec<CommandRule>,
     pub unknown: Unknown,
     pub stop_after: u32,
+    pub confine: Confine,
+    /// `tools.writable`, each path absolute (`~` expanded where the home is known).
+    pub writable: Vec<std::path::PathBuf>,
 }
 
 impl Default for Tools {
@@ -74,7 +105,35 @@ impl Default for Tools {
             commands: Vec::new(),
             unknown: Unknown::Allow,
             stop_after: 3,
+            confine: Confine::BestEffort,
+            writable: DEFAULT_WRITABLE
+                .iter()
+                .filter_map(|path| expand_home(path).ok())
+                .collect(),
         }
+    }
+}
+
+/// `path` with a leading `~/` made the home directory's; `Err` when it is neither absolute
+/// nor under the home, or the home is unknown.
+pub fn expand_home(path: &str) -> Result<std::path::PathBuf, String> {
+    if let Some(rest) = path.strip_prefix("~/") {
+        return match std::env::var_os("HOME").filter(|home| !home.is_empty()) {
+            Some(home) => Ok(std::path::Path::new(&home).join(rest)),
+            None => Err(format!(
+                "`{path}` is under the home directory, but $HOME is not set"
+            )),
+        };
+    }
+    let path = std::path::Path::new(path);
+    if path.is_absolute()
+        && !path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
+        Ok(path.to_path_buf())
+    } else {
+        Err(format!("`{}` is not an absolute path", path.display()))
     }
 }
 

@@ -317,6 +317,9 @@ pub enum ToolAnswer {
     Tell(String),
     /// Could not judge: say so to the person, leave the call to the agent's own rules.
     Notice(String),
+    /// Run the call as `input` says instead (a shell call under `validator exec`); the agent's
+    /// own rules still decide whether it runs, and `ask` whether a person confirms it first.
+    Rewrite { input: Value, ask: Option<String> },
 }
 
 impl ToolAnswer {
@@ -363,6 +366,29 @@ impl ToolAnswer {
             },
             // Added after the tool's output, which the model still reads: a `block` would
             // replace it (Codex, Gemini CLI) or name the hook's command line (Claude Code).
+            // Claude Code applies a rewrite with no decision and still checks its own rules
+            // against the rewritten call; Codex takes one only with `allow`.
+            ToolAnswer::Rewrite { input, ask } => match agent {
+                Agent::Claude => {
+                    let mut answer = json!({"hookEventName": event, "updatedInput": input});
+                    if let Some(why) = ask {
+                        answer["permissionDecision"] = json!("ask");
+                        answer["permissionDecisionReason"] = json!(prefixed(why));
+                    }
+                    json!({"hookSpecificOutput": answer})
+                }
+                Agent::Codex => json!({"hookSpecificOutput": {
+                    "hookEventName": event,
+                    "permissionDecision": "allow",
+                    "permissionDecisionReason": prefixed(CONFINED),
+                    "updatedInput": input,
+                }}),
+                Agent::Gemini => json!({"hookSpecificOutput": {
+                    "hookEventName": event,
+                    "tool_input": input,
+                }}),
+                Agent::Opencode => json!({"args": input}),
+            },
             ToolAnswer::Tell(message) => match agent {
                 Agent::Opencode => json!({"tell": prefixed(message)}),
                 _ => json!({"hookSpecificOutput": {
@@ -382,9 +408,14 @@ impl ToolAnswer {
             ToolAnswer::Ask(_) => "ask",
             ToolAnswer::Tell(_) => "tell",
             ToolAnswer::Notice(_) => "notice",
+            ToolAnswer::Rewrite { .. } => "confine",
         }
     }
 }
+
+/// Why a call was rewritten, where the agent wants a reason.
+const CONFINED: &str =
+    "this command runs confined by the kernel to the writes the task's rules accept";
 
 /// A refusal in `agent`'s words: Claude Code and Codex read `permissionDecision` (Codex only
 /// with a reason), Gemini CLI a top-level `decision`, OpenCode's plugin throws the reason.
@@ -449,6 +480,76 @@ impl<'r> Setting<'r> {
         )
     }
 
+    /// The shell call `call` rewritten to run under `validator exec` for this task: `None`
+    /// for a call that is no shell command, with confinement off, or where this kernel cannot
+    /// confine and the rules do not require it; `Err` (the call is refused) where they do.
+    fn confined(
+        &self,
+        input: &Input,
+        call: &Call,
+        action: &Action,
+    ) -> Result<Option<Value>, String> {
+        use crate::config::tools::Confine;
+        use crate::confine::ABI_NEEDED;
+        let Action::Shell(line) = action else {
+            return Ok(None);
+        };
+        let mode = self.rules.tools.confine;
+        if mode == Confine::Off {
+            return Ok(None);
+        }
+        let abi = crate::sandbox::kernel_abi();
+        if abi < ABI_NEEDED {
+            return match mode {
+                Confine::Required => Err(format!(
+                    "this machine cannot confine commands (Landlock ABI {abi}, {ABI_NEEDED} needed), and the rules require it (`tools.confine: required`); a person must run it, or run the agent on a kernel with Landlock"
+                )),
+                _ => Ok(None),
+            };
+        }
+        let exe = std::env::current_exe()
+            .map_err(|err| format!("validator cannot tell where its own program is: {err}"))?;
+        let rules = self
+            .rules
+            .path
+            .canonicalize()
+            .or_else(|_| std::path::absolute(&self.rules.path))
+            .unwrap_or(self.rules.path.clone());
+        let quoted = |path: &Path| shell_words::quote(&path.to_string_lossy()).into_owned();
+        let pipeline = match super::stop_pipeline(self.rules, input, &self.task.name) {
+            Some(pipeline) => format!("--pipeline {}", shell_words::quote(&pipeline.name)),
+            None => "--no-pipeline".to_owned(),
+        };
+        let shell = ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
+            .into_iter()
+            .find(|shell| Path::new(shell).exists())
+            .unwrap_or("sh");
+        let command = format!(
+            "{} exec -c {} --task-dir {} --task {} {pipeline} -- {shell} -c {}",
+            quoted(&exe),
+            quoted(&rules),
+            quoted(&self.task.dir),
+            shell_words::quote(&self.task.name),
+            shell_words::quote(line)
+        );
+        let mut rewritten = call.input.clone();
+        match rewritten.get_mut("command") {
+            // An argv: its script when it is a shell's (`["bash", "-lc", "…"]`), else all of it.
+            Some(Value::Array(words)) => {
+                let script = matches!(words.as_slice(), [Value::String(program), Value::String(flag), Value::String(_)]
+                    if is_shell(program) && flag.starts_with('-') && flag.contains('c'));
+                if script {
+                    words[2] = json!(command);
+                } else {
+                    *words = vec![json!(shell), json!("-c"), json!(command)];
+                }
+            }
+            Some(slot) => *slot = json!(command),
+            None => return Ok(None),
+        }
+        Ok(Some(rewritten))
+    }
+
     fn record(&self, event: Event<'_>) {
         self.events
             .get_or_init(|| EventLog::open_or_discard(&self.rules.state, self.rules.events))
@@ -503,11 +604,24 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
     let answer = match judged.decision {
         Decision::Allow => {
             memory.refusal = None;
-            ToolAnswer::Nothing
+            match setting.confined(input, &call, &action) {
+                Ok(Some(input)) => ToolAnswer::Rewrite { input, ask: None },
+                Ok(None) => ToolAnswer::Nothing,
+                Err(why) => ToolAnswer::Deny(why),
+            }
         }
         // Only Claude Code can ask a person; elsewhere an ask is refused. Which one it is comes
         // from the decision itself, never from the reason's text (a path can say anything).
-        Decision::Ask(why) if agent == Agent::Claude => ToolAnswer::Ask(why),
+        Decision::Ask(why) if agent == Agent::Claude => {
+            match setting.confined(input, &call, &action) {
+                Ok(Some(input)) => ToolAnswer::Rewrite {
+                    input,
+                    ask: Some(why),
+                },
+                Ok(None) => ToolAnswer::Ask(why),
+                Err(why) => ToolAnswer::Deny(why),
+            }
+        }
         Decision::Deny(why) | Decision::Ask(why) => {
             let times = Memory::repeat(&mut memory.refusal, why.clone());
             let limit = rules.tools.stop_after;

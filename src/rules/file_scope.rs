@@ -210,6 +210,42 @@ impl FileScope {
         }
     }
 
+    /// The task trees a change may land in, by the literal start of each `allow` glob (what
+    /// comes before its first wildcard): `None` when any task path may (no `allow`), none when
+    /// nothing may. Coarser than the globs: a tree is the most a kernel rule can name.
+    pub fn allowed_trees(&self) -> Option<Vec<String>> {
+        if self.owns_nothing {
+            return Some(Vec::new());
+        }
+        if self.allow.is_empty() {
+            return None;
+        }
+        let mut trees = Vec::new();
+        for pattern in self.allow.patterns() {
+            let tree = literal_start(pattern.as_str());
+            if tree.is_empty() {
+                return None;
+            }
+            trees.push(tree);
+        }
+        Some(trees)
+    }
+
+    /// The `readonly` and `deny` globs, each with its literal start (whole, for a glob with no
+    /// wildcard): what inside an allowed tree must stay as it is.
+    pub fn kept(&self) -> impl Iterator<Item = (&str, String)> {
+        self.readonly
+            .patterns()
+            .iter()
+            .chain(self.deny.patterns())
+            .map(|pattern| (pattern.as_str(), literal_start(pattern.as_str())))
+    }
+
+    /// Whether `rel` must stay as it is (`readonly` or `deny`).
+    pub fn keeps(&self, rel: &str) -> bool {
+        self.readonly.is_match(rel) || self.deny.is_match(rel)
+    }
+
     /// A gate that holds a contract's file lists: `owned` `None` when the contract does not
     /// say what it owns (nothing is outside it), else the globs of what it owns (none: no file
     /// may change, as `files_touched ⊆ files_owned` says of an empty `files_owned`).
@@ -860,6 +896,15 @@ pub(crate) fn diff(
         ),
         Opened::None { .. } => Ok(None),
     }
+}
+
+/// The segments of a glob before the first that holds a wildcard (`src/**/*.rs`: `src`; a
+/// glob without one: all of it).
+pub fn literal_start(glob: &str) -> String {
+    glob.split('/')
+        .take_while(|part| !part.contains(['*', '?', '[', '{', '\\']))
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 fn globs(set: &PatternSet) -> String {

@@ -178,6 +178,11 @@ impl<'a> Policy<'a> {
         }
     }
 
+    /// The scopes writes are held to, each with the gate that holds it.
+    pub fn scopes(&self) -> &[(String, FileScope)] {
+        &self.scopes
+    }
+
     /// Judges `action`, made from `cwd` (the directory the agent's tool runs in).
     pub fn decide(&self, action: &Action, cwd: &Path) -> Ruling {
         let allowed = |unknown| Ruling {

@@ -1,0 +1,167 @@
+//! `validator exec` (each allowed shell call, as the agent hooks rewrite it) and `validator run`
+//! (a whole agent): the command is executed in validator's place, confined by the kernel to
+//! the writes its task's rules accept ([`validator::confine`]). Its output, exit code,
+//! environment and working directory are its own: nothing stands between it and its caller.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use validator::config::tools::Confine;
+use validator::confine::Plan;
+
+use super::{config_path, load};
+
+/// What `exec` and `run` are given.
+#[derive(Debug, Args)]
+pub(crate) struct ConfineArgs {
+    /// The task's directory (default: the current directory)
+    #[arg(long, value_name = "DIR")]
+    task_dir: Option<PathBuf>,
+    /// The task's name, for its contract (default: the directory's name)
+    #[arg(long)]
+    task: Option<String>,
+    /// The pipeline whose `file-scope` gates hold the writes (default: the one the rules pick)
+    #[arg(long, conflicts_with = "no_pipeline")]
+    pipeline: Option<String>,
+    /// Hold the writes to the task's contract alone
+    #[arg(long)]
+    no_pipeline: bool,
+    /// Another directory the command may write (an agent's own state, when `run` does not
+    /// know the agent)
+    #[arg(long, value_name = "DIR")]
+    writable: Vec<PathBuf>,
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Exit code when the command cannot be confined as the rules require: it did not run.
+const EXIT_NOT_CONFINED: u8 = 126;
+/// Exit code when the command cannot be found.
+const EXIT_NOT_FOUND: u8 = 127;
+
+/// Confines this process to the task's plan and executes the command in its place; returns
+/// only when it cannot (the command did not run, and stderr says why).
+pub(crate) fn exec(
+    config: Option<PathBuf>,
+    args: ConfineArgs,
+    whole_agent: bool,
+) -> Result<ExitCode> {
+    let verb = if whole_agent { "run" } else { "exec" };
+    let refuse = |why: &str| {
+        eprintln!("validator {verb}: not run: {why}");
+        Ok(ExitCode::from(EXIT_NOT_CONFINED))
+    };
+    let rules = match config_path(config).and_then(|path| load(&path)) {
+        Ok(rules) => rules,
+        Err(err) => return refuse(&format!("the rules cannot be read: {err:#}")),
+    };
+    let dir = match args.task_dir {
+        Some(dir) => dir,
+        None => std::env::current_dir()?,
+    };
+    let name = args
+        .task
+        .unwrap_or_else(|| validator::task::name_from_dir(&dir));
+    let pipeline = match (args.no_pipeline, args.pipeline.as_deref()) {
+        (true, _) => Some(None),
+        (false, Some(named)) => Some(Some(named)),
+        (false, None) => None,
+    };
+    let mut extra = args.writable;
+    if whole_agent {
+        extra.extend(agent_state(&args.command[0]));
+    }
+    let mode = rules.tools.confine;
+    let plan = match Plan::for_rules(&rules, &dir, &name, pipeline, &extra) {
+        Ok(plan) => plan,
+        Err(why) if mode == Confine::Off => {
+            tracing::debug!("no plan ({why}); confinement is off");
+            Plan::default()
+        }
+        Err(why) => return refuse(&why),
+    };
+    let tmp = match validator::confine::scratch() {
+        Ok(tmp) => tmp,
+        Err(why) => return refuse(&why),
+    };
+    match plan.enter(mode, &tmp) {
+        Ok(held) if whole_agent => {
+            for (what, why) in held.unheld.iter().map(|w| ("not held", w)).chain(
+                plan.notes
+                    .iter()
+                    .map(|note| ("held by the stop only", note)),
+            ) {
+                eprintln!("validator run: {what}: {why}");
+            }
+        }
+        Ok(held) => {
+            for why in &held.unheld {
+                tracing::debug!("not held: {why}");
+            }
+        }
+        Err(why) => return refuse(&why),
+    }
+    let mut command = std::process::Command::new(&args.command[0]);
+    command
+        .args(&args.command[1..])
+        .env("TMPDIR", &tmp)
+        .env("TMP", &tmp)
+        .env("TEMP", &tmp)
+        .env("VALIDATOR_CONFINED", "1");
+    let err = command.exec();
+    eprintln!(
+        "validator {verb}: cannot run {}: {err}",
+        validator::text::name(&args.command[0].to_string_lossy())
+    );
+    Ok(ExitCode::from(
+        if err.kind() == std::io::ErrorKind::NotFound {
+            EXIT_NOT_FOUND
+        } else {
+            EXIT_NOT_CONFINED
+        },
+    ))
+}
+
+/// The directories an agent CLI keeps its own state in (sessions, settings, logs), by the
+/// program's name: each must stay writable for the agent to run at all.
+fn agent_state(program: &OsString) -> Vec<PathBuf> {
+    let name = std::path::Path::new(program)
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME").unwrap_or_default();
+    let xdg = |name: &str, fallback: &str| var(name).unwrap_or_else(|| home.join(fallback));
+    match name {
+        "claude" => match var("CLAUDE_CONFIG_DIR") {
+            Some(dir) => vec![dir],
+            None => vec![home.join(".claude"), home.join(".claude.json")],
+        },
+        "codex" => vec![var("CODEX_HOME").unwrap_or_else(|| home.join(".codex"))],
+        "gemini" => vec![
+            var("GEMINI_CLI_HOME")
+                .map(|dir| dir.join(".gemini"))
+                .unwrap_or_else(|| home.join(".gemini")),
+        ],
+        "opencode" => [
+            "XDG_DATA_HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_STATE_HOME",
+            "XDG_CACHE_HOME",
+        ]
+        .iter()
+        .zip([".local/share", ".config", ".local/state", ".cache"])
+        .map(|(var, fallback)| xdg(var, fallback).join("opencode"))
+        .collect(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,579 @@
+//! The kernel's hold on a worker's own processes (`validator exec` around each allowed shell
+//! call, `validator run` around a whole agent). They may write only where the stop would accept
+//! a change (every blocking `file-scope` gate's `allow` and the contract's `files_owned`), a
+//! fresh `$TMPDIR`, `tools.writable` and the terminal; never validator's state, rules, contracts
+//! or verdicts, and never read its signing key. Reading the shell line before a call runs
+//! (`tooltime`) stays, for a refusal the model understands; this holds whatever the line hides.
+//!
+//! Landlock grants writes by tree, so a tree is the most a rule names: `src/**/*.rs` lets the
+//! kernel allow all of `src`, and the post-tool check and the stop hold the rest. Landlock
+//! cannot take a path back out of a granted tree: what must stay as it is inside one (a
+//! `readonly` file, validator's state in the project) is bound read-only over itself in a
+//! private mount namespace, and the key is covered by `/dev/null`, where the machine allows a
+//! namespace. What this machine cannot hold is said ([`Held::unheld`]), never left out.
+
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetStatus, Scope,
+};
+
+use crate::config::Rules;
+use crate::config::tools::Confine;
+use crate::rules::file_scope::FileScope;
+use crate::sandbox::{ABI_ASKED, allow_paths, kernel_abi, readable_but, real};
+use crate::task::Task;
+
+/// The first Landlock ABI that governs truncation (Linux 6.2): below it a confined process
+/// could still empty any file it may read, the rules file among them.
+pub const ABI_NEEDED: i32 = 3;
+
+/// Most paths bound read-only inside the writable trees; past it the rest are the stop's.
+const MAX_KEPT: usize = 256;
+
+/// Most directory entries looked at to find the files a `readonly` or `deny` glob names now.
+const MAX_LOOKED: usize = 20_000;
+
+/// Devices a confined process writes as any program does: the null sinks and the terminal.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// Where a worker's processes may write, and what they may not touch inside that.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Trees (and single files) writes may land in, as real paths.
+    pub writable: Vec<PathBuf>,
+    /// Inside those, what stays as it is: bound read-only.
+    pub kept: Vec<PathBuf>,
+    /// What is never read: validator's signing key.
+    pub hidden: Vec<PathBuf>,
+    /// What of the rules no kernel rule can hold, on any machine (a `deny` glob's files not
+    /// made yet, a glob narrower than a tree); the post-tool check and the stop hold them.
+    pub notes: Vec<String>,
+}
+
+/// What entering a plan held on this machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    /// What this machine did not hold, and why; empty when all of it is held.
+    pub unheld: Vec<String>,
+}
+
+impl Plan {
+    /// The plan for the task in `dir` (named `name`) under `rules`, judged by `pipeline`
+    /// (`None`: by the one `rules` picks for it; `Some(None)`: by none, its contract alone) and
+    /// its contract, as a tool call of it is.
+    pub fn for_rules(
+        rules: &Rules,
+        dir: &Path,
+        name: &str,
+        pipeline: Option<Option<&str>>,
+        extra: &[PathBuf],
+    ) -> Result<Plan, String> {
+        let task = Task::new(name, dir)
+            .map_err(|err| format!("the task cannot be confined: {err}"))?
+            .ignoring(&rules.state)
+            .ignoring(&rules.verdicts);
+        let contract = crate::contract::Contract::for_task(rules, &task.name)
+            .map_err(|err| format!("the task's contract cannot be read: {err:#}"))?;
+        let pipeline = match pipeline {
+            Some(None) => None,
+            Some(Some(name)) => Some(rules.pipeline_for(&task.name, Some(name))),
+            None => Some(rules.pipeline_for(&task.name, None)),
+        }
+        .transpose()
+        .map_err(|err| format!("the task's pipeline cannot be told: {err}"))?;
+        let policy = crate::tooltime::Policy::new(&task, pipeline, contract.as_ref(), &rules.tools);
+        Plan::for_task(rules, &task, policy.scopes(), extra)
+    }
+
+    /// The plan for `task`, whose writes `scopes` hold (the tool-time policy's: the stop's
+    /// blocking `file-scope` gates and the contract), under `rules`; `extra` trees are writable
+    /// too (an agent's own state, for `validator run`). `Err` when it cannot be built safely:
+    /// validator's own file has another name a worker could write it by.
+    pub fn for_task(
+        rules: &Rules,
+        task: &Task,
+        scopes: &[(String, FileScope)],
+        extra: &[PathBuf],
+    ) -> Result<Plan, String> {
+        let mut plan = Plan::default();
+        let mut trees: Option<Vec<String>> = None;
+        for (_, scope) in scopes {
+            if let Some(allowed) = scope.allowed_trees() {
+                trees = Some(match trees {
+                    None => allowed,
+                    Some(before) => intersect(&before, &allowed),
+                });
+            }
+        }
+        for rel in trees.unwrap_or_else(|| vec![String::new()]) {
+            let path = task.dir.join(&rel);
+            if path.symlink_metadata().is_ok() {
+                plan.writable.push(real(&path));
+                continue;
+            }
+            // A tree not made yet: its nearest existing directory, so it can be made.
+            let Some(existing) = path.ancestors().find(|at| at.is_dir()) else {
+                continue;
+            };
+            if existing.starts_with(&task.dir) {
+                plan.notes.push(format!(
+                    "`{}` does not exist yet, so the kernel lets all of `{}` be written; the stop holds the rest",
+                    crate::text::name(&rel),
+                    crate::text::name(&existing.to_string_lossy())
+                ));
+                plan.writable.push(real(existing));
+            }
+        }
+        for dir in rules.tools.writable.iter().chain(extra) {
+            if dir.symlink_metadata().is_ok() {
+                plan.writable.push(real(dir));
+            }
+        }
+        let own = [
+            Some(rules.state.clone()),
+            Some(rules.verdicts.clone()),
+            Some(rules.path.clone()),
+            rules.contracts.clone(),
+            Some(task.dir.join(".git")),
+        ];
+        let own = own.into_iter().flatten().chain(task.ignore.iter().cloned());
+        let mut kept: Vec<PathBuf> = own
+            .filter(|path| path.symlink_metadata().is_ok())
+            .map(|path| real(&path))
+            // `.git` is the worker's where the operator made it writable.
+            .filter(|path| !rules.tools.writable.iter().any(|dir| real(dir) == *path))
+            .collect();
+        let mut unheld_globs = Vec::new();
+        for (_, scope) in scopes {
+            for (glob, start) in scope.kept() {
+                if start == glob {
+                    let path = task.dir.join(glob);
+                    if path.symlink_metadata().is_ok() {
+                        kept.push(real(&path));
+                    } else {
+                        unheld_globs.push(glob.to_owned());
+                    }
+                    continue;
+                }
+                unheld_globs.push(glob.to_owned());
+                kept.extend(existing_matches(task, scope, &start, &plan.writable));
+            }
+        }
+        if !unheld_globs.is_empty() {
+            unheld_globs.dedup();
+            plan.notes.push(format!(
+                "a file made anew that matches `readonly` or `deny` ({}) is refused by the post-tool check and the stop, not by the kernel",
+                unheld_globs.join(", ")
+            ));
+        }
+        kept.sort();
+        kept.dedup();
+        kept.retain(|path| plan.writable.iter().any(|tree| path.starts_with(tree)));
+        if kept.len() > MAX_KEPT {
+            plan.notes.push(format!(
+                "{} paths must stay as they are inside the writable trees; the kernel holds the first {MAX_KEPT}, the stop the rest",
+                kept.len()
+            ));
+            kept.truncate(MAX_KEPT);
+        }
+        plan.kept = kept;
+        if let Some(key) = &rules.signing_key_file
+            && key.symlink_metadata().is_ok()
+        {
+            plan.hidden.push(real(key));
+        }
+        let own_files: Vec<(PathBuf, &str)> = plan
+            .hidden
+            .iter()
+            .map(|key| (key.clone(), "signing key"))
+            .chain([(real(&rules.path), "rules file")])
+            .collect();
+        crate::sandbox::refuse_other_names(&own_files)?;
+        Ok(plan)
+    }
+
+    /// Restricts this process, and every process it starts, to the plan; `tmp` is the per-call
+    /// scratch directory, writable too. Under `required`, anything this machine cannot hold is
+    /// an error and nothing is restricted (the caller runs nothing); under `best-effort` what
+    /// it can is held and the rest said. Call it before any thread starts: a namespace can only
+    /// be entered by a process of one thread.
+    pub fn enter(&self, mode: Confine, tmp: &Path) -> Result<Held, String> {
+        let mut held = Held::default();
+        if mode == Confine::Off {
+            held.unheld
+                .push("confinement is off (`tools.confine: off`)".into());
+            return Ok(held);
+        }
+        let abi = kernel_abi();
+        if abi < ABI_NEEDED {
+            let why = if abi < 1 {
+                "this kernel has no Landlock".to_owned()
+            } else {
+                format!(
+                    "this kernel's Landlock (ABI {abi}) does not govern truncation (ABI {ABI_NEEDED}, Linux 6.2)"
+                )
+            };
+            if mode == Confine::Required {
+                return Err(format!(
+                    "{why}, so the writes the rules forbid cannot be refused by the kernel (`tools.confine: required`)"
+                ));
+            }
+            held.unheld.push(format!(
+                "nothing is confined: {why}; the post-tool check and the stop hold every rule"
+            ));
+            return Ok(held);
+        }
+        let mut hidden_by_walk = self.hidden.clone();
+        if !self.kept.is_empty() || !self.hidden.is_empty() {
+            match private_mounts() {
+                Ok(()) => {
+                    for path in &self.kept {
+                        if let Err(why) = bind_read_only(path) {
+                            held.unheld.push(format!(
+                                "{} could not be kept read-only ({why}); the stop holds it",
+                                path.display()
+                            ));
+                        }
+                    }
+                    hidden_by_walk.retain(|key| cover(key).is_err());
+                }
+                Err(why) if mode == Confine::Required => {
+                    return Err(format!(
+                        "no mount namespace can be made here ({why}), so {} inside the writable trees cannot be kept read-only (`tools.confine: required`)",
+                        self.kept
+                            .first()
+                            .map_or_else(|| "the key".into(), |p| p.display().to_string())
+                    ));
+                }
+                Err(why) => {
+                    if !self.kept.is_empty() {
+                        held.unheld.push(format!(
+                            "{} read-only paths inside the writable trees (the first: {}) are held by the post-tool check and the stop, not the kernel: no mount namespace can be made here ({why})",
+                            self.kept.len(),
+                            self.kept[0].display()
+                        ));
+                    }
+                }
+            }
+        }
+        let read = AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute;
+        let hidden: Vec<&Path> = hidden_by_walk.iter().map(PathBuf::as_path).collect();
+        let readable = if hidden.is_empty() {
+            vec![PathBuf::from("/")]
+        } else {
+            readable_but(&hidden)?
+        };
+        let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> =
+            readable.into_iter().map(|path| (path, read)).collect();
+        let write = AccessFs::from_all(ABI_ASKED);
+        rules.extend(self.writable.iter().map(|tree| (tree.clone(), write)));
+        rules.push((tmp.to_path_buf(), write));
+        rules.extend(DEVICES.iter().map(|device| {
+            (
+                PathBuf::from(device),
+                read | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev,
+            )
+        }));
+        let created = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(ABI_ASKED))
+            .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI_ASKED)))
+            .and_then(|ruleset| ruleset.create())
+            .map_err(|err| format!("cannot build the confinement: {err}"))?;
+        let status = allow_paths(created, rules)?
+            .restrict_self()
+            .map_err(|err| format!("cannot enter the confinement: {err}"))?;
+        if status.ruleset == RulesetStatus::NotEnforced {
+            return Err("this kernel's Landlock could not be used".into());
+        }
+        if abi < 6 {
+            held.unheld.push(format!(
+                "signals and abstract sockets to processes outside are not refused: this kernel's Landlock (ABI {abi}) cannot scope them (ABI 6, Linux 6.12)"
+            ));
+        }
+        Ok(held)
+    }
+}
+
+/// The trees both lists allow: each of one that lies inside a tree of the other.
+fn intersect(one: &[String], other: &[String]) -> Vec<String> {
+    let inside = |tree: &str, of: &str| {
+        of.is_empty() || tree == of || tree.strip_prefix(of).is_some_and(|r| r.starts_with('/'))
+    };
+    let mut both: Vec<String> = one
+        .iter()
+        .filter(|tree| other.iter().any(|of| inside(tree, of)))
+        .chain(
+            other
+                .iter()
+                .filter(|tree| one.iter().any(|of| inside(tree, of))),
+        )
+        .cloned()
+        .collect();
+    both.sort();
+    both.dedup();
+    both
+}
+
+/// The files and directories now below `start` (a glob's literal start) that `scope` keeps,
+/// inside the writable trees; at most [`MAX_LOOKED`] entries are looked at.
+fn existing_matches(
+    task: &Task,
+    scope: &FileScope,
+    start: &str,
+    writable: &[PathBuf],
+) -> Vec<PathBuf> {
+    let root = task.dir.join(start);
+    if !writable
+        .iter()
+        .any(|tree| root.starts_with(tree) || tree.starts_with(&root))
+    {
+        return Vec::new();
+    }
+    walkdir::WalkDir::new(&root)
+        .follow_links(false)
+        .into_iter()
+        .take(MAX_LOOKED)
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let rel = entry.path().strip_prefix(&task.dir).ok()?.to_str()?;
+            scope.keeps(rel).then(|| entry.path().to_path_buf())
+        })
+        .collect()
+}
+
+/// What this machine can hold, for `validator status`, `--health` and the brief.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    /// The Landlock ABI (0: none).
+    pub landlock: i32,
+    /// Whether a private mount namespace can be made (to keep paths read-only inside a
+    /// writable tree); `Err` says why not.
+    pub namespaces: Result<(), String>,
+}
+
+impl Machine {
+    /// Looks, by starting `/bin/true` in a namespace of its own.
+    pub fn probe() -> Machine {
+        use std::os::unix::process::CommandExt;
+        let mut command = std::process::Command::new("/bin/true");
+        // SAFETY: the closure makes system calls on constants only: nothing that allocates or
+        // locks runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                use nix::libc;
+                if libc::unshare(libc::CLONE_NEWNS) != 0
+                    && libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let flags = libc::MS_REC | libc::MS_PRIVATE;
+                let root = c"/".as_ptr();
+                let none = std::ptr::null();
+                if libc::mount(none, root, none, flags, std::ptr::null()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let namespaces = match command.status() {
+            Ok(status) if status.success() => Ok(()),
+            Ok(status) => Err(format!("a probe in one exited {status}")),
+            Err(err) => Err(err.to_string()),
+        };
+        Machine {
+            landlock: kernel_abi(),
+            namespaces,
+        }
+    }
+
+    /// One line: what the kernel holds here under `mode`, and what only the stop checks.
+    pub fn describe(&self, mode: Confine) -> String {
+        if mode == Confine::Off {
+            return "confinement: off (`tools.confine: off`); the post-tool check and the stop hold every rule".into();
+        }
+        if self.landlock < ABI_NEEDED {
+            let abi = self.landlock;
+            return format!(
+                "confinement: none on this machine (Landlock ABI {abi}, {ABI_NEEDED} needed){}; the post-tool check and the stop hold every rule",
+                if mode == Confine::Required {
+                    ", so every shell call is refused (`tools.confine: required`)"
+                } else {
+                    ""
+                }
+            );
+        }
+        let inside = match &self.namespaces {
+            Ok(()) => "read-only paths inside them bound read-only".to_owned(),
+            Err(why) => format!(
+                "read-only paths inside them checked by the post-tool check and the stop only (no mount namespace: {why})"
+            ),
+        };
+        format!(
+            "confinement: Landlock ABI {} holds every shell call's writes to the task's writable trees; {inside}",
+            self.landlock
+        )
+    }
+}
+
+/// Enters a private mount namespace (in a user namespace of its own where this process may
+/// not make one directly), whose mounts never reach the one outside.
+fn private_mounts() -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    if unshare(CloneFlags::CLONE_NEWNS).is_err() {
+        let uid = nix::unistd::getuid();
+        let gid = nix::unistd::getgid();
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+            .map_err(|err| format!("unshare: {err}"))?;
+        // The same ids inside as outside: files made are the user's, as without confinement.
+        for (file, text) in [
+            ("/proc/self/setgroups", "deny".to_owned()),
+            ("/proc/self/uid_map", format!("{uid} {uid} 1")),
+            ("/proc/self/gid_map", format!("{gid} {gid} 1")),
+        ] {
+            std::fs::write(file, text).map_err(|err| format!("{file}: {err}"))?;
+        }
+    }
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|err| format!("making the mounts private: {err}"))
+}
+
+/// Binds `path` read-only over itself, keeping the flags its mount has (a user namespace may
+/// not drop them).
+fn bind_read_only(path: &Path) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    mount(
+        Some(path),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|err| format!("bind: {err}"))?;
+    let had = statvfs(path)
+        .map_err(|err| format!("statvfs: {err}"))?
+        .flags();
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+    for (has, keep) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if had.contains(has) {
+            flags |= keep;
+        }
+    }
+    mount(None::<&str>, path, None::<&str>, flags, None::<&str>)
+        .map_err(|err| format!("remount read-only: {err}"))
+}
+
+/// Covers a file with `/dev/null`, so reading it reads nothing.
+fn cover(path: &Path) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    mount(
+        Some("/dev/null"),
+        path,
+        None::<&str>,
+        MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|err| format!("cover: {err}"))
+}
+
+/// A fresh scratch directory for one confined call, under the system's temporary directory
+/// (named `validator-call-…`); those older than a day are removed, as a call's are not once it
+/// ends (the command is executed in place of `validator exec`).
+pub fn scratch() -> Result<PathBuf, String> {
+    let base = std::env::temp_dir();
+    prune_old_scratch(&base);
+    tempfile::Builder::new()
+        .prefix("validator-call-")
+        .tempdir_in(&base)
+        .map(tempfile::TempDir::keep)
+        .map_err(|err| {
+            format!(
+                "cannot make a scratch directory in {}: {err}",
+                base.display()
+            )
+        })
+}
+
+fn prune_old_scratch(base: &Path) {
+    const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten().take(10_000) {
+        let old = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age > DAY);
+        let ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with("validator-call-"));
+        if ours && old && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trees(list: &[&str]) -> Vec<String> {
+        list.iter().map(|t| (*t).to_owned()).collect()
+    }
+
+    #[test]
+    fn two_scopes_allow_only_the_trees_both_allow() {
+        assert_eq!(
+            intersect(&trees(&["src", "docs"]), &trees(&["src/app", "tests"])),
+            trees(&["src/app"])
+        );
+        assert_eq!(intersect(&trees(&[""]), &trees(&["src"])), trees(&["src"]));
+        assert_eq!(intersect(&trees(&["srcx"]), &trees(&["src"])), trees(&[]));
+    }
+
+    #[test]
+    fn a_machine_says_what_it_holds_and_what_it_does_not() {
+        let none = Machine {
+            landlock: 0,
+            namespaces: Err("no".into()),
+        };
+        assert!(
+            none.describe(Confine::Required)
+                .contains("every shell call is refused")
+        );
+        let some = Machine {
+            landlock: 6,
+            namespaces: Err("EPERM".into()),
+        };
+        assert!(
+            some.describe(Confine::BestEffort)
+                .contains("post-tool check and the stop only")
+        );
+    }
+}
