@@ -43,6 +43,8 @@ pub struct Brief {
     pub gates: Vec<GateLine>,
     /// What the worker's last message must end with.
     pub status_block: String,
+    /// How the worker's shell commands run here: confined by the kernel, or checked after.
+    pub confinement: String,
 }
 
 /// A contract's terms, for the worker.
@@ -108,7 +110,18 @@ pub fn brief(rules: &Rules, pipeline: &Pipeline, task: &str) -> Result<Brief, Er
         contract: contract.as_ref().map(terms),
         gates,
         status_block: status_block(task),
+        confinement: confinement_line(rules),
     })
+}
+
+/// What a worker is told of how its shell commands run on this machine.
+fn confinement_line(rules: &Rules) -> String {
+    use crate::config::tools::Confine;
+    let abi = crate::confine::landlock_abi();
+    if rules.tools.confine == Confine::Off || abi < crate::confine::ABI_NEEDED {
+        return "They are not confined on this machine: what each one changes is checked when it ends, and at the stop.".into();
+    }
+    "They run confined by the kernel: a write outside what you may change fails with `Permission denied` (or `Read-only file system`), however the command is written. Change only what the gates allow.".into()
 }
 
 /// The STATUS block of docs/signal.md for `task`, both endings.
@@ -281,6 +294,8 @@ impl Brief {
         if self.gates.len() > MAX_GATES {
             body.push(format!("- … and {} more", self.gates.len() - MAX_GATES));
         }
+        body.push("## Your shell commands".into());
+        body.push(format!("- {}", self.confinement));
         let mut end = vec!["## End your last message with".to_string()];
         end.extend(self.status_block.lines().map(str::to_owned));
 

@@ -21,12 +21,22 @@ use landlock::{
 use crate::config::Rules;
 use crate::config::tools::Confine;
 use crate::rules::file_scope::FileScope;
-use crate::sandbox::{ABI_ASKED, allow_paths, kernel_abi, readable_but, real};
+use crate::sandbox::{ABI_ASKED, allow_paths, readable_but, real};
 use crate::task::Task;
 
 /// The first Landlock ABI that governs truncation (Linux 6.2): below it a confined process
 /// could still empty any file it may read, the rules file among them.
 pub const ABI_NEEDED: i32 = 3;
+
+/// The Landlock ABI confinement can use here (0: none). A debug build run with
+/// `VALIDATOR_DEBUG_NO_LANDLOCK` set answers 0, so the tests can show what a machine without
+/// it does.
+pub fn landlock_abi() -> i32 {
+    if cfg!(debug_assertions) && std::env::var_os("VALIDATOR_DEBUG_NO_LANDLOCK").is_some() {
+        return 0;
+    }
+    crate::sandbox::kernel_abi()
+}
 
 /// Most paths bound read-only inside the writable trees; past it the rest are the stop's.
 const MAX_KEPT: usize = 256;
@@ -212,7 +222,7 @@ impl Plan {
                 .push("confinement is off (`tools.confine: off`)".into());
             return Ok(held);
         }
-        let abi = kernel_abi();
+        let abi = landlock_abi();
         if abi < ABI_NEEDED {
             let why = if abi < 1 {
                 "this kernel has no Landlock".to_owned()
@@ -303,6 +313,30 @@ impl Plan {
     }
 }
 
+/// The task's writable part in words: the `allow` globs of every scope, and what they keep.
+pub fn writable_words(scopes: &[(String, FileScope)]) -> String {
+    let mut parts = Vec::new();
+    for (gate, scope) in scopes {
+        match scope.allowed_trees() {
+            Some(trees) if trees.is_empty() => parts.push(format!("nothing (gate `{gate}`)")),
+            Some(_) => parts.push(format!(
+                "{} (gate `{gate}`)",
+                scope.allowed_globs().join(", ")
+            )),
+            None => {}
+        }
+        let kept: Vec<&str> = scope.kept().map(|(glob, _)| glob).collect();
+        if !kept.is_empty() {
+            parts.push(format!("never {} (gate `{gate}`)", kept.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        "the task's files, but validator's own and `.git`".into()
+    } else {
+        crate::text::one_line(&parts.join("; "))
+    }
+}
+
 /// The trees both lists allow: each of one that lies inside a tree of the other.
 fn intersect(one: &[String], other: &[String]) -> Vec<String> {
     let inside = |tree: &str, of: &str| {
@@ -390,7 +424,7 @@ impl Machine {
             Err(err) => Err(err.to_string()),
         };
         Machine {
-            landlock: kernel_abi(),
+            landlock: landlock_abi(),
             namespaces,
         }
     }
@@ -517,6 +551,21 @@ pub fn scratch() -> Result<PathBuf, String> {
         })
 }
 
+/// A fresh empty file (`validator-call-….cwd`, beside the scratch directories) that a confined
+/// shell writes its last directory into, for the agent's shell to move to (Claude Code keeps a
+/// call's directory for the next).
+pub fn cwd_file() -> Result<PathBuf, String> {
+    let base = std::env::temp_dir();
+    tempfile::Builder::new()
+        .prefix("validator-call-")
+        .suffix(".cwd")
+        .tempfile_in(&base)
+        .map_err(|err| format!("cannot make a file in {}: {err}", base.display()))?
+        .into_temp_path()
+        .keep()
+        .map_err(|err| format!("cannot keep a file in {}: {err}", base.display()))
+}
+
 fn prune_old_scratch(base: &Path) {
     const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
     let Ok(entries) = std::fs::read_dir(base) else {
@@ -533,8 +582,17 @@ fn prune_old_scratch(base: &Path) {
             .file_name()
             .to_str()
             .is_some_and(|name| name.starts_with("validator-call-"));
-        if ours && old && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = std::fs::remove_dir_all(entry.path());
+        if !ours || !old {
+            continue;
+        }
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+            Ok(kind) if kind.is_file() => {
+                let _ = std::fs::remove_file(entry.path());
+            }
+            _ => {}
         }
     }
 }

@@ -34,6 +34,10 @@ pub(crate) struct ConfineArgs {
     /// know the agent)
     #[arg(long, value_name = "DIR")]
     writable: Vec<PathBuf>,
+    /// Write the directory a `SHELL -c SCRIPT` command ends in to this file (made empty
+    /// beforehand), for the agent's shell to move to
+    #[arg(long, value_name = "FILE")]
+    cwd_file: Option<PathBuf>,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -73,8 +77,26 @@ pub(crate) fn exec(
         (false, None) => None,
     };
     let mut extra = args.writable;
+    let mut program = args.command;
+    if let Some(file) = &args.cwd_file
+        && let [shell, flag, script] = program.as_mut_slice()
+        && flag
+            .to_str()
+            .is_some_and(|f| f.starts_with('-') && f.contains('c'))
+        && std::path::Path::new(shell)
+            .file_name()
+            .is_some_and(|n| n != "env")
+    {
+        let record = format!("pwd -P >| {}", shell_words::quote(&file.to_string_lossy()));
+        let mut traced = OsString::from(format!("trap {} EXIT\n", shell_words::quote(&record)));
+        traced.push(&*script);
+        *script = traced;
+        if file.is_file() {
+            extra.push(file.clone());
+        }
+    }
     if whole_agent {
-        extra.extend(agent_state(&args.command[0]));
+        extra.extend(agent_state(&program[0]));
     }
     let mode = rules.tools.confine;
     let plan = match Plan::for_rules(&rules, &dir, &name, pipeline, &extra) {
@@ -106,9 +128,9 @@ pub(crate) fn exec(
         }
         Err(why) => return refuse(&why),
     }
-    let mut command = std::process::Command::new(&args.command[0]);
+    let mut command = std::process::Command::new(&program[0]);
     command
-        .args(&args.command[1..])
+        .args(&program[1..])
         .env("TMPDIR", &tmp)
         .env("TMP", &tmp)
         .env("TEMP", &tmp)
@@ -116,7 +138,7 @@ pub(crate) fn exec(
     let err = command.exec();
     eprintln!(
         "validator {verb}: cannot run {}: {err}",
-        validator::text::name(&args.command[0].to_string_lossy())
+        validator::text::name(&program[0].to_string_lossy())
     );
     Ok(ExitCode::from(
         if err.kind() == std::io::ErrorKind::NotFound {

@@ -165,6 +165,8 @@ pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
     }
     if matches!(format, StatusFormat::Text) {
         print_contract_violations(&mut out, &rules.state)?;
+        let machine = validator::confine::Machine::probe();
+        writeln!(out, "{}", machine.describe(rules.tools.confine))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -485,6 +485,7 @@ impl<'r> Setting<'r> {
     /// confine and the rules do not require it; `Err` (the call is refused) where they do.
     fn confined(
         &self,
+        agent: Agent,
         input: &Input,
         call: &Call,
         action: &Action,
@@ -498,7 +499,7 @@ impl<'r> Setting<'r> {
         if mode == Confine::Off {
             return Ok(None);
         }
-        let abi = crate::sandbox::kernel_abi();
+        let abi = crate::confine::landlock_abi();
         if abi < ABI_NEEDED {
             return match mode {
                 Confine::Required => Err(format!(
@@ -509,6 +510,7 @@ impl<'r> Setting<'r> {
         }
         let exe = std::env::current_exe()
             .map_err(|err| format!("validator cannot tell where its own program is: {err}"))?;
+        let exe = exe.to_string_lossy();
         let rules = self
             .rules
             .path
@@ -524,14 +526,40 @@ impl<'r> Setting<'r> {
             .into_iter()
             .find(|shell| Path::new(shell).exists())
             .unwrap_or("sh");
-        let command = format!(
-            "{} exec -c {} --task-dir {} --task {} {pipeline} -- {shell} -c {}",
-            quoted(&exe),
+        // Codex's rules read no command whose name is quoted: validator's path is written as
+        // it is, so one that needs quoting cannot be used without blinding them.
+        if shell_words::quote(&exe) != exe {
+            return Err(format!(
+                "validator's program lies at a path a shell must quote ({}), so a confined command line would hide the command from the agent's own rules; install validator where its path has no spaces or quotes",
+                crate::text::name(&exe)
+            ));
+        }
+        let confined = format!(
+            "{exe} exec -c {} --task-dir {} --task {} {pipeline}",
             quoted(&rules),
             quoted(&self.task.dir),
             shell_words::quote(&self.task.name),
-            shell_words::quote(line)
         );
+        let command = match agent {
+            // Claude Code reads its rules off the subcommands of the line it runs, and carries
+            // the directory a call ends in to the next by a `pwd` after it: the original is kept
+            // as a group that never runs, and the confined shell's last directory is moved to.
+            Agent::Claude => {
+                let cwd_file = crate::confine::cwd_file()?;
+                format!(
+                    ": || {{\n{line}\n}}; {confined} --cwd-file {} -- {shell} -c {} && cd -- \"$(cat {})\"",
+                    quoted(&cwd_file),
+                    shell_words::quote(line),
+                    quoted(&cwd_file),
+                )
+            }
+            // Codex's, Gemini CLI's and OpenCode's rules read each simple command of the line
+            // (Codex none inside a group): the original follows an `exit`, read but never run.
+            _ => format!(
+                "{confined} -- {shell} -c {}; exit; {line}",
+                shell_words::quote(line)
+            ),
+        };
         let mut rewritten = call.input.clone();
         match rewritten.get_mut("command") {
             // An argv: its script when it is a shell's (`["bash", "-lc", "…"]`), else all of it.
@@ -548,6 +576,32 @@ impl<'r> Setting<'r> {
             None => return Ok(None),
         }
         Ok(Some(rewritten))
+    }
+
+    /// What to tell the model of a confined shell call whose output says a write was refused
+    /// (`Permission denied`, `Read-only file system`): where it may write, so it knows why.
+    fn refused_by_the_kernel(&self, input: &Input, call: &Call, action: &Action) -> Option<String> {
+        if !matches!(action, Action::Shell(_))
+            || self.rules.tools.confine == crate::config::tools::Confine::Off
+            || crate::confine::landlock_abi() < crate::confine::ABI_NEEDED
+        {
+            return None;
+        }
+        let text = call.response.to_string();
+        if !text.contains("Permission denied") && !text.contains("Read-only file system") {
+            return None;
+        }
+        let contract = self.contract.as_ref();
+        let scopes: Vec<(String, file_scope::FileScope)> = {
+            let pipeline = super::stop_pipeline(self.rules, input, &self.task.name);
+            Policy::new(&self.task, pipeline, contract, &self.rules.tools)
+                .scopes()
+                .to_vec()
+        };
+        Some(format!(
+            "your shell commands run confined by the kernel to the writes this task's rules accept: {}; any other write fails with `Permission denied` or `Read-only file system`, however the command is written. Write only there (and in $TMPDIR).",
+            crate::confine::writable_words(&scopes)
+        ))
     }
 
     fn record(&self, event: Event<'_>) {
@@ -604,7 +658,7 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
     let answer = match judged.decision {
         Decision::Allow => {
             memory.refusal = None;
-            match setting.confined(input, &call, &action) {
+            match setting.confined(agent, input, &call, &action) {
                 Ok(Some(input)) => ToolAnswer::Rewrite { input, ask: None },
                 Ok(None) => ToolAnswer::Nothing,
                 Err(why) => ToolAnswer::Deny(why),
@@ -613,7 +667,7 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
         // Only Claude Code can ask a person; elsewhere an ask is refused. Which one it is comes
         // from the decision itself, never from the reason's text (a path can say anything).
         Decision::Ask(why) if agent == Agent::Claude => {
-            match setting.confined(input, &call, &action) {
+            match setting.confined(agent, input, &call, &action) {
                 Ok(Some(input)) => ToolAnswer::Rewrite {
                     input,
                     ask: Some(why),
@@ -709,6 +763,9 @@ pub fn after(
         }
     }
     held.save();
+    if let Some(why) = setting.refused_by_the_kernel(input, &call, &action) {
+        told.push(why);
+    }
     if told.is_empty() {
         return ToolAnswer::Nothing;
     }

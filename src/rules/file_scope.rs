@@ -231,6 +231,11 @@ impl FileScope {
         Some(trees)
     }
 
+    /// The `allow` globs as written.
+    pub fn allowed_globs(&self) -> Vec<&str> {
+        self.allow.patterns().iter().map(|p| p.as_str()).collect()
+    }
+
     /// The `readonly` and `deny` globs, each with its literal start (whole, for a glob with no
     /// wildcard): what inside an allowed tree must stay as it is.
     pub fn kept(&self) -> impl Iterator<Item = (&str, String)> {

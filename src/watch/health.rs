@@ -446,6 +446,9 @@ pub struct Health {
     pub heartbeat_age_secs: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stale_after_secs: Option<u64>,
+    /// What the kernel holds of the agents' commands on this machine (`tools.confine`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
 }
 
 impl Health {
@@ -458,6 +461,7 @@ impl Health {
             watcher: None,
             heartbeat_age_secs: None,
             stale_after_secs: None,
+            confinement: None,
         }
     }
 }
@@ -467,7 +471,19 @@ impl Health {
 /// watcher could not (re)start with it.
 pub fn check_config(config: &Path) -> Health {
     match Rules::load(config) {
-        Ok(rules) => check(&rules),
+        Ok(rules) => {
+            let mut health = check(&rules);
+            let machine = crate::confine::Machine::probe();
+            let mode = rules.tools.confine;
+            if mode == crate::config::tools::Confine::Required
+                && machine.landlock < crate::confine::ABI_NEEDED
+            {
+                health.healthy = false;
+                health.message = format!("{}; {}", health.message, machine.describe(mode));
+            }
+            health.confinement = Some(machine.describe(mode));
+            health
+        }
         Err(err) => {
             let mut message = err.to_string();
             let mut source = std::error::Error::source(&err);
@@ -582,6 +598,7 @@ fn inspect(rules: &Rules, path: &Path) -> Health {
             watcher: None,
             heartbeat_age_secs: None,
             stale_after_secs: None,
+            confinement: None,
         };
     };
     live_watcher(rules, record, &who, modified)
@@ -630,6 +647,7 @@ fn live_watcher(
         record: None,
         heartbeat_age_secs: age,
         stale_after_secs: Some(stale_after),
+        confinement: None,
         watcher: None,
     };
     health.message = match age {

@@ -21,6 +21,7 @@ mod claude_hook_commands_fail_closed;
 mod claude_plugin;
 mod cli;
 mod commands_that_run_text_or_programs_they_are_given;
+mod confinement;
 mod content_rules;
 mod contracts;
 mod converter_never_runs_a_deny_list;

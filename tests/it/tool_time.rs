@@ -62,9 +62,28 @@ impl Reply {
             .to_owned()
     }
 
+    /// Let through: no opinion (the agent's own rules decide), or for a shell call the same
+    /// call rewritten to run confined (`validator exec`), which the agent's rules still judge.
     fn allowed(&self) {
         assert_eq!(self.code, 0, "{}", self.stderr);
-        assert_eq!(self.stdout, "", "no opinion: the agent's own rules decide");
+        if self.stdout.is_empty() {
+            return;
+        }
+        let answer = self.json();
+        let output = &answer["hookSpecificOutput"];
+        let rewritten = [
+            &output["updatedInput"]["command"],
+            &output["tool_input"]["command"],
+            &answer["args"]["command"],
+        ]
+        .into_iter()
+        .find_map(Value::as_str)
+        .unwrap_or_else(|| panic!("neither silent nor a rewrite: {answer:#}"));
+        assert!(rewritten.contains(" exec -c "), "{rewritten}");
+        assert!(
+            output["permissionDecision"].is_null() || output["permissionDecision"] == "allow",
+            "{answer:#}"
+        );
     }
 }
 

@@ -272,6 +272,8 @@ export const ValidatorGate = async ({ client, directory }) => {
       const reply = await onTool("tool.execute.before", input.sessionID, input.tool, output.args)
       if (reply?.decision !== "deny") {
         if (reply?.systemMessage) console.error(reply.systemMessage)
+        // A shell call validator confines: it runs as `validator exec … -- bash -c '…'`.
+        if (reply?.args && typeof reply.args === "object" && output.args) Object.assign(output.args, reply.args)
         return
       }
       if (reply.continue === false) {

@@ -45,6 +45,11 @@ pub fn decision_of(stdout: &str) -> (String, String) {
     }
     let answer: Value = serde_json::from_str(stdout).expect("one JSON answer");
     let output = &answer["hookSpecificOutput"];
+    // A shell call rewritten to run confined, with no decision: the agent's own rules decide,
+    // as when validator says nothing.
+    if output["permissionDecision"].is_null() && !output["updatedInput"].is_null() {
+        return ("allow".into(), String::new());
+    }
     let field = |name: &str| output[name].as_str().unwrap_or_default().to_owned();
     (
         field("permissionDecision"),

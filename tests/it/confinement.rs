@@ -1,0 +1,312 @@
+//! The kernel holds the task's contract for every process an allowed shell call starts: the
+//! pre-tool hook rewrites the call to run under `validator exec`, and a write the shell reader
+//! cannot see (a program's own `open`, text piped into `sh`, a script written in scope and then
+//! run) outside the writable part of the task does not happen. Each case runs the rewritten
+//! command as Claude Code would: with `bash -c` in the task directory.
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use super::common::pre_tool::input;
+use super::common::{Project, pipeline, validator};
+
+/// Whether this kernel can confine (Landlock ABI 3); the tests say so when it cannot.
+fn kernel_confines() -> bool {
+    validator::confine::landlock_abi() >= validator::confine::ABI_NEEDED
+}
+
+fn scoped(extra: &str) -> Project {
+    let project = Project::new();
+    project.rules(&pipeline(&format!(
+        "      - name: scope\n        rule: file-scope\n        allow: [\"src/**\"]\n        readonly: [\"src/locked.txt\"]\n{extra}"
+    )));
+    project.file("src/locked.txt", "locked\n");
+    project
+}
+
+/// The hook's answer to a Bash call running `line`, as JSON.
+fn pre_tool(project: &Project, line: &str, env: &[(&str, &str)]) -> Value {
+    let mut cmd = validator();
+    cmd.arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "claude"])
+        .current_dir(project.task_dir())
+        .env("CLAUDE_PROJECT_DIR", project.task_dir());
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let call = input(
+        project,
+        "Bash",
+        json!({"command": line, "description": "d"}),
+    );
+    let output = cmd.write_stdin(call.to_string()).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if stdout.trim().is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_str(&stdout).unwrap()
+}
+
+/// The command the hook rewrote `line` to (it must rewrite it).
+fn rewritten(project: &Project, line: &str) -> String {
+    let answer = pre_tool(project, line, &[]);
+    let command = answer["hookSpecificOutput"]["updatedInput"]["command"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no rewrite for {line}: {answer}"));
+    assert_eq!(
+        answer["hookSpecificOutput"]["updatedInput"]["description"], "d",
+        "the rest of the call is kept"
+    );
+    assert!(
+        answer["hookSpecificOutput"]["permissionDecision"].is_null(),
+        "the agent's own rules still decide: {answer}"
+    );
+    command.to_owned()
+}
+
+/// Runs `command` as Claude Code runs a Bash call: `bash -c` in `dir`.
+fn run_as_the_agent(dir: &Path, command: &str) -> Output {
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn writes_hidden_from_the_shell_reader_outside_the_scope_do_not_happen_and_in_scope_ones_do() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = scoped("");
+    let task = project.task_dir();
+    project.file("src/tool.sh", "echo 42 > answer.txt\n");
+    for hidden in [
+        "python3 -c \"open('answer.txt','w').write('42')\"",
+        "printf 'echo 42 > answer.txt' | sh",
+        "c='echo 42 > answer.txt'; eval \"$c\"",
+        "sh src/tool.sh",
+        "python3 -c \"open('src/locked.txt','a').write('42')\"",
+        "python3 -c \"open('../validator.yaml','a').write('42')\"",
+    ] {
+        let command = rewritten(&project, hidden);
+        let ran = run_as_the_agent(&task, &command);
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert!(
+            !task.join("answer.txt").exists(),
+            "{hidden} wrote answer.txt"
+        );
+        assert!(
+            stderr.contains("Permission denied") || stderr.contains("Read-only file system"),
+            "{hidden}: the refusal is the kernel's, and says so: {stderr}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(task.join("src/locked.txt")).unwrap(),
+        "locked\n",
+        "readonly inside an allowed tree holds (a mount namespace)"
+    );
+    assert!(
+        !std::fs::read_to_string(project.rules_path())
+            .unwrap()
+            .contains("42")
+    );
+    let command = rewritten(
+        &project,
+        "python3 -c \"open('src/ok.txt','w').write('ok')\"",
+    );
+    let ran = run_as_the_agent(&task, &command);
+    assert!(ran.status.success(), "{ran:?}");
+    assert_eq!(
+        std::fs::read_to_string(task.join("src/ok.txt")).unwrap(),
+        "ok"
+    );
+}
+
+#[test]
+fn a_confined_command_keeps_its_output_exit_code_directory_and_a_fresh_tmpdir() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = scoped("");
+    let task = project.task_dir();
+    let command = rewritten(
+        &project,
+        "echo out; echo err >&2; cd src && pwd; touch \"$TMPDIR/t\" && echo tmp-ok; exit 7",
+    );
+    let ran = run_as_the_agent(&task, &command);
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(ran.status.code(), Some(7));
+    assert!(stdout.starts_with("out\n"), "{stdout}");
+    assert!(stdout.contains("/task/src\n"), "{stdout}");
+    assert!(stdout.contains("tmp-ok"), "{stdout}");
+    assert_eq!(String::from_utf8_lossy(&ran.stderr), "err\n");
+}
+
+#[test]
+fn validators_state_inside_the_project_and_its_key_are_out_of_reach() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = Project::new();
+    // No `allow`: the whole task is writable, with validator's state inside it.
+    project.rules(
+        "version: 1\nstate: task/.validator\nsigning_key_file: key\npipelines:\n  - name: main\n    gates:\n      - name: scope\n        rule: file-scope\n        deny: [\"secrets/**\"]\n",
+    );
+    project.root_file("key", "0123456789abcdef0123456789abcdef\n");
+    project.file(".validator/record.json", "{}");
+    project.file("secrets/a.pem", "pem");
+    let task = project.task_dir();
+    let command = rewritten(
+        &project,
+        "echo x > answer.txt; python3 -c \"open('.validator/record.json','a').write('1')\"; python3 -c \"open('secrets/a.pem','a').write('1')\"; cat ../key; echo done",
+    );
+    let ran = run_as_the_agent(&task, &command);
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(task.join("answer.txt").exists(), "the task is writable");
+    assert_eq!(
+        std::fs::read_to_string(task.join(".validator/record.json")).unwrap(),
+        "{}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(task.join("secrets/a.pem")).unwrap(),
+        "pem"
+    );
+    assert!(
+        !stdout.contains("0123456789abcdef"),
+        "the key was read: {stdout}"
+    );
+    assert!(stdout.contains("done"));
+}
+
+#[test]
+fn where_the_kernel_cannot_confine_required_refuses_and_best_effort_says_so() {
+    let best_effort = scoped("");
+    let answer = pre_tool(
+        &best_effort,
+        "echo ok > src/ok.txt",
+        &[("VALIDATOR_DEBUG_NO_LANDLOCK", "1")],
+    );
+    assert!(answer.is_null(), "nothing to rewrite to: {answer}");
+    let status = validator()
+        .arg("-c")
+        .arg(best_effort.rules_path())
+        .arg("status")
+        .env("VALIDATOR_DEBUG_NO_LANDLOCK", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("confinement: none on this machine"), "{text}");
+
+    let required = Project::new();
+    required.rules(
+        &pipeline("      - name: scope\n        rule: file-scope\n        allow: [\"src/**\"]\n")
+            .replace("pipelines:", "tools:\n  confine: required\npipelines:"),
+    );
+    let answer = pre_tool(
+        &required,
+        "echo ok > src/ok.txt",
+        &[("VALIDATOR_DEBUG_NO_LANDLOCK", "1")],
+    );
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    assert!(
+        answer["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("tools.confine: required")
+    );
+    let ran = validator()
+        .arg("-c")
+        .arg(required.rules_path())
+        .args(["exec", "--task-dir"])
+        .arg(required.task_dir())
+        .args(["--", "sh", "-c", "echo ran"])
+        .env("VALIDATOR_DEBUG_NO_LANDLOCK", "1")
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(126));
+    assert!(ran.stdout.is_empty(), "nothing ran");
+}
+
+#[test]
+fn confinement_off_leaves_the_call_as_it_was() {
+    let project = Project::new();
+    project.rules(
+        &pipeline("      - name: scope\n        rule: file-scope\n        allow: [\"src/**\"]\n")
+            .replace("pipelines:", "tools:\n  confine: off\npipelines:"),
+    );
+    assert!(pre_tool(&project, "echo ok > src/ok.txt", &[]).is_null());
+}
+
+#[test]
+fn validator_run_confines_a_whole_program_and_what_it_starts() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = scoped("");
+    let task = project.task_dir();
+    let own = project.path().join("agent-home");
+    std::fs::create_dir_all(&own).unwrap();
+    let ran = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["run", "--task-dir"])
+        .arg(&task)
+        .arg("--writable")
+        .arg(&own)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo state > ../agent-home/session; (sh -c 'echo 42 > answer.txt') ; echo ok > src/ok.txt",
+        ])
+        .current_dir(&task)
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{ran:?}");
+    assert!(
+        own.join("session").exists(),
+        "the agent's own state is writable"
+    );
+    assert!(
+        !task.join("answer.txt").exists(),
+        "a child's write outside the scope"
+    );
+    assert!(task.join("src/ok.txt").exists());
+}
+
+#[test]
+fn the_model_is_told_why_a_confined_write_failed() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = scoped("");
+    let mut call = input(&project, "Bash", json!({"command": "python3 x.py"}));
+    call["hook_event_name"] = json!("PostToolUse");
+    call["tool_response"] = json!({"stdout": "", "stderr": "PermissionError: [Errno 13] Permission denied: 'answer.txt'", "interrupted": false});
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "claude"])
+        .current_dir(project.task_dir())
+        .env("CLAUDE_PROJECT_DIR", project.task_dir())
+        .write_stdin(call.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("confined by the kernel"), "{stdout}");
+    assert!(stdout.contains("src/**"), "{stdout}");
+}
