@@ -59,6 +59,8 @@ const DEVICES: &[&str] = &[
 pub struct Plan {
     /// Trees (and single files) writes may land in, as real paths.
     pub writable: Vec<PathBuf>,
+    /// Trees whose files and directories may be removed (not written): the task.
+    pub removable: Vec<PathBuf>,
     /// Inside those, what stays as it is: bound read-only.
     pub kept: Vec<PathBuf>,
     /// What is never read: validator's signing key.
@@ -142,6 +144,10 @@ impl Plan {
                 plan.writable.push(real(existing));
             }
         }
+        // Removing is let anywhere in the task: undoing a change the stop would fail (a file
+        // made outside the scope) must stay possible, and a removal the stop would fail is
+        // told at once and fails it, as any other change.
+        plan.removable.push(real(&task.dir));
         for dir in rules.tools.writable.iter().chain(extra) {
             if dir.symlink_metadata().is_ok() {
                 plan.writable.push(real(dir));
@@ -186,7 +192,12 @@ impl Plan {
         }
         kept.sort();
         kept.dedup();
-        kept.retain(|path| plan.writable.iter().any(|tree| path.starts_with(tree)));
+        kept.retain(|path| {
+            plan.writable
+                .iter()
+                .chain(&plan.removable)
+                .any(|tree| path.starts_with(tree))
+        });
         if kept.len() > MAX_KEPT {
             plan.notes.push(format!(
                 "{} paths must stay as they are inside the writable trees; the kernel holds the first {MAX_KEPT}, the stop the rest",
@@ -286,6 +297,12 @@ impl Plan {
         let write = AccessFs::from_all(ABI_ASKED);
         rules.extend(self.writable.iter().map(|tree| (tree.clone(), write)));
         rules.push((tmp.to_path_buf(), write));
+        rules.extend(self.removable.iter().map(|tree| {
+            (
+                tree.clone(),
+                read | AccessFs::RemoveFile | AccessFs::RemoveDir,
+            )
+        }));
         rules.extend(DEVICES.iter().map(|device| {
             (
                 PathBuf::from(device),
@@ -549,21 +566,6 @@ pub fn scratch() -> Result<PathBuf, String> {
                 base.display()
             )
         })
-}
-
-/// A fresh empty file (`validator-call-….cwd`, beside the scratch directories) that a confined
-/// shell writes its last directory into, for the agent's shell to move to (Claude Code keeps a
-/// call's directory for the next).
-pub fn cwd_file() -> Result<PathBuf, String> {
-    let base = std::env::temp_dir();
-    tempfile::Builder::new()
-        .prefix("validator-call-")
-        .suffix(".cwd")
-        .tempfile_in(&base)
-        .map_err(|err| format!("cannot make a file in {}: {err}", base.display()))?
-        .into_temp_path()
-        .keep()
-        .map_err(|err| format!("cannot keep a file in {}: {err}", base.display()))
 }
 
 fn prune_old_scratch(base: &Path) {

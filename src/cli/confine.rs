@@ -34,10 +34,6 @@ pub(crate) struct ConfineArgs {
     /// know the agent)
     #[arg(long, value_name = "DIR")]
     writable: Vec<PathBuf>,
-    /// Write the directory a `SHELL -c SCRIPT` command ends in to this file (made empty
-    /// beforehand), for the agent's shell to move to
-    #[arg(long, value_name = "FILE")]
-    cwd_file: Option<PathBuf>,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -77,24 +73,7 @@ pub(crate) fn exec(
         (false, None) => None,
     };
     let mut extra = args.writable;
-    let mut program = args.command;
-    if let Some(file) = &args.cwd_file
-        && let [shell, flag, script] = program.as_mut_slice()
-        && flag
-            .to_str()
-            .is_some_and(|f| f.starts_with('-') && f.contains('c'))
-        && std::path::Path::new(shell)
-            .file_name()
-            .is_some_and(|n| n != "env")
-    {
-        let record = format!("pwd -P >| {}", shell_words::quote(&file.to_string_lossy()));
-        let mut traced = OsString::from(format!("trap {} EXIT\n", shell_words::quote(&record)));
-        traced.push(&*script);
-        *script = traced;
-        if file.is_file() {
-            extra.push(file.clone());
-        }
-    }
+    let program = args.command;
     if whole_agent {
         extra.extend(agent_state(&program[0]));
     }

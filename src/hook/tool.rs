@@ -114,7 +114,15 @@ impl Call {
     /// The call's identity for the tool-error breaker: the tool, its input and its error, with
     /// numbers taken out (a duration or a pid does not make two errors differ).
     pub fn error_signature(&self) -> String {
-        let text = format!("{}\n{}\n{}", self.tool, self.input, self.response);
+        // A confined call is the call the model made: the rewrite's scratch names differ each
+        // time.
+        let mut input = self.input.clone();
+        if let Some(Value::String(line)) = input.get_mut("command")
+            && let Some(original) = unconfined(line)
+        {
+            *line = original.to_owned();
+        }
+        let text = format!("{}\n{}\n{}", self.tool, input, self.response);
         let normalized: String = text
             .chars()
             .map(|c| if c.is_ascii_digit() { '0' } else { c })
@@ -122,6 +130,15 @@ impl Call {
         use sha2::{Digest, Sha256};
         format!("{:x}", Sha256::digest(normalized.as_bytes()))
     }
+}
+
+/// The model's own command inside a line the pre-tool hook rewrote to run confined
+/// ([`Setting::confined`]), for telling one call from another; never for judging.
+fn unconfined(line: &str) -> Option<&str> {
+    line.contains(" exec -c ")
+        .then(|| line.rsplit_once("; exit; "))
+        .flatten()
+        .map(|(_, original)| original)
 }
 
 /// Tools that run a shell command line (`command`).
@@ -448,13 +465,19 @@ struct Setting<'r> {
     contract: Option<crate::contract::Contract>,
     /// The agent whose memory this is in the session record ("" for the session's own).
     agent_key: String,
+    agent: Agent,
     /// Opened when there is something to log: most calls are allowed and log nothing.
     events: std::cell::OnceCell<EventLog>,
     session: String,
 }
 
 impl<'r> Setting<'r> {
-    fn new(rules: &'r Rules, input: &Input, project: &Project) -> Result<Setting<'r>, String> {
+    fn new(
+        rules: &'r Rules,
+        agent: Agent,
+        input: &Input,
+        project: &Project,
+    ) -> Result<Setting<'r>, String> {
         let task = Task::new(project.task_name(), &project.dir)
             .map_err(|err| format!("the project cannot be judged: {err}"))?
             .ignoring(&rules.state);
@@ -465,6 +488,7 @@ impl<'r> Setting<'r> {
             task,
             contract,
             agent_key: input.subagent().unwrap_or_default().to_owned(),
+            agent,
             events: std::cell::OnceCell::new(),
             session: input.session_key(),
         })
@@ -485,7 +509,6 @@ impl<'r> Setting<'r> {
     /// confine and the rules do not require it; `Err` (the call is refused) where they do.
     fn confined(
         &self,
-        agent: Agent,
         input: &Input,
         call: &Call,
         action: &Action,
@@ -496,7 +519,10 @@ impl<'r> Setting<'r> {
             return Ok(None);
         };
         let mode = self.rules.tools.confine;
-        if mode == Confine::Off {
+        // OpenCode shows the model the command it runs, and the rewrite names the operator's
+        // rules file, which the model is never shown: not rewritten until `validator exec`
+        // finds them without being told.
+        if mode == Confine::Off || self.agent == Agent::Opencode {
             return Ok(None);
         }
         let abi = crate::confine::landlock_abi();
@@ -540,26 +566,15 @@ impl<'r> Setting<'r> {
             quoted(&self.task.dir),
             shell_words::quote(&self.task.name),
         );
-        let command = match agent {
-            // Claude Code reads its rules off the subcommands of the line it runs, and carries
-            // the directory a call ends in to the next by a `pwd` after it: the original is kept
-            // as a group that never runs, and the confined shell's last directory is moved to.
-            Agent::Claude => {
-                let cwd_file = crate::confine::cwd_file()?;
-                format!(
-                    ": || {{\n{line}\n}}; {confined} --cwd-file {} -- {shell} -c {} && cd -- \"$(cat {})\"",
-                    quoted(&cwd_file),
-                    shell_words::quote(line),
-                    quoted(&cwd_file),
-                )
-            }
-            // Codex's, Gemini CLI's and OpenCode's rules read each simple command of the line
-            // (Codex none inside a group): the original follows an `exit`, read but never run.
-            _ => format!(
-                "{confined} -- {shell} -c {}; exit; {line}",
-                shell_words::quote(line)
-            ),
-        };
+        // Every CLI's own rules read each simple command of the line it runs (Codex's none
+        // inside a group, and none whose name is quoted): the original follows an `exit`, read
+        // but never run. A `cd` in the call stays in it (Claude Code's next call does not start
+        // there). No form that kept it held: the original kept in a group that never runs can
+        // close that group itself and run what follows unconfined.
+        let command = format!(
+            "{confined} -- {shell} -c {}; exit; {line}",
+            shell_words::quote(line)
+        );
         let mut rewritten = call.input.clone();
         match rewritten.get_mut("command") {
             // An argv: its script when it is a shell's (`["bash", "-lc", "…"]`), else all of it.
@@ -582,6 +597,7 @@ impl<'r> Setting<'r> {
     /// (`Permission denied`, `Read-only file system`): where it may write, so it knows why.
     fn refused_by_the_kernel(&self, input: &Input, call: &Call, action: &Action) -> Option<String> {
         if !matches!(action, Action::Shell(_))
+            || self.agent == Agent::Opencode
             || self.rules.tools.confine == crate::config::tools::Confine::Off
             || crate::confine::landlock_abi() < crate::confine::ABI_NEEDED
         {
@@ -630,7 +646,7 @@ pub fn not_judged(input: &Input, why: &str) -> ToolAnswer {
 /// Judges a tool call before it runs. What cannot be judged (a project or contract that cannot
 /// be read) is refused and says why, except a tool that only reads; the stop still judges.
 pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> ToolAnswer {
-    let setting = match Setting::new(rules, input, project) {
+    let setting = match Setting::new(rules, agent, input, project) {
         Ok(setting) => setting,
         Err(why) => return not_judged(input, &why),
     };
@@ -658,7 +674,7 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
     let answer = match judged.decision {
         Decision::Allow => {
             memory.refusal = None;
-            match setting.confined(agent, input, &call, &action) {
+            match setting.confined(input, &call, &action) {
                 Ok(Some(input)) => ToolAnswer::Rewrite { input, ask: None },
                 Ok(None) => ToolAnswer::Nothing,
                 Err(why) => ToolAnswer::Deny(why),
@@ -667,7 +683,7 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
         // Only Claude Code can ask a person; elsewhere an ask is refused. Which one it is comes
         // from the decision itself, never from the reason's text (a path can say anything).
         Decision::Ask(why) if agent == Agent::Claude => {
-            match setting.confined(agent, input, &call, &action) {
+            match setting.confined(input, &call, &action) {
                 Ok(Some(input)) => ToolAnswer::Rewrite {
                     input,
                     ask: Some(why),
@@ -706,12 +722,12 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
 /// the agent at once.
 pub fn after(
     rules: &Rules,
-    _agent: Agent,
+    agent: Agent,
     input: &Input,
     project: &Project,
     answer_by: super::AnswerBy,
 ) -> ToolAnswer {
-    let setting = match Setting::new(rules, input, project) {
+    let setting = match Setting::new(rules, agent, input, project) {
         Ok(setting) => setting,
         Err(why) => return ToolAnswer::Notice(format!("this tool call was not looked at: {why}")),
     };

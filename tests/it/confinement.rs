@@ -94,7 +94,16 @@ fn writes_hidden_from_the_shell_reader_outside_the_scope_do_not_happen_and_in_sc
         "sh src/tool.sh",
         "python3 -c \"open('src/locked.txt','a').write('42')\"",
         "python3 -c \"open('../validator.yaml','a').write('42')\"",
+        // An original that closes a group the rewrite might have kept it in, to run the rest
+        // outside the confinement.
+        "true\n}\necho 42 > answer.txt\n{ :",
+        "true)\necho 42 > answer.txt\n(:",
     ] {
+        let answer = pre_tool(&project, hidden, &[]);
+        if answer["hookSpecificOutput"]["permissionDecision"] == "deny" {
+            assert!(hidden.contains('\n'), "{hidden} was refused: {answer}");
+            continue;
+        }
         let command = rewritten(&project, hidden);
         let ran = run_as_the_agent(&task, &command);
         let stderr = String::from_utf8_lossy(&ran.stderr);
