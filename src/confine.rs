@@ -159,6 +159,7 @@ impl Plan {
             Some(rules.path.clone()),
             rules.contracts.clone(),
             Some(task.dir.join(".git")),
+            Call::dir().ok(),
         ];
         let own = own.into_iter().flatten().chain(task.ignore.iter().cloned());
         let mut kept: Vec<PathBuf> = own
@@ -550,12 +551,74 @@ fn cover(path: &Path) -> Result<(), String> {
     .map_err(|err| format!("cover: {err}"))
 }
 
+/// What `validator exec --call ID` confines a call by, as the pre-tool hook left it: the rules
+/// file and the task. Kept in the user's state directory (out of the worker's reach when its
+/// processes are confined, and in no project), so the command line the model may be shown
+/// names no rules file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Call {
+    pub rules: PathBuf,
+    pub task_dir: PathBuf,
+    pub task: String,
+    /// The pipeline whose scopes hold it; `None`: the contract alone.
+    pub pipeline: Option<String>,
+}
+
+/// Largest call record read.
+const MAX_CALL_BYTES: u64 = 64 * 1024;
+
+impl Call {
+    /// Where call records are kept.
+    pub fn dir() -> Result<PathBuf, String> {
+        crate::state::user_dir()
+            .map(|dir| dir.join("calls"))
+            .ok_or_else(|| "no state directory of the user's is known ($HOME is not set)".into())
+    }
+
+    /// Saves the record; its id (letters and digits) names it on `validator exec --call`.
+    pub fn save(&self) -> Result<String, String> {
+        let dir = Self::dir()?;
+        let cannot = |err: &dyn std::fmt::Display| {
+            format!("cannot keep the call's record in {}: {err}", dir.display())
+        };
+        std::fs::create_dir_all(&dir).map_err(|err| cannot(&err))?;
+        let text = serde_json::to_vec(self).map_err(|err| cannot(&err))?;
+        let mut file = tempfile::Builder::new()
+            .prefix("")
+            .suffix(".json")
+            .rand_bytes(16)
+            .tempfile_in(&dir)
+            .map_err(|err| cannot(&err))?;
+        std::io::Write::write_all(&mut file, &text).map_err(|err| cannot(&err))?;
+        let (_, path) = file.keep().map_err(|err| cannot(&err))?;
+        path.file_stem()
+            .and_then(|stem| stem.to_str())
+            .map(str::to_owned)
+            .ok_or_else(|| cannot(&"a name that is not text"))
+    }
+
+    /// The record `id` names: a regular file of the calls directory, reached through no link.
+    pub fn load(id: &str) -> Result<Call, String> {
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(format!("`{}` names no call", crate::text::name(id)));
+        }
+        let path = Self::dir()?.join(format!("{id}.json"));
+        let bytes = crate::files::read(&path, MAX_CALL_BYTES, crate::files::Links::Refuse)
+            .map_err(|err| format!("the call's record {} cannot be read: {err}", path.display()))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|err| format!("the call's record {} is damaged: {err}", path.display()))
+    }
+}
+
 /// A fresh scratch directory for one confined call, under the system's temporary directory
 /// (named `validator-call-…`); those older than a day are removed, as a call's are not once it
 /// ends (the command is executed in place of `validator exec`).
 pub fn scratch() -> Result<PathBuf, String> {
     let base = std::env::temp_dir();
-    prune_old_scratch(&base);
+    prune_old_scratch(&base, "validator-call-");
+    if let Ok(calls) = Call::dir() {
+        prune_old_scratch(&calls, "");
+    }
     tempfile::Builder::new()
         .prefix("validator-call-")
         .tempdir_in(&base)
@@ -568,7 +631,8 @@ pub fn scratch() -> Result<PathBuf, String> {
         })
 }
 
-fn prune_old_scratch(base: &Path) {
+/// Removes what is older than a day in `base` whose name starts with `prefix`.
+fn prune_old_scratch(base: &Path, prefix: &str) {
     const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
@@ -583,7 +647,7 @@ fn prune_old_scratch(base: &Path) {
         let ours = entry
             .file_name()
             .to_str()
-            .is_some_and(|name| name.starts_with("validator-call-"));
+            .is_some_and(|name| name.starts_with(prefix));
         if !ours || !old {
             continue;
         }

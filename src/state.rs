@@ -362,6 +362,20 @@ fn normalise(text: &str) -> String {
     out
 }
 
+/// The user's own state directory for validator (`$XDG_STATE_HOME/validator`, else
+/// `~/.local/state/validator`), when the environment names an absolute one: out of a worker's
+/// reach where its processes are confined, and in no project.
+pub fn user_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    absolute("XDG_STATE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
+        .map(|dir| dir.join("validator"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,10 @@ use super::{config_path, load};
 /// What `exec` and `run` are given.
 #[derive(Debug, Args)]
 pub(crate) struct ConfineArgs {
+    /// The call the pre-tool hook recorded (its rules file, task and pipeline), in place of
+    /// `-c`, `--task-dir`, `--task` and `--pipeline`
+    #[arg(long, value_name = "ID", conflicts_with_all = ["task_dir", "task", "pipeline", "no_pipeline"])]
+    call: Option<String>,
     /// The task's directory (default: the current directory)
     #[arg(long, value_name = "DIR")]
     task_dir: Option<PathBuf>,
@@ -56,6 +60,19 @@ pub(crate) fn exec(
         eprintln!("validator {verb}: not run: {why}");
         Ok(ExitCode::from(EXIT_NOT_CONFINED))
     };
+    let mut args = args;
+    let mut config = config;
+    if let Some(id) = &args.call {
+        let call = match validator::confine::Call::load(id) {
+            Ok(call) => call,
+            Err(why) => return refuse(&why),
+        };
+        config = Some(call.rules);
+        args.task_dir = Some(call.task_dir);
+        args.task = Some(call.task);
+        args.no_pipeline = call.pipeline.is_none();
+        args.pipeline = call.pipeline;
+    }
     let rules = match config_path(config).and_then(|path| load(&path)) {
         Ok(rules) => rules,
         Err(err) => return refuse(&format!("the rules cannot be read: {err:#}")),

@@ -457,7 +457,7 @@ fn not_judged(
         // does not load (one the worker broke): the count is kept in the user's state
         // directory, out of the project, where a `.validator` the worker resets would let
         // each stop be the first. A reset there only holds the agent longer.
-        (None, _) => user_state_dir().unwrap_or_else(|| project.dir.join(".validator")),
+        (None, _) => validator::state::user_dir().unwrap_or_else(|| project.dir.join(".validator")),
     };
     // The reset named clears this count: `validator reset` with a rules file that does not
     // load, or whose state is elsewhere, would not.
@@ -485,19 +485,6 @@ fn not_judged(
         eprintln!("validator hook {}: {message}", agent.name());
     }
     answer
-}
-
-/// The user's own state directory for validator (`$XDG_STATE_HOME/validator`, else
-/// `~/.local/state/validator`), when the environment names an absolute one.
-fn user_state_dir() -> Option<PathBuf> {
-    let absolute = |var: &str| {
-        std::env::var_os(var)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    absolute("XDG_STATE_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
-        .map(|dir| dir.join("validator"))
 }
 
 fn answer_input(

@@ -135,7 +135,7 @@ impl Call {
 /// The model's own command inside a line the pre-tool hook rewrote to run confined
 /// ([`Setting::confined`]), for telling one call from another; never for judging.
 fn unconfined(line: &str) -> Option<&str> {
-    line.contains(" exec -c ")
+    line.contains(" exec --call ")
         .then(|| line.rsplit_once("; exit; "))
         .flatten()
         .map(|(_, original)| original)
@@ -465,19 +465,13 @@ struct Setting<'r> {
     contract: Option<crate::contract::Contract>,
     /// The agent whose memory this is in the session record ("" for the session's own).
     agent_key: String,
-    agent: Agent,
     /// Opened when there is something to log: most calls are allowed and log nothing.
     events: std::cell::OnceCell<EventLog>,
     session: String,
 }
 
 impl<'r> Setting<'r> {
-    fn new(
-        rules: &'r Rules,
-        agent: Agent,
-        input: &Input,
-        project: &Project,
-    ) -> Result<Setting<'r>, String> {
+    fn new(rules: &'r Rules, input: &Input, project: &Project) -> Result<Setting<'r>, String> {
         let task = Task::new(project.task_name(), &project.dir)
             .map_err(|err| format!("the project cannot be judged: {err}"))?
             .ignoring(&rules.state);
@@ -488,7 +482,6 @@ impl<'r> Setting<'r> {
             task,
             contract,
             agent_key: input.subagent().unwrap_or_default().to_owned(),
-            agent,
             events: std::cell::OnceCell::new(),
             session: input.session_key(),
         })
@@ -519,10 +512,7 @@ impl<'r> Setting<'r> {
             return Ok(None);
         };
         let mode = self.rules.tools.confine;
-        // OpenCode shows the model the command it runs, and the rewrite names the operator's
-        // rules file, which the model is never shown: not rewritten until `validator exec`
-        // finds them without being told.
-        if mode == Confine::Off || self.agent == Agent::Opencode {
+        if mode == Confine::Off {
             return Ok(None);
         }
         let abi = crate::confine::landlock_abi();
@@ -537,17 +527,24 @@ impl<'r> Setting<'r> {
         let exe = std::env::current_exe()
             .map_err(|err| format!("validator cannot tell where its own program is: {err}"))?;
         let exe = exe.to_string_lossy();
+        // The rules file is named in a record of the user's, not on the line: some CLIs show
+        // the model the command they run, and the operator's rules file is never shown it.
         let rules = self
             .rules
             .path
             .canonicalize()
             .or_else(|_| std::path::absolute(&self.rules.path))
             .unwrap_or(self.rules.path.clone());
-        let quoted = |path: &Path| shell_words::quote(&path.to_string_lossy()).into_owned();
-        let pipeline = match super::stop_pipeline(self.rules, input, &self.task.name) {
-            Some(pipeline) => format!("--pipeline {}", shell_words::quote(&pipeline.name)),
-            None => "--no-pipeline".to_owned(),
+        let record = crate::confine::Call {
+            rules,
+            task_dir: self.task.dir.clone(),
+            task: self.task.name.clone(),
+            pipeline: super::stop_pipeline(self.rules, input, &self.task.name)
+                .map(|pipeline| pipeline.name.clone()),
         };
+        let id = record
+            .save()
+            .map_err(|why| format!("this call cannot be confined: {why}"))?;
         let shell = ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
             .into_iter()
             .find(|shell| Path::new(shell).exists())
@@ -560,12 +557,7 @@ impl<'r> Setting<'r> {
                 crate::text::name(&exe)
             ));
         }
-        let confined = format!(
-            "{exe} exec -c {} --task-dir {} --task {} {pipeline}",
-            quoted(&rules),
-            quoted(&self.task.dir),
-            shell_words::quote(&self.task.name),
-        );
+        let confined = format!("{exe} exec --call {id}");
         // Every CLI's own rules read each simple command of the line it runs (Codex's none
         // inside a group, and none whose name is quoted): the original follows an `exit`, read
         // but never run. A `cd` in the call stays in it (Claude Code's next call does not start
@@ -597,7 +589,6 @@ impl<'r> Setting<'r> {
     /// (`Permission denied`, `Read-only file system`): where it may write, so it knows why.
     fn refused_by_the_kernel(&self, input: &Input, call: &Call, action: &Action) -> Option<String> {
         if !matches!(action, Action::Shell(_))
-            || self.agent == Agent::Opencode
             || self.rules.tools.confine == crate::config::tools::Confine::Off
             || crate::confine::landlock_abi() < crate::confine::ABI_NEEDED
         {
@@ -646,7 +637,7 @@ pub fn not_judged(input: &Input, why: &str) -> ToolAnswer {
 /// Judges a tool call before it runs. What cannot be judged (a project or contract that cannot
 /// be read) is refused and says why, except a tool that only reads; the stop still judges.
 pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> ToolAnswer {
-    let setting = match Setting::new(rules, agent, input, project) {
+    let setting = match Setting::new(rules, input, project) {
         Ok(setting) => setting,
         Err(why) => return not_judged(input, &why),
     };
@@ -722,12 +713,12 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
 /// the agent at once.
 pub fn after(
     rules: &Rules,
-    agent: Agent,
+    _agent: Agent,
     input: &Input,
     project: &Project,
     answer_by: super::AnswerBy,
 ) -> ToolAnswer {
-    let setting = match Setting::new(rules, agent, input, project) {
+    let setting = match Setting::new(rules, input, project) {
         Ok(setting) => setting,
         Err(why) => return ToolAnswer::Notice(format!("this tool call was not looked at: {why}")),
     };

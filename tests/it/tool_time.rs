@@ -79,7 +79,7 @@ impl Reply {
         .into_iter()
         .find_map(Value::as_str)
         .unwrap_or_else(|| panic!("neither silent nor a rewrite: {answer:#}"));
-        assert!(rewritten.contains(" exec -c "), "{rewritten}");
+        assert!(rewritten.contains(" exec --call "), "{rewritten}");
         assert!(
             output["permissionDecision"].is_null() || output["permissionDecision"] == "allow",
             "{answer:#}"
