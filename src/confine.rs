@@ -15,7 +15,8 @@
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetStatus, Scope,
+    Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope,
 };
 
 use crate::config::Rules;
@@ -54,11 +55,20 @@ const DEVICES: &[&str] = &[
     "/dev/pts",
 ];
 
+/// Devices a confined process reads besides those it writes.
+const READ_DEVICES: &[&str] = &["/dev/random", "/dev/urandom", "/dev/shm"];
+
 /// Where a worker's processes may write, and what they may not touch inside that.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan {
-    /// Trees (and single files) writes may land in, as real paths.
+    /// Task trees (and single files) writes may land in, reached through no link.
     pub writable: Vec<PathBuf>,
+    /// Trees outside the task the operator lets be written (`tools.writable`, an agent's own
+    /// state, the worker's caches), as real paths.
+    pub also_writable: Vec<PathBuf>,
+    /// The worker's own caches (`XDG_CACHE_HOME`, npm's, pip's, go's), kept per task apart from
+    /// the user's: what a confined process plants there is never run by one that is not.
+    pub cache: Option<PathBuf>,
     /// Trees whose files and directories may be removed (not written): the task.
     pub removable: Vec<PathBuf>,
     /// Inside those, what stays as it is: bound read-only.
@@ -126,9 +136,19 @@ impl Plan {
             }
         }
         for rel in trees.unwrap_or_else(|| vec![String::new()]) {
+            // Through no link: a tree the worker made a link (`src -> /`) would grant where it
+            // points. `enter` opens each tree again without following one, so a link put in
+            // its place after this look grants nothing either.
+            if let Some(link) = link_on_the_way(&task.dir, &rel) {
+                plan.notes.push(format!(
+                    "`{}` is a link, so nothing is written through it",
+                    crate::text::name(&link)
+                ));
+                continue;
+            }
             let path = task.dir.join(&rel);
             if path.symlink_metadata().is_ok() {
-                plan.writable.push(real(&path));
+                plan.writable.push(path);
                 continue;
             }
             // A tree not made yet: its nearest existing directory, so it can be made.
@@ -141,17 +161,21 @@ impl Plan {
                     crate::text::name(&rel),
                     crate::text::name(&existing.to_string_lossy())
                 ));
-                plan.writable.push(real(existing));
+                plan.writable.push(existing.to_path_buf());
             }
         }
         // Removing is let anywhere in the task: undoing a change the stop would fail (a file
         // made outside the scope) must stay possible, and a removal the stop would fail is
         // told at once and fails it, as any other change.
-        plan.removable.push(real(&task.dir));
+        plan.removable.push(task.dir.clone());
         for dir in rules.tools.writable.iter().chain(extra) {
             if dir.symlink_metadata().is_ok() {
-                plan.writable.push(real(dir));
+                plan.also_writable.push(real(dir));
             }
+        }
+        if let Some(cache) = worker_cache(task) {
+            plan.also_writable.push(cache.clone());
+            plan.cache = Some(cache);
         }
         let own = [
             Some(rules.state.clone()),
@@ -196,6 +220,7 @@ impl Plan {
         kept.retain(|path| {
             plan.writable
                 .iter()
+                .chain(&plan.also_writable)
                 .chain(&plan.removable)
                 .any(|tree| path.starts_with(tree))
         });
@@ -207,10 +232,14 @@ impl Plan {
             kept.truncate(MAX_KEPT);
         }
         plan.kept = kept;
-        if let Some(key) = &rules.signing_key_file
-            && key.symlink_metadata().is_ok()
-        {
-            plan.hidden.push(real(key));
+        // The key in force (`$VALIDATOR_KEY_FILE` wins) and the rules file's, each.
+        let keys = rules.signing_key_file.iter().cloned().chain(
+            crate::verdict::sign::KeyFile::configured(rules.key_named()).map(|key| key.path),
+        );
+        for key in keys {
+            if key.symlink_metadata().is_ok() && !plan.hidden.contains(&real(&key)) {
+                plan.hidden.push(real(&key));
+            }
         }
         let own_files: Vec<(PathBuf, &str)> = plan
             .hidden
@@ -287,16 +316,16 @@ impl Plan {
             }
         }
         let read = AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute;
-        let hidden: Vec<&Path> = hidden_by_walk.iter().map(PathBuf::as_path).collect();
-        let readable = if hidden.is_empty() {
-            vec![PathBuf::from("/")]
-        } else {
-            readable_but(&hidden)?
-        };
+        // Every directory may be listed; files are read anywhere but the key and `/dev`, whose
+        // block devices would give the key's bytes past its cover (the devices a program uses
+        // are granted below).
+        let mut unread: Vec<&Path> = hidden_by_walk.iter().map(PathBuf::as_path).collect();
+        unread.push(Path::new("/dev"));
         let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> =
-            readable.into_iter().map(|path| (path, read)).collect();
+            vec![(PathBuf::from("/"), AccessFs::ReadDir.into())];
+        rules.extend(readable_but(&unread)?.into_iter().map(|path| (path, read)));
         let write = AccessFs::from_all(ABI_ASKED);
-        rules.extend(self.writable.iter().map(|tree| (tree.clone(), write)));
+        rules.extend(self.also_writable.iter().map(|tree| (tree.clone(), write)));
         rules.push((tmp.to_path_buf(), write));
         rules.extend(self.removable.iter().map(|tree| {
             (
@@ -304,6 +333,11 @@ impl Plan {
                 read | AccessFs::RemoveFile | AccessFs::RemoveDir,
             )
         }));
+        rules.extend(
+            READ_DEVICES
+                .iter()
+                .map(|device| (PathBuf::from(device), read)),
+        );
         rules.extend(DEVICES.iter().map(|device| {
             (
                 PathBuf::from(device),
@@ -316,7 +350,25 @@ impl Plan {
             .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI_ASKED)))
             .and_then(|ruleset| ruleset.create())
             .map_err(|err| format!("cannot build the confinement: {err}"))?;
-        let status = allow_paths(created, rules)?
+        let mut created = allow_paths(created, rules)?;
+        for tree in &self.writable {
+            match open_exactly(tree) {
+                Ok(fd) => {
+                    let access = if tree.is_dir() {
+                        write
+                    } else {
+                        write & AccessFs::from_file(ABI_ASKED)
+                    };
+                    created = created
+                        .add_rule(landlock::PathBeneath::new(fd, access))
+                        .map_err(|err| format!("cannot allow {}: {err}", tree.display()))?;
+                }
+                Err(why) => held
+                    .unheld
+                    .push(format!("{} is not writable: {why}", tree.display())),
+            }
+        }
+        let status = created
             .restrict_self()
             .map_err(|err| format!("cannot enter the confinement: {err}"))?;
         if status.ruleset == RulesetStatus::NotEnforced {
@@ -352,6 +404,79 @@ pub fn writable_words(scopes: &[(String, FileScope)]) -> String {
         "the task's files, but validator's own and `.git`".into()
     } else {
         crate::text::one_line(&parts.join("; "))
+    }
+}
+
+/// The first link on the way from `dir` down to `rel` (as a task path), if there is one.
+fn link_on_the_way(dir: &Path, rel: &str) -> Option<String> {
+    let mut at = dir.to_path_buf();
+    let mut shown = Vec::new();
+    for part in rel.split('/').filter(|part| !part.is_empty()) {
+        at.push(part);
+        shown.push(part);
+        match at.symlink_metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => return Some(shown.join("/")),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// `path` opened where it is, through no link: the descriptor a Landlock rule is made from, so
+/// a link swapped in after the plan was made grants nothing.
+fn open_exactly(path: &Path) -> Result<std::os::fd::OwnedFd, String> {
+    use nix::fcntl::{OFlag, open};
+    let fd = open(
+        path,
+        OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|err| err.to_string())?;
+    let opened = std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        std::os::fd::AsRawFd::as_raw_fd(&fd)
+    ))
+    .map_err(|err| format!("cannot tell what was opened: {err}"))?;
+    if opened != path {
+        return Err(format!(
+            "it is reached through a link (it is {})",
+            opened.display()
+        ));
+    }
+    Ok(fd)
+}
+
+/// The worker's caches for `task`: `validator-worker-cache-<digest of its path>` in the system's
+/// temporary directory, the user's alone; `None` when it cannot be made.
+fn worker_cache(task: &Task) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let digest = Sha256::digest(task.dir.as_os_str().as_encoded_bytes());
+    let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::temp_dir().join(format!("validator-worker-cache-{name}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    // Another user's (or a link) in its place is not the worker's cache.
+    let meta = dir.symlink_metadata().ok()?;
+    (meta.is_dir() && meta.uid() == nix::unistd::getuid().as_raw()).then(|| real(&dir))
+}
+
+impl Plan {
+    /// What a confined command's environment says besides `TMPDIR`: where its tools keep their
+    /// caches (the worker's own, never the user's).
+    pub fn environment(&self) -> Vec<(&'static str, PathBuf)> {
+        let Some(cache) = &self.cache else {
+            return Vec::new();
+        };
+        vec![
+            ("XDG_CACHE_HOME", cache.clone()),
+            ("npm_config_cache", cache.join("npm")),
+            ("PIP_CACHE_DIR", cache.join("pip")),
+            ("UV_CACHE_DIR", cache.join("uv")),
+            ("GOCACHE", cache.join("go-build")),
+            ("GOMODCACHE", cache.join("go-mod")),
+            ("YARN_CACHE_FOLDER", cache.join("yarn")),
+        ]
     }
 }
 

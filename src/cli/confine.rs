@@ -130,7 +130,8 @@ pub(crate) fn exec(
         .env("TMPDIR", &tmp)
         .env("TMP", &tmp)
         .env("TEMP", &tmp)
-        .env("VALIDATOR_CONFINED", "1");
+        .env("VALIDATOR_CONFINED", "1")
+        .envs(plan.environment());
     let err = command.exec();
     eprintln!(
         "validator {verb}: cannot run {}: {err}",

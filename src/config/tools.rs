@@ -31,8 +31,8 @@ pub struct RawTools {
     /// how far) or `off`.
     pub confine: Option<Confine>,
     /// Where else a confined process may write besides the task's own files and a fresh
-    /// `$TMPDIR`: absolute paths or `~/…` (default: `~/.cache`, `~/.npm`, `~/.cargo/registry`,
-    /// `~/.cargo/git`, `~/go/pkg/mod`; a list replaces them).
+    /// `$TMPDIR` and caches of its own: absolute paths or `~/…` (default: none; what is listed
+    /// here is a way for a confined process to leave code that unconfined ones run later).
     pub writable: Option<Vec<String>>,
 }
 
@@ -47,13 +47,10 @@ pub enum Confine {
 }
 
 /// `tools.writable` when the rules file does not say.
-pub const DEFAULT_WRITABLE: &[&str] = &[
-    "~/.cache",
-    "~/.npm",
-    "~/.cargo/registry",
-    "~/.cargo/git",
-    "~/go/pkg/mod",
-];
+/// None: a user's caches hold code programs outside the confinement run later (OpenCode's own
+/// tools in `~/.cache`, crates' `build.rs` in `~/.cargo/registry`), so a confined process gets
+/// caches of its own instead ([`crate::confine::Plan::environment`]).
+pub const DEFAULT_WRITABLE: &[&str] = &[];
 
 /// One command rule.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

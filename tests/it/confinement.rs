@@ -319,3 +319,43 @@ fn the_model_is_told_why_a_confined_write_failed() {
     assert!(stdout.contains("confined by the kernel"), "{stdout}");
     assert!(stdout.contains("src/**"), "{stdout}");
 }
+
+#[test]
+fn an_allowed_tree_made_a_link_grants_nothing_and_the_key_in_force_is_never_read() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = Project::new();
+    project.rules(&pipeline(
+        "      - name: scope\n        rule: file-scope\n        allow: [\"lib/**\", \"src/**\"]\n",
+    ));
+    project.file("src/a.txt", "a");
+    project.root_file("outside/keep.txt", "keep");
+    project.root_file("env-key", "0123456789abcdef-env\n");
+    let task = project.task_dir();
+    // A call makes the allowed tree that did not exist a link out of the task.
+    std::os::unix::fs::symlink(project.path().join("outside"), task.join("lib")).unwrap();
+    let ran = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["exec", "--task-dir"])
+        .arg(&task)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo x > lib/planted.txt; cat \"$VALIDATOR_KEY_FILE\"; head -c 1 /dev/sda; echo ok > src/b.txt",
+        ])
+        .env("VALIDATOR_KEY_FILE", project.path().join("env-key"))
+        .current_dir(&task)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(!project.path().join("outside/planted.txt").exists());
+    assert!(
+        !stdout.contains("0123456789abcdef"),
+        "the key was read: {stdout}"
+    );
+    assert!(task.join("src/b.txt").exists(), "{ran:?}");
+}
