@@ -126,44 +126,7 @@ impl Plan {
         extra: &[PathBuf],
     ) -> Result<Plan, String> {
         let mut plan = Plan::default();
-        let mut trees: Option<Vec<String>> = None;
-        for (_, scope) in scopes {
-            if let Some(allowed) = scope.allowed_trees() {
-                trees = Some(match trees {
-                    None => allowed,
-                    Some(before) => intersect(&before, &allowed),
-                });
-            }
-        }
-        for rel in trees.unwrap_or_else(|| vec![String::new()]) {
-            // Through no link: a tree the worker made a link (`src -> /`) would grant where it
-            // points. `enter` opens each tree again without following one, so a link put in
-            // its place after this look grants nothing either.
-            if let Some(link) = link_on_the_way(&task.dir, &rel) {
-                plan.notes.push(format!(
-                    "`{}` is a link, so nothing is written through it",
-                    crate::text::name(&link)
-                ));
-                continue;
-            }
-            let path = task.dir.join(&rel);
-            if path.symlink_metadata().is_ok() {
-                plan.writable.push(path);
-                continue;
-            }
-            // A tree not made yet: its nearest existing directory, so it can be made.
-            let Some(existing) = path.ancestors().find(|at| at.is_dir()) else {
-                continue;
-            };
-            if existing.starts_with(&task.dir) {
-                plan.notes.push(format!(
-                    "`{}` does not exist yet, so the kernel lets all of `{}` be written; the stop holds the rest",
-                    crate::text::name(&rel),
-                    crate::text::name(&existing.to_string_lossy())
-                ));
-                plan.writable.push(existing.to_path_buf());
-            }
-        }
+        plan.add_task_trees(task, scopes);
         // Removing is let anywhere in the task: undoing a change the stop would fail (a file
         // made outside the scope) must stay possible, and a removal the stop would fail is
         // told at once and fails it, as any other change.
@@ -251,37 +214,53 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Restricts this process, and every process it starts, to the plan; `tmp` is the per-call
-    /// scratch directory, writable too. Under `required`, anything this machine cannot hold is
-    /// an error and nothing is restricted (the caller runs nothing); under `best-effort` what
-    /// it can is held and the rest said. Call it before any thread starts: a namespace can only
-    /// be entered by a process of one thread.
-    pub fn enter(&self, mode: Confine, tmp: &Path) -> Result<Held, String> {
-        let mut held = Held::default();
-        if mode == Confine::Off {
-            held.unheld
-                .push("confinement is off (`tools.confine: off`)".into());
-            return Ok(held);
-        }
-        let abi = landlock_abi();
-        if abi < ABI_NEEDED {
-            let why = if abi < 1 {
-                "this kernel has no Landlock".to_owned()
-            } else {
-                format!(
-                    "this kernel's Landlock (ABI {abi}) does not govern truncation (ABI {ABI_NEEDED}, Linux 6.2)"
-                )
-            };
-            if mode == Confine::Required {
-                return Err(format!(
-                    "{why}, so the writes the rules forbid cannot be refused by the kernel (`tools.confine: required`)"
-                ));
+    /// The task trees the stop would accept a change in, each where it is (none through a
+    /// link), into `writable`; why one is coarser than its globs, into `notes`.
+    fn add_task_trees(&mut self, task: &Task, scopes: &[(String, FileScope)]) {
+        let plan = self;
+        let mut trees: Option<Vec<String>> = None;
+        for (_, scope) in scopes {
+            if let Some(allowed) = scope.allowed_trees() {
+                trees = Some(match trees {
+                    None => allowed,
+                    Some(before) => intersect(&before, &allowed),
+                });
             }
-            held.unheld.push(format!(
-                "nothing is confined: {why}; the post-tool check and the stop hold every rule"
-            ));
-            return Ok(held);
         }
+        for rel in trees.unwrap_or_else(|| vec![String::new()]) {
+            // Through no link: a tree the worker made a link (`src -> /`) would grant where it
+            // points. `enter` opens each tree again without following one, so a link put in
+            // its place after this look grants nothing either.
+            if let Some(link) = link_on_the_way(&task.dir, &rel) {
+                plan.notes.push(format!(
+                    "`{}` is a link, so nothing is written through it",
+                    crate::text::name(&link)
+                ));
+                continue;
+            }
+            let path = task.dir.join(&rel);
+            if path.symlink_metadata().is_ok() {
+                plan.writable.push(path);
+                continue;
+            }
+            // A tree not made yet: its nearest existing directory, so it can be made.
+            let Some(existing) = path.ancestors().find(|at| at.is_dir()) else {
+                continue;
+            };
+            if existing.starts_with(&task.dir) {
+                plan.notes.push(format!(
+                    "`{}` does not exist yet, so the kernel lets all of `{}` be written; the stop holds the rest",
+                    crate::text::name(&rel),
+                    crate::text::name(&existing.to_string_lossy())
+                ));
+                plan.writable.push(existing.to_path_buf());
+            }
+        }
+    }
+
+    /// Binds the kept paths read-only and covers the key in a private mount namespace, where
+    /// one can be made; the keys left to hide from Landlock's reading rules instead.
+    fn enter_mounts(&self, mode: Confine, held: &mut Held) -> Result<Vec<PathBuf>, String> {
         let mut hidden_by_walk = self.hidden.clone();
         if !self.kept.is_empty() || !self.hidden.is_empty() {
             match private_mounts() {
@@ -315,6 +294,41 @@ impl Plan {
                 }
             }
         }
+        Ok(hidden_by_walk)
+    }
+
+    /// Restricts this process, and every process it starts, to the plan; `tmp` is the per-call
+    /// scratch directory, writable too. Under `required`, anything this machine cannot hold is
+    /// an error and nothing is restricted (the caller runs nothing); under `best-effort` what
+    /// it can is held and the rest said. Call it before any thread starts: a namespace can only
+    /// be entered by a process of one thread.
+    pub fn enter(&self, mode: Confine, tmp: &Path) -> Result<Held, String> {
+        let mut held = Held::default();
+        if mode == Confine::Off {
+            held.unheld
+                .push("confinement is off (`tools.confine: off`)".into());
+            return Ok(held);
+        }
+        let abi = landlock_abi();
+        if abi < ABI_NEEDED {
+            let why = if abi < 1 {
+                "this kernel has no Landlock".to_owned()
+            } else {
+                format!(
+                    "this kernel's Landlock (ABI {abi}) does not govern truncation (ABI {ABI_NEEDED}, Linux 6.2)"
+                )
+            };
+            if mode == Confine::Required {
+                return Err(format!(
+                    "{why}, so the writes the rules forbid cannot be refused by the kernel (`tools.confine: required`)"
+                ));
+            }
+            held.unheld.push(format!(
+                "nothing is confined: {why}; the post-tool check and the stop hold every rule"
+            ));
+            return Ok(held);
+        }
+        let hidden_by_walk = self.enter_mounts(mode, &mut held)?;
         let read = AccessFs::ReadFile | AccessFs::ReadDir | AccessFs::Execute;
         // Every directory may be listed; files are read anywhere but the key and `/dev`, whose
         // block devices would give the key's bytes past its cover (the devices a program uses
