@@ -97,6 +97,7 @@ impl Plan {
         name: &str,
         pipeline: Option<Option<&str>>,
         extra: &[PathBuf],
+        kept: &[PathBuf],
     ) -> Result<Plan, String> {
         let task = Task::new(name, dir)
             .map_err(|err| format!("the task cannot be confined: {err}"))?
@@ -112,18 +113,20 @@ impl Plan {
         .transpose()
         .map_err(|err| format!("the task's pipeline cannot be told: {err}"))?;
         let policy = crate::tooltime::Policy::new(&task, pipeline, contract.as_ref(), &rules.tools);
-        Plan::for_task(rules, &task, policy.scopes(), extra)
+        Plan::for_task(rules, &task, policy.scopes(), extra, kept)
     }
 
     /// The plan for `task`, whose writes `scopes` hold (the tool-time policy's: the stop's
     /// blocking `file-scope` gates and the contract), under `rules`; `extra` trees are writable
-    /// too (an agent's own state, for `validator run`). `Err` when it cannot be built safely:
+    /// too (an agent's own state, for `validator run`), but what `also_kept` names in them.
+    /// `Err` when it cannot be built safely:
     /// validator's own file has another name a worker could write it by.
     pub fn for_task(
         rules: &Rules,
         task: &Task,
         scopes: &[(String, FileScope)],
         extra: &[PathBuf],
+        also_kept: &[PathBuf],
     ) -> Result<Plan, String> {
         let mut plan = Plan::default();
         plan.add_task_trees(task, scopes);
@@ -148,7 +151,11 @@ impl Plan {
             Some(task.dir.join(".git")),
             Call::dir().ok(),
         ];
-        let own = own.into_iter().flatten().chain(task.ignore.iter().cloned());
+        let own = own
+            .into_iter()
+            .flatten()
+            .chain(task.ignore.iter().cloned())
+            .chain(also_kept.iter().cloned());
         let mut kept: Vec<PathBuf> = own
             .filter(|path| path.symlink_metadata().is_ok())
             .map(|path| real(&path))

@@ -33,8 +33,17 @@ output=$work/output
 attempt=1
 while :; do
     : > "$work/last-message"
+    # The agent runs under `validator run`: it, its subagents and every tool it starts may
+    # write only what the task's rules accept (the kernel holds it; `validator status` says
+    # how far on this machine). VALIDATOR_CONFINE=off runs it as it is.
+    confine=
+    if [ "${VALIDATOR_CONFINE:-on}" != off ]; then
+        # shellcheck disable=SC2086
+        confine="$validator ${VALIDATOR_FLAGS:-} run --task $task --writable $work --"
+    fi
+    # shellcheck disable=SC2086 # $confine is a list of words on purpose
     VALIDATOR_LOOP_ATTEMPT=$attempt VALIDATOR_LAST_MESSAGE=$work/last-message \
-        "$@" < "$feedback" > "$output"
+        $confine "$@" < "$feedback" > "$output"
     status=$?
     cat "$output"
     if [ "$status" -ne 0 ]; then

@@ -77,9 +77,15 @@ pub(crate) fn exec(
         Ok(rules) => rules,
         Err(err) => return refuse(&format!("the rules cannot be read: {err:#}")),
     };
-    let dir = match args.task_dir {
-        Some(dir) => dir,
-        None => std::env::current_dir()?,
+    // A task named without a directory is the one in staging (the sidecar's and the loop's),
+    // as `snapshot` finds it; else the current directory.
+    let dir = match (args.task_dir, &args.task) {
+        (Some(dir), _) => dir,
+        (None, Some(task)) => match validator::staging::task_dir(&rules.staging, task) {
+            Ok(dir) if dir.is_dir() => dir,
+            _ => std::env::current_dir()?,
+        },
+        (None, None) => std::env::current_dir()?,
     };
     let name = args
         .task
@@ -90,12 +96,15 @@ pub(crate) fn exec(
         (false, None) => None,
     };
     let mut extra = args.writable;
+    let mut kept = Vec::new();
     let program = args.command;
     if whole_agent {
-        extra.extend(agent_state(&program[0]));
+        let (state, settings) = agent_state();
+        extra.extend(state);
+        kept = settings;
     }
     let mode = rules.tools.confine;
-    let plan = match Plan::for_rules(&rules, &dir, &name, pipeline, &extra) {
+    let plan = match Plan::for_rules(&rules, &dir, &name, pipeline, &extra, &kept) {
         Ok(plan) => plan,
         Err(why) if mode == Confine::Off => {
             tracing::debug!("no plan ({why}); confinement is off");
@@ -146,13 +155,11 @@ pub(crate) fn exec(
     ))
 }
 
-/// The directories an agent CLI keeps its own state in (sessions, settings, logs), by the
-/// program's name: each must stay writable for the agent to run at all.
-fn agent_state(program: &OsString) -> Vec<PathBuf> {
-    let name = std::path::Path::new(program)
-        .file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or_default();
+/// The agent CLIs' own state, writable under `validator run` (each where it keeps it: an agent
+/// run through a wrapper script is not known by its program's name), and the files in it that
+/// choose what the agent runs (its settings, hooks, rules, plugins), kept read-only so the
+/// agent cannot unhook validator or leave itself a program to run later.
+fn agent_state() -> (Vec<PathBuf>, Vec<PathBuf>) {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -160,27 +167,32 @@ fn agent_state(program: &OsString) -> Vec<PathBuf> {
     };
     let home = var("HOME").unwrap_or_default();
     let xdg = |name: &str, fallback: &str| var(name).unwrap_or_else(|| home.join(fallback));
-    match name {
-        "claude" => match var("CLAUDE_CONFIG_DIR") {
-            Some(dir) => vec![dir],
-            None => vec![home.join(".claude"), home.join(".claude.json")],
-        },
-        "codex" => vec![var("CODEX_HOME").unwrap_or_else(|| home.join(".codex"))],
-        "gemini" => vec![
-            var("GEMINI_CLI_HOME")
-                .map(|dir| dir.join(".gemini"))
-                .unwrap_or_else(|| home.join(".gemini")),
-        ],
-        "opencode" => [
-            "XDG_DATA_HOME",
-            "XDG_CONFIG_HOME",
-            "XDG_STATE_HOME",
-            "XDG_CACHE_HOME",
-        ]
-        .iter()
-        .zip([".local/share", ".config", ".local/state", ".cache"])
-        .map(|(var, fallback)| xdg(var, fallback).join("opencode"))
-        .collect(),
-        _ => Vec::new(),
-    }
+    let claude = var("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home.join(".claude"));
+    let codex = var("CODEX_HOME").unwrap_or_else(|| home.join(".codex"));
+    let gemini = var("GEMINI_CLI_HOME")
+        .map(|dir| dir.join(".gemini"))
+        .unwrap_or_else(|| home.join(".gemini"));
+    let mut writable = vec![claude.clone(), home.join(".claude.json"), codex.clone(), gemini.clone()];
+    // OpenCode's configuration (and its plugins) is not among them: it only reads it.
+    writable.extend(
+        ["XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"]
+            .iter()
+            .zip([".local/share", ".local/state", ".cache"])
+            .map(|(var, fallback)| xdg(var, fallback).join("opencode")),
+    );
+    let kept = [
+        claude.join("settings.json"),
+        claude.join("settings.local.json"),
+        claude.join("plugins"),
+        claude.join("hooks"),
+        codex.join("config.toml"),
+        codex.join("hooks.json"),
+        codex.join("rules"),
+        gemini.join("settings.json"),
+        gemini.join("policies"),
+        gemini.join("extensions"),
+    ]
+    .into_iter()
+    .collect();
+    (writable, kept)
 }
