@@ -100,6 +100,13 @@ pub(crate) fn exec(
     let program = args.command;
     if whole_agent {
         let (state, settings) = agent_state();
+        // Made now, as the agent would make them: a directory missing when the rules are built
+        // could not be granted, and the agent could not make it then.
+        for dir in state.iter().filter(|path| path.extension().is_none()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        // OpenCode makes its configuration directory at start, which it then only reads.
+        let _ = std::fs::create_dir_all(opencode_config());
         extra.extend(state);
         kept = settings;
     }
@@ -155,6 +162,16 @@ pub(crate) fn exec(
     ))
 }
 
+/// OpenCode's configuration directory (its settings and plugins: never writable).
+fn opencode_config() -> PathBuf {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .unwrap_or_default()
+        .join("opencode")
+}
+
 /// The agent CLIs' own state, writable under `validator run` (each where it keeps it: an agent
 /// run through a wrapper script is not known by its program's name), and the files in it that
 /// choose what the agent runs (its settings, hooks, rules, plugins), kept read-only so the
@@ -172,7 +189,12 @@ fn agent_state() -> (Vec<PathBuf>, Vec<PathBuf>) {
     let gemini = var("GEMINI_CLI_HOME")
         .map(|dir| dir.join(".gemini"))
         .unwrap_or_else(|| home.join(".gemini"));
-    let mut writable = vec![claude.clone(), home.join(".claude.json"), codex.clone(), gemini.clone()];
+    let mut writable = vec![
+        claude.clone(),
+        home.join(".claude.json"),
+        codex.clone(),
+        gemini.clone(),
+    ];
     // OpenCode's configuration (and its plugins) is not among them: it only reads it.
     writable.extend(
         ["XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"]

@@ -71,7 +71,8 @@ LOOP_WRAPPERS = {
     "opencode": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then c=--continue; fi; '
                 'exec opencode run ${c:-} "$PROMPT $(cat -)"',
     "codex": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- resume --last; fi; '
-             'exec codex exec "$@" --skip-git-repo-check -o "$VALIDATOR_LAST_MESSAGE" "$PROMPT $(cat -)"',
+             'exec codex exec "$@" -c sandbox_mode=danger-full-access --skip-git-repo-check '
+             '-o "$VALIDATOR_LAST_MESSAGE" "$PROMPT $(cat -)"',
 }
 # The same with each CLI's machine-readable output, which the loop signals as the done body
 # (no last-message file): validator judges the stream by its final message.
@@ -82,7 +83,8 @@ LOOP_JSON_WRAPPERS = {
     "opencode": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then c=--continue; fi; '
                 'exec opencode run ${c:-} --format json "$PROMPT $(cat -)"',
     "codex": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- resume --last; fi; '
-             'exec codex exec "$@" --json --skip-git-repo-check "$PROMPT $(cat -)"',
+             'exec codex exec "$@" -c sandbox_mode=danger-full-access --json --skip-git-repo-check '
+             '"$PROMPT $(cat -)"',
     "gemini": 'if [ "$VALIDATOR_LOOP_ATTEMPT" -gt 1 ]; then set -- --resume latest; fi; '
               'exec gemini "$@" -p "$PROMPT $(cat -)" --output-format stream-json --approval-mode auto_edit '
               '--model gemini-2.5-pro',
