@@ -359,3 +359,52 @@ fn an_allowed_tree_made_a_link_grants_nothing_and_the_key_in_force_is_never_read
     );
     assert!(task.join("src/b.txt").exists(), "{ran:?}");
 }
+
+#[test]
+fn readonly_inside_an_owned_tree_is_said_to_be_the_stops_where_no_namespace_can_be_made() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let no_namespaces = [("VALIDATOR_DEBUG_NO_NAMESPACES", "1")];
+    let project = scoped("");
+    let status = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .arg("status")
+        .envs(no_namespaces)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        text.contains("checked by the post-tool check and the stop only"),
+        "{text}"
+    );
+    // Best effort: the call runs, writes outside `allow` are still refused by Landlock.
+    let exec = |project: &Project, script: &str| {
+        validator()
+            .arg("-c")
+            .arg(project.rules_path())
+            .args(["exec", "--task-dir"])
+            .arg(project.task_dir())
+            .args(["--", "sh", "-c", script])
+            .envs(no_namespaces)
+            .current_dir(project.task_dir())
+            .output()
+            .unwrap()
+    };
+    let ran = exec(&project, "echo x > answer.txt; echo ran");
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "ran\n");
+    assert!(!project.task_dir().join("answer.txt").exists());
+    // Required: a readonly path the kernel cannot hold refuses the call, saying why.
+    let required = scoped("");
+    let rules = std::fs::read_to_string(required.rules_path()).unwrap();
+    required.rules(&rules.replace("pipelines:", "tools:\n  confine: required\npipelines:"));
+    let ran = exec(&required, "echo ran");
+    assert_eq!(ran.status.code(), Some(126));
+    assert!(ran.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("cannot be kept read-only"),
+        "{ran:?}"
+    );
+}
