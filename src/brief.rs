@@ -117,11 +117,17 @@ pub fn brief(rules: &Rules, pipeline: &Pipeline, task: &str) -> Result<Brief, Er
 /// What a worker is told of how its shell commands run on this machine.
 fn confinement_line(rules: &Rules) -> String {
     use crate::config::tools::Confine;
-    let abi = crate::confine::landlock_abi();
-    if rules.tools.confine == Confine::Off || abi < crate::confine::ABI_NEEDED {
+    let machine = crate::confine::Machine::probe();
+    if rules.tools.confine == Confine::Off || machine.landlock < crate::confine::ABI_NEEDED {
         return "They are not confined on this machine: what each one changes is checked when it ends, and at the stop.".into();
     }
-    "They run confined by the kernel: a write outside what you may change fails with `Permission denied` (or `Read-only file system`), however the command is written. Change only what the gates allow.".into()
+    let readonly = match machine.namespaces {
+        Ok(()) => "",
+        Err(_) => " Read-only files inside what you may change are checked when each command ends and at the stop, not by the kernel.",
+    };
+    format!(
+        "They run confined by the kernel: a write outside what you may change fails with `Permission denied` (or `Read-only file system`), however the command is written. Change only what the gates allow.{readonly}"
+    )
 }
 
 /// The STATUS block of docs/signal.md for `task`, both endings.
