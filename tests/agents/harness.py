@@ -19,7 +19,9 @@ to the scripted server by configuration, and the proxy sink still reports what t
 The tool-time scenarios (validator answering the CLIs' pre-tool and post-tool events, and the
 session breakers) are specified and checked in tool_scenarios.py; the session scenarios (the
 Claude Code plugin installed with Claude Code's own commands, the session's start, the user's
-prompt, a subagent's STATUS block, the review gate's claude reviewer) in session_scenarios.py.
+prompt, a subagent's STATUS block, the review gate's claude reviewer) in session_scenarios.py;
+the confinement scenarios (shell calls under `validator exec`) in confine_scenarios.py, run and
+checked as tool-time ones.
 Every run is also checked for what no scenario may do: traffic off loopback, and a model request
 that names the rules file.
 
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import time
 
+import confine_scenarios as CS
 import session_scenarios as SS
 import tool_scenarios as TS
 
@@ -410,6 +413,8 @@ def run_one(cli, scenario):
             cmd = ["sh", LOOP, "proj", "sh", "-c", wrapper]
             watcher = subprocess.Popen([VALIDATOR, "-c", rules, "watch"], env=env,
                                        stdout=open(run + "/watch.out", "w"), stderr=subprocess.STDOUT)
+        if scenario in CS.SCENARIOS:  # before the first commit: the project's own settings change
+            cmd, env = CS.prepare(sys.modules[__name__], cli, scenario, run, proj, rules, cmd, env)
         if tooltime:
             prepare_tooltime(cli, scenario, proj)
         if scenario in SS.SCENARIOS:

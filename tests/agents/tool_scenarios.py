@@ -14,6 +14,8 @@ import json
 import os
 import re
 
+import confine_scenarios as CS
+
 # The scope every write is held to: answer.txt may be written, seed.txt is read-only, the rest
 # is outside `allow`. `git push` is a critical command.
 TOOLS = 'tools:\n  commands:\n    - {match: "git push", decision: deny, reason: "a person pushes after the review"}\n'
@@ -45,10 +47,14 @@ SCENARIOS = {
     "tokens": ALL,
     "tokens_tool": ALL,
 }
+# Confinement (validator exec under the pre-tool hook's rewrite, validator run): confine_scenarios.py
+SCENARIOS.update(CS.SCENARIOS)
 
 
 def rules(scenario, ok, broken):
     """The rules of SCENARIO: tests/agents/validator.yaml (OK) and what the scenario needs."""
+    if scenario in CS.SCENARIOS:
+        return CS.rules(scenario, ok)
     scoped = ok.replace("pipelines:\n", TOOLS + "pipelines:\n", 1) + SCOPE
     if scenario == "tool_broken":
         return broken
@@ -100,6 +106,9 @@ def spec(cli, scenario, proj):
     """The scripted turns of SCENARIO and what the check needs to know of them: "refused"
     (the turns whose call validator must refuse), "told" (the turns after whose call the model
     must be told something), "verdicts" (the stops, as verdict/answer)."""
+    if scenario in CS.SCENARIOS:
+        return CS.spec(cli, scenario, proj)
+
     def tool(kind, arg=None):
         return {"tool": call(cli, proj, kind, arg)}
     answer = tool("write", "answer.txt")
@@ -254,6 +263,8 @@ def check(cli, scenario, s, run, proj, rc, mains, ev, res):
         c.update(tokens_tool(cli, run, mains, ev, res))
         c["refused"] = bool(denied) and denied[0]["stopped"]
         c["files"] = not exists("late.txt")
+    if scenario in CS.SCENARIOS:
+        CS.check(cli, scenario, s, run, proj, rc, mains, ev, res, c)
     res["checks"] = c
     return all(c.values())
 
