@@ -123,7 +123,9 @@ fn confinement_line(rules: &Rules) -> String {
     }
     let readonly = match machine.namespaces {
         Ok(()) => "",
-        Err(_) => " Read-only files inside what you may change are checked when each command ends and at the stop, not by the kernel.",
+        Err(_) => {
+            " Read-only files inside what you may change are checked when each command ends and at the stop, not by the kernel."
+        }
     };
     format!(
         "They run confined by the kernel: a write outside what you may change fails with `Permission denied` (or `Read-only file system`), however the command is written. Change only what the gates allow.{readonly}"

@@ -123,23 +123,6 @@ pub(crate) fn exec(
         Ok(tmp) => tmp,
         Err(why) => return refuse(&why),
     };
-    match plan.enter(mode, &tmp) {
-        Ok(held) if whole_agent => {
-            for (what, why) in held.unheld.iter().map(|w| ("not held", w)).chain(
-                plan.notes
-                    .iter()
-                    .map(|note| ("held by the stop only", note)),
-            ) {
-                eprintln!("validator run: {what}: {why}");
-            }
-        }
-        Ok(held) => {
-            for why in &held.unheld {
-                tracing::debug!("not held: {why}");
-            }
-        }
-        Err(why) => return refuse(&why),
-    }
     let mut command = std::process::Command::new(&program[0]);
     command
         .args(&program[1..])
@@ -148,18 +131,112 @@ pub(crate) fn exec(
         .env("TEMP", &tmp)
         .env("VALIDATOR_CONFINED", "1")
         .envs(plan.environment());
+    if whole_agent {
+        return run_agent(command, plan, mode, tmp, &rules, &dir, &name);
+    }
+    match plan.enter(mode, &tmp) {
+        Ok(held) => {
+            for why in &held.unheld {
+                tracing::debug!("not held: {why}");
+            }
+        }
+        Err(why) => return refuse(&why),
+    }
     let err = command.exec();
     eprintln!(
-        "validator {verb}: cannot run {}: {err}",
+        "validator exec: cannot run {}: {err}",
         validator::text::name(&program[0].to_string_lossy())
     );
-    Ok(ExitCode::from(
-        if err.kind() == std::io::ErrorKind::NotFound {
-            EXIT_NOT_FOUND
-        } else {
-            EXIT_NOT_CONFINED
-        },
-    ))
+    Ok(ExitCode::from(not_run(&err)))
+}
+
+fn not_run(err: &std::io::Error) -> u8 {
+    if err.kind() == std::io::ErrorKind::NotFound {
+        EXIT_NOT_FOUND
+    } else {
+        EXIT_NOT_CONFINED
+    }
+}
+
+/// `validator run`: the agent is started confined, and this process stays outside as the
+/// broker its hooks are judged by ([`super::broker`]), passing on the signals it is sent and
+/// ending with the agent's exit code.
+fn run_agent(
+    mut command: std::process::Command,
+    plan: Plan,
+    mode: Confine,
+    tmp: PathBuf,
+    rules: &validator::Rules,
+    dir: &std::path::Path,
+    name: &str,
+) -> Result<ExitCode> {
+    let broker = match super::broker::Broker::bind() {
+        Ok(broker) => broker,
+        Err(why) => {
+            eprintln!("validator run: not run: {why}");
+            return Ok(ExitCode::from(EXIT_NOT_CONFINED));
+        }
+    };
+    command.env(super::broker::BROKER_ENV, broker.socket());
+    let notes = plan.notes.clone();
+    // SAFETY: this process has one thread until the agent is started (the broker's start
+    // after), so what the closure does between fork and exec (building and entering the
+    // confinement, which allocates) cannot meet a lock another thread held.
+    unsafe {
+        command.pre_exec(move || {
+            let held = plan.enter(mode, &tmp).map_err(std::io::Error::other)?;
+            for (what, why) in held
+                .unheld
+                .iter()
+                .map(|w| ("not held", w))
+                .chain(notes.iter().map(|note| ("held by the stop only", note)))
+            {
+                eprintln!("validator run: {what}: {why}");
+            }
+            Ok(())
+        });
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            eprintln!("validator run: not run: {err}");
+            return Ok(ExitCode::from(not_run(&err)));
+        }
+    };
+    let judged = super::broker::Judged {
+        rules: rules
+            .path
+            .canonicalize()
+            .unwrap_or_else(|_| rules.path.clone()),
+        task_dir: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
+        task: name.to_owned(),
+    };
+    broker.serve(judged);
+    pass_on_signals(child.id());
+    let status = child.wait()?;
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(1);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Sends the agent the signals that would have ended it had it been started alone.
+fn pass_on_signals(pid: u32) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
+    else {
+        return;
+    };
+    let Ok(pid) = i32::try_from(pid) else { return };
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            if let Ok(signal) = nix::sys::signal::Signal::try_from(signal) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal);
+            }
+        }
+    });
 }
 
 /// OpenCode's configuration directory (its settings and plugins: never writable).

@@ -3,6 +3,7 @@
 //! judges: the library's `judge` does, for every command alike.
 
 mod brief;
+mod broker;
 mod check;
 mod confine;
 mod hook;

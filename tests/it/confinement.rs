@@ -408,3 +408,54 @@ fn readonly_inside_an_owned_tree_is_said_to_be_the_stops_where_no_namespace_can_
         "{ran:?}"
     );
 }
+
+#[test]
+fn under_validator_run_the_agents_own_hooks_are_judged_outside_and_keep_their_state() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = scoped("");
+    let task = project.task_dir();
+    let stop = json!({
+        "session_id": "run-1",
+        "transcript_path": project.path().join("transcript.jsonl"),
+        "cwd": task,
+        "hook_event_name": "Stop",
+        "stop_hook_active": false,
+    });
+    std::fs::write(project.path().join("stop.json"), stop.to_string()).unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("validator");
+    // The "agent": it writes outside its scope, then calls its stop hook as a CLI would (with
+    // no `-c`: the run's own rules judge it), and the hook keeps its state.
+    let script = format!(
+        "echo x > answer.txt; {} hook claude < ../stop.json",
+        exe.display()
+    );
+    let ran = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["run", "--task-dir"])
+        .arg(&task)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&task)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(!task.join("answer.txt").exists());
+    assert!(ran.status.success(), "{ran:?}");
+    assert!(
+        stdout.contains("\"decision\""),
+        "the stop was judged: {stdout}"
+    );
+    let state = project.path().join("state");
+    let kept = walkdir::WalkDir::new(&state)
+        .into_iter()
+        .filter_map(Result::ok)
+        .any(|entry| entry.file_type().is_file());
+    assert!(
+        kept,
+        "the hook's state was written under {}",
+        state.display()
+    );
+}
