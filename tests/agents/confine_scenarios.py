@@ -1,7 +1,7 @@
 """Confinement scenarios of harness.py (docs/rules-file.md, Confinement): the pre-tool hook
-rewrites every shell call it allows to run under `validator exec`. They are tool-time
-scenarios (tool_scenarios.py runs their spec and checks); what is theirs is here: the rules,
-the CLI's own rule files, the facts.
+rewrites every shell call it allows to run under `validator exec`, and `validator run` confines
+a whole agent. They are tool-time scenarios (tool_scenarios.py runs their spec and checks);
+what is theirs is here: the rules, the CLI's own rule files, the command line, the facts.
 
 The rules hold every write to `src/**` (the exists gate wants src/answer.txt), so the task's
 root is not writable; src/ exists from the first commit (src/.keep), or its nearest existing
@@ -20,6 +20,17 @@ directory, the root, would be writable.
                      Codex's rules read no command with a redirect, so there plain `echo 42` and
                      the refusal's text); an allowed call after it runs, confined: its write in
                      src/ lands, its write at the root is refused by the kernel
+  run_claude         (Claude Code) `validator run --task-dir PROJ -c RULES -- claude …`, no
+                     PreToolUse/PostToolUse hook wired (the backstop alone): a subagent (the
+                     Agent tool) whose Bash call writes outside.txt at the root through python;
+                     the kernel refuses it, Claude Code itself runs to the end (its state under
+                     ~/.claude and ~/.claude.json written, rc 0), both stops judged PASS.
+                     FAILS at main bea472c (PROTOCOLS.md, Confinement): validator's hooks inside
+                     `validator run` cannot write its state directory (no verdict, event or
+                     attempt recorded), and Claude Code's ~/.claude.json is saved through a
+                     temporary file in $HOME, which `run` does not make writable.
+                     E2E_RUN_CLAUDE_HOOKS=1 keeps the tool hooks wired, E2E_RUN_CLAUDE_CONFIG_DIR=1
+                     sets CLAUDE_CONFIG_DIR (experiments)
 """
 import json
 import os
@@ -28,6 +39,7 @@ ALL = ("claude", "codex", "gemini", "opencode")
 SCENARIOS = {
     "confined_writes": ALL,
     "confined_own_deny": ALL,
+    "run_claude": ("claude",),
 }
 
 SCOPE = '      - name: scope\n        rule: file-scope\n        allow: ["src/**"]\n'
@@ -55,6 +67,7 @@ REFUSAL = {"claude": "has been denied",  # "Permission to use Bash with command 
            "gemini": "denied by policy",  # "Tool execution denied by policy."
            "opencode": "The user has specified a rule which prevents you"}
 ALLOWED = "python3 -c \"open('src/ok.txt','w').write('ok'); open('notes.txt','w').write('x')\""
+SUBAGENT_WRITE = "python3 -c \"open('outside.txt','w').write('x')\""
 
 
 def rules(scenario, ok):
@@ -75,11 +88,19 @@ def spec(cli, scenario, proj):
         return {"turns": [tool("shell", DENIED[cli]), tool("shell", ALLOWED), answer, {"text": WROTE}],
                 "told": [1], "kernel": {1: PY_REFUSED % "notes.txt"}, "own_refusal": 0,
                 "verdicts": ["PASS/pass"]}
+    if scenario == "run_claude":  # the subagent's call refused by the kernel; it writes the answer
+        agent = {"tool": {"name": "Agent", "input": {"description": "Write the answer",
+                                                     "prompt": "Create src/answer.txt with the answer.",
+                                                     "subagent_type": "general-purpose",
+                                                     "run_in_background": False}}}
+        return {"turns": [agent, tool("shell", SUBAGENT_WRITE), answer, {"text": "Sub done.\nSTATUS: OK"},
+                          {"text": "The subagent wrote it.\nSTATUS: OK"}],
+                "kernel": {1: PY_REFUSED % "outside.txt"}, "verdicts": ["PASS/pass", "PASS/pass"]}
     raise SystemExit("unknown confinement scenario " + scenario)
 
 
 def prepare(H, cli, scenario, run, proj, rules_path, cmd, env):
-    """Before the first commit: src/ made, the CLI's own deny rule."""
+    """Before the first commit: src/ made, the CLI's own deny rule, the agent under `validator run`."""
     os.makedirs(proj + "/src", exist_ok=True)
     open(proj + "/src/.keep", "w").close()
     if scenario == "confined_own_deny":
@@ -101,6 +122,17 @@ def prepare(H, cli, scenario, run, proj, rules_path, cmd, env):
             config = json.loads(env["OPENCODE_CONFIG_CONTENT"])
             config["permission"]["bash"] = {"*": "allow", "echo 42*": "deny"}
             env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+    if scenario == "run_claude":  # no tool hook: the kernel is all that holds the subagent's Bash
+        if not os.environ.get("E2E_RUN_CLAUDE_HOOKS"):  # experiment: the tool hooks wired too
+            path = proj + "/.claude/settings.json"
+            settings = json.load(open(path))
+            for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+                settings["hooks"].pop(event, None)
+            with open(path, "w") as f:
+                json.dump(settings, f, indent=2)
+        if os.environ.get("E2E_RUN_CLAUDE_CONFIG_DIR"):  # experiment: Claude Code's state in one directory
+            env["CLAUDE_CONFIG_DIR"] = env["HOME"] + "/.claude"
+        cmd = [H.VALIDATOR, "run", "--task-dir", proj, "-c", rules_path, "--"] + cmd
     return cmd, env
 
 
@@ -122,4 +154,18 @@ def check(cli, scenario, s, run, proj, rc, mains, ev, res, c):
         c["own_refusal_in_next_request"] = TS.first_told_after(req, s["own_refusal"], REFUSAL[cli])
         c["files"] = exists(ANSWER) and exists("src/ok.txt") and not exists("notes.txt") and \
             not exists("src/denied.txt")
+    if scenario == "run_claude":
+        home = run + "/home"
+        transcripts = [os.path.join(d, f) for d, _, fs in os.walk(home + "/.claude/projects") for f in fs
+                       if f.endswith(".jsonl")]
+        c["files"] = exists(ANSWER) and not exists("outside.txt")
+        env = json.load(open(run + "/cmd.json"))["env"]
+        # Its global config: ~/.claude.json, or in $CLAUDE_CONFIG_DIR when that is set.
+        config = os.path.join(env.get("CLAUDE_CONFIG_DIR", home), ".claude.json")
+        c["claude_state_written"] = bool(transcripts) and os.path.exists(config)
+        c["under_validator_run"] = "run" in json.load(open(run + "/cmd.json"))["cmd"]
+        # validator's own hooks run inside the confinement too: what they keep must be kept.
+        c["hooks_recorded"] = os.path.exists(run + "/rules/.validator/events.jsonl")
+        res["claude_state"] = {"transcripts": len(transcripts), "config": config,
+                               "config_written": os.path.exists(config)}
     return c

@@ -20,8 +20,8 @@ The tool-time scenarios (validator answering the CLIs' pre-tool and post-tool ev
 session breakers) are specified and checked in tool_scenarios.py; the session scenarios (the
 Claude Code plugin installed with Claude Code's own commands, the session's start, the user's
 prompt, a subagent's STATUS block, the review gate's claude reviewer) in session_scenarios.py;
-the confinement scenarios (shell calls under `validator exec`) in confine_scenarios.py, run and
-checked as tool-time ones.
+the confinement scenarios (shell calls under `validator exec`, an agent under `validator run`) in
+confine_scenarios.py, run and checked as tool-time ones.
 Every run is also checked for what no scenario may do: traffic off loopback, and a model request
 that names the rules file.
 
@@ -433,7 +433,10 @@ def run_one(cli, scenario):
         for k in filter(None, os.environ.get("E2E_DROP_ENV", "").split(",")):  # experiments only
             env.pop(k, None)
         if os.environ.get("E2E_STRACE") and shutil.which("strace"):  # record every connect(2): direct (non-proxy) traffic shows here
-            cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", run + "/strace.txt"] + cmd
+            # E2E_STRACE_TRACE widens what is traced (experiments: "connect,%file,%desc" shows
+            # what a confined agent was refused, as EACCES/EROFS lines).
+            trace = os.environ.get("E2E_STRACE_TRACE", "connect")
+            cmd = ["strace", "-f", "-qq", "-e", "trace=" + trace, "-o", run + "/strace.txt"] + cmd
         with open(run + "/cmd.json", "w") as f:
             json.dump({"cmd": cmd, "cwd": proj, "env": env}, f, indent=2)
         t0 = time.time()
