@@ -23,14 +23,13 @@ directory, the root, would be writable.
   run_claude         (Claude Code) `validator run --task-dir PROJ -c RULES -- claude …`, no
                      PreToolUse/PostToolUse hook wired (the backstop alone): a subagent (the
                      Agent tool) whose Bash call writes outside.txt at the root through python;
-                     the kernel refuses it, Claude Code itself runs to the end (its state under
-                     ~/.claude and ~/.claude.json written, rc 0), both stops judged PASS.
-                     FAILS at main bea472c (PROTOCOLS.md, Confinement): validator's hooks inside
-                     `validator run` cannot write its state directory (no verdict, event or
-                     attempt recorded), and Claude Code's ~/.claude.json is saved through a
-                     temporary file in $HOME, which `run` does not make writable.
-                     E2E_RUN_CLAUDE_HOOKS=1 keeps the tool hooks wired, E2E_RUN_CLAUDE_CONFIG_DIR=1
-                     sets CLAUDE_CONFIG_DIR (experiments)
+                     the kernel refuses it, Claude Code itself runs to the end (its state in
+                     $CLAUDE_CONFIG_DIR written, rc 0), both stops judged PASS by validator's own
+                     hooks, which `run` judges outside the confinement (its broker), their state
+                     and events kept. CLAUDE_CONFIG_DIR is set as docs/commands.md says: without
+                     it Claude Code saves ~/.claude.json through a temporary file in $HOME, which
+                     `run` does not make writable (PROTOCOLS.md, Confinement).
+                     E2E_RUN_CLAUDE_HOOKS=1 keeps the tool hooks wired (an experiment)
 """
 import json
 import os
@@ -130,8 +129,7 @@ def prepare(H, cli, scenario, run, proj, rules_path, cmd, env):
                 settings["hooks"].pop(event, None)
             with open(path, "w") as f:
                 json.dump(settings, f, indent=2)
-        if os.environ.get("E2E_RUN_CLAUDE_CONFIG_DIR"):  # experiment: Claude Code's state in one directory
-            env["CLAUDE_CONFIG_DIR"] = env["HOME"] + "/.claude"
+        env["CLAUDE_CONFIG_DIR"] = env["HOME"] + "/.claude"  # its state in one directory
         cmd = [H.VALIDATOR, "run", "--task-dir", proj, "-c", rules_path, "--"] + cmd
     return cmd, env
 
