@@ -772,9 +772,13 @@ impl Call {
 /// ends (the command is executed in place of `validator exec`).
 pub fn scratch() -> Result<PathBuf, String> {
     let base = std::env::temp_dir();
-    prune_old_scratch(&base, "validator-call-");
-    if let Ok(calls) = Call::dir() {
-        prune_old_scratch(&calls, "");
+    // Listing the system's temporary directory costs more than the rest of a call: it is done
+    // at most once an hour, as a marker of the user's own says.
+    if prune_due(&base) {
+        prune_old_scratch(&base, "validator-call-");
+        if let Ok(calls) = Call::dir() {
+            prune_old_scratch(&calls, "");
+        }
     }
     tempfile::Builder::new()
         .prefix("validator-call-")
@@ -786,6 +790,29 @@ pub fn scratch() -> Result<PathBuf, String> {
                 base.display()
             )
         })
+}
+
+/// Whether an hour has passed since the scratch directories were last pruned (the marker
+/// `validator-pruned-<uid>` in `base`, touched when it is).
+fn prune_due(base: &Path) -> bool {
+    const HOUR: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+    let marker = base.join(format!("validator-pruned-{}", nix::unistd::getuid()));
+    let recent = marker
+        .symlink_metadata()
+        .ok()
+        .filter(|meta| meta.is_file())
+        .and_then(|meta| meta.modified().ok())
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age < HOUR);
+    if recent {
+        return false;
+    }
+    let _ = std::fs::remove_file(&marker);
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&marker);
+    true
 }
 
 /// Removes what is older than a day in `base` whose name starts with `prefix`.
