@@ -44,6 +44,8 @@
 //! hidden from these docs; the floors they stand on are in ARCHITECTURE.md.
 
 #[doc(hidden)]
+pub mod approvals;
+#[doc(hidden)]
 pub mod brief;
 pub mod cache;
 mod changes;

@@ -172,6 +172,22 @@ impl SigningKey {
         &self.path
     }
 
+    /// The signature of a record of validator's other than a verdict (a person's approval): the
+    /// HMAC of `value`'s canonical JSON, written as a verdict's `signature` is.
+    pub fn sign_value(&self, value: &Value) -> String {
+        let digest = self.digest(&canonical(value)).finalize().into_bytes();
+        format!("{SCHEME}{digest:x}")
+    }
+
+    /// Whether `signature` is [`SigningKey::sign_value`]'s for `value` (compared in constant
+    /// time).
+    pub fn signed(&self, value: &Value, signature: &str) -> bool {
+        signature
+            .strip_prefix(SCHEME)
+            .and_then(decode_hex)
+            .is_some_and(|digest| self.digest(&canonical(value)).verify_slice(&digest).is_ok())
+    }
+
     fn digest(&self, canonical: &str) -> Hmac<Sha256> {
         let mut mac = self.mac.clone();
         mac.update(canonical.as_bytes());
