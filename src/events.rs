@@ -158,6 +158,26 @@ pub enum Event<'a> {
         tool: &'a str,
         message: &'a str,
     },
+    /// A tool call a rule holds for a person waits for `validator approve` or `deny` (the
+    /// agent cannot ask its person).
+    ApprovalPending {
+        agent: &'a str,
+        command: &'a str,
+        /// Milliseconds since the epoch past which it is no longer answered.
+        deadline_ms: u64,
+        id: &'a str,
+        reason: &'a str,
+        tool: &'a str,
+    },
+    /// A person's answer was taken by the call it covers (`approve`: it runs, as an allowed
+    /// call does; `deny`: it is refused with the person's reason), or no one answered in time
+    /// (`unanswered`: the call is refused; the request stays open until its deadline).
+    ApprovalAnswered {
+        decision: &'a str,
+        id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
     /// A stop the rules do not judge: the agent stopped unjudged.
     HookSkipped {
         event: Option<&'a str>,
