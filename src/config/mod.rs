@@ -116,12 +116,39 @@ impl Speculate {
 }
 
 /// `hook:` checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookSettings {
     /// Every subagent stop must carry a STATUS block, checked before the pipeline.
     pub subagent_status: bool,
     /// The task's brief is given to the agent when its session starts.
     pub brief: bool,
+    /// How a person is asked for a call a rule holds for one (`hook.approvals`).
+    pub approvals: Approvals,
+}
+
+/// `hook.approvals` checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approvals {
+    /// Told of each new request: an `http://` or `https://` URL.
+    pub webhook: Option<String>,
+    /// How long a request stays open for a person.
+    pub timeout: std::time::Duration,
+    /// Claude Code's calls wait for `validator approve` as the other agents' do, instead of
+    /// its own prompt asking its person.
+    pub claude_waits: bool,
+    /// The token `POST /approvals/…` on the watcher's metrics port must carry (resolved).
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+impl Default for Approvals {
+    fn default() -> Self {
+        Approvals {
+            webhook: None,
+            timeout: std::time::Duration::from_secs(600),
+            claude_waits: false,
+            token_file: None,
+        }
+    }
 }
 
 impl Default for HookSettings {
@@ -129,16 +156,40 @@ impl Default for HookSettings {
         HookSettings {
             subagent_status: true,
             brief: true,
+            approvals: Approvals::default(),
         }
     }
 }
 
 impl HookSettings {
     fn from_raw(raw: &raw::RawHook) -> Self {
+        let approvals = &raw.approvals;
         HookSettings {
             subagent_status: raw.subagent_status != Some(raw::SubagentStatus::Off),
             brief: raw.brief.unwrap_or(true),
+            approvals: Approvals {
+                webhook: approvals.webhook.clone(),
+                timeout: approvals.timeout.unwrap_or(Approvals::default().timeout),
+                claude_waits: approvals.claude == Some(raw::ClaudeApprovals::Wait),
+                token_file: approvals.token_file.clone(),
+            },
         }
+    }
+}
+
+/// Why a webhook URL cannot be used, if it cannot: one the webhook client can reach (`http://`
+/// or `https://`, a host, nothing a command line or a request line would read otherwise).
+pub fn webhook_problem(url: &str) -> Option<&'static str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    match rest {
+        None => Some("it is no `http://` or `https://` URL"),
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => Some("it names no host"),
+        Some(_) if url.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            Some("it holds a space or a control character")
+        }
+        Some(_) => None,
     }
 }
 
@@ -628,6 +679,7 @@ impl Loader<'_> {
         let resolve = |p: Option<PathBuf>, default: &str| {
             dir.join(p.unwrap_or_else(|| PathBuf::from(default)))
         };
+        let hook = self.hook(&raw.hook, &dir)?;
         let signing_key_file = raw.signing_key_file.map(|p| dir.join(p));
         keep_key_from_reviewers(&mut pipelines, signing_key_file.as_deref());
         Ok(Rules {
@@ -641,13 +693,35 @@ impl Loader<'_> {
             defaults,
             events,
             tools,
-            hook: HookSettings::from_raw(&raw.hook),
+            hook,
             speculate,
             pipelines,
             hooks: Vec::new(),
             prompt: None,
             notes: Vec::new(),
         })
+    }
+
+    /// `hook:` checked: a webhook the client can reach, a timeout that leaves time to answer.
+    fn hook(&self, raw: &raw::RawHook, dir: &Path) -> Result<HookSettings, ConfigError> {
+        let at = |key| [Step::Key("hook"), Step::Key("approvals"), Step::Key(key)];
+        if let Some(why) = raw.approvals.webhook.as_deref().and_then(webhook_problem) {
+            return Err(self.error(
+                &at("webhook"),
+                format!("the webhook cannot be used: {why}"),
+                "write an http:// or https:// URL, such as https://hooks.slack.com/services/…",
+            ));
+        }
+        if raw.approvals.timeout.is_some_and(|t| t.is_zero()) {
+            return Err(self.error(
+                &at("timeout"),
+                "`timeout: 0` leaves no time for a person to answer",
+                "give the time a request stays open, such as 10m",
+            ));
+        }
+        let mut hook = HookSettings::from_raw(raw);
+        hook.approvals.token_file = hook.approvals.token_file.map(|file| dir.join(file));
+        Ok(hook)
     }
 
     /// `speculate:` checked: each `ignore` entry a plain path inside the task.

@@ -184,6 +184,42 @@ pub struct RawHook {
     /// agent is given the task's brief: its contract, what the gates check, the STATUS block
     /// to end with (default: true).
     pub brief: Option<bool>,
+    /// A person's approval for a command a `tools.commands` rule asks one for, where the agent
+    /// cannot ask its person (Codex, Gemini CLI, OpenCode; Claude Code with `claude: wait`):
+    /// the call waits, under the hook's deadline, for `validator approve ID` or `validator deny
+    /// ID`, and a webhook may tell someone.
+    #[serde(default)]
+    pub approvals: RawApprovals,
+}
+
+/// `hook.approvals`: how a person is asked for a call a rule holds for one.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawApprovals {
+    /// An `http://` or `https://` URL that gets a JSON POST for each new request (a Slack-style
+    /// `text`, with `id`, `command`, `reason`, `agent`, `session` and how to answer); `https`
+    /// needs `curl` on the PATH. A failure is logged, never fatal.
+    pub webhook: Option<String>,
+    /// How long a request stays open for a person to answer (default: 10m); an answer that
+    /// comes after the hook stopped waiting is taken by the same call made again in the session.
+    #[serde(default, deserialize_with = "crate::duration::deserialize")]
+    #[schemars(schema_with = "crate::duration::schema")]
+    pub timeout: Option<Duration>,
+    /// Claude Code: `ask` (default: its own prompt asks its person) or `wait` (as the other
+    /// agents: for a headless `claude -p`, which refuses an ask).
+    pub claude: Option<ClaudeApprovals>,
+    /// A file holding a secret token (whitespace trimmed): with it, `validator watch
+    /// --metrics-addr` also accepts `POST /approvals/ID/approve` and `/deny` carrying
+    /// `Authorization: Bearer <token>`. Keep it where the worker cannot read it.
+    pub token_file: Option<PathBuf>,
+}
+
+/// How Claude Code's calls that need a person's approval are asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaudeApprovals {
+    Ask,
+    Wait,
 }
 
 /// Whether a subagent's stop must carry a STATUS block.
