@@ -272,6 +272,10 @@ impl<'a> Policy<'a> {
                     _ => {}
                 }
             }
+            // Before any rule: the answer to a call held for a person is never the worker's.
+            if let Some(why) = answers_for_a_person(command) {
+                return deny(why);
+            }
             let mut allowed = false;
             if let Some(rule) = self.rule_for(command) {
                 let said = rule_reason(rule, command);
@@ -820,6 +824,27 @@ pub fn resolve_cwd(cwd: &Path) -> PathBuf {
     cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf())
 }
 
+/// Why `command` is refused if it answers a call held for a person (`validator approve`,
+/// `validator deny`, by any path or under any program that runs its arguments): that answer is
+/// a person's, never the worker's. Any word after `validator` that is `approve` or `deny`, or
+/// that cannot be read before it runs, refuses it: validator's own commands are few.
+fn answers_for_a_person(command: &Seen) -> Option<String> {
+    let words = &command.words;
+    let at = words.iter().position(|word| {
+        word.literal
+            .as_deref()
+            .map(|text| text.rsplit('/').next().unwrap_or(text))
+            .is_some_and(|program| program == "validator")
+    })?;
+    let rest = &words[at + 1..];
+    let answers = rest
+        .iter()
+        .any(|word| word.is("approve") || word.is("deny") || word.literal.is_none());
+    answers.then(|| {
+        "validator's approvals are a person's to give: a worker never runs `validator approve` or `validator deny`; wait for the person's answer, or ask them".to_owned()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -898,6 +923,25 @@ pipelines:
             "{why}"
         );
         assert!(!why.contains('\n'));
+    }
+
+    #[test]
+    fn a_worker_never_answers_a_call_held_for_a_person() {
+        let f = fixture(RULES);
+        let shell = |line: &str| decide(&f, Action::Shell(line.to_owned()));
+        for line in [
+            "validator approve abc123",
+            "/usr/local/bin/validator -c /x/validator.yaml deny abc123 --reason ok",
+            "true && env validator approve abc123",
+            "timeout 5 validator approve abc123",
+            "validator \"$(printf approve)\" abc123",
+            "sh -c 'validator approve abc123'",
+        ] {
+            assert!(refused(&shell(line)), "{line}");
+        }
+        for line in ["validator approvals", "validator status", "echo approve"] {
+            assert!(!refused(&shell(line)), "{line}");
+        }
     }
 
     #[test]
