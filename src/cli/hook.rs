@@ -512,7 +512,8 @@ fn answer_input(
     let event = input.hook_event_name.as_deref().unwrap_or_default();
     Ok(match called.phase.get().copied().unwrap_or(Phase::Stop) {
         Phase::BeforeTool => {
-            validator::hook::tool::before(&rules, agent, input, &project).to_json(agent, event)
+            validator::hook::tool::before(&rules, agent, input, &project, called.answer_by)
+                .to_json(agent, event)
         }
         Phase::AfterTool => {
             validator::hook::tool::after(&rules, agent, input, &project, called.answer_by)

@@ -2,6 +2,7 @@
 //! command to its front end; printing a verdict and mapping it to an exit code. Nothing here
 //! judges: the library's `judge` does, for every command alike.
 
+mod approvals;
 mod brief;
 mod broker;
 mod check;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
+use validator::approvals::Choice;
 use validator::verdict::{feedback, format};
 use validator::watch::client;
 use validator::{Rules, Verdict};
@@ -196,6 +198,26 @@ pub(crate) enum Command {
         /// The key file [default: $VALIDATOR_KEY_FILE, then the rules file's signing_key_file]
         #[arg(long, value_name = "KEYFILE")]
         key: Option<PathBuf>,
+    },
+    /// List the tool calls waiting for a person's approval (from agents that cannot ask their
+    /// person: Codex, Gemini CLI, OpenCode): id, age, agent, command, reason
+    Approvals {
+        /// A line per call for people, or JSON
+        #[arg(long, value_enum, default_value_t = StatusFormat::Text)]
+        format: StatusFormat,
+    },
+    /// Approve a waiting tool call: that one call runs, once, as an allowed call does
+    Approve {
+        /// The request's id (`validator approvals` lists them)
+        id: String,
+    },
+    /// Refuse a waiting tool call; the agent reads the reason
+    Deny {
+        /// The request's id (`validator approvals` lists them)
+        id: String,
+        /// Said to the agent with the refusal
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Run the pipeline once over a directory; the exit code is the verdict
     Check(CheckArgs),
@@ -421,6 +443,9 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             format,
         } => Ok(health(cli.config, format)),
         Command::Status { format, .. } => status(&config()?, format),
+        Command::Approvals { format } => approvals::list(&config()?, format),
+        Command::Approve { id } => approvals::answer(&config()?, &id, Choice::Approve, None),
+        Command::Deny { id, reason } => approvals::answer(&config()?, &id, Choice::Deny, reason),
         Command::Brief(args) => brief(&find_config(cli.config.clone())?, args),
         Command::Check(args) => {
             let config = find_config(cli.config.clone())?;

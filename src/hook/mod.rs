@@ -49,6 +49,7 @@
 //! attempt is saved before the gates run, so even an answer the front end had to give without
 //! the run (the gates still running at the deadline itself) counts.
 
+mod approval;
 mod held;
 mod input;
 mod project;

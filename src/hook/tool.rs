@@ -636,7 +636,13 @@ pub fn not_judged(input: &Input, why: &str) -> ToolAnswer {
 
 /// Judges a tool call before it runs. What cannot be judged (a project or contract that cannot
 /// be read) is refused and says why, except a tool that only reads; the stop still judges.
-pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> ToolAnswer {
+pub fn before(
+    rules: &Rules,
+    agent: Agent,
+    input: &Input,
+    project: &Project,
+    answer_by: super::AnswerBy,
+) -> ToolAnswer {
     let setting = match Setting::new(rules, input, project) {
         Ok(setting) => setting,
         Err(why) => return not_judged(input, &why),
@@ -661,8 +667,28 @@ pub fn before(rules: &Rules, agent: Agent, input: &Input, project: &Project) -> 
     let call = Call::of(input);
     let (action, dir) = call.action(&cwd);
     let judged = setting.policy(input).decide(&action, &dir);
+    // Where the agent cannot ask its person, the call waits for one (`validator approve`).
+    let decision = match judged.decision {
+        Decision::Ask(why) if super::approval::waits(rules, agent) => {
+            // The session's record is let go meanwhile: the session's other hooks wait on it.
+            held.save();
+            let decision = super::approval::hold(&super::approval::Asked {
+                rules,
+                agent,
+                input,
+                tool: &call.tool,
+                tool_input: &call.input,
+                action: &action,
+                why: &why,
+                answer_by,
+            });
+            held = Held::open(&rules.state, &session_key(&input.session_id, None));
+            decision
+        }
+        decision => decision,
+    };
     let memory = held.memory(&setting.agent_key);
-    let answer = match judged.decision {
+    let answer = match decision {
         Decision::Allow => {
             memory.refusal = None;
             match setting.confined(input, &call, &action) {

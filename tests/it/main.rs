@@ -14,6 +14,7 @@
 mod common;
 mod reliability;
 
+mod approvals;
 mod bypasses;
 mod cache;
 mod change_set;

@@ -252,7 +252,8 @@ fn shell_commands_are_held_to_the_rules_and_to_what_they_visibly_write() {
         &bash(&project, "cargo test && echo ok > src/out.txt"),
     )
     .allowed();
-    // `ask`: Claude Code asks a person; Gemini CLI cannot, so it refuses, saying a person must.
+    // `ask`: Claude Code asks a person; Gemini CLI cannot, so the call waits for a person's
+    // `validator approve` (tests/it/approvals.rs); with none by the deadline it is refused.
     let asked = hook(&project, "claude", &bash(&project, "./deploy.sh prod")).json();
     assert_eq!(
         asked["hookSpecificOutput"]["permissionDecision"], "ask",
@@ -261,12 +262,21 @@ fn shell_commands_are_held_to_the_rules_and_to_what_they_visibly_write() {
     let mut gemini = bash(&project, "./deploy.sh prod");
     gemini["hook_event_name"] = json!("BeforeTool");
     gemini["tool_name"] = json!("run_shell_command");
-    let refused = hook(&project, "gemini", &gemini).json();
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "gemini", "--deadline", "2s"])
+        .current_dir(project.task_dir())
+        .write_stdin(gemini.to_string())
+        .output()
+        .expect("run validator");
+    let refused: Value = serde_json::from_slice(&output.stdout).expect("one JSON answer");
     assert_eq!(refused["decision"], "deny", "{refused:#}");
     assert!(
         refused["reason"]
             .as_str()
-            .is_some_and(|r| r.contains("a person must run it"))
+            .is_some_and(|r| r.contains("no one approved") && r.contains("a person runs it")),
+        "{refused:#}"
     );
 }
 
