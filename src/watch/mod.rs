@@ -178,6 +178,7 @@ fn serve_metrics(
     addr: Option<SocketAddr>,
     shared: &Arc<Shared>,
 ) -> Result<Option<metrics::http::Server>, Error> {
+    shared.metrics.count_approvals(&shared.rules().state);
     let server = match addr {
         Some(addr) => Some(metrics::http::Server::start(
             addr,
@@ -191,10 +192,45 @@ fn serve_metrics(
                     None => health::check(&shared.rules()),
                 }
             }),
+            approvals_endpoint(addr, shared)?,
         )?),
         None => None,
     };
     Ok(server)
+}
+
+/// `POST /approvals/…` on the metrics port, when the rules name a token file: a token file
+/// that is named but cannot be read (or is empty) stops the start, as a key does.
+fn approvals_endpoint(
+    addr: SocketAddr,
+    shared: &Arc<Shared>,
+) -> Result<Option<metrics::approve::Endpoint>, Error> {
+    let rules = shared.rules();
+    let Some(file) = rules.hook.approvals.token_file.as_deref() else {
+        return Ok(None);
+    };
+    let refused = |reason: String| Error::Metrics {
+        addr,
+        reason: format!(
+            "the approvals token file {} cannot be used: {reason}",
+            file.display()
+        ),
+        help: "fix `hook.approvals.token_file` (a file holding a secret, such as `openssl rand -hex 32`), or remove it to serve no approvals",
+    };
+    let bytes = crate::files::read(file, 4096, crate::files::Links::Follow)
+        .map_err(|err| refused(err.to_string()))?;
+    let token = bytes.trim_ascii().to_vec();
+    if token.is_empty() {
+        return Err(refused("it is empty".into()));
+    }
+    Ok(Some(metrics::approve::Endpoint {
+        token,
+        state: rules.state.clone(),
+        key: Box::new({
+            let shared = Arc::clone(shared);
+            move || shared.config().1
+        }),
+    }))
 }
 
 /// Says what the watcher watches (to a person, when asked) and where it serves its metrics.

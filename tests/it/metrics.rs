@@ -465,3 +465,53 @@ fn without_the_flag_the_watcher_listens_on_no_port() {
         }
     }
 }
+
+#[test]
+fn open_approvals_are_a_gauge_and_the_token_bearer_answers_them_over_http() {
+    let mut served = Served::new();
+    fs::write(
+        served.rules(),
+        format!("{RULES}hook:\n  approvals: {{token_file: token}}\n"),
+    )
+    .expect("rules");
+    fs::write(served.path().join("token"), "s3cret-token\n").expect("token");
+    let input = serde_json::json!({"command": "git push"});
+    let store = validator::approvals::Store::new(&served.path().join("state"));
+    let request = store
+        .create(
+            &validator::approvals::Draft {
+                session: "s1",
+                agent: "codex",
+                tool: "Bash",
+                input: &input,
+                command: "git push",
+                reason: "a person confirms pushes",
+                open_for: Duration::from_secs(600),
+            },
+            None,
+        )
+        .expect("a request");
+    let addr = served.start(&[]);
+    let body = get(addr, "/metrics").body;
+    assert_eq!(
+        sample(&body, "validator_approvals_pending"),
+        Some(1.0),
+        "{body}"
+    );
+    let post = |auth: &str| {
+        let request = format!(
+            "POST /approvals/{}/deny?reason=not+now HTTP/1.1\r\nHost: x\r\n{auth}\r\n\r\n",
+            request.id
+        );
+        send(addr, request.as_bytes()).expect("an answer")
+    };
+    assert_eq!(post("Authorization: Bearer wrong").status, 401);
+    assert!(store.answer_of(&request, None).expect("readable").is_none());
+    assert_eq!(post("Authorization: Bearer s3cret-token").status, 200);
+    let answer = store
+        .answer_of(&request, None)
+        .expect("readable")
+        .expect("the person's answer");
+    assert_eq!(answer.decision, validator::approvals::Choice::Deny);
+    assert_eq!(answer.reason.as_deref(), Some("not now"));
+}

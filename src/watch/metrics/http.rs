@@ -8,7 +8,8 @@
 //! 503 at once, without waiting on it), so a slow client holds one slot for a bounded time and
 //! never the watcher; one request per connection; nothing a client sends is written back; and
 //! a connection's handling runs under `catch_unwind`, so no request can end the thread that
-//! accepts. A request only reads the numbers.
+//! accepts. A request only reads the numbers, but an approval's `POST` (`approve.rs`), which
+//! exists only with a token file and writes only a person's answer.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -54,6 +55,7 @@ impl Server {
         addr: SocketAddr,
         metrics: Arc<Metrics>,
         health: HealthCheck,
+        approvals: Option<super::approve::Endpoint>,
     ) -> Result<Self, Error> {
         let refused = |source: std::io::Error| Error::Metrics {
             addr,
@@ -74,7 +76,11 @@ impl Server {
         let listener = TcpListener::bind(addr).map_err(refused)?;
         let addr = listener.local_addr().map_err(refused)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let pages = Arc::new(Pages { metrics, health });
+        let pages = Arc::new(Pages {
+            metrics,
+            health,
+            approvals,
+        });
         let thread = thread::Builder::new()
             .name("metrics".into())
             .spawn({
@@ -124,6 +130,8 @@ impl Drop for Server {
 struct Pages {
     metrics: Arc<Metrics>,
     health: HealthCheck,
+    /// `POST /approvals/…`, when the rules name a token file.
+    approvals: Option<super::approve::Endpoint>,
 }
 
 /// The accepting thread: a thread per connection, at most [`MAX_CONNECTIONS`] at once.
@@ -311,6 +319,12 @@ fn route(head: &[u8], pages: &Pages) -> (Response, bool) {
     if !version.starts_with(b"HTTP/1.") || method.is_empty() || !target.starts_with(b"/") {
         return (Response::text(400, "Bad Request", "bad request\n"), false);
     }
+    if method == b"POST"
+        && let Some(endpoint) = &pages.approvals
+        && let Some((status, reason, body)) = super::approve::answer(head, target, endpoint)
+    {
+        return (Response::text(status, reason, body), false);
+    }
     let head_only = match method {
         b"GET" => false,
         b"HEAD" => true,
@@ -393,6 +407,7 @@ mod tests {
                 health.healthy = healthy;
                 health
             }),
+            approvals: None,
         }
     }
 
@@ -551,6 +566,7 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             Arc::clone(&metrics),
             Box::new(|| Health::unhealthy("x")),
+            None,
         )
         .unwrap();
         let addr = server.addr();
@@ -568,6 +584,7 @@ mod tests {
             addr,
             Arc::clone(&metrics),
             Box::new(|| Health::unhealthy("x")),
+            None,
         );
         let err = taken.err().expect("the port is taken").to_string();
         assert!(

@@ -9,6 +9,7 @@
 //! from workers, and gate names from contracts as well as the rules file, and each name would
 //! be a series of its own for as long as the watcher lives.
 
+pub mod approve;
 pub mod http;
 
 use std::collections::BTreeMap;
@@ -57,6 +58,9 @@ pub struct Metrics {
     gates: Mutex<BTreeMap<String, Histogram>>,
     /// What speculative runs cost and gave (the speculator counts them).
     pub speculative: std::sync::Arc<Counts>,
+    /// The state directory whose open approval requests the gauge counts (read when rendered:
+    /// the hooks that write them are other processes).
+    approvals: std::sync::OnceLock<std::path::PathBuf>,
 }
 
 /// One rule's gate durations: the count in each bucket (not cumulative), all of them, the sum.
@@ -78,6 +82,7 @@ impl Default for Metrics {
             last_judged_ms: AtomicU64::new(0),
             gates: Mutex::new(BTreeMap::new()),
             speculative: Default::default(),
+            approvals: std::sync::OnceLock::new(),
         }
     }
 }
@@ -150,6 +155,11 @@ impl Metrics {
         histogram.sum_ms = histogram.sum_ms.saturating_add(duration_ms);
     }
 
+    /// Counts the open approval requests of this state directory from now on.
+    pub fn count_approvals(&self, state: &std::path::Path) {
+        let _ = self.approvals.set(state.to_path_buf());
+    }
+
     /// Every metric in the text exposition format 0.0.4.
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(4096);
@@ -178,7 +188,10 @@ impl Metrics {
                 self.verdicts[index(decision)].load(Ordering::Relaxed)
             );
         }
-        let single: [(&str, &str, &str, String); 4] = [
+        let approvals = self.approvals.get().map_or(0, |state| {
+            crate::approvals::Store::new(state).count_pending()
+        });
+        let single: [(&str, &str, &str, String); 5] = [
             (
                 "validator_escalations_total",
                 "counter",
@@ -202,6 +215,12 @@ impl Metrics {
                 "gauge",
                 "When the last verdict was published, in seconds since the Unix epoch (0: none yet).",
                 seconds(self.last_judged_ms.load(Ordering::Relaxed)),
+            ),
+            (
+                "validator_approvals_pending",
+                "gauge",
+                "Tool calls waiting for a person's approval (`validator approvals`), not yet answered or expired.",
+                approvals.to_string(),
             ),
         ];
         for (name, kind, help, value) in single {
@@ -363,6 +382,7 @@ mod tests {
             "validator_queue_depth 0\n",
             "validator_running_tasks 0\n",
             "validator_last_judge_timestamp_seconds 0\n",
+            "validator_approvals_pending 0\n",
             &format!(
                 "validator_build_info{{version=\"{}\"}} 1\n",
                 env!("CARGO_PKG_VERSION")
@@ -370,6 +390,27 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line}\n{text}");
         }
+    }
+
+    #[test]
+    fn the_approvals_gauge_counts_open_requests() {
+        let dir = tempfile::tempdir().unwrap();
+        let metrics = Metrics::default();
+        metrics.count_approvals(dir.path());
+        let input = serde_json::json!({"command": "git push"});
+        let draft = crate::approvals::Draft {
+            session: "s",
+            agent: "codex",
+            tool: "Bash",
+            input: &input,
+            command: "git push",
+            reason: "r",
+            open_for: std::time::Duration::from_secs(60),
+        };
+        crate::approvals::Store::new(dir.path())
+            .create(&draft, None)
+            .unwrap();
+        assert!(metrics.render().contains("validator_approvals_pending 1\n"));
     }
 
     #[test]
