@@ -203,9 +203,13 @@ impl Plan {
         }
         plan.kept = kept;
         // The key in force (`$VALIDATOR_KEY_FILE` wins) and the rules file's, each.
-        let keys = rules.signing_key_file.iter().cloned().chain(
-            crate::verdict::sign::KeyFile::configured(rules.key_named()).map(|key| key.path),
-        );
+        // The approvals endpoint's token is a key too: who reads it answers for a person.
+        let keys = rules
+            .signing_key_file
+            .iter()
+            .cloned()
+            .chain(crate::verdict::sign::KeyFile::configured(rules.key_named()).map(|key| key.path))
+            .chain(rules.hook.approvals.token_file.clone());
         for key in keys {
             if key.symlink_metadata().is_ok() && !plan.hidden.contains(&real(&key)) {
                 plan.hidden.push(real(&key));
@@ -214,7 +218,7 @@ impl Plan {
         let own_files: Vec<(PathBuf, &str)> = plan
             .hidden
             .iter()
-            .map(|key| (key.clone(), "signing key"))
+            .map(|key| (key.clone(), "key"))
             .chain([(real(&rules.path), "rules file")])
             .collect();
         crate::sandbox::refuse_other_names(&own_files)?;
