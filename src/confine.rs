@@ -203,14 +203,7 @@ impl Plan {
         }
         plan.kept = kept;
         // The key in force (`$VALIDATOR_KEY_FILE` wins) and the rules file's, each.
-        // The approvals endpoint's token is a key too: who reads it answers for a person.
-        let keys = rules
-            .signing_key_file
-            .iter()
-            .cloned()
-            .chain(crate::verdict::sign::KeyFile::configured(rules.key_named()).map(|key| key.path))
-            .chain(rules.hook.approvals.token_file.clone());
-        for key in keys {
+        for key in keys(rules) {
             if key.symlink_metadata().is_ok() && !plan.hidden.contains(&real(&key)) {
                 plan.hidden.push(real(&key));
             }
@@ -432,6 +425,18 @@ pub fn writable_words(scopes: &[(String, FileScope)]) -> String {
     }
 }
 
+/// validator's keys under `rules`: the signing key in force (`$VALIDATOR_KEY_FILE` wins) and
+/// the rules file's, and the approvals endpoint's token (who reads it answers for a person).
+pub fn keys(rules: &Rules) -> Vec<PathBuf> {
+    rules
+        .signing_key_file
+        .iter()
+        .cloned()
+        .chain(crate::verdict::sign::KeyFile::configured(rules.key_named()).map(|key| key.path))
+        .chain(rules.hook.approvals.token_file.clone())
+        .collect()
+}
+
 /// The first link on the way from `dir` down to `rel` (as a task path), if there is one.
 fn link_on_the_way(dir: &Path, rel: &str) -> Option<String> {
     let mut at = dir.to_path_buf();
@@ -477,7 +482,11 @@ fn open_exactly(path: &Path) -> Result<std::os::fd::OwnedFd, String> {
 fn worker_cache(task: &Task) -> Option<PathBuf> {
     use sha2::{Digest, Sha256};
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let digest = Sha256::digest(task.dir.as_os_str().as_encoded_bytes());
+    let mut digest = Sha256::new();
+    digest.update(task.dir.as_os_str().as_encoded_bytes());
+    digest.update([0]);
+    digest.update(task.name.as_bytes());
+    let digest = digest.finalize();
     let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let dir = std::env::temp_dir().join(format!("validator-worker-cache-{name}"));
     let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);

@@ -23,6 +23,9 @@ const MAX_AT_ONCE: usize = 16;
 /// Largest request header read.
 const MAX_HEADER: u64 = 4096;
 
+/// How long a relayed hook's request (header and input) may take to arrive.
+const REQUEST_TIME: Duration = Duration::from_secs(5);
+
 /// How much longer than its own deadline a hook is given before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
 
@@ -60,13 +63,17 @@ pub(crate) struct Judged {
 impl Broker {
     /// A socket in a fresh directory of the system's temporary directory (mode 0700).
     pub(crate) fn bind() -> Result<Broker, String> {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix("validator-broker-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|err| format!("cannot make the broker's directory: {err}"))?;
         let socket = dir.path().join("hooks.sock");
         let listener = UnixListener::bind(&socket)
             .map_err(|err| format!("cannot listen on {}: {err}", socket.display()))?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
+            .map_err(|err| format!("cannot keep {} to this user: {err}", socket.display()))?;
         Ok(Broker {
             listener,
             socket,
@@ -87,10 +94,12 @@ impl Broker {
                 let Ok(stream) = stream else { continue };
                 let judged = judged.clone();
                 let at_once = at_once.clone();
-                while at_once.load(std::sync::atomic::Ordering::Acquire) >= MAX_AT_ONCE {
-                    std::thread::sleep(Duration::from_millis(20));
+                // Full: this one is refused at once (its hook holds the call), never queued
+                // behind connections that may never finish.
+                if at_once.fetch_add(1, std::sync::atomic::Ordering::AcqRel) >= MAX_AT_ONCE {
+                    at_once.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                    continue;
                 }
-                at_once.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
                 std::thread::spawn(move || {
                     if let Err(why) = answer(stream, &judged) {
                         tracing::warn!("validator run: a hook was not relayed: {why}");
@@ -106,9 +115,15 @@ impl Broker {
 /// the request's, in the request's directory where that lies in the task.
 fn answer(mut stream: UnixStream, judged: &Judged) -> Result<(), String> {
     let io = |err: std::io::Error| err.to_string();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(io)?;
+    // The whole request must come within a few seconds, however slowly it trickles in.
+    let until = std::time::Instant::now() + REQUEST_TIME;
+    let left = || {
+        until
+            .checked_duration_since(std::time::Instant::now())
+            .filter(|left| !left.is_zero())
+            .ok_or_else(|| "its request did not come in time".to_owned())
+    };
+    stream.set_read_timeout(Some(left()?)).map_err(io)?;
     let mut header = Vec::new();
     let mut byte = [0u8; 1];
     while header.len() as u64 <= MAX_HEADER {
@@ -129,10 +144,18 @@ fn answer(mut stream: UnixStream, judged: &Judged) -> Result<(), String> {
         }
     };
     let mut input = Vec::new();
-    (&mut stream)
-        .take(validator::hook::MAX_INPUT as u64 + 1)
-        .read_to_end(&mut input)
-        .map_err(io)?;
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        stream.set_read_timeout(Some(left()?)).map_err(io)?;
+        let read = stream.read(&mut chunk).map_err(io)?;
+        if read == 0 {
+            break;
+        }
+        input.extend_from_slice(&chunk[..read]);
+        if input.len() > validator::hook::MAX_INPUT {
+            return Err("its input is too long".into());
+        }
+    }
     let deadline = Duration::from_millis(request.deadline_ms.min(10 * 60 * 1000));
     let cwd = match request.cwd.canonicalize() {
         Ok(cwd) if cwd.starts_with(&judged.task_dir) => cwd,
@@ -217,6 +240,32 @@ pub(crate) fn relay(agent: &str, deadline: Duration) -> Option<ExitCode> {
     })
 }
 
+/// Whether `pid` is this process's parent, or its parent's, and so on up.
+fn is_ancestor(pid: i32) -> bool {
+    let mut at = nix::unistd::getppid().as_raw();
+    for _ in 0..64 {
+        if at == pid {
+            return true;
+        }
+        if at <= 1 {
+            return false;
+        }
+        // `/proc/PID/stat`: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{at}/stat")) else {
+            return false;
+        };
+        let Some(parent) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|ppid| ppid.parse().ok())
+        else {
+            return false;
+        };
+        at = parent;
+    }
+    false
+}
+
 fn relayed(socket: &Path, agent: &str, deadline: Duration) -> Result<Response, String> {
     let io = |err: std::io::Error| err.to_string();
     // Read by the deadline: an agent that never closes the hook's input gets a held call, not
@@ -236,6 +285,16 @@ fn relayed(socket: &Path, agent: &str, deadline: Duration) -> Result<Response, S
         .map_err(|_| "its input did not end by the deadline".to_owned())?
         .map_err(io)?;
     let mut stream = UnixStream::connect(socket).map_err(io)?;
+    // Only the `validator run` this hook runs under: a socket a worker named (in a settings
+    // file it wrote, say) would answer for validator.
+    let peer = nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+        .map_err(|err| format!("cannot tell who listens on it: {err}"))?;
+    if !is_ancestor(peer.pid()) {
+        return Err(format!(
+            "what listens on it (pid {}) is no validator run this hook runs under",
+            peer.pid()
+        ));
+    }
     stream
         .set_read_timeout(Some(deadline + GRACE + Duration::from_secs(5)))
         .map_err(io)?;

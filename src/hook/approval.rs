@@ -204,6 +204,18 @@ fn tell_webhook(rules: &Rules, request: &Request) {
 }
 
 /// The webhook's JSON: a Slack-style `text` for a person, and the request's fields for a tool.
+/// Text for Slack's markup that makes nothing of its own: its control characters escaped.
+fn slack_plain(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// `text` as one code span that no character of it can end.
+fn slack_code(text: &str) -> String {
+    format!("`{}`", slack_plain(text).replace('`', "ˋ"))
+}
+
 fn webhook_body(rules: &Rules, request: &Request) -> Value {
     let rules_file = rules
         .path
@@ -213,11 +225,28 @@ fn webhook_body(rules: &Rules, request: &Request) -> Value {
     let approve = format!("validator -c {config} approve {}", request.id);
     let deny = format!("validator -c {config} deny {} --reason 'why'", request.id);
     let command = crate::text::one_line(&request.command);
+    let chars = command.chars().count();
+    // The command is the worker's text: it must not close the code span or make a link of
+    // its own in the person's chat, and what is clipped is said.
+    let shown = if chars > TEXT_COMMAND_CHARS {
+        let head: String = command.chars().take(TEXT_COMMAND_CHARS / 2).collect();
+        let tail: String = command
+            .chars()
+            .skip(chars - TEXT_COMMAND_CHARS / 2)
+            .collect();
+        format!(
+            "{} … ({} characters not shown: `validator approvals` has all) … {}",
+            slack_code(&head),
+            chars - TEXT_COMMAND_CHARS,
+            slack_code(&tail)
+        )
+    } else {
+        slack_code(&command)
+    };
     let text = format!(
-        "validator: {} asks a person to approve `{}` ({}). Approve: `{approve}`; deny: `{deny}`. Open for {}.",
-        crate::text::one_line(&request.agent),
-        crate::text::clip(&command, TEXT_COMMAND_CHARS),
-        crate::text::one_line(&request.reason),
+        "validator: {} asks a person to approve {shown} ({}). Approve: `{approve}`; deny: `{deny}`. Open for {}.",
+        slack_plain(&crate::text::one_line(&request.agent)),
+        slack_plain(&crate::text::one_line(&request.reason)),
         crate::duration::format(request.left()),
     );
     json!({

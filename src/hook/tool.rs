@@ -141,6 +141,38 @@ fn unconfined(line: &str) -> Option<&str> {
         .map(|(_, original)| original)
 }
 
+/// Why a tool call that names a path is refused for reaching one of validator's keys (the
+/// signing key in force, the approvals token), or a directory that holds one: the agent's own
+/// read tools run in the agent, not under `validator exec`, so the kernel does not hide them.
+fn reads_a_key(rules: &Rules, call: &Call, cwd: &Path) -> Option<String> {
+    let keys: Vec<PathBuf> = crate::confine::keys(rules)
+        .iter()
+        .filter_map(|key| key.canonicalize().ok())
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let mut named: Vec<&str> = PATH_FIELDS
+        .iter()
+        .chain(&["dir_path", "directory", "pattern", "cwd", "workdir"])
+        .filter_map(|field| call.input.get(*field).and_then(Value::as_str))
+        .collect();
+    for field in ["paths", "absolute_paths", "file_paths"] {
+        if let Some(Value::Array(items)) = call.input.get(field) {
+            named.extend(items.iter().filter_map(Value::as_str));
+        }
+    }
+    named.into_iter().find_map(|path| {
+        let real = cwd.join(path).canonicalize().ok()?;
+        keys.iter().any(|key| key.starts_with(&real)).then(|| {
+            format!(
+                "reading {} is refused: it is or holds a key of validator's, which no worker reads",
+                crate::text::name(path)
+            )
+        })
+    })
+}
+
 /// Tools that run a shell command line (`command`).
 const SHELL_TOOLS: &[&str] = &[
     "bash",
@@ -666,7 +698,10 @@ pub fn before(
     let cwd = crate::tooltime::resolve_cwd(&input.cwd);
     let call = Call::of(input);
     let (action, dir) = call.action(&cwd);
-    let judged = setting.policy(input).decide(&action, &dir);
+    let mut judged = setting.policy(input).decide(&action, &dir);
+    if let Some(why) = reads_a_key(rules, &call, &dir) {
+        judged.decision = Decision::Deny(why);
+    }
     // Where the agent cannot ask its person, the call waits for one (`validator approve`).
     let decision = match judged.decision {
         Decision::Ask(why) if super::approval::waits(rules, agent) => {

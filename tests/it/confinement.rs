@@ -459,3 +459,65 @@ fn under_validator_run_the_agents_own_hooks_are_judged_outside_and_keep_their_st
         state.display()
     );
 }
+
+#[test]
+fn the_agents_read_tools_never_reach_a_key_and_a_hook_relays_only_to_its_own_run() {
+    let project = scoped("");
+    project.root_file("keys/signing", "0123456789abcdef0123456789abcdef\n");
+    let rules = std::fs::read_to_string(project.rules_path()).unwrap();
+    project.rules(&rules.replace(
+        "version: 1\n",
+        "version: 1\nsigning_key_file: keys/signing\n",
+    ));
+    for (tool, field, path) in [
+        ("Read", "file_path", project.path().join("keys/signing")),
+        ("Grep", "path", project.path().join("keys")),
+    ] {
+        let call = input(&project, tool, json!({ field: path, "pattern": "x" }));
+        let output = validator()
+            .arg("-c")
+            .arg(project.rules_path())
+            .args(["hook", "claude"])
+            .current_dir(project.task_dir())
+            .write_stdin(call.to_string())
+            .output()
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{tool}"
+        );
+    }
+    // A socket a worker names (in a settings file it wrote, say) is no run's broker: the hook
+    // holds the call rather than take its answer.
+    let socket = project.path().join("fake.sock");
+    // Served by a process of its own, as a worker's would be: no ancestor of the hook.
+    let mut fake = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen()\nprint('up',flush=True)\nwhile True:\n c,_=s.accept()\n c.sendall(b'{\"code\":0,\"stdout\":\"\",\"stderr\":\"\"}')\n c.close()",
+        )
+        .arg(&socket)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut up = [0u8; 3];
+    std::io::Read::read_exact(fake.stdout.as_mut().unwrap(), &mut up).unwrap();
+    let call = input(&project, "Bash", json!({"command": "echo x > answer.txt"}));
+    let output = validator()
+        .arg("-c")
+        .arg(project.rules_path())
+        .args(["hook", "claude"])
+        .current_dir(project.task_dir())
+        .env("VALIDATOR_BROKER", &socket)
+        .write_stdin(call.to_string())
+        .output()
+        .unwrap();
+    let _ = fake.kill();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("no validator run"),
+        "{output:?}"
+    );
+}
