@@ -514,6 +514,7 @@ fn the_agents_read_tools_never_reach_a_key_and_a_hook_relays_only_to_its_own_run
         .output()
         .unwrap();
     let _ = fake.kill();
+    let _ = fake.wait();
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     assert!(output.stdout.is_empty());
     assert!(
