@@ -55,6 +55,18 @@ const DEVICES: &[&str] = &[
     "/dev/pts",
 ];
 
+/// A project's own settings of the agent CLIs (hooks, MCP servers, plugins), kept read-only
+/// where they exist.
+const PROJECT_AGENT_SETTINGS: &[&str] = &[
+    ".claude",
+    ".mcp.json",
+    ".codex",
+    ".gemini",
+    ".opencode",
+    "opencode.json",
+    "opencode.jsonc",
+];
+
 /// Devices a confined process reads besides those it writes.
 const READ_DEVICES: &[&str] = &["/dev/random", "/dev/urandom", "/dev/shm"];
 
@@ -151,9 +163,15 @@ impl Plan {
             Some(task.dir.join(".git")),
             Call::dir().ok(),
         ];
+        // The project's own agent settings name hooks and MCP servers the agent runs outside
+        // any confinement next time; they are the person's, as `.git`'s are.
+        let settings = PROJECT_AGENT_SETTINGS
+            .iter()
+            .map(|name| task.dir.join(name));
         let own = own
             .into_iter()
             .flatten()
+            .chain(settings)
             .chain(task.ignore.iter().cloned())
             .chain(also_kept.iter().cloned());
         let mut kept: Vec<PathBuf> = own

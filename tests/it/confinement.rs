@@ -522,3 +522,32 @@ fn the_agents_read_tools_never_reach_a_key_and_a_hook_relays_only_to_its_own_run
         "{output:?}"
     );
 }
+
+#[test]
+fn the_projects_own_agent_settings_stay_as_they_are_when_the_whole_task_is_writable() {
+    if !kernel_confines() {
+        eprintln!("skipped: this kernel has no Landlock ABI 3");
+        return;
+    }
+    let project = Project::new();
+    project.rules(&pipeline(
+        "      - name: scope\n        rule: file-scope\n        deny: [\"secrets/**\"]\n",
+    ));
+    project.file(".claude/settings.json", "{}");
+    project.file(".mcp.json", "{}");
+    let task = project.task_dir();
+    let command = rewritten(
+        &project,
+        "python3 -c \"open('.claude/settings.local.json','w').write('{}')\"; python3 -c \"open('.mcp.json','a').write(' ')\"; echo ok > notes.txt",
+    );
+    let ran = run_as_the_agent(&task, &command);
+    assert!(
+        task.join("notes.txt").exists(),
+        "the task is writable: {ran:?}"
+    );
+    assert!(!task.join(".claude/settings.local.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(task.join(".mcp.json")).unwrap(),
+        "{}"
+    );
+}
