@@ -221,6 +221,14 @@ impl Plan {
         }
         plan.kept = kept;
         // The key in force (`$VALIDATOR_KEY_FILE` wins) and the rules file's, each.
+        plan.add_keys(rules)?;
+        Ok(plan)
+    }
+
+    /// validator's keys, to be hidden; `Err` when one (or the rules file) has another name a
+    /// worker could reach it by.
+    fn add_keys(&mut self, rules: &Rules) -> Result<(), String> {
+        let plan = self;
         for key in keys(rules) {
             if key.symlink_metadata().is_ok() && !plan.hidden.contains(&real(&key)) {
                 plan.hidden.push(real(&key));
@@ -232,8 +240,7 @@ impl Plan {
             .map(|key| (key.clone(), "key"))
             .chain([(real(&rules.path), "rules file")])
             .collect();
-        crate::sandbox::refuse_other_names(&own_files)?;
-        Ok(plan)
+        crate::sandbox::refuse_other_names(&own_files)
     }
 
     /// The task trees the stop would accept a change in, each where it is (none through a

@@ -66,6 +66,8 @@ pub(crate) fn hook(
     task: Option<String>,
     deadline: Duration,
 ) -> ExitCode {
+    // What a gate leaves running is re-parented here, to be killed (see `reaper`).
+    validator::reaper::become_subreaper();
     let agent = validator::hook::Agent::from(agent);
     // Under `validator run` the hook is confined with the agent: the run judges it outside.
     if let Some(relayed) = super::broker::relay(agent.name(), deadline) {

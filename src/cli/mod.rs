@@ -422,10 +422,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             task_dir,
             task,
             deadline,
-        } => {
-            validator::reaper::become_subreaper();
-            Ok(hook(cli.config, agent, task_dir, task, deadline))
-        }
+        } => Ok(hook(cli.config, agent, task_dir, task, deadline)),
         Command::Rules {
             command: RulesCommand::Schema { contract },
         } => rules_schema(contract),

@@ -19,7 +19,7 @@ use crate::config::Rules;
 use crate::events::{Event, EventLog};
 use crate::rules::file_scope;
 use crate::task::Task;
-use crate::tooltime::{Action, Decision, Policy};
+use crate::tooltime::{Action, Decision, Policy, Ruling};
 
 /// The part of a tool hook's input validator reads, named as each agent names it.
 #[derive(Debug, Clone, Default)]
@@ -643,6 +643,16 @@ impl<'r> Setting<'r> {
         ))
     }
 
+    /// The policy's ruling on `action`, and a refusal of any call that names one of
+    /// validator's keys.
+    fn decide(&self, input: &Input, call: &Call, action: &Action, dir: &Path) -> Ruling {
+        let mut judged = self.policy(input).decide(action, dir);
+        if let Some(why) = reads_a_key(self.rules, call, dir) {
+            judged.decision = Decision::Deny(why);
+        }
+        judged
+    }
+
     fn record(&self, event: Event<'_>) {
         self.events
             .get_or_init(|| EventLog::open_or_discard(&self.rules.state, self.rules.events))
@@ -698,10 +708,7 @@ pub fn before(
     let cwd = crate::tooltime::resolve_cwd(&input.cwd);
     let call = Call::of(input);
     let (action, dir) = call.action(&cwd);
-    let mut judged = setting.policy(input).decide(&action, &dir);
-    if let Some(why) = reads_a_key(rules, &call, &dir) {
-        judged.decision = Decision::Deny(why);
-    }
+    let judged = setting.decide(input, &call, &action, &dir);
     // Where the agent cannot ask its person, the call waits for one (`validator approve`).
     let decision = match judged.decision {
         Decision::Ask(why) if super::approval::waits(rules, agent) => {
