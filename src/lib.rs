@@ -54,6 +54,8 @@ pub mod config;
 pub mod confine;
 #[doc(hidden)]
 pub mod contract;
+#[doc(hidden)]
+pub mod delivery;
 pub mod done;
 #[doc(hidden)]
 pub mod duration;

@@ -45,6 +45,17 @@ pub struct Task {
     /// knows it (the prompts a hook saw the user submit): the ground truth a reviewer starts
     /// from, never the worker's summary of it.
     pub request: Option<String>,
+    /// What is delivered is counted from here instead of HEAD (a push: the commit the remote
+    /// already has), for every gate whose `base` is HEAD.
+    pub since: Option<Since>,
+}
+
+/// The commit a push's changes are counted from, and how the summary names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Since {
+    /// `None`: the remote has none of the pushed history, so every file is new.
+    pub commit: Option<String>,
+    pub shown: String,
 }
 
 impl Task {
@@ -68,6 +79,7 @@ impl Task {
             ignore: Vec::new(),
             contract: None,
             request: None,
+            since: None,
         })
     }
 
@@ -83,6 +95,11 @@ impl Task {
 
     pub fn with_request(mut self, request: Option<String>) -> Self {
         self.request = request;
+        self
+    }
+
+    pub fn with_since(mut self, since: Option<Since>) -> Self {
+        self.since = since;
         self
     }
 

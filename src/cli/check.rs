@@ -12,7 +12,7 @@ use super::{Format, Found, load, print_verdict};
 use validator::progress::{Labels, Progress};
 use validator::verdict::sign;
 use validator::verdict::{feedback, format};
-use validator::{Signal, Task, task};
+use validator::{Signal, Task, delivery, task};
 
 #[derive(clap::Args)]
 pub(crate) struct CheckArgs {
@@ -67,6 +67,14 @@ pub(crate) struct CheckArgs {
     /// as pre-commit's --all-files)
     #[arg(long)]
     pub(crate) all_files: bool,
+    /// Judge what `git commit` would commit now (a pre-commit hook): the index, with unstaged
+    /// changes and the untracked files it leaves out set aside until the run ends
+    #[arg(long, conflicts_with_all = ["all_files", "pushed"])]
+    pub(crate) staged: bool,
+    /// Judge what `git push` sends (a pre-push hook): each pushed ref's commit, its changes
+    /// counted from what REMOTE has; git's pre-push lines are read from standard input
+    #[arg(long, value_name = "REMOTE", conflicts_with_all = ["all_files", "signal", "request"])]
+    pub(crate) pushed: Option<String>,
     /// Print the verdict only: no line for each gate as it finishes (on stderr for formats
     /// other than text), and no progress
     #[arg(short, long)]
@@ -88,8 +96,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
         .task_dir
         .clone()
         .unwrap_or_else(|| config.project_dir());
-    let config = &config.path;
-    let rules = load(config)?;
+    let rules = load(&config.path)?;
     let name = args
         .task
         .clone()
@@ -103,66 +110,182 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
     if let Some(request) = &args.request {
         task = task.with_request(Some(read_request(request, args.signal.as_deref())?));
     }
-    let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
-    let only = gate_names(&args.only, pipeline, "--only")?;
-    let skip = gate_names(&args.skip, pipeline, "--skip or VALIDATOR_SKIP")?;
-    // Only the JSON document carries a signature; a key that is named but unreadable stops
-    // the run before any gate, never a silently unsigned verdict.
-    let sign = matches!(args.format, Format::Json);
-    let key = match sign {
-        true => Ok(sign::configured_key(rules.key_named())?.map(Arc::new)),
-        false => validator::judge::signing(&rules),
-    };
-    let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
-    // Dropped (its progress line erased) before the verdict is printed.
-    let stream = (!args.quiet).then(|| Stream::new(args.format, pipeline, verbose));
-    let header = || {
-        if let Some(stream) = &stream {
-            stream.print(&format::text_header(
-                &task.name,
-                &pipeline.name,
-                args.attempt,
-                rules.defaults.max_attempts,
-            ));
-        }
-    };
-    header();
+    // Installed before anything is set aside, so a stop signal ends the run and the user's
+    // work is put back, never left half swapped.
     let cancel = cancel_on_stop_signals()?;
-    let judge = validator::judge::Judge {
+    let run = Run {
+        config: &config.path,
         rules: &rules,
-        key: &key,
-        sign,
-        cache: cache.as_ref(),
-        cancel: Some(&cancel),
-        observer: stream
-            .as_ref()
-            .map(|s| s as &dyn validator::pipeline::Observer),
-        selection: validator::pipeline::Selection {
-            only: &only,
-            skip: &skip,
-            keep_going: args.keep_going,
-            all_files: args.all_files,
-        },
-        slots: None,
-        speculation: Default::default(),
+        args: &args,
+        verbose,
+        cancel: &cancel,
     };
-    let judged = |task: Task| {
-        let case = validator::judge::Case {
-            task,
-            pipeline: Ok(pipeline),
-            refused: None,
-        };
-        judge.judge(case, None).verdict
-    };
-    let mut verdict = judged(task.clone());
-    if args.fix && run_fixes(&verdict, pipeline, &task, &rules, &cancel) {
-        if let Some(stream) = &stream {
-            stream.restart();
-        }
-        header();
-        verdict = judged(task.clone());
+    if args.staged {
+        let swap = run.swap_in(&task, &delivery::Delivered::Index)?;
+        let code = run.judge(task);
+        swap.restore()?;
+        return code;
     }
-    finish(stream, &verdict, &args, pipeline, verbose, config)
+    let Some(remote) = &args.pushed else {
+        return run.judge(task);
+    };
+    let mut lines = String::new();
+    std::io::stdin()
+        .take(1 << 20)
+        .read_to_string(&mut lines)
+        .context("cannot read git's pre-push lines from standard input")?;
+    let mut worst = ExitCode::SUCCESS;
+    for push in delivery::pushed(&task, remote, &lines)? {
+        eprintln!(
+            "validator: judging {} as pushed ({}), its changes counted from {}",
+            validator::text::one_line(&push.local_ref),
+            match push.new_commits {
+                Some(n) => format!("{n} new commit{}", if n == 1 { "" } else { "s" }),
+                None => push.commit.chars().take(12).collect(),
+            },
+            push.since.shown
+        );
+        let task = task.clone().with_since(Some(push.since));
+        let swap = run.swap_in(&task, &delivery::Delivered::Commit(push.commit))?;
+        let code = run.judge(task);
+        swap.restore()?;
+        let code = code?;
+        if code != ExitCode::SUCCESS && worst == ExitCode::SUCCESS {
+            worst = code;
+        }
+    }
+    Ok(worst)
+}
+
+/// One `check`'s settings, to judge one task or, for a push, each ref in turn.
+struct Run<'a> {
+    config: &'a Path,
+    rules: &'a validator::config::Rules,
+    args: &'a CheckArgs,
+    verbose: bool,
+    cancel: &'a Arc<validator::process::Cancel>,
+}
+
+impl Run<'_> {
+    /// Puts what is delivered in the work tree, saying what was set aside.
+    fn swap_in(&self, task: &Task, delivered: &delivery::Delivered) -> Result<delivery::Swap> {
+        let keep = [self.rules.state.clone(), self.config.to_path_buf()];
+        let swap = delivery::swap_in(task, &self.rules.state, delivered, &user_excludes(), &keep)?;
+        if swap.set_aside() > 0 || swap.written() > 0 {
+            eprintln!(
+                "validator: judging what is {}: {} of your files set aside until the run ends{}",
+                match delivered {
+                    delivery::Delivered::Index => "staged",
+                    delivery::Delivered::Commit(_) => "pushed",
+                },
+                swap.set_aside(),
+                match swap.written() {
+                    0 => String::new(),
+                    n => format!(", {n} written as delivered"),
+                }
+            );
+        }
+        Ok(swap)
+    }
+
+    fn judge(&self, task: Task) -> Result<ExitCode> {
+        let (rules, args, verbose) = (self.rules, self.args, self.verbose);
+        let pipeline = rules.pipeline_for(&task.name, args.pipeline.as_deref())?;
+        let only = gate_names(&args.only, pipeline, "--only")?;
+        let skip = gate_names(&args.skip, pipeline, "--skip or VALIDATOR_SKIP")?;
+        // Only the JSON document carries a signature; a key that is named but unreadable stops
+        // the run before any gate, never a silently unsigned verdict.
+        let sign = matches!(args.format, Format::Json);
+        let key = match sign {
+            true => Ok(sign::configured_key(rules.key_named())?.map(Arc::new)),
+            false => validator::judge::signing(rules),
+        };
+        let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
+        // Dropped (its progress line erased) before the verdict is printed.
+        let stream = (!args.quiet).then(|| Stream::new(args.format, pipeline, verbose));
+        let header = || {
+            if let Some(stream) = &stream {
+                stream.print(&format::text_header(
+                    &task.name,
+                    &pipeline.name,
+                    args.attempt,
+                    rules.defaults.max_attempts,
+                ));
+            }
+        };
+        header();
+        let judge = validator::judge::Judge {
+            rules,
+            key: &key,
+            sign,
+            cache: cache.as_ref(),
+            cancel: Some(self.cancel),
+            observer: stream
+                .as_ref()
+                .map(|s| s as &dyn validator::pipeline::Observer),
+            selection: validator::pipeline::Selection {
+                only: &only,
+                skip: &skip,
+                keep_going: args.keep_going,
+                all_files: args.all_files,
+            },
+            slots: None,
+            speculation: Default::default(),
+        };
+        let judged = |task: Task| {
+            let case = validator::judge::Case {
+                task,
+                pipeline: Ok(pipeline),
+                refused: None,
+            };
+            judge.judge(case, None).verdict
+        };
+        let mut verdict = judged(task.clone());
+        if args.fix && run_fixes(&verdict, pipeline, &task, rules, self.cancel) {
+            if let Some(stream) = &stream {
+                stream.restart();
+            }
+            header();
+            verdict = judged(task.clone());
+        }
+        finish(stream, &verdict, args, pipeline, verbose, self.config)
+    }
+}
+
+/// The user's own ignore patterns (git's `core.excludesFile`, else `~/.config/git/ignore`):
+/// an untracked file they hide stays in place while what is delivered is judged, as git
+/// leaves it out of `git status`.
+fn user_excludes() -> Vec<String> {
+    const MAX_EXCLUDES: u64 = 1 << 20;
+    let configured = std::process::Command::new("git")
+        .args(["config", "--global", "--path", "--get", "core.excludesFile"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .filter(|path| !path.as_os_str().is_empty());
+    let default = || {
+        std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+            .map(|dir| dir.join("git/ignore"))
+    };
+    let Some(path) = configured.or_else(default) else {
+        return Vec::new();
+    };
+    let Ok(text) =
+        validator::files::read_text(&path, MAX_EXCLUDES, validator::files::Links::Follow)
+    else {
+        return Vec::new();
+    };
+    text.lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Prints what the live lines have not: in text, the gates that never ran and the decision

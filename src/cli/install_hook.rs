@@ -1,6 +1,7 @@
 //! `validator install-hook`: validator as the repository's own git hook (`pre-commit` or
-//! `pre-push`), as `pre-commit install` and `lefthook install` do. Another runner's hook is never
-//! replaced without `--force`; validator's own is rewritten in place.
+//! `pre-push`), judging what the commit or the push delivers (`check --staged`, `check
+//! --pushed`). Another runner's hook is never replaced without `--force`; validator's own is
+//! rewritten in place.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -54,7 +55,7 @@ pub(crate) fn install_hook(config: Option<&Found>, hook: GitHook, force: bool) -
             return Ok(ExitCode::from(2));
         }
     }
-    let script = script(config)?;
+    let script = script(config, hook)?;
     validator::replace::atomically(&path, script.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
@@ -62,7 +63,7 @@ pub(crate) fn install_hook(config: Option<&Found>, hook: GitHook, force: bool) -
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "installed {}: runs `validator check` before each {}; `--no-verify` skips it once, deleting the file removes it",
+        "installed {}: runs `validator check` on what each {} delivers; `--no-verify` skips it once, deleting the file removes it",
         path.display(),
         match hook {
             GitHook::PreCommit => "commit",
@@ -139,7 +140,7 @@ fn whose(hook: &str) -> Option<&'static str> {
 
 /// The hook's script: this validator by its path while it is there, else `validator` on PATH;
 /// the rules file by its absolute path when one was named.
-fn script(config: Option<&Found>) -> Result<String> {
+fn script(config: Option<&Found>, hook: GitHook) -> Result<String> {
     let exe = std::env::current_exe().context("cannot tell where validator is")?;
     let quote = |path: &Path| shell_words::quote(&path.to_string_lossy()).into_owned();
     let rules = match config.filter(|found| !found.discovered) {
@@ -152,8 +153,14 @@ fn script(config: Option<&Found>) -> Result<String> {
         }
         None => String::new(),
     };
+    // What is delivered, not the work tree: the index for a commit, the pushed commits for a
+    // push (git hands the hook the remote's name and, on standard input, the refs).
+    let what = match hook {
+        GitHook::PreCommit => "--staged",
+        GitHook::PrePush => "--pushed \"$1\"",
+    };
     Ok(format!(
-        "#!/bin/sh\n{MARKER}: `validator install-hook` rewrites it, deleting the file removes it\nv={}\n[ -x \"$v\" ] || v=validator\nexec \"$v\"{rules} check\n",
+        "#!/bin/sh\n{MARKER}: `validator install-hook` rewrites it, deleting the file removes it\nv={}\n[ -x \"$v\" ] || v=validator\nexec \"$v\"{rules} check {what}\n",
         quote(&exe)
     ))
 }

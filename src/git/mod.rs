@@ -31,6 +31,7 @@
 //! base, [`ignore_rules`] decides what an ignore rule may hide, and [`parse`] reads what git
 //! prints and writes.
 
+mod delivery;
 mod ignore_rules;
 mod locate;
 mod parse;
@@ -54,6 +55,7 @@ use parse::{Index, Status, split_z};
 use private_index::Private;
 use run::{Listing, git_program};
 
+pub use delivery::{Delivered, TreeEntry};
 pub(crate) use locate::passed_over_in_worker_area;
 #[doc(hidden)]
 pub use parse::read_listings;
@@ -183,6 +185,13 @@ impl<'a> Repo<'a> {
 
     /// The commit `base` names now; an error only when git could not answer.
     pub fn pin(&self, base: &str) -> Result<Pinned, String> {
+        // A push is counted from what the remote holds, not from HEAD, which holds it all.
+        if let (Some(since), "HEAD", 0) = (&self.task.since, base, self.depth) {
+            return Ok(match &since.commit {
+                Some(commit) => Pinned::Commit(commit.clone()),
+                None => Pinned::Unborn,
+            });
+        }
         let revision = format!("{base}^{{commit}}");
         match self.run(&[
             "rev-parse",
@@ -295,6 +304,10 @@ impl<'a> Repo<'a> {
             }
         }
         files.extend(self.files_under(&every_file_under)?);
+        let shown = match (&self.task.since, shown, self.depth) {
+            (Some(since), "HEAD", 0) => since.shown.as_str(),
+            _ => shown,
+        };
         let changes = Changes {
             source: Source::Git(shown.to_owned()),
             files,

@@ -843,6 +843,24 @@ fn outside_a_run<T>(
     look(&ctx, Instant::now() + timeout)
 }
 
+/// What differs from HEAD in the task's repository, as git tells it (never a snapshot
+/// baseline, which is not HEAD): for a git hook to know which files to look at.
+pub fn changed_in_git(
+    task: &crate::task::Task,
+    state_dir: &Path,
+    timeout: std::time::Duration,
+) -> Result<BTreeSet<String>, String> {
+    outside_a_run(task, state_dir, timeout, |ctx, deadline| {
+        let changes = changed(ctx, "HEAD", deadline).map_err(Problem::into_reason)?;
+        match changes.source {
+            Source::Git(_) => Ok(changes.files),
+            other => Err(format!(
+                "the changes were counted from {other}, not from git's HEAD"
+            )),
+        }
+    })
+}
+
 /// What the worker changed against HEAD, outside any run (after an agent's tool ran).
 pub fn changed_now(
     task: &crate::task::Task,

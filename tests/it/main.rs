@@ -34,6 +34,7 @@ mod formats;
 mod fuzz_seeds;
 mod gates_corpus;
 mod gates_json;
+mod git_hooks;
 mod groups;
 mod handoff_seed;
 mod hardening_deadline;

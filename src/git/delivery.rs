@@ -1,0 +1,187 @@
+//! What a git hook is about to deliver, as git records it: the entries of the index (what
+//! `git commit` writes) or of a pushed commit's tree, HEAD's beside them, the blobs they name,
+//! the untracked files the commit leaves out, and the range a push sends. Read-only, and run
+//! hardened as every other git here: the user's index is read, never written.
+
+use std::collections::BTreeMap;
+
+use super::Repo;
+use super::parse::{batch_contents, split_z};
+use super::run::OUTPUT_CAP;
+
+/// Most objects asked of `git cat-file --batch` at once: their contents come back whole, under
+/// [`OUTPUT_CAP`].
+const BLOBS_AT_ONCE: usize = 256;
+
+/// One entry of a tree or of the index: its mode as git writes it (`100644`, `100755`,
+/// `120000` a link, `160000` a nested repository) and its object id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    pub mode: String,
+    pub oid: String,
+}
+
+/// Which tree is delivered: what the index holds (a commit being made), or a commit (a push).
+#[derive(Debug, Clone)]
+pub enum Delivered {
+    Index,
+    Commit(String),
+}
+
+impl Repo<'_> {
+    /// The delivered tree's entries in the task, by task path. An index with a conflict (an
+    /// entry at a stage other than 0) is refused: what it would commit cannot be told.
+    pub fn delivered_entries(
+        &self,
+        delivered: &Delivered,
+    ) -> Result<BTreeMap<String, TreeEntry>, String> {
+        match delivered {
+            Delivered::Index => {
+                let listed = self.run(&["ls-files", "-z", "-s", "--full-name", "--", "."])?;
+                let mut entries = BTreeMap::new();
+                for record in split_z(&listed) {
+                    let (meta, path) = record
+                        .split_once('\t')
+                        .ok_or_else(|| format!("git listed an index entry oddly: {record:?}"))?;
+                    let mut words = meta.split(' ');
+                    let (Some(mode), Some(oid), Some(stage)) =
+                        (words.next(), words.next(), words.next())
+                    else {
+                        return Err(format!("git listed an index entry oddly: {record:?}"));
+                    };
+                    if stage != "0" {
+                        return Err(format!(
+                            "the index holds a merge conflict at {}: resolve it and stage the result",
+                            crate::text::one_line(path)
+                        ));
+                    }
+                    if let Some(path) = self.in_task(path) {
+                        entries.insert(path, entry(mode, oid));
+                    }
+                }
+                Ok(entries)
+            }
+            Delivered::Commit(commit) => self.tree_entries(commit),
+        }
+    }
+
+    /// The entries of `commit`'s tree in the task, by task path.
+    pub fn tree_entries(&self, commit: &str) -> Result<BTreeMap<String, TreeEntry>, String> {
+        let tree = format!("{commit}^{{tree}}");
+        let listed = self.run(&["ls-tree", "-r", "-z", "--full-name", &tree, "--", "."])?;
+        let mut entries = BTreeMap::new();
+        for record in split_z(&listed) {
+            let (meta, path) = record
+                .split_once('\t')
+                .ok_or_else(|| format!("git listed a tree entry oddly: {record:?}"))?;
+            let mut words = meta.split(' ');
+            let (Some(mode), Some(_kind), Some(oid)) = (words.next(), words.next(), words.next())
+            else {
+                return Err(format!("git listed a tree entry oddly: {record:?}"));
+            };
+            if let Some(path) = self.in_task(path) {
+                entries.insert(path, entry(mode, oid));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The contents of the blobs `oids` names, in order. A batch larger than git's output cap
+    /// is refused, never cut.
+    pub fn blobs(&self, oids: &[&str]) -> Result<Vec<Vec<u8>>, String> {
+        let mut contents = Vec::with_capacity(oids.len());
+        for chunk in oids.chunks(BLOBS_AT_ONCE) {
+            let mut input = chunk.join("\n");
+            input.push('\n');
+            let done = self.run_as(
+                self.own(),
+                &["cat-file", "--batch"],
+                OUTPUT_CAP,
+                Some(input.as_bytes()),
+            )?;
+            if done.dropped > 0 {
+                return Err(format!(
+                    "the delivered files hold more than {} MiB at once",
+                    OUTPUT_CAP / 1024 / 1024
+                ));
+            }
+            let read = batch_contents(&done.output, chunk.len())
+                .ok_or("git did not print the delivered files' contents")?;
+            contents.extend(read.into_iter().map(<[u8]>::to_vec));
+        }
+        Ok(contents)
+    }
+
+    /// The untracked files and directories (`dir/`, wholly untracked) of the task that the
+    /// repository's ignore files do not hide, nor `excludes` (the user's own patterns): what a
+    /// commit leaves out.
+    pub fn untracked(&self, excludes: &[String]) -> Result<Vec<String>, String> {
+        let mut args = vec![
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-standard",
+            "--directory",
+            "--no-empty-directory",
+            "--full-name",
+        ];
+        for pattern in excludes {
+            args.push("-x");
+            args.push(pattern);
+        }
+        args.extend(["--", "."]);
+        let listed = self.run(&args)?;
+        Ok(split_z(&listed)
+            .filter_map(|path| self.in_task(&path))
+            .collect())
+    }
+
+    /// Whether `oid` names an object this repository has.
+    pub fn has_object(&self, oid: &str) -> bool {
+        self.run(&["cat-file", "-e", "--end-of-options", oid])
+            .is_ok()
+    }
+
+    /// The best common ancestor of `a` and `b`, if they have one.
+    pub fn merge_base(&self, a: &str, b: &str) -> Result<Option<String>, String> {
+        match self.run(&["merge-base", "--end-of-options", a, b]) {
+            Ok(oid) => Ok(Some(String::from_utf8_lossy(&oid).trim().to_owned())),
+            // merge-base exits 1, saying nothing, when there is none.
+            Err(said) if said.is_empty() => Ok(None),
+            Err(said) => Err(said),
+        }
+    }
+
+    /// The commits of `commit` that no ref of `remote` (`refs/remotes/<remote>/`) holds, oldest
+    /// first, with the parents of each.
+    pub fn not_on_remote(
+        &self,
+        commit: &str,
+        remote: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, String> {
+        let remotes = format!("--remotes={remote}");
+        let listed = self.run(&[
+            "rev-list",
+            "--topo-order",
+            "--reverse",
+            "--parents",
+            commit,
+            "--not",
+            &remotes,
+        ])?;
+        Ok(String::from_utf8_lossy(&listed)
+            .lines()
+            .filter_map(|line| {
+                let mut oids = line.split(' ').map(str::to_owned);
+                Some((oids.next()?, oids.collect()))
+            })
+            .collect())
+    }
+}
+
+fn entry(mode: &str, oid: &str) -> TreeEntry {
+    TreeEntry {
+        mode: mode.to_owned(),
+        oid: oid.to_owned(),
+    }
+}

@@ -1,0 +1,408 @@
+//! The git hooks `validator install-hook` writes judge what is delivered, as a person works:
+//! the pre-commit hook what is staged (partial staging, an edit made after `git add`, a file
+//! left untracked), the pre-push hook what each pushed ref sends (a `--no-verify` commit, a new
+//! branch, a force push), and the user's work tree is given back byte for byte.
+
+use crate::common::{git, validator};
+
+/// A repository with a committed rules file: `content` bans `breakpoint()` in changed Python
+/// files, `lint` fails on any Python file holding `BAD` (the whole tree, as a linter does).
+fn repository() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    std::fs::write(
+        repo.join("validator.yaml"),
+        r#"version: 1
+state: ../state
+pipelines:
+  - name: main
+    gates:
+      - name: debugger
+        rule: content
+        changed_only: true
+        files: ["**/*.py"]
+        ban: [{pattern: 'breakpoint\(\)', message: remove the debugger call}]
+      - name: lint
+        rule: lint
+        run: [sh, -c, "grep -rn --exclude-dir=.git --include=*.py BAD . | sed 's/$/: BAD found/'; ! grep -rq --exclude-dir=.git --include=*.py BAD ."]
+"#,
+    )
+    .expect("rules");
+    std::fs::write(repo.join("app.py"), "x = 1\n").expect("app");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "base"]);
+    for hook in ["pre-commit", "pre-push"] {
+        let out = validator()
+            .args(["install-hook", "--hook", hook])
+            .current_dir(&repo)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("install-hook");
+        assert!(out.status.success(), "{out:?}");
+    }
+    dir
+}
+
+fn repo(dir: &tempfile::TempDir) -> std::path::PathBuf {
+    dir.path().join("repo")
+}
+
+/// git as a person runs it, the hooks included, with HOME out of the test machine's.
+fn git_ok(dir: &tempfile::TempDir, args: &[&str]) -> bool {
+    git_run(dir, args).0
+}
+
+/// As [`git_ok`] for a command a hook must refuse: it failed, and a gate's FAIL said so (never
+/// a broken rules file or a crash).
+fn refused(dir: &tempfile::TempDir, args: &[&str], reason: &str) -> bool {
+    let (ok, said) = git_run(dir, args);
+    !ok && said.contains("FAIL") && said.contains(reason)
+}
+
+fn git_run(dir: &tempfile::TempDir, args: &[&str]) -> (bool, String) {
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let status = std::process::Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=t@example.com"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(repo(dir))
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("NO_COLOR", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("VALIDATOR_CONFIG")
+        .output()
+        .expect("git");
+    // Shown when a test fails: what the hook said.
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&status.stdout),
+        String::from_utf8_lossy(&status.stderr)
+    );
+    eprintln!("git {args:?}: {}\n{said}", status.status);
+    (status.status.success(), said)
+}
+
+fn read(dir: &tempfile::TempDir, rel: &str) -> String {
+    std::fs::read_to_string(repo(dir).join(rel)).unwrap_or_else(|err| panic!("{rel}: {err}"))
+}
+
+fn write(dir: &tempfile::TempDir, rel: &str, text: &str) {
+    let path = repo(dir).join(rel);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("dir");
+    }
+    std::fs::write(path, text).expect("write");
+}
+
+fn head_message(dir: &tempfile::TempDir) -> String {
+    let out = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%s"])
+        .current_dir(repo(dir))
+        .output()
+        .expect("git log");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn no_stash_left(dir: &tempfile::TempDir) {
+    assert!(
+        !repo(dir).join(".git/validator-delivery").exists(),
+        "the stash is gone after the run"
+    );
+}
+
+#[test]
+fn the_pre_commit_hook_refuses_a_staged_line_fixed_only_in_the_work_tree() {
+    let dir = repository();
+    write(&dir, "app.py", "x = 1\nbreakpoint()\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    write(&dir, "app.py", "x = 1\ny = 2  # fixed, not staged\n");
+    assert!(
+        refused(
+            &dir,
+            &["commit", "-q", "-m", "banned"],
+            "remove the debugger call"
+        ),
+        "the staged line is judged"
+    );
+    assert_eq!(head_message(&dir), "base");
+    assert_eq!(read(&dir, "app.py"), "x = 1\ny = 2  # fixed, not staged\n");
+    no_stash_left(&dir);
+    // Staging the fix makes the commit.
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    assert!(git_ok(&dir, &["commit", "-q", "-m", "fixed"]));
+    assert_eq!(head_message(&dir), "fixed");
+}
+
+#[test]
+fn the_pre_commit_hook_passes_a_clean_stage_whatever_the_work_tree_holds() {
+    let dir = repository();
+    write(&dir, "app.py", "x = 2\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    // Not staged: an edit holding the banned line, and an untracked file the linter would fail.
+    write(&dir, "app.py", "x = 2\nbreakpoint()\n");
+    write(&dir, "scratch/notes.py", "BAD = 1\n");
+    assert!(
+        git_ok(&dir, &["commit", "-q", "-m", "clean stage"]),
+        "only what is staged is judged"
+    );
+    assert_eq!(head_message(&dir), "clean stage");
+    assert_eq!(
+        read(&dir, "app.py"),
+        "x = 2\nbreakpoint()\n",
+        "the edit is given back"
+    );
+    assert_eq!(
+        read(&dir, "scratch/notes.py"),
+        "BAD = 1\n",
+        "so is the untracked file"
+    );
+    no_stash_left(&dir);
+    // Staged, the same file is judged.
+    assert!(git_ok(&dir, &["add", "scratch/notes.py"]));
+    assert!(refused(
+        &dir,
+        &["commit", "-q", "-m", "bad"],
+        "scratch/notes.py"
+    ));
+}
+
+#[test]
+fn the_pre_commit_hook_judges_a_staged_deletion_and_a_new_file() {
+    let dir = repository();
+    write(&dir, "lib/new.py", "BAD = 1\n");
+    assert!(git_ok(&dir, &["add", "lib/new.py"]));
+    std::fs::remove_dir_all(repo(&dir).join("lib")).expect("remove");
+    assert!(
+        refused(&dir, &["commit", "-q", "-m", "new"], "lib/new.py"),
+        "the staged file is judged though the work tree lost it"
+    );
+    assert!(
+        !repo(&dir).join("lib/new.py").exists(),
+        "and the work tree is as it was"
+    );
+    assert!(
+        !repo(&dir).join("lib").exists(),
+        "the directory made for it is gone"
+    );
+    no_stash_left(&dir);
+}
+
+#[test]
+fn the_pre_push_hook_refuses_a_no_verify_commit_on_a_branch_new_or_forced() {
+    let dir = repository();
+    let remote = dir.path().join("remote.git");
+    git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
+    assert!(git_ok(
+        &dir,
+        &["remote", "add", "origin", &remote.to_string_lossy()]
+    ));
+    assert!(
+        git_ok(&dir, &["push", "-q", "origin", "HEAD:main"]),
+        "a clean first push goes"
+    );
+    // A lint error committed past the pre-commit hook.
+    write(&dir, "bad.py", "z = 'BAD'\n");
+    assert!(git_ok(&dir, &["add", "bad.py"]));
+    assert!(git_ok(&dir, &["commit", "-q", "--no-verify", "-m", "bad"]));
+    assert!(
+        refused(&dir, &["push", "-q", "origin", "HEAD:main"], "bad.py"),
+        "the pushed commit is judged"
+    );
+    // A new branch holding it is refused too.
+    assert!(refused(
+        &dir,
+        &["push", "-q", "origin", "HEAD:refs/heads/feature"],
+        "bad.py"
+    ));
+    // The work tree's state is not what is pushed: a fix left unstaged changes nothing.
+    std::fs::remove_file(repo(&dir).join("bad.py")).expect("remove");
+    assert!(refused(
+        &dir,
+        &["push", "-q", "origin", "HEAD:main"],
+        "bad.py"
+    ));
+    assert!(
+        !repo(&dir).join("bad.py").exists(),
+        "the work tree is given back"
+    );
+    no_stash_left(&dir);
+    // History rewritten without it, force-pushed, goes; rewritten with it, is refused.
+    assert!(git_ok(&dir, &["reset", "-q", "--hard", "HEAD~1"]));
+    write(&dir, "ok.py", "fine = 1\n");
+    assert!(git_ok(&dir, &["add", "ok.py"]));
+    assert!(git_ok(&dir, &["commit", "-q", "-m", "ok"]));
+    assert!(git_ok(&dir, &["push", "-q", "-f", "origin", "HEAD:main"]));
+    assert!(git_ok(&dir, &["reset", "-q", "--hard", "HEAD~1"]));
+    write(&dir, "other.py", "w = 'BAD'\n");
+    assert!(git_ok(&dir, &["add", "other.py"]));
+    assert!(git_ok(
+        &dir,
+        &["commit", "-q", "--no-verify", "-m", "rewritten"]
+    ));
+    assert!(refused(
+        &dir,
+        &["push", "-q", "-f", "origin", "HEAD:main"],
+        "other.py"
+    ));
+    // Deleting a branch delivers nothing to judge.
+    assert!(git_ok(
+        &dir,
+        &[
+            "push",
+            "-q",
+            "--no-verify",
+            "origin",
+            "HEAD:refs/heads/gone"
+        ]
+    ));
+    assert!(git_ok(&dir, &["push", "-q", "origin", "--delete", "gone"]));
+}
+
+#[test]
+fn the_pushed_range_counts_changes_from_what_the_remote_has() {
+    let dir = repository();
+    git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
+    let remote = dir.path().join("remote.git");
+    assert!(git_ok(
+        &dir,
+        &["remote", "add", "origin", &remote.to_string_lossy()]
+    ));
+    assert!(git_ok(&dir, &["push", "-q", "origin", "HEAD:main"]));
+    // Two commits past the remote; the first holds the banned line, the second does not touch it.
+    write(&dir, "first.py", "breakpoint()\n");
+    assert!(git_ok(&dir, &["add", "first.py"]));
+    assert!(git_ok(
+        &dir,
+        &["commit", "-q", "--no-verify", "-m", "first"]
+    ));
+    write(&dir, "second.txt", "notes\n");
+    assert!(git_ok(&dir, &["add", "second.txt"]));
+    assert!(git_ok(&dir, &["commit", "-q", "-m", "second"]));
+    let head = |rev: &str| {
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", rev])
+            .current_dir(repo(&dir))
+            .output()
+            .expect("rev-parse");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let line = format!(
+        "refs/heads/main {} refs/heads/main {}\n",
+        head("HEAD"),
+        head("origin/main")
+    );
+    let out = validator()
+        .args(["check", "--pushed", "origin", "--format", "json"])
+        .current_dir(repo(&dir))
+        .env("HOME", dir.path())
+        .write_stdin(line)
+        .output()
+        .expect("check --pushed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("first.py"),
+        "the earlier pushed commit counts: {stdout}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("counted from refs/heads/main on origin")
+    );
+}
+
+#[test]
+fn a_run_stopped_with_files_set_aside_is_undone_by_the_next() {
+    let dir = repository();
+    write(&dir, "app.py", "x = 3\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    write(&dir, "app.py", "x = 4  # mine\n");
+    // What a run killed after setting the user's file aside leaves: the plan, the file in the
+    // stash, the delivered version in its place.
+    let stash = repo(&dir).join(".git/validator-delivery");
+    std::fs::create_dir(&stash).expect("stash");
+    std::fs::rename(repo(&dir).join("app.py"), stash.join("0")).expect("aside");
+    write(&dir, "app.py", "x = 3\n");
+    std::fs::write(
+        stash.join("plan.json"),
+        r#"{"pid": 999999999, "aside": [["app.py", "0"]], "written": ["app.py"], "made": []}"#,
+    )
+    .expect("plan");
+    assert!(git_ok(&dir, &["commit", "-q", "-m", "after a stop"]));
+    assert_eq!(
+        read(&dir, "app.py"),
+        "x = 4  # mine\n",
+        "the user's file is back"
+    );
+    no_stash_left(&dir);
+}
+
+#[test]
+fn a_planted_plan_naming_a_path_outside_the_work_tree_moves_nothing() {
+    let dir = repository();
+    let outside = dir.path().join("victim.txt");
+    std::fs::write(&outside, "keep me\n").expect("victim");
+    let stash = repo(&dir).join(".git/validator-delivery");
+    std::fs::create_dir(&stash).expect("stash");
+    std::fs::write(stash.join("0"), "planted\n").expect("planted");
+    for path in ["../victim.txt", "/tmp/x", "a/../../victim.txt"] {
+        std::fs::write(
+            stash.join("plan.json"),
+            format!(r#"{{"pid": 0, "aside": [["{path}", "0"]], "written": [], "made": []}}"#),
+        )
+        .expect("plan");
+        write(&dir, "app.py", "x = 5\n");
+        assert!(git_ok(&dir, &["add", "app.py"]));
+        let (made, said) = git_run(&dir, &["commit", "-q", "-m", "planted"]);
+        assert!(
+            !made && said.contains("not followed"),
+            "{path}: refused: {said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&outside).expect("victim"),
+            "keep me\n"
+        );
+    }
+}
+
+#[test]
+fn a_link_in_the_work_tree_is_never_followed_out_of_it() {
+    let dir = repository();
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("outside");
+    std::fs::write(outside.join("app.py"), "theirs\n").expect("theirs");
+    write(&dir, "pkg/app.py", "x = 1\n");
+    assert!(git_ok(&dir, &["add", "pkg/app.py"]));
+    // The staged directory is a link out of the work tree now.
+    std::fs::remove_dir_all(repo(&dir).join("pkg")).expect("rm");
+    std::os::unix::fs::symlink(&outside, repo(&dir).join("pkg")).expect("link");
+    let _ = git_ok(&dir, &["commit", "-q", "-m", "through a link"]);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("app.py")).expect("theirs"),
+        "theirs\n",
+        "nothing outside was written or moved"
+    );
+    assert!(
+        std::fs::symlink_metadata(repo(&dir).join("pkg"))
+            .expect("link")
+            .file_type()
+            .is_symlink(),
+        "the user's link is given back"
+    );
+    no_stash_left(&dir);
+}
