@@ -58,6 +58,7 @@ mod reading_general;
 mod reading_js_runners;
 mod reading_linters;
 mod reading_native_runners;
+mod readme_commands;
 mod reasons;
 mod records_and_sandboxes_fail_closed;
 mod review;
