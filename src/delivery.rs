@@ -137,7 +137,7 @@ pub fn swap_in(
     let work = File::from(work);
     put_back_leftover(&work, &stash)?;
 
-    let target = repo.delivered_entries(delivered).map_err(cannot)?;
+    let (target, left_out) = repo.delivered_entries(delivered).map_err(cannot)?;
     let head = match repo.has_commit("HEAD") {
         true => repo.tree_entries("HEAD").map_err(cannot)?,
         false => BTreeMap::new(),
@@ -203,7 +203,10 @@ pub fn swap_in(
             None => {}
         }
     }
-    for path in repo.untracked(excludes).map_err(cannot)? {
+    for path in left_out
+        .into_iter()
+        .chain(repo.untracked(excludes).map_err(cannot)?)
+    {
         let path = path.trim_end_matches('/').to_owned();
         if own(&path) || swap.plan.aside.iter().any(|(aside, _)| *aside == path) {
             continue;

@@ -12,6 +12,11 @@ use super::run::OUTPUT_CAP;
 /// Most objects asked of `git cat-file --batch` at once: their contents come back whole, under
 /// [`OUTPUT_CAP`].
 const BLOBS_AT_ONCE: usize = 256;
+/// The empty blob's id, in SHA-1 and SHA-256 repositories.
+const EMPTY_BLOBS: [&str; 2] = [
+    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+    "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+];
 
 /// One entry of a tree or of the index: its mode as git writes it (`100644`, `100755`,
 /// `120000` a link, `160000` a nested repository) and its object id.
@@ -29,12 +34,13 @@ pub enum Delivered {
 }
 
 impl Repo<'_> {
-    /// The delivered tree's entries in the task, by task path. An index with a conflict (an
-    /// entry at a stage other than 0) is refused: what it would commit cannot be told.
+    /// The delivered tree's entries in the task, by task path, and the index's paths a commit
+    /// leaves out (`git add -N`). An index with a conflict (an entry at a stage other than 0)
+    /// is refused: what it would commit cannot be told.
     pub fn delivered_entries(
         &self,
         delivered: &Delivered,
-    ) -> Result<BTreeMap<String, TreeEntry>, String> {
+    ) -> Result<(BTreeMap<String, TreeEntry>, Vec<String>), String> {
         match delivered {
             Delivered::Index => {
                 let listed = self.run(&["ls-files", "-z", "-s", "--full-name", "--", "."])?;
@@ -59,10 +65,56 @@ impl Repo<'_> {
                         entries.insert(path, entry(mode, oid));
                     }
                 }
-                Ok(entries)
+                let left_out = self.leave_out_intent_to_add(&mut entries)?;
+                Ok((entries, left_out))
             }
-            Delivered::Commit(commit) => self.tree_entries(commit),
+            Delivered::Commit(commit) => Ok((self.tree_entries(commit)?, Vec::new())),
         }
+    }
+
+    /// Leaves out the entries `git add -N` made: the index holds them as empty files, and a
+    /// commit leaves them out. Only an empty blob's entry can be one, and git's status of those
+    /// alone says which (`.A`).
+    fn leave_out_intent_to_add(
+        &self,
+        entries: &mut BTreeMap<String, TreeEntry>,
+    ) -> Result<Vec<String>, String> {
+        let empty: Vec<String> = entries
+            .iter()
+            .filter(|(_, entry)| EMPTY_BLOBS.contains(&entry.oid.as_str()))
+            .map(|(path, _)| self.top_path(path))
+            .collect();
+        if empty.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut args = vec![
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--untracked-files=no",
+            "--ignore-submodules=all",
+            "--no-renames",
+            "--",
+        ];
+        let pathspecs: Vec<String> = empty
+            .iter()
+            .map(|path| format!(":(top,literal){path}"))
+            .collect();
+        args.extend(pathspecs.iter().map(String::as_str));
+        let listed = self.run(&args)?;
+        let mut left_out = Vec::new();
+        for record in split_z(&listed) {
+            let mut fields = record.splitn(9, ' ');
+            if let (Some("1"), Some(".A"), Some(path)) =
+                (fields.next(), fields.next(), fields.nth(6))
+            {
+                if let Some(path) = self.in_task(path) {
+                    entries.remove(&path);
+                    left_out.push(path);
+                }
+            }
+        }
+        Ok(left_out)
     }
 
     /// The entries of `commit`'s tree in the task, by task path.

@@ -406,3 +406,18 @@ fn a_link_in_the_work_tree_is_never_followed_out_of_it() {
     );
     no_stash_left(&dir);
 }
+
+#[test]
+fn a_file_only_marked_with_add_n_is_not_delivered_so_not_judged() {
+    let dir = repository();
+    write(&dir, "later.py", "BAD = 1\n");
+    assert!(git_ok(&dir, &["add", "-N", "later.py"]));
+    write(&dir, "app.py", "x = 9\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    assert!(
+        git_ok(&dir, &["commit", "-q", "-m", "without later.py"]),
+        "git commits no intent-to-add file, so it is not judged"
+    );
+    assert_eq!(read(&dir, "later.py"), "BAD = 1\n");
+    no_stash_left(&dir);
+}

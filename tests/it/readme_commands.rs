@@ -11,7 +11,12 @@ use std::time::{Duration, Instant};
 fn pages() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut pages = vec![root.join("README.md")];
-    for dir in ["docs", "examples/gates-json", "examples/hooks", "examples/quickstart"] {
+    for dir in [
+        "docs",
+        "examples/gates-json",
+        "examples/hooks",
+        "examples/quickstart",
+    ] {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
             continue;
         };
@@ -129,6 +134,9 @@ fn every_command_the_readme_and_the_docs_show_is_one_validator_runs() {
             }
         }
     }
-    assert!(checked >= 10, "only {checked} commands found: the reader is broken");
+    assert!(
+        checked >= 10,
+        "only {checked} commands found: the reader is broken"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
