@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,8 @@ use crate::text::one_line;
 
 /// The stash's directory in the repository's git directory.
 const STASH: &str = "validator-delivery";
+/// The lock one run at a time holds, beside it.
+const LOCK: &str = "validator-delivery.lock";
 /// The plan in it.
 const PLAN: &str = "plan.json";
 /// Most bytes of a plan read back.
@@ -66,14 +68,17 @@ pub enum Error {
 /// The plan a swap follows, written before the first move so a stopped run can be undone.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Plan {
-    /// The run that made it, so a live one is never undone under it.
-    pid: u32,
     /// The user's paths set aside: the path, and its name in the stash.
     aside: Vec<(String, String)>,
-    /// Paths where the delivered version was written.
-    written: Vec<String>,
+    /// Paths where the delivered version was written, with the SHA-256 of what was written: a
+    /// path that holds anything else since (the user's new work after a stopped run) is kept.
+    written: Vec<(String, String)>,
     /// Directories made for them, the outermost first.
     made: Vec<String>,
+    /// Directories left empty by what was set aside, removed (git delivers no empty
+    /// directory, and Python imports one as a package), with their modes; the innermost first.
+    #[serde(default)]
+    emptied: Vec<(String, u32)>,
 }
 
 /// The delivered tree in the work tree, until [`Swap::restore`] (or the drop) puts the user's
@@ -83,8 +88,11 @@ pub struct Swap {
     stash: PathBuf,
     plan: Plan,
     done: bool,
-    /// Untracked paths left in place because they are environments (`.venv`, `node_modules`).
-    pub kept_environments: usize,
+    /// Held for the swap's life: one run at a time puts what is delivered in place.
+    _lock: nix::fcntl::Flock<File>,
+    /// What was delivered when the run started, to tell a gate that changed it (`git add` in a
+    /// test) from none; with the task and the index it was read from.
+    delivered: Option<(Task, BTreeMap<String, TreeEntry>, Option<PathBuf>)>,
 }
 
 /// What a swap did, for the line that tells the user.
@@ -97,10 +105,25 @@ impl Swap {
         self.plan.written.len()
     }
 
-    /// Puts the user's work back as it was; what cannot be put back stays in the stash.
+    /// Puts the user's work back as it was; what cannot be put back stays in the stash. A
+    /// commit's index that changed during the run (a gate staged a file) is refused: what git
+    /// would commit now was not what was judged.
     pub fn restore(mut self) -> Result<(), Error> {
         self.done = true;
-        undo(&self.work, &self.stash, &self.plan)
+        undo(&self.work, &self.stash, &self.plan)?;
+        let Some((task, judged, index)) = &self.delivered else {
+            return Ok(());
+        };
+        let now = open_repo(task, index.as_deref()).and_then(|(repo, _)| {
+            repo.delivered_entries(&Delivered::Index)
+                .map_err(Error::CannotTell)
+        })?;
+        if &now.0 != judged {
+            return Err(Error::CannotTell(
+                "the index changed while the gates ran (one of them staged a file): what git would commit now is not what was judged; look at `git status` and commit again".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -126,12 +149,18 @@ pub fn swap_in(
     keep: &[PathBuf],
 ) -> Result<Swap, Error> {
     let cannot = Error::CannotTell;
-    let indexes = tempfile::tempdir().map_err(|err| cannot(err.to_string()))?;
-    let deadline = Instant::now() + LISTING_TIME;
-    let repo = Repo::open(task, None, deadline, indexes.path())
-        .map_err(|problem| cannot(problem.into_reason()))?
-        .ok_or_else(|| cannot("the directory is not in a git repository".into()))?;
+    // HEAD as it is: the push's `since` counts changes for the gates, not here.
+    let plain = Task {
+        since: None,
+        ..task.clone()
+    };
+    let index = match delivered {
+        Delivered::Index => hook_index(),
+        Delivered::Commit(_) => None,
+    };
+    let (repo, _indexes) = open_repo(&plain, index.as_deref())?;
     let stash = repo.git_dir().join(STASH);
+    let lock = lock(&repo.git_dir().join(LOCK))?;
     let work = open_dir(AT_FDCWD, &task.dir)
         .map_err(|err| cannot(format!("cannot open {}: {err}", task.dir.display())))?;
     let work = File::from(work);
@@ -142,7 +171,18 @@ pub fn swap_in(
         true => repo.tree_entries("HEAD").map_err(cannot)?,
         false => BTreeMap::new(),
     };
-    let candidates = candidates(task, state_dir, &target, &head)?;
+    refuse_nested_changes(&target, &head)?;
+    let differs = crate::rules::file_scope::changed_in_git(&plain, state_dir, LISTING_TIME)
+        .map_err(cannot)?;
+    let mut candidates = candidates(&differs, &target, &head);
+    let every: Vec<&String> = target.keys().collect();
+    let converted = repo.converted(&every).map_err(cannot)?;
+    candidates.extend(
+        target
+            .iter()
+            .filter(|(path, entry)| entry.mode != "160000" && converted.contains(*path))
+            .map(|(path, _)| path),
+    );
     let keep: Vec<PathBuf> = keep
         .iter()
         .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone()))
@@ -158,34 +198,70 @@ pub fn swap_in(
     let mut swap = Swap {
         work,
         stash,
-        plan: Plan {
-            pid: std::process::id(),
-            ..Plan::default()
-        },
+        plan: Plan::default(),
         done: false,
-        kept_environments: 0,
+        _lock: lock,
+        delivered: matches!(delivered, Delivered::Index)
+            .then(|| (plain.clone(), target.clone(), index.clone())),
     };
-    let mut writes = Vec::new();
-    // A nested repository is its own: what it holds is not swapped.
-    let nested = |path: &String| {
-        [target.get(path), head.get(path)]
-            .into_iter()
-            .flatten()
-            .any(|entry| entry.mode == "160000")
-    };
-    let wanted = candidates
+    let wanted: Vec<(&String, Option<&TreeEntry>)> = candidates
         .into_iter()
-        .filter(|path| !own(path) && !nested(path));
-    let wanted: Vec<(&String, Option<&TreeEntry>)> =
-        wanted.map(|path| (path, target.get(path))).collect();
+        .filter(|path| !own(path))
+        .map(|path| (path, target.get(path)))
+        .collect();
+    let writes = compare(&repo, &swap.work, wanted, &mut swap.plan.aside)?;
+    // What the commit leaves out: untracked files no committed rule hides (nor the user's
+    // own excludes), and the entries `git add -N` made.
+    let tracked = |path: &String| target.contains_key(path) || head.contains_key(path);
+    let untracked: Vec<&String> = differs.iter().filter(|path| !tracked(path)).collect();
+    let hidden = repo.ignored_by(excludes, &untracked).map_err(cannot)?;
+    for path in untracked.into_iter().cloned().chain(left_out) {
+        if own(&path) || hidden.contains(&path) || swap.plan.aside.iter().any(|(a, _)| *a == path) {
+            continue;
+        }
+        swap.plan.aside.push((path, String::new()));
+    }
+    if let Some(odd) = swap
+        .plan
+        .aside
+        .iter()
+        .map(|(p, _)| p)
+        .chain(writes.iter().map(|(p, ..)| p))
+        .find(|p| p.contains('\u{FFFD}'))
+    {
+        return Err(cannot(format!(
+            "the file name {} is not UTF-8, and validator cannot set it aside exactly",
+            one_line(odd)
+        )));
+    }
+    // The deepest first: a directory goes after what was inside it, and comes back before.
+    swap.plan
+        .aside
+        .sort_by_key(|(path, _)| std::cmp::Reverse(path.matches('/').count()));
+    for (n, (_, name)) in swap.plan.aside.iter_mut().enumerate() {
+        *name = n.to_string();
+    }
+    carry_out(&mut swap, writes)?;
+    Ok(swap)
+}
+
+/// Each wanted path's delivered version against the work tree's, byte for byte: the ones that
+/// differ are set aside (into `aside`) and the delivered versions to write are returned.
+fn compare(
+    repo: &Repo<'_>,
+    work: &File,
+    wanted: Vec<(&String, Option<&TreeEntry>)>,
+    aside: &mut Vec<(String, String)>,
+) -> Result<Vec<(String, String, Vec<u8>)>, Error> {
+    let cannot = Error::CannotTell;
     let oids: Vec<&str> = wanted
         .iter()
         .filter_map(|(_, entry)| entry.map(|e| e.oid.as_str()))
         .collect();
     let mut blobs = repo.blobs(&oids).map_err(cannot)?.into_iter();
+    let mut writes = Vec::new();
     for (path, entry) in wanted {
-        let here =
-            look(&swap.work, path).map_err(|err| cannot(format!("{}: {err}", one_line(path))))?;
+        let here = look(work, path).map_err(|err| cannot(format!("{}: {err}", one_line(path))))?;
         match entry {
             Some(entry) => {
                 let blob = blobs
@@ -195,53 +271,86 @@ pub fn swap_in(
                     continue;
                 }
                 if here.is_some() {
-                    swap.plan.aside.push((path.clone(), String::new()));
+                    aside.push((path.clone(), String::new()));
                 }
                 writes.push((path.clone(), entry.mode.clone(), blob));
             }
-            None if here.is_some() => swap.plan.aside.push((path.clone(), String::new())),
+            None if here.is_some() => aside.push((path.clone(), String::new())),
             None => {}
         }
     }
-    for path in left_out
-        .into_iter()
-        .chain(repo.untracked(excludes).map_err(cannot)?)
-    {
-        let path = path.trim_end_matches('/').to_owned();
-        if own(&path) || swap.plan.aside.iter().any(|(aside, _)| *aside == path) {
-            continue;
-        }
-        if is_environment(&task.dir, &path) {
-            swap.kept_environments += 1;
-            continue;
-        }
-        swap.plan.aside.push((path, String::new()));
+    Ok(writes)
+}
+
+/// The task's repository, reading `index` (a hook's) for its own.
+fn open_repo<'t>(
+    task: &'t Task,
+    index: Option<&Path>,
+) -> Result<(Repo<'t>, tempfile::TempDir), Error> {
+    let cannot = Error::CannotTell;
+    let indexes = tempfile::tempdir().map_err(|err| cannot(err.to_string()))?;
+    let deadline = Instant::now() + LISTING_TIME;
+    let mut repo = Repo::open(task, None, deadline, indexes.path())
+        .map_err(|problem| cannot(problem.into_reason()))?
+        .ok_or_else(|| cannot("the directory is not in a git repository".into()))?;
+    if let Some(index) = index {
+        repo = repo.reading_index(index).map_err(cannot)?;
     }
-    for (n, (_, name)) in swap.plan.aside.iter_mut().enumerate() {
-        *name = n.to_string();
+    Ok((repo, indexes))
+}
+
+/// Takes the lock on the stash, or says another run holds it.
+fn lock(path: &Path) -> Result<nix::fcntl::Flock<File>, Error> {
+    use nix::fcntl::{Flock, FlockArg};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc_nofollow())
+        .open(path)
+        .map_err(|err| Error::Swap(format!("cannot open {}: {err}", path.display())))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, _)| {
+        Error::Busy(format!(
+            "another `validator check` is judging what is delivered in this repository (it holds {}); wait for it to finish",
+            path.display()
+        ))
+    })
+}
+
+fn libc_nofollow() -> i32 {
+    OFlag::O_NOFOLLOW.bits()
+}
+
+/// A change to a nested repository (a gitlink) cannot be put in place: validator checks none
+/// out.
+fn refuse_nested_changes(
+    target: &BTreeMap<String, TreeEntry>,
+    head: &BTreeMap<String, TreeEntry>,
+) -> Result<(), Error> {
+    let gitlink = |entry: Option<&TreeEntry>| entry.is_some_and(|e| e.mode == "160000");
+    for path in target.keys().chain(head.keys()) {
+        let (delivered, now) = (target.get(path), head.get(path));
+        if (gitlink(delivered) || gitlink(now)) && delivered != now {
+            return Err(Error::CannotTell(format!(
+                "it changes the nested repository {}, which validator does not check out, so the delivered tree cannot be put in place to judge",
+                one_line(path)
+            )));
+        }
     }
-    carry_out(&mut swap, writes)?;
-    Ok(swap)
+    Ok(())
 }
 
 /// The tracked paths where the work tree may differ from what is delivered: where it differs
 /// from HEAD, as git tells it through validator's own index, and where the delivered tree does.
+/// A nested repository's path is left as it is (an unchanged gitlink).
 fn candidates<'t>(
-    task: &Task,
-    state_dir: &Path,
+    differs_from_head: &BTreeSet<String>,
     target: &'t BTreeMap<String, TreeEntry>,
     head: &'t BTreeMap<String, TreeEntry>,
-) -> Result<BTreeSet<&'t String>, Error> {
-    let plain = Task {
-        since: None,
-        ..task.clone()
-    };
-    let differs_from_head =
-        crate::rules::file_scope::changed_in_git(&plain, state_dir, LISTING_TIME)
-            .map_err(Error::CannotTell)?;
+) -> BTreeSet<&'t String> {
     let mut candidates: BTreeSet<&String> = BTreeSet::new();
     for path in differs_from_head {
-        if let Some((key, _)) = target.get_key_value(&path).or(head.get_key_value(&path)) {
+        if let Some((key, _)) = target.get_key_value(path).or(head.get_key_value(path)) {
             candidates.insert(key);
         }
     }
@@ -250,11 +359,18 @@ fn candidates<'t>(
             candidates.insert(path);
         }
     }
-    Ok(candidates)
+    let gitlink = |path: &&String| {
+        target
+            .get(*path)
+            .or(head.get(*path))
+            .is_some_and(|e| e.mode == "160000")
+    };
+    candidates.retain(|path| !gitlink(path));
+    candidates
 }
 
 /// Sets the user's paths aside and writes the delivered ones, the plan saved before each
-/// stage; on any failure, undoes what was done.
+/// step that leaves something to undo; on any failure, undoes what was done.
 fn carry_out(swap: &mut Swap, writes: Vec<(String, String, Vec<u8>)>) -> Result<(), Error> {
     if swap.plan.aside.is_empty() && writes.is_empty() {
         return Ok(());
@@ -268,7 +384,10 @@ fn carry_out(swap: &mut Swap, writes: Vec<(String, String, Vec<u8>)>) -> Result<
     };
     std::fs::create_dir(&swap.stash)
         .map_err(|err| Error::Swap(format!("cannot make {}: {err}", swap.stash.display())))?;
-    swap.plan.written = writes.iter().map(|(path, ..)| path.clone()).collect();
+    swap.plan.written = writes
+        .iter()
+        .map(|(path, _, blob)| (path.clone(), digest(blob)))
+        .collect();
     if let Err(why) = save(&swap.stash, &swap.plan) {
         return Err(failed(swap, why));
     }
@@ -285,15 +404,58 @@ fn carry_out(swap: &mut Swap, writes: Vec<(String, String, Vec<u8>)>) -> Result<
             return Err(failed(swap, why));
         }
     }
-    for (path, mode, blob) in writes {
-        if let Err(why) = write(&swap.work, &path, &mode, &blob, &mut swap.plan.made) {
-            return Err(failed(swap, why));
-        }
-    }
+    empty_out(&swap.work, &mut swap.plan);
     if let Err(why) = save(&swap.stash, &swap.plan) {
         return Err(failed(swap, why));
     }
+    for (path, mode, blob) in writes {
+        let made_before = swap.plan.made.len();
+        let written = write(&swap.work, &path, &mode, &blob, &mut swap.plan.made);
+        // A directory made is in the plan before anything is written into it.
+        let saved = match swap.plan.made.len() > made_before {
+            true => save(&swap.stash, &swap.plan),
+            false => Ok(()),
+        };
+        if let Err(why) = written.and(saved) {
+            return Err(failed(swap, why));
+        }
+    }
     Ok(())
+}
+
+/// Removes the directories the paths set aside left empty, innermost first, each recorded.
+fn empty_out(work: &File, plan: &mut Plan) {
+    let mut parents: Vec<String> = plan
+        .aside
+        .iter()
+        .flat_map(|(path, _)| {
+            let mut dirs = Vec::new();
+            let mut at = path.as_str();
+            while let Some((parent, _)) = at.rsplit_once('/') {
+                dirs.push(parent.to_owned());
+                at = parent;
+            }
+            dirs
+        })
+        .collect();
+    parents.sort_by_key(|dir| std::cmp::Reverse(dir.matches('/').count()));
+    parents.dedup();
+    for dir in parents {
+        let Ok((parent, leaf)) = parent_of(work, &dir) else {
+            continue;
+        };
+        let Ok(stat) = fstatat(&parent, leaf.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        if unlinkat(&parent, leaf.as_os_str(), UnlinkatFlags::RemoveDir).is_ok() {
+            plan.emptied.push((dir, stat.st_mode & 0o7777));
+        }
+    }
+}
+
+fn digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 /// What the work tree holds at a path, looked at without following a link.
@@ -433,9 +595,10 @@ fn write(
     Ok(())
 }
 
-/// Removes what was written, the directories made for it, and puts back what was set aside
-/// (whatever a gate left in its place is discarded, as pre-commit does); the stash goes once
-/// it is empty.
+/// Removes what was written, the directories made for it, and puts back what was set aside.
+/// What a gate left in a path's place is discarded, as pre-commit does; anything else found
+/// there (the user's work since a stopped run) is kept beside it as `<path>.validator-kept`
+/// and said. The stash goes once it is empty.
 fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
     let stash_dir = match open_dir(AT_FDCWD, stash) {
         Ok(dir) => Some(dir),
@@ -453,18 +616,20 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
             .is_some_and(|dir| fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok())
     };
     let mut failures = Vec::new();
-    let aside: BTreeMap<&str, &str> = plan
-        .aside
-        .iter()
-        .map(|(path, name)| (path.as_str(), name.as_str()))
-        .collect();
-    for path in &plan.written {
-        // A path whose own file never reached the stash was not swapped yet: it is the user's.
-        if aside.get(path.as_str()).is_some_and(|name| !in_stash(name)) {
-            continue;
-        }
-        if let Err(why) = remove(work, path) {
-            failures.push(why);
+    for (path, written) in &plan.written {
+        match holds(work, path, written) {
+            Ok(Some(true)) => {
+                if let Err(why) = remove(work, path) {
+                    failures.push(why);
+                }
+            }
+            Ok(Some(false)) => {
+                if let Err(why) = keep_beside(work, path) {
+                    failures.push(why);
+                }
+            }
+            Ok(None) => {}
+            Err(why) => failures.push(why),
         }
     }
     for dir in plan.made.iter().rev() {
@@ -472,13 +637,23 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
             let _ = unlinkat(&parent, leaf.as_os_str(), UnlinkatFlags::RemoveDir);
         }
     }
+    for (dir, mode) in plan.emptied.iter().rev() {
+        if let Ok((parent, leaf)) = parent_of(work, dir) {
+            let _ = mkdirat(&parent, leaf.as_os_str(), Mode::from_bits_truncate(*mode));
+        }
+    }
     if let Some(stash_dir) = &stash_dir {
-        // The last set aside first: a directory goes back before what was inside it.
+        // In the reverse order: a directory goes back before what was inside it.
         for (path, name) in plan.aside.iter().rev() {
             if !in_stash(name) {
                 continue;
             }
-            let back = remove(work, path)
+            let cleared = match look(work, path) {
+                Ok(None) => Ok(()),
+                Ok(Some(_)) => keep_beside(work, path),
+                Err(why) => Err(why),
+            };
+            let back = cleared
                 .and_then(|()| parent_of(work, path))
                 .and_then(|(dir, leaf)| {
                     renameat(stash_dir, name.as_str(), &dir, leaf.as_os_str())
@@ -503,6 +678,45 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
         })?;
     }
     Ok(())
+}
+
+/// Whether `path` holds exactly what validator wrote there (`digest`); `None` when nothing is
+/// there.
+fn holds(work: &File, path: &str, written: &str) -> Result<Option<bool>, String> {
+    Ok(look(work, path)?.map(|here| match here {
+        Here::File { bytes, .. } => digest(&bytes) == written,
+        Here::Link(target) => digest(&target) == written,
+        Here::Other => false,
+    }))
+}
+
+/// Moves what is at `path` to `<path>.validator-kept` (numbered past one that exists), saying
+/// so: it is the user's, or no one's, but never validator's to delete.
+fn keep_beside(work: &File, path: &str) -> Result<(), String> {
+    let (dir, leaf) = parent_of(work, path)?;
+    for n in 0..100 {
+        let kept = match n {
+            0 => format!("{}.validator-kept", leaf.display()),
+            n => format!("{}.validator-kept-{n}", leaf.display()),
+        };
+        match fstatat(&dir, kept.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(_) => continue,
+            Err(Errno::ENOENT) => {}
+            Err(err) => return Err(format!("{}: {err}", one_line(path))),
+        }
+        renameat(&dir, leaf.as_os_str(), &dir, kept.as_str())
+            .map_err(|err| format!("cannot keep {}: {err}", one_line(path)))?;
+        eprintln!(
+            "validator: {} changed while what is delivered was in its place; it is kept as {}",
+            one_line(path),
+            one_line(&kept)
+        );
+        return Ok(());
+    }
+    Err(format!(
+        "cannot keep {}: too many kept copies",
+        one_line(path)
+    ))
 }
 
 /// Removes a file or link at `path` (a gate's, or validator's own write); a directory there is
@@ -541,12 +755,6 @@ fn put_back_leftover(work: &File, stash: &Path) -> Result<(), Error> {
                 });
             }
         };
-    if plan.pid != 0 && plan.pid != std::process::id() && alive(plan.pid) {
-        return Err(Error::Busy(format!(
-            "another `validator check` (process {}) has put what is delivered in place here; wait for it to finish",
-            plan.pid
-        )));
-    }
     let safe = |path: &str| {
         !path.is_empty()
             && !path.starts_with('/')
@@ -557,7 +765,14 @@ fn put_back_leftover(work: &File, stash: &Path) -> Result<(), Error> {
     let names_ok = plan.aside.iter().all(|(path, name)| {
         safe(path) && !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())
     });
-    if !names_ok || !plan.written.iter().chain(&plan.made).all(|path| safe(path)) {
+    let written = plan.written.iter().map(|(path, _)| path);
+    let emptied = plan.emptied.iter().map(|(path, _)| path);
+    if !names_ok
+        || !written
+            .chain(&plan.made)
+            .chain(emptied)
+            .all(|path| safe(path))
+    {
         return Err(Error::Restore {
             why: "its plan names a path outside the work tree; it was not followed".into(),
             stash: stash.to_path_buf(),
@@ -572,27 +787,20 @@ fn put_back_leftover(work: &File, stash: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether process `pid` is running.
-fn alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
+/// The index git hands a pre-commit hook (`$GIT_INDEX_FILE`, relative to where the hook runs):
+/// `git commit -a` and `git commit <path>` commit a temporary one, not `.git/index`.
+fn hook_index() -> Option<PathBuf> {
+    let index = PathBuf::from(std::env::var_os("GIT_INDEX_FILE").filter(|v| !v.is_empty())?);
+    match index.is_absolute() {
+        true => Some(index),
+        false => std::env::current_dir().ok().map(|dir| dir.join(index)),
+    }
 }
 
 fn save(stash: &Path, plan: &Plan) -> Result<(), String> {
     let bytes = serde_json::to_vec(plan).map_err(|err| err.to_string())?;
     crate::replace::durably(&stash.join(PLAN), &bytes)
         .map_err(|err| format!("cannot save the plan in {}: {err}", stash.display()))
-}
-
-/// Whether the untracked `path` is, or lies in, an environment the gates run their tools from.
-fn is_environment(task_dir: &Path, path: &str) -> bool {
-    let mut at = task_dir.to_path_buf();
-    for part in path.split('/') {
-        at.push(part);
-        if part == "node_modules" || at.join("pyvenv.cfg").is_file() {
-            return true;
-        }
-    }
-    false
 }
 
 /// The open directory holding `path` and its last name; no link is followed on the way.
@@ -679,25 +887,35 @@ pub fn pushed(task: &Task, remote: &str, lines: &str) -> Result<Vec<Pushed>, Err
                 one_line(remote_ref),
                 short(remote_oid)
             );
-            (
-                crate::task::Since {
-                    commit: base,
-                    shown,
-                },
-                None,
-            )
+            let since = crate::task::Since {
+                new_history: false,
+                commit: base,
+                shown,
+                delivered: local.to_owned(),
+            };
+            (since, None)
         } else {
             let new = repo.not_on_remote(local, remote).map_err(cannot)?;
-            let Some((_, parents)) = new.first() else {
-                continue;
-            };
-            let shown = match parents.first() {
-                Some(parent) => format!("what {remote} already has ({})", short(parent)),
-                None => format!("nothing: {remote} has none of this history"),
-            };
-            let since = crate::task::Since {
-                commit: parents.first().cloned(),
-                shown,
+            let since = match new.first() {
+                Some((_, parents)) => crate::task::Since {
+                    new_history: parents.is_empty(),
+                    commit: parents.first().cloned(),
+                    shown: match parents.first() {
+                        Some(parent) => format!("what {remote} already has ({})", short(parent)),
+                        None => format!("nothing: {remote} has none of this history"),
+                    },
+                    delivered: local.to_owned(),
+                },
+                // Every commit is on a ref of the remote's, by this repository's own refs,
+                // which anyone who can run git may move: the whole tree counts, never none.
+                None => crate::task::Since {
+                    new_history: false,
+                    commit: None,
+                    shown: format!(
+                        "nothing: a new ref on {remote} whose commits its refs here already hold, so every file counts"
+                    ),
+                    delivered: local.to_owned(),
+                },
             };
             (since, Some(new.len()))
         };

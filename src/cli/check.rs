@@ -129,11 +129,19 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
     let Some(remote) = &args.pushed else {
         return run.judge(task);
     };
+    const MAX_PUSH_LINES: u64 = 16 << 20;
     let mut lines = String::new();
     std::io::stdin()
-        .take(1 << 20)
+        .take(MAX_PUSH_LINES + 1)
         .read_to_string(&mut lines)
         .context("cannot read git's pre-push lines from standard input")?;
+    // Never judged in part: a ref past the cap would go unjudged.
+    if lines.len() as u64 > MAX_PUSH_LINES {
+        bail!(
+            "git's pre-push lines are over {} MiB: the push is refused rather than judged in part; push fewer refs at once",
+            MAX_PUSH_LINES >> 20
+        );
+    }
     let mut worst = ExitCode::SUCCESS;
     for push in delivery::pushed(&task, remote, &lines)? {
         eprintln!(

@@ -143,7 +143,9 @@ fn whose(hook: &str) -> Option<&'static str> {
 fn script(config: Option<&Found>, hook: GitHook) -> Result<String> {
     let exe = std::env::current_exe().context("cannot tell where validator is")?;
     let quote = |path: &Path| shell_words::quote(&path.to_string_lossy()).into_owned();
-    let rules = match config.filter(|found| !found.discovered) {
+    // Always by its absolute path: git runs a hook from the top of the work tree, where a rules
+    // file found from a subdirectory would not be found again.
+    let rules = match config {
         Some(found) => {
             let path = found
                 .path

@@ -3,7 +3,7 @@
 //! the untracked files the commit leaves out, and the range a push sends. Read-only, and run
 //! hardened as every other git here: the user's index is read, never written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::Repo;
 use super::parse::{batch_contents, split_z};
@@ -164,27 +164,65 @@ impl Repo<'_> {
         Ok(contents)
     }
 
-    /// The untracked files and directories (`dir/`, wholly untracked) of the task that the
-    /// repository's ignore files do not hide, nor `excludes` (the user's own patterns): what a
-    /// commit leaves out.
-    pub fn untracked(&self, excludes: &[String]) -> Result<Vec<String>, String> {
-        let mut args = vec![
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude-standard",
-            "--directory",
-            "--no-empty-directory",
-            "--full-name",
-        ];
-        for pattern in excludes {
+    /// Of `paths` (untracked task paths), those `patterns` ignore: the user's own excludes, as
+    /// their `core.excludesFile` holds them, which keep a file out of a commit as git's own
+    /// listing does.
+    pub fn ignored_by(
+        &self,
+        patterns: &[String],
+        paths: &[&String],
+    ) -> Result<BTreeSet<String>, String> {
+        if patterns.is_empty() || paths.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let mut args = vec!["ls-files", "-z", "--others", "--ignored", "--full-name"];
+        for pattern in patterns {
             args.push("-x");
             args.push(pattern);
         }
         args.extend(["--", "."]);
         let listed = self.run(&args)?;
+        let wanted: BTreeSet<&str> = paths.iter().map(|path| path.as_str()).collect();
         Ok(split_z(&listed)
             .filter_map(|path| self.in_task(&path))
+            .filter(|path| wanted.contains(path.as_str()))
+            .collect())
+    }
+
+    /// Of `paths` (task paths), those git converts between the work tree and the blob (an
+    /// `ident`, `text`, `eol` or `working-tree-encoding` attribute): git compares them
+    /// converted, so the bytes in the work tree may differ while git sees no change.
+    pub fn converted(&self, paths: &[&String]) -> Result<BTreeSet<String>, String> {
+        if paths.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let under = self.layout.under.as_str();
+        let mut input = Vec::new();
+        for path in paths {
+            input.extend_from_slice(path.strip_prefix(under).unwrap_or(path).as_bytes());
+            input.push(0);
+        }
+        let args = [
+            "check-attr",
+            "-z",
+            "--stdin",
+            "ident",
+            "text",
+            "eol",
+            "crlf",
+            "working-tree-encoding",
+        ];
+        let done = self.run_as(self.own(), &args, OUTPUT_CAP, Some(&input))?;
+        if done.dropped > 0 {
+            return Err("git listed too many attributes".into());
+        }
+        let fields: Vec<String> = split_z(&done.output).collect();
+        Ok(fields
+            .chunks(3)
+            .filter(|triple| {
+                triple.len() == 3 && triple[2] != "unspecified" && triple[2] != "unset"
+            })
+            .map(|triple| format!("{under}{}", triple[0]))
             .collect())
     }
 

@@ -90,27 +90,35 @@ impl Repo<'_> {
     /// The base's committed `.gitignore` files (paths from the top, contents), from
     /// validator's private index of it; `None` when they cannot be read.
     fn committed_ignore_rules(&self, private: &Private) -> Option<Vec<(String, Vec<u8>)>> {
-        let staged = self
-            .listing(
+        // What a push delivers is committed, its rules with it: they may hide only what it does
+        // not deliver, which is set aside or ignored while it is judged.
+        let delivered = match (&self.task.since, self.depth) {
+            (Some(since), 0) => Some(format!("{}^{{tree}}", since.delivered)),
+            _ => None,
+        };
+        let glob = ":(top,glob)**/.gitignore";
+        let listed = match &delivered {
+            // ls-tree takes no pathspec magic: every entry, the rules picked out below.
+            Some(tree) => self.run(&["ls-tree", "-r", "-z", "--full-tree", tree]),
+            None => self.listing(
                 self.with(private),
-                &[
-                    "ls-files",
-                    "-z",
-                    "-s",
-                    "--full-name",
-                    "--",
-                    ":(top,glob)**/.gitignore",
-                ],
-            )
-            .ok()?;
+                &["ls-files", "-z", "-s", "--full-name", "--", glob],
+            ),
+        }
+        .ok()?;
         let mut blobs: Vec<(String, String)> = Vec::new();
-        for entry in split_z(&staged) {
-            // `<mode> <oid> <stage>\t<path>`
+        for entry in split_z(&listed) {
+            // `<mode> <oid> <stage>\t<path>`, or `<mode> blob <oid>\t<path>` from a tree
             let Some((meta, path)) = entry.split_once('\t') else {
                 continue;
             };
             let mut fields = meta.split(' ');
-            if let (Some("100644" | "100755"), Some(oid)) = (fields.next(), fields.next()) {
+            let mode = fields.next();
+            let oid = match delivered {
+                Some(_) => fields.nth(1),
+                None => fields.next(),
+            };
+            if let (Some("100644" | "100755"), Some(oid)) = (mode, oid) {
                 if is_gitignore(path) {
                     blobs.push((path.to_owned(), oid.to_owned()));
                 }
@@ -196,6 +204,7 @@ impl Repo<'_> {
             work_tree: &tree,
             cwd: tree.clone(),
             index: None,
+            reads_index: None,
             sandbox: sandbox.as_ref(),
         };
         let args = [

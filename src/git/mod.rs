@@ -107,6 +107,9 @@ pub(crate) struct Repo<'a> {
     /// Where validator keeps its private indexes (see [`Private`]): a directory of its state,
     /// outside the task, or one of this run's own.
     indexes: PathBuf,
+    /// The index a git hook was handed, read instead of the repository's own (see
+    /// [`Repo::reading_index`]).
+    user_index: Option<PathBuf>,
 }
 
 impl<'a> Repo<'a> {
@@ -153,6 +156,7 @@ impl<'a> Repo<'a> {
             deadline,
             depth,
             indexes: indexes.to_path_buf(),
+            user_index: None,
         };
         // Reading config runs nothing; what it names must not run either.
         let pattern = r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$";
@@ -164,6 +168,36 @@ impl<'a> Repo<'a> {
                 .collect();
         }
         Ok(repo)
+    }
+
+    /// Reads `index` where it reads the repository's own index: the temporary one git hands a
+    /// pre-commit hook for `git commit -a` (`$GIT_INDEX_FILE`), which is what that commit
+    /// writes. Refused unless it lies in the repository's git directory.
+    pub fn reading_index(mut self, index: &Path) -> Result<Self, String> {
+        let real = index
+            .canonicalize()
+            .map_err(|err| format!("the index git named ({}): {err}", index.display()))?;
+        let git_dir = self
+            .layout
+            .git_dir
+            .canonicalize()
+            .unwrap_or_else(|_| self.layout.git_dir.clone());
+        let common = self
+            .run(&["rev-parse", "--git-common-dir"])
+            .ok()
+            .map(|out| {
+                let out = String::from_utf8_lossy(&out).trim().to_owned();
+                self.task.dir.join(&self.layout.under).join(out)
+            });
+        let inside = |dir: &Path| dir.canonicalize().is_ok_and(|dir| real.starts_with(dir));
+        if !(real.starts_with(&git_dir) || common.as_deref().is_some_and(inside)) {
+            return Err(format!(
+                "the index git named ({}) is not in the repository's git directory; it was not read",
+                index.display()
+            ));
+        }
+        self.user_index = Some(real);
+        Ok(self)
     }
 
     /// The repository's git directory, as validator found it.

@@ -118,6 +118,9 @@ pub(super) struct Invocation<'r> {
     /// validator's private index (`GIT_INDEX_FILE`), which git may rewrite; without one, the
     /// repository's own, which git only reads.
     pub(super) index: Option<&'r Path>,
+    /// Without a private index, the index git reads instead of the repository's own: the one
+    /// git hands a hook (`git commit -a` and `git commit <path>` commit a temporary one).
+    pub(super) reads_index: Option<&'r Path>,
     pub(super) sandbox: Option<&'r Sandbox>,
 }
 
@@ -129,6 +132,7 @@ impl Repo<'_> {
             work_tree: &self.layout.work_tree,
             cwd: self.task.dir.join(&self.layout.under),
             index: None,
+            reads_index: self.user_index.as_deref(),
             sandbox: self.sandbox.as_ref(),
         }
     }
@@ -185,7 +189,12 @@ impl Repo<'_> {
             // git refreshes validator's index as it compares: what it hashed, it need not hash
             // again next time.
             Some(index) => env.push(("GIT_INDEX_FILE".into(), index.into())),
-            None => env.push(("GIT_OPTIONAL_LOCKS".into(), "0".into())),
+            None => {
+                env.push(("GIT_OPTIONAL_LOCKS".into(), "0".into()));
+                if let Some(index) = how.reads_index {
+                    env.push(("GIT_INDEX_FILE".into(), index.into()));
+                }
+            }
         }
         // The repository's programs, each set to nothing. Not as `-c name=`: git splits that at
         // the first `=`, and a driver named `a=b` would keep its program. The variables take the

@@ -340,7 +340,7 @@ fn a_run_stopped_with_files_set_aside_is_undone_by_the_next() {
     write(&dir, "app.py", "x = 3\n");
     std::fs::write(
         stash.join("plan.json"),
-        r#"{"pid": 999999999, "aside": [["app.py", "0"]], "written": ["app.py"], "made": []}"#,
+        r#"{"aside": [["app.py", "0"]], "written": [["app.py", "6dba43e01d22fc87e8c47a8c04ba49a133b14f39947fe1a87d7344e5c03f33d4"]], "made": []}"#,
     )
     .expect("plan");
     assert!(git_ok(&dir, &["commit", "-q", "-m", "after a stop"]));
@@ -420,4 +420,228 @@ fn a_file_only_marked_with_add_n_is_not_delivered_so_not_judged() {
     );
     assert_eq!(read(&dir, "later.py"), "BAD = 1\n");
     no_stash_left(&dir);
+}
+
+// What an adversarial review of the hooks found, each kept.
+
+/// A bare remote `origin` holding main.
+fn with_origin(dir: &tempfile::TempDir) {
+    let remote = dir.path().join("remote.git");
+    git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
+    assert!(git_ok(
+        dir,
+        &["remote", "add", "origin", &remote.to_string_lossy()]
+    ));
+    assert!(git_ok(dir, &["push", "-q", "origin", "HEAD:main"]));
+}
+
+fn head_has(dir: &tempfile::TempDir, rel: &str, text: &str) -> bool {
+    let out = std::process::Command::new("git")
+        .args(["show", &format!("HEAD:{rel}")])
+        .current_dir(repo(dir))
+        .output()
+        .expect("git show");
+    String::from_utf8_lossy(&out.stdout).contains(text)
+}
+
+#[test]
+fn commit_all_is_judged_from_the_index_git_commits() {
+    // `git commit -a` (and `git commit <path>`) hand the hook GIT_INDEX_FILE=.git/index.lock
+    // (or next-index-*.lock): that is what is committed, not .git/index.
+    let dir = repository();
+    write(&dir, "app.py", "x = 1\nBAD = 1\n");
+    let (ok, _) = git_run(&dir, &["commit", "-q", "-a", "-m", "bad"]);
+    assert!(
+        !ok && !head_has(&dir, "app.py", "BAD"),
+        "commit -a with BAD was let through"
+    );
+}
+
+#[test]
+fn commit_with_pathspec_is_judged_from_the_index_git_commits() {
+    let dir = repository();
+    write(&dir, "app.py", "x = 1\nBAD = 1\n");
+    let (ok, _) = git_run(&dir, &["commit", "-q", "-m", "bad", "app.py"]);
+    assert!(
+        !ok && !head_has(&dir, "app.py", "BAD"),
+        "commit <path> with BAD was let through"
+    );
+}
+
+#[test]
+fn an_intent_to_add_entry_is_not_delivered() {
+    // `git add -N`: git commit leaves the entry out; validator wrote an empty file in its place.
+    let dir = repository();
+    std::fs::write(
+        repo(&dir).join("validator.yaml"),
+        "version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n      - name: exists\n        rule: lint\n        run: [sh, -c, \"test -e helper.py\"]\n",
+    )
+    .unwrap();
+    assert!(git_ok(
+        &dir,
+        &["commit", "-q", "--no-verify", "-am", "rules"]
+    ));
+    write(&dir, "helper.py", "x = 1\n");
+    write(&dir, "app.py", "import helper\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    assert!(git_ok(&dir, &["add", "-N", "helper.py"]));
+    let (ok, _) = git_run(&dir, &["commit", "-q", "-m", "no helper"]);
+    assert!(!ok, "a commit without helper.py passed a gate requiring it");
+}
+
+#[test]
+fn a_forged_remote_tracking_ref_does_not_skip_a_new_branch() {
+    let dir = repository();
+    with_origin(&dir);
+    write(&dir, "bad.py", "BAD = 1\n");
+    assert!(git_ok(&dir, &["add", "bad.py"]));
+    assert!(git_ok(&dir, &["commit", "-q", "--no-verify", "-m", "bad"]));
+    assert!(git_ok(
+        &dir,
+        &["update-ref", "refs/remotes/origin/decoy", "HEAD"]
+    ));
+    let (ok, _) = git_run(&dir, &["push", "-q", "origin", "HEAD:refs/heads/feature"]);
+    assert!(!ok, "a new branch was pushed unjudged");
+}
+
+#[test]
+fn an_ignore_rule_outside_the_commit_does_not_keep_a_file_in_place() {
+    let dir = repository();
+    std::fs::write(
+        repo(&dir).join("validator.yaml"),
+        "version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n      - name: import\n        rule: lint\n        run: [python3, -c, \"import app\"]\n",
+    )
+    .unwrap();
+    assert!(git_ok(
+        &dir,
+        &["commit", "-q", "--no-verify", "-am", "rules"]
+    ));
+    write(&dir, "app.py", "import helper\n");
+    write(&dir, "helper.py", "x = 1\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    std::fs::write(repo(&dir).join(".git/info/exclude"), "helper.py\n").unwrap();
+    let (ok, _) = git_run(&dir, &["commit", "-q", "-m", "imports a file left out"]);
+    assert!(!ok, "helper.py, left out of the commit, was judged");
+}
+
+#[test]
+fn a_pyvenv_cfg_does_not_keep_an_untracked_package_in_place() {
+    let dir = repository();
+    std::fs::write(
+        repo(&dir).join("validator.yaml"),
+        "version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n      - name: import\n        rule: lint\n        run: [python3, -c, \"import app\"]\n",
+    )
+    .unwrap();
+    assert!(git_ok(
+        &dir,
+        &["commit", "-q", "--no-verify", "-am", "rules"]
+    ));
+    write(&dir, "app.py", "import helper\n");
+    write(&dir, "helper/__init__.py", "x = 1\n");
+    write(&dir, "helper/pyvenv.cfg", "");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    let (ok, _) = git_run(&dir, &["commit", "-q", "-m", "imports a package left out"]);
+    assert!(!ok, "helper/, left out of the commit, was judged");
+}
+
+#[test]
+fn a_clean_conversion_does_not_hide_a_work_tree_difference() {
+    // .git/info/attributes `ident`: git takes `$Id: anything $` as `$Id$`, so the work tree's
+    // bytes differ from the pushed blob while git reports no change.
+    let dir = repository();
+    with_origin(&dir);
+    write(&dir, "bad.py", "s = '$Id$'  # BA\n");
+    std::fs::write(
+        repo(&dir).join("validator.yaml"),
+        "version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n      - name: idcheck\n        rule: lint\n        run: [sh, -c, \"! grep -qF \\\"'\\\\$Id\\\\$'\\\" bad.py\"]\n",
+    )
+    .unwrap();
+    assert!(git_ok(&dir, &["add", "-A"]));
+    assert!(git_ok(&dir, &["commit", "-q", "--no-verify", "-m", "bad"]));
+    std::fs::write(repo(&dir).join(".git/info/attributes"), "bad.py ident\n").unwrap();
+    write(&dir, "bad.py", "s = '$Id: hidden $'  # BA\n");
+    let (ok, _) = git_run(&dir, &["push", "-q", "origin", "HEAD:main"]);
+    assert!(!ok, "the pushed blob was never in the work tree");
+}
+
+#[test]
+fn a_push_of_another_history_does_not_keep_heads_files() {
+    let dir = repository();
+    let remote = dir.path().join("remote.git");
+    git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
+    assert!(git_ok(
+        &dir,
+        &["remote", "add", "origin", &remote.to_string_lossy()]
+    ));
+    std::fs::write(
+        repo(&dir).join("validator.yaml"),
+        "version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n      - name: import\n        rule: lint\n        run: [python3, -c, \"import app\"]\n",
+    )
+    .unwrap();
+    write(&dir, "helper.py", "x = 1\n");
+    write(&dir, "app.py", "import helper\n");
+    assert!(git_ok(&dir, &["add", "-A"]));
+    assert!(git_ok(&dir, &["commit", "-q", "--no-verify", "-m", "main"]));
+    assert!(git_ok(&dir, &["checkout", "-q", "--orphan", "rel"]));
+    assert!(git_ok(&dir, &["rm", "-q", "--cached", "helper.py"]));
+    assert!(git_ok(
+        &dir,
+        &["commit", "-q", "--no-verify", "-m", "rel without helper"]
+    ));
+    std::fs::remove_file(repo(&dir).join("helper.py")).ok();
+    assert!(git_ok(&dir, &["checkout", "-q", "-f", "main"]));
+    let (ok, _) = git_run(&dir, &["push", "-q", "origin", "rel"]);
+    assert!(
+        !ok,
+        "rel's tree lacks helper.py, yet HEAD's stayed for the run"
+    );
+}
+
+#[test]
+fn a_gate_that_stages_a_file_does_not_get_it_committed_unjudged() {
+    let dir = repository();
+    write(
+        &dir,
+        "app.py",
+        "import os, subprocess\nif not os.path.exists('sneak.py'):\n    open('sneak.py', 'w').write('BA' 'D = 1\\n')\n    subprocess.run(['git', 'add', 'sneak.py'])\n",
+    );
+    std::fs::write(
+        repo(&dir).join("validator.yaml"),
+        "version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n      - name: lint\n        rule: lint\n        run: [sh, -c, \"! grep -rq --exclude-dir=.git --include=*.py BAD .\"]\n      - name: import\n        rule: lint\n        run: [python3, -c, \"import app\"]\n",
+    )
+    .unwrap();
+    assert!(git_ok(&dir, &["add", "-A"]));
+    let (ok, _) = git_run(&dir, &["commit", "-q", "-m", "x"]);
+    assert!(
+        !(ok && head_has(&dir, "sneak.py", "BAD")),
+        "a file staged during the run was committed unjudged"
+    );
+}
+
+#[test]
+fn edits_made_after_a_killed_run_are_not_discarded() {
+    let dir = repository();
+    write(&dir, "app.py", "x = 1\ny = 2\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    write(&dir, "app.py", "x = 1\ny = 2\nz = 3\n");
+    // What a run killed after its swap leaves: the user's app.py in the stash, the staged one
+    // in its place.
+    let stash = repo(&dir).join(".git/validator-delivery");
+    std::fs::create_dir(&stash).unwrap();
+    std::fs::rename(repo(&dir).join("app.py"), stash.join("0")).unwrap();
+    write(&dir, "app.py", "x = 1\ny = 2\n");
+    std::fs::write(
+        stash.join("plan.json"),
+        r#"{"pid":999999999,"aside":[["app.py","0"]],"written":["app.py"],"made":[]}"#,
+    )
+    .unwrap();
+    // The user, seeing their edit gone, writes new work, then commits again.
+    write(&dir, "app.py", "x = 1\ny = 2\nnew work\n");
+    let _ = git_run(&dir, &["commit", "-q", "-m", "again"]);
+    let text = read(&dir, "app.py");
+    let kept = text.contains("new work")
+        || std::fs::read_dir(&stash)
+            .map(|d| d.count() > 0)
+            .unwrap_or(false);
+    assert!(kept, "the new work was deleted without a word: {text:?}");
 }
