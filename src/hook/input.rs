@@ -289,9 +289,19 @@ impl Input {
 
     /// Whether this is a subagent stopping (Claude Code's and Codex's `SubagentStop`).
     pub fn is_subagent_stop(&self) -> bool {
+        self.stop_event() == "SubagentStop"
+    }
+
+    /// The stop event this input is, as a gates.json names it: the one it names (Gemini CLI's
+    /// `AfterAgent` is a `Stop`), else, for a hand-made input, `SubagentStop` when it names a
+    /// subagent or carries a hook runner's `output` (seed 001 tests its SubagentStop gate with
+    /// `{"output": "STATUS: …"}`, so that is what such an input tries), else `Stop`.
+    pub fn stop_event(&self) -> &str {
         match self.hook_event_name.as_deref() {
-            Some(event) => event == "SubagentStop",
-            None => self.subagent().is_some(),
+            Some("AfterAgent") => "Stop",
+            Some(event) => event,
+            None if self.subagent().is_some() || self.output.is_some() => "SubagentStop",
+            None => "Stop",
         }
     }
 

@@ -766,13 +766,8 @@ fn bound_pipeline<'r>(rules: &'r Rules, input: &Input) -> Result<Option<&'r str>
     if rules.hooks.is_empty() && rules.prompt.is_none() {
         return Ok(None);
     }
-    let event = match input.hook_event_name.as_deref() {
-        // Gemini CLI's stop is `AfterAgent`; a gates.json names Claude Code's events.
-        Some("AfterAgent") => "Stop",
-        Some(event) => event,
-        None if input.subagent().is_some() => "SubagentStop",
-        None => "Stop",
-    };
+    // Gemini CLI's stop is `AfterAgent`; a gates.json names Claude Code's events.
+    let event = input.stop_event();
     let Some(binding) = rules.hooks.iter().find(|b| b.event == event) else {
         return Err(format!("{} has no {event} hook", rules.path.display()));
     };

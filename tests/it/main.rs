@@ -82,6 +82,7 @@ mod reviewer_sandbox_has_no_io_uring;
 mod rules;
 mod schema_suite;
 mod scope_git;
+mod seed001_manual_test;
 mod session_records_fail_closed;
 mod sidecar;
 mod signing;
