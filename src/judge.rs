@@ -210,7 +210,7 @@ impl Judge<'_> {
             // The coordinator's contract is broken: the task cannot be judged against it.
             Some((Decision::Error, why))
         } else if let Some(history) = history.as_deref_mut() {
-            breakers(history, rules.defaults.max_attempts)
+            breakers(history, &rules.defaults)
         } else {
             None
         };
@@ -334,9 +334,14 @@ fn reviewers(pipeline: &Pipeline) -> Vec<String> {
     names
 }
 
-/// The breakers that decide before a run: a task a person must look at stays held, and an
-/// attempt past `max_attempts` escalates it.
-fn breakers(history: &mut History<'_>, max_attempts: u32) -> Option<(Decision, String)> {
+/// The breakers that decide before a run: a task a person must look at stays held, an
+/// attempt past `max_attempts` escalates it, and so does a staged task past `max_time` since
+/// its first attempt (a hook session counts `max_time` from its first call, in `hook::usage`).
+fn breakers(
+    history: &mut History<'_>,
+    defaults: &crate::config::Defaults,
+) -> Option<(Decision, String)> {
+    let max_attempts = defaults.max_attempts;
     if let Some(why) = history.state.escalated.clone() {
         return Some((Decision::Escalated, why));
     }
@@ -345,13 +350,34 @@ fn breakers(history: &mut History<'_>, max_attempts: u32) -> Option<(Decision, S
     }
     let attempt = history.attempt();
     if attempt <= max_attempts {
-        return None;
+        return over_time(history, defaults.max_time);
     }
     let why = format!(
         "attempt {attempt} is over max_attempts ({max_attempts}): {}",
         history.after_deciding()
     );
     history.escalate(Breaker::MaxAttempts, &why);
+    Some((Decision::Escalated, why))
+}
+
+/// The watcher's `max_time`: a staged task whose series of attempts began longer ago than it
+/// is ESCALATED before its next run.
+fn over_time(
+    history: &mut History<'_>,
+    max_time: Option<std::time::Duration>,
+) -> Option<(Decision, String)> {
+    let max = max_time.filter(|_| history.keeper == Keeper::Task)?;
+    let ran = history.state.running_for()?;
+    if ran <= max {
+        return None;
+    }
+    let why = format!(
+        "the task has run {} since its first attempt (max_time {}): {}",
+        crate::duration::format(ran),
+        crate::duration::format(max),
+        history.after_deciding()
+    );
+    history.escalate(Breaker::Budget, &why);
     Some((Decision::Escalated, why))
 }
 

@@ -49,6 +49,10 @@ pub struct TaskState {
     /// gate: a gate with `select:` runs them first next time.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed_tests: BTreeMap<String, Vec<String>>,
+    /// When the current series of attempts began (seconds since the epoch): its first signal
+    /// after a PASS or reset, which the watcher's `max_time` counts from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<u64>,
 }
 
 /// Failed tests remembered per gate, and the characters of each name: the state file must
@@ -120,6 +124,12 @@ fn json_bytes(text: &str) -> usize {
     serde_json::to_string(text).map_or(usize::MAX, |json| json.len())
 }
 
+fn seconds_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
 pub fn path(state_dir: &Path, task: &str) -> PathBuf {
     state_dir.join("tasks").join(format!("{task}.json"))
 }
@@ -132,14 +142,22 @@ impl TaskState {
     pub fn attempt_for(&mut self, signal: Option<String>) -> u32 {
         let held = self.escalated.is_some() || self.blocked.is_some();
         if self.signal != signal && !held {
-            self.attempt = if self.last_verdict == Some(Decision::Pass) {
-                1
-            } else {
-                self.attempt + 1
-            };
+            let fresh = self.last_verdict == Some(Decision::Pass) || self.attempt == 0;
+            self.attempt = if fresh { 1 } else { self.attempt + 1 };
+            if fresh || self.started.is_none() {
+                self.started = Some(seconds_now());
+            }
             self.signal = signal;
         }
         self.attempt
+    }
+
+    /// How long the current series of attempts has run, if it is known when it began.
+    pub fn running_for(&self) -> Option<std::time::Duration> {
+        let started = self.started?;
+        Some(std::time::Duration::from_secs(
+            seconds_now().saturating_sub(started),
+        ))
     }
 
     /// Remembers the tests each `test` gate that ran named as failed, and forgets them for one

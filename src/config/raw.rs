@@ -78,10 +78,12 @@ pub struct RawDefaults {
     pub budget: Option<Duration>,
     /// Budget breaker (`hook`): past this many tokens in an agent session, as the agent's own
     /// usage records count them (its subagents' included), it is ESCALATED (default: none).
+    /// `watch` and the agent loop have no usage records and cannot count it (`rules check`
+    /// says so).
     #[schemars(range(min = 1))]
     pub max_tokens: Option<u64>,
-    /// Budget breaker (`hook`): past this long since the session's first hook call, it is
-    /// ESCALATED (default: none).
+    /// Budget breaker (`hook`, `watch`): past this long since the session's first hook call,
+    /// or a staged task's first attempt, it is ESCALATED (default: none).
     #[serde(default, deserialize_with = "crate::duration::deserialize")]
     #[schemars(schema_with = "crate::duration::schema")]
     pub max_time: Option<Duration>,

@@ -29,6 +29,7 @@ const REPORT_KEYS: &[&str] = &[
     "reason",
     "task",
     "files_touched",
+    "request",
 ];
 
 /// What the worker reported about its own run.
@@ -40,6 +41,9 @@ pub struct Report {
     pub reason: Option<String>,
     pub task: Option<String>,
     pub files_touched: Option<Vec<String>>,
+    /// The person's own words, as whoever signalled hands them on (an orchestrator under
+    /// `watch`): the `review` rule's ground truth where the front end has no other.
+    pub request: Option<String>,
 }
 
 /// The status a worker declared, interpreted.
@@ -52,6 +56,17 @@ pub enum Declared<'a> {
 }
 
 impl Report {
+    /// The signal's `request` as a reviewer is given it: said to come from the done file,
+    /// which the worker may have written (it is where the worker writes, under `watch`), so a
+    /// `review` takes it only where neither the front end nor a contract gives ground truth.
+    pub fn request_for_review(&self) -> Option<String> {
+        let request = self.request.as_deref().filter(|r| !r.trim().is_empty())?;
+        Some(format!(
+            "(from the done signal's `request`, which whoever wrote the done file wrote: the \
+             worker can write it too)\n{request}"
+        ))
+    }
+
     pub fn declared(&self) -> Declared<'_> {
         match self.status.as_deref().map(str::trim) {
             None | Some("") => Declared::Missing,
@@ -420,6 +435,23 @@ fn status_block(text: &str) -> Option<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_in_a_report_is_given_to_a_review_said_as_the_signals() {
+        for body in [
+            r#"{"status": "OK", "request": "Add divide"}"#,
+            "status: OK\nrequest: Add divide\n",
+        ] {
+            let report = parse(body).unwrap();
+            let request = report.request_for_review().unwrap();
+            assert!(
+                request.starts_with("(from the done signal's `request`"),
+                "{request}"
+            );
+            assert!(request.ends_with("\nAdd divide"), "{request}");
+        }
+        assert_eq!(parse("STATUS: OK").unwrap().request_for_review(), None);
+    }
 
     #[test]
     fn empty_body_reports_nothing() {

@@ -118,6 +118,13 @@ pub fn request(rules: &Rules, agent: Agent, input: &Input) -> Option<String> {
         }
         source = "(from the agent's transcript, which its tools could write)\n";
     }
+    // Gemini CLI with only `AfterAgent` wired: that event carries the turn's own prompt.
+    if prompts.is_empty()
+        && matches!(agent, Agent::Gemini)
+        && let Some(prompt) = input.prompt.as_deref().filter(|p| !p.trim().is_empty())
+    {
+        keep_prompt(&mut prompts, prompt);
+    }
     match prompts.len() {
         0 => None,
         1 => Some(format!("{source}{}", prompts[0])),

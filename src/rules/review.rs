@@ -831,15 +831,26 @@ pub(crate) fn context(ctx: &Context<'_>, deadline: &Deadline<'_>) -> Result<Stri
 fn ground_truth(out: &mut String, task: &crate::task::Task) {
     out.push_str("## Ground truth\n\n");
     let brief = task.contract.as_ref().and_then(|c| c.context.as_deref());
-    let (said, text) = match (task.request.as_deref(), brief) {
-        (Some(request), _) if !request.trim().is_empty() => (
+    // The done signal's `request` comes last: the worker may have written it, the brief not.
+    let signalled = task
+        .signal
+        .report
+        .as_ref()
+        .ok()
+        .and_then(crate::done::Report::request_for_review);
+    let (said, text) = match (task.request.as_deref(), brief, signalled.as_deref()) {
+        (Some(request), _, _) if !request.trim().is_empty() => (
             "The USER requested, in their own words (as they submitted them):",
             request,
         ),
-        (_, Some(brief)) if !brief.trim().is_empty() => (
+        (_, Some(brief), _) if !brief.trim().is_empty() => (
             "No request from the user is on record. The coordinator's brief for this task \
              (the contract's `context`) is the ground truth:",
             brief,
+        ),
+        (_, _, Some(request)) => (
+            "The USER requested, in their own words, as the done signal hands them on:",
+            request,
         ),
         _ => {
             out.push_str(
