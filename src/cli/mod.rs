@@ -281,6 +281,9 @@ pub(crate) enum Command {
 pub(crate) enum RulesCommand {
     /// Validate the rules file without running anything, and print the gate graph
     Check,
+    /// Print which rules-file keys act in which front end (check, watch, each agent's hook,
+    /// the agent loop), as docs/keys.md holds it
+    Keys,
     /// Print the rules file's JSON Schema (draft-07), for editors and other tools
     Schema {
         /// Print the handoff contracts' schema instead (`contracts/<task>.yaml` or `.json`)
@@ -429,6 +432,9 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         Command::Rules {
             command: RulesCommand::Check,
         } => rules_check(&find_config(cli.config.clone())?),
+        Command::Rules {
+            command: RulesCommand::Keys,
+        } => rules::rules_keys(),
         Command::Init { kind, force, from } => match from {
             Some(from) => rules::init_from(cli.config, &from, force),
             None => init(cli.config, kind.as_deref(), force),

@@ -37,6 +37,10 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
             accepted + 1
         ));
     }
+    warnings.extend(rules.unhonoured(&validator::config::keys::FrontEnd::ALL));
+    warnings.extend(validator::config::tools::tool_names_in_commands(
+        &rules.tools,
+    ));
     print_hooks_and_notes(&mut out, &rules)?;
     if let Some(dir) = &rules.contracts {
         let (checked, broken) = check_contracts(&rules, dir);
@@ -201,6 +205,15 @@ pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Re
     for item in &converted.left_out {
         println!("  not carried over: {}", validator::text::one_line(item));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validator rules keys`: the table of which keys act where (docs/keys.md is this text).
+pub(crate) fn rules_keys() -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(validator::config::keys::markdown().as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write the table to stdout")?;
     Ok(ExitCode::SUCCESS)
 }
 

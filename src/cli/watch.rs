@@ -47,6 +47,14 @@ pub(crate) struct WatchArgs {
 }
 
 pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
+    // What the file asks of a watcher (or the loop around it) that it cannot do, said once at
+    // the start; a file that does not load is the watcher's own to report.
+    if let Ok(rules) = validator::Rules::load(&config) {
+        use validator::config::keys::FrontEnd;
+        for warning in rules.unhonoured(&[FrontEnd::Watch, FrontEnd::Loop]) {
+            eprintln!("warning: {warning}");
+        }
+    }
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));

@@ -162,6 +162,7 @@ pub(super) fn parse(path: &Path, source: &str, dir: PathBuf) -> Result<Rules, Co
         hooks,
         prompt,
         notes: reader.notes,
+        written: Vec::new(),
     })
 }
 

@@ -5,6 +5,7 @@ pub mod convert;
 mod gates_json;
 pub mod graph;
 pub mod json_schema;
+pub mod keys;
 pub mod raw;
 pub mod tools;
 
@@ -27,6 +28,11 @@ pub const MAX_RULES_BYTES: u64 = 4 * 1024 * 1024;
 pub fn lines_end_at_lf_only(path: &Path, source: &str) -> bool {
     gates_json::is_gates_json(path, source)
 }
+/// `path` from the rules file, else `default`, relative to the file's directory `dir`.
+fn resolve(dir: &Path, path: Option<PathBuf>, default: &str) -> PathBuf {
+    dir.join(path.unwrap_or_else(|| PathBuf::from(default)))
+}
+
 /// Gate names that are routing words and so cannot name a gate.
 const ROUTING_WORDS: [&str; 4] = ["CONTINUE", "BLOCK", "PASS", "STOP"];
 
@@ -61,6 +67,9 @@ pub struct Rules {
     /// What the loader accepted but a reader should know (the parts of a gates.json validator
     /// does not run); `validator rules check` prints them.
     pub notes: Vec<String>,
+    /// The keys of [`keys::KEYS`] the file itself writes, which some front end cannot honour:
+    /// what the load-time warnings speak of.
+    pub written: Vec<&'static str>,
 }
 
 /// `speculate:` checked.
@@ -401,7 +410,15 @@ impl Rules {
         }
         let loader = Loader { path, source };
         let raw: RawRules = parse_yaml(path, source, hint_for)?;
-        loader.check(raw, dir)
+        let written = keys::written(&raw);
+        let mut rules = loader.check(raw, dir)?;
+        rules.written = written;
+        Ok(rules)
+    }
+
+    /// What this file writes that does nothing under `fronts`, one line per key and reason.
+    pub fn unhonoured(&self, fronts: &[keys::FrontEnd]) -> Vec<String> {
+        keys::warnings(&self.written, fronts)
     }
 
     /// The handoff contract for `task`, if the rules file names a contracts directory and the
@@ -676,17 +693,14 @@ impl Loader<'_> {
                 fail_fast: pipeline.fail_fast.unwrap_or(false),
             });
         }
-        let resolve = |p: Option<PathBuf>, default: &str| {
-            dir.join(p.unwrap_or_else(|| PathBuf::from(default)))
-        };
         let hook = self.hook(&raw.hook, &dir)?;
         let signing_key_file = raw.signing_key_file.map(|p| dir.join(p));
         keep_key_from_reviewers(&mut pipelines, signing_key_file.as_deref());
         Ok(Rules {
             path: self.path.to_path_buf(),
-            staging: resolve(raw.staging.clone(), "staging"),
-            verdicts: resolve(raw.verdicts.or(raw.staging), "staging"),
-            state: resolve(raw.state, ".validator"),
+            staging: resolve(&dir, raw.staging.clone(), "staging"),
+            verdicts: resolve(&dir, raw.verdicts.or(raw.staging), "staging"),
+            state: resolve(&dir, raw.state, ".validator"),
             contracts: raw.contracts.map(|p| dir.join(p)),
             signing_key_file,
             dir,
@@ -699,6 +713,7 @@ impl Loader<'_> {
             hooks: Vec::new(),
             prompt: None,
             notes: Vec::new(),
+            written: Vec::new(),
         })
     }
 

@@ -134,6 +134,45 @@ pub fn expand_home(path: &str) -> Result<std::path::PathBuf, String> {
     }
 }
 
+/// `tools.commands` entries that name an agent's tool rather than a shell command (an MCP
+/// server's `mcp__gmail__send_email`, or a bare `send_email` that is no program on this PATH):
+/// they match the words of shell commands, so such an entry never matches the tool call. One
+/// warning each, with what does hold such calls.
+pub fn tool_names_in_commands(tools: &Tools) -> Vec<String> {
+    tools
+        .commands
+        .iter()
+        .filter_map(|rule| {
+            let program = shell_words::split(&rule.pattern).ok()?.into_iter().next()?;
+            let why = if program.starts_with("mcp__") {
+                "names an MCP tool"
+            } else if looks_like_a_tool_name(&program) && !on_path(&program) {
+                "names no program on this PATH, and reads like an agent's tool (an MCP server's)"
+            } else {
+                return None;
+            };
+            Some(format!(
+                "tools.commands `{}` {why}: tools.commands matches the words of shell commands, so it never matches a tool call. No key of the tool policy names one tool that is not a shell: `tools.unknown: deny` refuses every tool validator does not know (each MCP tool included), or deny the tool in the agent's own settings (Claude Code: `permissions.deny: [\"mcp__SERVER__TOOL\"]`)",
+                rule.pattern
+            ))
+        })
+        .collect()
+}
+
+/// A bare identifier with an underscore and no glob or path (`send_email`, `create_issue`),
+/// as tools are named; programs are seldom named so.
+fn looks_like_a_tool_name(word: &str) -> bool {
+    word.contains('_')
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
 /// A command rule with its words compiled.
 #[derive(Debug, Clone)]
 pub struct CommandRule {

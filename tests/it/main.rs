@@ -47,6 +47,7 @@ mod hostile;
 mod install;
 mod junit_failures_outside_a_case_or_only_counted_still_fail;
 mod junit_report_failures_are_never_lost;
+mod keys;
 mod layers;
 mod metrics;
 mod opencode_plugin;
