@@ -501,7 +501,7 @@ fn answer_input(
     input: &validator::hook::Input,
     called: &Called<'_>,
 ) -> Result<Option<String>> {
-    // The rules file is found as everywhere else: `-c`, `./validator.yaml`, `$VALIDATOR_CONFIG`.
+    // The rules file is found as everywhere else: `-c`, `$VALIDATOR_CONFIG`, a `validator.yaml`.
     // Agents start hooks in the project directory, which the agent can write, so the examples
     // pass `-c` with an absolute path outside it; the input's `cwd` is never searched.
     let rules = load(&config_path(config)?)?;
