@@ -290,7 +290,7 @@ fn open_repo<'t>(
     let cannot = Error::CannotTell;
     let indexes = tempfile::tempdir().map_err(|err| cannot(err.to_string()))?;
     let deadline = Instant::now() + LISTING_TIME;
-    let mut repo = Repo::open(task, None, deadline, indexes.path())
+    let mut repo = Repo::open(task, None, deadline, indexes.path(), None)
         .map_err(|problem| cannot(problem.into_reason()))?
         .ok_or_else(|| cannot("the directory is not in a git repository".into()))?;
     if let Some(index) = index {
@@ -857,7 +857,7 @@ pub fn pushed(task: &Task, remote: &str, lines: &str) -> Result<Vec<Pushed>, Err
     let cannot = Error::CannotTell;
     let indexes = tempfile::tempdir().map_err(|err| cannot(err.to_string()))?;
     let deadline = Instant::now() + LISTING_TIME;
-    let repo = Repo::open(task, None, deadline, indexes.path())
+    let repo = Repo::open(task, None, deadline, indexes.path(), None)
         .map_err(|problem| cannot(problem.into_reason()))?
         .ok_or_else(|| cannot("the directory is not in a git repository".into()))?;
     let mut refs = Vec::new();

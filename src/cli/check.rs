@@ -209,6 +209,11 @@ impl Run<'_> {
             false => validator::judge::signing(rules),
         };
         let cache = (!args.no_cache).then(|| validator::cache::Cache::new(&rules.state));
+        let user_excludes = validator::git::UserExcludes::for_own_check(
+            &rules.staging,
+            &task.dir,
+            args.signal.is_some() || args.request.is_some(),
+        );
         // Dropped (its progress line erased) before the verdict is printed.
         let stream = (!args.quiet).then(|| Stream::new(args.format, pipeline, verbose));
         let header = || {
@@ -236,6 +241,7 @@ impl Run<'_> {
                 skip: &skip,
                 keep_going: args.keep_going,
                 all_files: args.all_files,
+                user_excludes: user_excludes.as_ref(),
             },
             slots: None,
             speculation: Default::default(),

@@ -2,7 +2,8 @@
 //! committed `.gitignore` files would hide, wherever the rule that hid a file lives (a
 //! `.gitignore` the worker wrote or edited, a directory above the task, `.git/info/exclude`).
 //! Asked of git's own walk in a scratch tree that holds those files and an empty stand-in for
-//! each path ignored, so git's rules decide, and nothing of the worker's is read.
+//! each path ignored, so git's rules decide, and nothing of the worker's is read. In the user's
+//! own `validator check`, the user's global excludes ([`super::UserExcludes`]) count too.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -180,8 +181,12 @@ impl Repo<'_> {
         rules: &[(String, Vec<u8>)],
         suspects: &[String],
     ) -> BTreeSet<String> {
-        // No committed rule hides anything.
-        if rules.is_empty() || suspects.is_empty() || suspects.len() > MAX_SUSPECTS {
+        let user = self.user_excludes.map(|user| user.rules.as_slice());
+        // No committed rule (nor the user's own, where they count) hides anything.
+        if (rules.is_empty() && user.is_none())
+            || suspects.is_empty()
+            || suspects.len() > MAX_SUSPECTS
+        {
             return BTreeSet::new();
         }
         let Ok(scratch) = tempfile::Builder::new()
@@ -192,7 +197,10 @@ impl Repo<'_> {
         };
         let tree = scratch.path().join("tree");
         let git_dir = scratch.path().join("git");
-        if !matches!(make_scratch(&tree, &git_dir, rules, suspects), Ok(true)) {
+        if !matches!(
+            make_scratch(&tree, &git_dir, rules, user, suspects),
+            Ok(true)
+        ) {
             return BTreeSet::new();
         }
         let readable = [scratch.path().to_path_buf()];
@@ -240,16 +248,23 @@ fn is_hidden(suspect: &str, ignored: &BTreeSet<&str>) -> bool {
 }
 
 /// Fills the scratch work tree `tree` (and its repository `git_dir`) for
-/// [`Repo::hidden_by_rules`]; `false` when a path cannot be placed.
+/// [`Repo::hidden_by_rules`]; `false` when a path cannot be placed. The user's global excludes
+/// (`user`, where they count) go in the scratch repository's exclude file: like a global
+/// excludes file, below every `.gitignore` in precedence.
 fn make_scratch(
     tree: &Path,
     git_dir: &Path,
     rules: &[(String, Vec<u8>)],
+    user: Option<&[u8]>,
     suspects: &[String],
 ) -> std::io::Result<bool> {
     std::fs::create_dir_all(git_dir.join("objects"))?;
     std::fs::create_dir_all(git_dir.join("refs"))?;
     std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/scratch\n")?;
+    if let Some(user) = user {
+        std::fs::create_dir_all(git_dir.join("info"))?;
+        std::fs::write(git_dir.join("info").join("exclude"), user)?;
+    }
     std::fs::create_dir_all(tree)?;
     for (path, content) in rules {
         let Some(at) = scratch_path(tree, path) else {

@@ -37,6 +37,7 @@ mod locate;
 mod parse;
 mod private_index;
 mod run;
+mod user_excludes;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -59,6 +60,7 @@ pub use delivery::{Delivered, TreeEntry};
 pub(crate) use locate::passed_over_in_worker_area;
 #[doc(hidden)]
 pub use parse::read_listings;
+pub use user_excludes::UserExcludes;
 
 /// The least a patch is read to before it is cut.
 const PATCH_READ_MIN: usize = 4 * 1024 * 1024;
@@ -110,6 +112,9 @@ pub(crate) struct Repo<'a> {
     /// The index a git hook was handed, read instead of the repository's own (see
     /// [`Repo::reading_index`]).
     user_index: Option<PathBuf>,
+    /// The user's global excludes, in a run that is the user's own (`validator check` by a
+    /// person): they may hide files as the committed `.gitignore` files do.
+    user_excludes: Option<&'a UserExcludes>,
 }
 
 impl<'a> Repo<'a> {
@@ -122,9 +127,15 @@ impl<'a> Repo<'a> {
         cancel: Option<&'a Cancel>,
         deadline: Instant,
         indexes: &Path,
+        user_excludes: Option<&'a UserExcludes>,
     ) -> Result<Option<Self>, Problem> {
         match locate(task)? {
-            Some(layout) => Repo::at(task, cancel, layout, deadline, 0, indexes).map(Some),
+            Some(layout) => Repo::at(task, cancel, layout, deadline, 0, indexes).map(|repo| {
+                Some(Repo {
+                    user_excludes,
+                    ..repo
+                })
+            }),
             None => Ok(None),
         }
     }
@@ -157,6 +168,7 @@ impl<'a> Repo<'a> {
             depth,
             indexes: indexes.to_path_buf(),
             user_index: None,
+            user_excludes: None,
         };
         // Reading config runs nothing; what it names must not run either.
         let pattern = r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$";
@@ -401,24 +413,42 @@ impl<'a> Repo<'a> {
     /// `git status` of the work tree against the private index `private`, and the index's
     /// own listing beside it.
     fn first_look(&self, private: &Private) -> (Listing, Listing) {
+        // The user's excludes, copied where the sandboxed git may read them.
+        let excludes = match self.user_excludes {
+            Some(user) => match excludes_copy(&private.dir, &user.rules) {
+                Ok(copy) => Some(copy),
+                Err(err) => {
+                    return (
+                        Err(format!("cannot copy the user's excludes: {err}")),
+                        Ok(Vec::new()),
+                    );
+                }
+            },
+            None => None,
+        };
+        let excludes_setting = excludes
+            .as_ref()
+            .map(|copy| format!("core.excludesFile={}", copy.path().display()));
+        let mut status_args: Vec<&str> = Vec::new();
+        if let Some(setting) = &excludes_setting {
+            status_args.extend(["-c", setting.as_str()]);
+        }
         std::thread::scope(|scope| {
             let index = scope.spawn(|| {
                 self.listing(self.with(private), &["ls-files", "-z", "-s", "--full-name"])
             });
-            let status = self.listing(
-                self.with(private),
-                &[
-                    "status",
-                    "--porcelain=v2",
-                    "-z",
-                    "--untracked-files=all",
-                    "--ignored=matching",
-                    "--no-renames",
-                    "--ignore-submodules=all",
-                    "--",
-                    ".",
-                ],
-            );
+            status_args.extend([
+                "status",
+                "--porcelain=v2",
+                "-z",
+                "--untracked-files=all",
+                "--ignored=matching",
+                "--no-renames",
+                "--ignore-submodules=all",
+                "--",
+                ".",
+            ]);
+            let status = self.listing(self.with(private), &status_args);
             let stopped = || "the listing stopped".to_owned();
             (status, index.join().unwrap_or_else(|_| Err(stopped())))
         })
@@ -458,7 +488,10 @@ impl<'a> Repo<'a> {
             self.depth + 1,
             &self.indexes,
         ) {
-            Ok(repo) => repo,
+            Ok(repo) => Repo {
+                user_excludes: self.user_excludes,
+                ..repo
+            },
             Err(problem) => return Nested::Unknown(Some(problem.into_reason())),
         };
         if !repo.has_commit(base_commit) {
@@ -540,6 +573,18 @@ impl<'a> Repo<'a> {
             from_middle,
         }))
     }
+}
+
+/// `rules` in a file of its own in `dir` (validator's index directory, which git's sandbox
+/// reads), removed when dropped.
+fn excludes_copy(dir: &Path, rules: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::io::Write;
+    let mut copy = tempfile::Builder::new()
+        .prefix("excludes-")
+        .tempfile_in(dir)?;
+    copy.write_all(rules)?;
+    copy.flush()?;
+    Ok(copy)
 }
 
 /// What a nested repository's changes are.

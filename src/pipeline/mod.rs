@@ -140,6 +140,9 @@ pub struct Selection<'a> {
     /// Gates with `changed_only` look at every file, not only the changed ones (a CI run over
     /// the whole tree, as pre-commit's `--all-files`).
     pub all_files: bool,
+    /// The user's global excludes, read by a `check` that is the user's own (see
+    /// [`crate::git::UserExcludes::for_own_run`]).
+    pub user_excludes: Option<&'a crate::git::UserExcludes>,
 }
 
 impl Selection<'_> {
@@ -397,6 +400,7 @@ impl Runner<'_> {
             state_dir: &self.rules.state,
             cancel: self.supervision.cancel,
             all_files: self.supervision.selection.all_files,
+            user_excludes: self.supervision.selection.user_excludes,
             listed: &self.listed,
         }
     }
@@ -703,6 +707,7 @@ impl Runner<'_> {
             state_dir: &self.rules.state,
             cancel: supervision.cancel,
             all_files: supervision.selection.all_files,
+            user_excludes: supervision.selection.user_excludes,
             listed: &self.listed,
             started: Instant::now(),
             failed_before: supervision

@@ -125,7 +125,7 @@ impl RuleDef for FileScope {
         let in_cache = |f: &Finding| f.file.as_deref().is_some_and(toolcache::is_cache);
         ranked.sort_by_key(|(weight, f)| (in_cache(f), *weight));
         let caches = ranked.iter().filter(|(_, f)| in_cache(f)).count();
-        let findings: Vec<Finding> = ranked.into_iter().map(|(_, f)| f).collect();
+        let findings = fold_virtualenvs(ranked.into_iter().map(|(_, f)| f).collect(), &changed);
 
         let from = match note {
             Some(note) => format!("{source}; {note}"),
@@ -434,8 +434,8 @@ impl Listed {
         ctx: &'c Context<'c>,
         deadline: Instant,
     ) -> Result<Opened<'c>, Problem> {
-        let opened =
-            index_home(ctx).and_then(|home| Repo::open(ctx.task, ctx.cancel, deadline, &home));
+        let opened = index_home(ctx)
+            .and_then(|home| Repo::open(ctx.task, ctx.cancel, deadline, &home, ctx.user_excludes));
         let now = match &opened {
             Ok(None) => Origin::NoRepository,
             Ok(Some(repo)) => Origin::Repository(repo.git_dir().to_path_buf()),
@@ -672,6 +672,10 @@ fn list_changes(ctx: &Context<'_>, base: &str, deadline: Instant) -> Result<Chan
         match ctx.listed.repository(ctx, deadline)? {
             Opened::Repo(repo) => {
                 let pinned = ctx.listed.pinned(&repo, base)?;
+                // Said in the verdict, so a file they hide is not hidden unseen.
+                let note = note.or(ctx.user_excludes.map(|_| {
+                    "the user's global excludes (core.excludesFile) count in the user's own `validator check`, never under watch, an agent hook or `validator run`"
+                }));
                 let (mut changes, accounted) = repo.changes(base, &pinned, note)?;
                 let walked = listed_by(taskdir::list_passing_over_by(
                     task,
@@ -767,6 +771,60 @@ fn add_unseen(
     }
 }
 
+/// The findings in a new Python virtualenv (a directory whose `pyvenv.cfg` is among the
+/// changes) folded into one per virtualenv that says what to do: ignore it in a committed
+/// `.gitignore`. Its links to the interpreter and pip's `cacert.pem` are no work of the
+/// worker's to fix, and deleting them breaks the project. It still fails: a `pyvenv.cfg` is
+/// anyone's to write, so it hides nothing.
+fn fold_virtualenvs(findings: Vec<Finding>, changed: &BTreeSet<String>) -> Vec<Finding> {
+    let roots: Vec<String> = changed
+        .iter()
+        .filter_map(|file| match file.as_str() {
+            "pyvenv.cfg" => None,
+            file => file
+                .strip_suffix("/pyvenv.cfg")
+                .map(|dir| format!("{dir}/")),
+        })
+        .collect();
+    if roots.is_empty() {
+        return findings;
+    }
+    let root_of = |f: &Finding| {
+        let file = f.file.as_deref()?;
+        roots.iter().find(|root| file.starts_with(root.as_str()))
+    };
+    let mut folded: Vec<(String, usize, Option<Breach>)> = Vec::new();
+    let mut rest = Vec::new();
+    for finding in findings {
+        match root_of(&finding) {
+            Some(root) => match folded.iter_mut().find(|(r, _, _)| r == root) {
+                Some((_, n, _)) => *n += 1,
+                None => folded.push((root.clone(), 1, finding.breach)),
+            },
+            None => rest.push(finding),
+        }
+    }
+    let mut out: Vec<Finding> = folded
+        .into_iter()
+        .map(|(root, n, breach)| {
+            let files = changed.iter().filter(|f| f.starts_with(&root)).count();
+            let finding = Finding::in_file(
+                &root,
+                format!(
+                    "is a Python virtualenv (it has pyvenv.cfg) that no committed .gitignore ignores, so its {files} files count as changes ({n} finding{} in it): do not edit or delete it; add the line `/{root}` to the project's .gitignore and commit it. A global excludes file (core.excludesFile) or .git/info/exclude does not count here: a worker could write them",
+                    crate::text::plural(n)
+                ),
+            );
+            match breach {
+                Some(breach) => finding.breaching(breach),
+                None => finding,
+            }
+        })
+        .collect();
+    out.extend(rest);
+    out
+}
+
 fn is_escaping_link(task: &crate::task::Task, rel: &str) -> bool {
     let path = task.dir.join(rel);
     path.symlink_metadata()
@@ -838,6 +896,7 @@ fn outside_a_run<T>(
         state_dir,
         cancel: None,
         all_files: false,
+        user_excludes: None,
         listed: &listed,
     };
     look(&ctx, Instant::now() + timeout)

@@ -51,6 +51,9 @@ pub struct Context<'a> {
     pub cancel: Option<&'a crate::process::Cancel>,
     /// A person asked for every file (`check --all-files`): `changed_only` reads all of them.
     pub all_files: bool,
+    /// The user's global excludes, in a `validator check` that is the user's own: they hide
+    /// files from the change set as the committed `.gitignore` files do.
+    pub user_excludes: Option<&'a crate::git::UserExcludes>,
     /// The change sets this run has listed, shared by its gates.
     pub listed: &'a file_scope::Listed,
     /// When the gate started: its deadline is `timeout` from then, one clock for the cache

@@ -1279,6 +1279,7 @@ mod tests {
     fn build(fixture: &Fixture) -> String {
         let ctx = Context {
             all_files: false,
+            user_excludes: None,
             task: &fixture.task,
             gate: "review",
             timeout: Duration::from_secs(30),

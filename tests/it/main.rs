@@ -35,6 +35,7 @@ mod fuzz_seeds;
 mod gates_corpus;
 mod gates_json;
 mod git_hooks;
+mod global_excludes;
 mod groups;
 mod handoff_seed;
 mod hardening_deadline;
