@@ -348,7 +348,7 @@ impl fmt::Display for Initialized {
         if self.ignore_hint {
             writeln!(
                 f,
-                "  the watcher, agent hooks and gates with `inputs:` keep state in `.validator/` (this pack's `check` writes none): add it to .gitignore before you use them"
+                "  the watcher, agent hooks and gates with `inputs:` keep state in `.validator/` (this pack's `check` writes none), and the watcher's workers write their tasks in `.validator/staging/`: add `.validator/` to .gitignore before you use them, or the project's own check counts them as changes"
             )?;
         }
         Ok(())

@@ -53,6 +53,7 @@ mod layers;
 mod metrics;
 mod opencode_plugin;
 mod output_tail_is_what_the_command_wrote;
+mod pack_staging;
 mod patches_too_big_to_judge_are_refused;
 mod private_index;
 mod progress;

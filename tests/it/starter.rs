@@ -229,7 +229,7 @@ fn init_detects_each_marker_and_writes_its_pack_and_schema() {
             "{stdout}"
         );
         assert!(
-            stdout.contains("keep state in `.validator/` (this pack's `check` writes none)"),
+            stdout.contains("keep state in `.validator/` (this pack's `check` writes none), and the watcher's workers write their tasks in `.validator/staging/`"),
             "{stdout}"
         );
         assert_eq!(
