@@ -86,6 +86,7 @@ mod rules;
 mod schema_suite;
 mod scope_git;
 mod seed001_manual_test;
+mod select_that_npm_does_not_pass_on;
 mod session_records_fail_closed;
 mod sidecar;
 mod signing;

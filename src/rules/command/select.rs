@@ -116,6 +116,17 @@ fn escape(name: &str) -> String {
     escaped
 }
 
+/// The option npm said it did not know (`npm warn Unknown cli config "--test-name-pattern"`,
+/// as npm says of an option after a script's own `npm run x` that no `--` passes on), if the
+/// output holds one: the `select:` filter went to npm, not the runner. Only ever a note on a
+/// run that failed anyway: the worker's code may print it.
+fn ignored_option(output: &str) -> Option<&str> {
+    let (_, rest) = output.split_once("Unknown cli config \"")?;
+    let option = rest.split('"').next()?;
+    (option.starts_with("--") && option.len() <= 100 && !option.contains(char::is_control))
+        .then_some(option)
+}
+
 impl Command {
     /// Runs just the tests the last run named as failed: the gate's outcome when one of them
     /// fails again, `None` when the whole suite must say (they pass, the runner names none of
@@ -159,13 +170,21 @@ impl Command {
             return None;
         }
         let shown = shell_words::join(&argv);
-        outcome.summary = format!(
-            "{} (run first, as the last run's failed test{}: `{}`; the whole suite runs once {} pass)",
-            outcome.summary,
-            plural(names.len()),
-            crate::text::clip(&crate::text::one_line(&shown), 200),
-            if names.len() == 1 { "it does" } else { "they" },
-        );
+        let shown = crate::text::clip(&crate::text::one_line(&shown), 200);
+        outcome.summary = match ignored_option(&text) {
+            // The filter never reached the runner: what ran was the whole suite, and a
+            // `select:` that cannot filter costs a whole run on every retry.
+            Some(option) => format!(
+                "{} (`select:` did not filter: npm says `Unknown cli config \"{option}\"`, so `{shown}` ran the whole suite; name the runner the script runs in `select:`, e.g. `select: npx --no-install <runner> {option}=...`, or a script that passes it on)",
+                outcome.summary,
+            ),
+            None => format!(
+                "{} (run first, as the last run's failed test{}: `{shown}`; the whole suite runs once {} pass)",
+                outcome.summary,
+                plural(names.len()),
+                if names.len() == 1 { "it does" } else { "they" },
+            ),
+        };
         // A selected test the run did not name may not have run at all (a pattern that missed
         // it): it stays among the failed, to be run first again, until the whole suite says.
         let mut failed_now = outcome
@@ -194,6 +213,14 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         text.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn an_option_npm_did_not_pass_on_is_read_from_its_warning() {
+        let said = "> x@1 test\n> npm run unit\nnpm warn Unknown cli config \"--test-name-pattern\". This will stop working in the next major version of npm.\n";
+        assert_eq!(ignored_option(said), Some("--test-name-pattern"));
+        assert_eq!(ignored_option("all 3 tests failed\n"), None);
+        assert_eq!(ignored_option("Unknown cli config \"registry\""), None);
     }
 
     #[test]
