@@ -51,6 +51,7 @@ mod junit_report_failures_are_never_lost;
 mod keys;
 mod layers;
 mod metrics;
+mod node_tools_from_outside_the_task;
 mod opencode_plugin;
 mod output_tail_is_what_the_command_wrote;
 mod pack_staging;

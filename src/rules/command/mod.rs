@@ -5,6 +5,7 @@
 //! Whose fault a runner that is not there is, [`runner`] says.
 
 pub mod lint;
+mod node_tools;
 mod runner;
 mod select;
 pub mod test;
@@ -367,6 +368,9 @@ impl Command {
             _ => None,
         };
         outcome.output_tail = tail(&crate::verdict::terminal::shown(&output), ran.dropped);
+        if let Some(note) = node_tools::from_outside(&self.argv, task, &cwd) {
+            outcome.summary.push_str(&note);
+        }
         outcome
     }
 
