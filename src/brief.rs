@@ -218,8 +218,9 @@ fn contract_gates(contract: &Contract) -> Vec<GateLine> {
 }
 
 /// Keys of a gate that say how it runs, not what it checks.
-const HOW_IT_RUNS: [&str; 10] = [
+const HOW_IT_RUNS: [&str; 11] = [
     "name", "rule", "on_pass", "on_fail", "timeout", "inputs", "group", "env", "fix", "only_if",
+    "unless",
 ];
 
 /// What a pipeline's gate checks, from the gate as written: its command, or the keys that

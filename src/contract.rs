@@ -465,6 +465,7 @@ impl Contract {
             about,
             inputs: None,
             only_if: None,
+            unless: None,
             group: None,
             definition,
         };

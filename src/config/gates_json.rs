@@ -962,6 +962,7 @@ impl<'a> Reader<'a> {
                     about: gate.about.clone(),
                     inputs: None,
                     only_if: None,
+                    unless: None,
                     group: None,
                     definition: gate.definition.clone(),
                 });

@@ -368,6 +368,8 @@ pub struct Gate {
     pub inputs: Option<PatternSet>,
     /// `only_if:`: what must be in the task directory for the gate to run.
     pub only_if: Option<crate::rules::only_if::OnlyIf>,
+    /// `unless:`: what in the task directory turns the gate off.
+    pub unless: Option<crate::rules::only_if::OnlyIf>,
     /// `group:`: the gates next to it with the same group start together.
     pub group: Option<String>,
     /// The gate as written, in a canonical form: part of its cache key.
@@ -956,6 +958,12 @@ impl Loader<'_> {
                 .map(crate::rules::only_if::OnlyIf::from_spec)
                 .transpose()
                 .map_err(|err| self.error(&gate_at(g, err.key), err.message, err.help))?;
+            let unless = spec
+                .unless
+                .as_deref()
+                .map(crate::rules::only_if::OnlyIf::from_unless)
+                .transpose()
+                .map_err(|err| self.error(&gate_at(g, err.key), err.message, err.help))?;
             let route = |text: &Option<raw::RouteText>,
                          key: &'static str,
                          default: Route|
@@ -972,6 +980,7 @@ impl Loader<'_> {
                 about: None,
                 inputs: spec.inputs.as_deref().map(PatternSet::new),
                 only_if,
+                unless,
                 group: spec.group.clone(),
                 definition: serde_json::to_string(spec).unwrap_or_default(),
                 rule,

@@ -594,6 +594,7 @@ fn plan_compliance_gate() -> crate::config::Gate {
         about: Some("a subagent ends its work with a STATUS block".into()),
         inputs: None,
         only_if: None,
+        unless: None,
         group: None,
         definition: String::new(),
     }

@@ -678,6 +678,12 @@ impl Runner<'_> {
         {
             return not_run(why, None);
         }
+        if let Some(unless) = &gate.unless
+            && let Some(why) = unless.present_by(self.task, &run_deadline)
+            && !self.worker_changed_what(unless)
+        {
+            return not_run(why, None);
+        }
         let speculation_stopped = self.stopped_before(index);
         if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) || speculation_stopped {
             let mut report = skipped(gate);

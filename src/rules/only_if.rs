@@ -92,6 +92,22 @@ impl OnlyIf {
         Ok(OnlyIf { any })
     }
 
+    /// `unless:`, checked as [`OnlyIf::from_spec`] checks `only_if:`; no `key:` (a document that
+    /// does not parse cannot be said to have one, and must not turn a gate off).
+    pub fn from_unless(specs: &[PresenceSpec]) -> Result<OnlyIf, KeyError> {
+        if let Some(spec) = specs.iter().find(|spec| spec.key.is_some()) {
+            return Err(KeyError::new(
+                "unless",
+                format!("`{}` in `unless:` has `key:`", one_line(spec.file.as_str())),
+                "match the file's text with `contains:` instead",
+            ));
+        }
+        OnlyIf::from_spec(specs).map_err(|err| KeyError {
+            key: "unless",
+            ..err
+        })
+    }
+
     /// `None` when the gate runs; otherwise why it does not, naming what was looked for.
     pub fn unmet(&self, task: &Task) -> Option<String> {
         self.unmet_within(task, None)
@@ -103,11 +119,25 @@ impl OnlyIf {
         self.unmet_within(task, Some(deadline))
     }
 
+    /// `unless:` in a run: why the gate does not run when one of these is surely present
+    /// (read, and matching); `None` when the gate runs. What cannot be told in time, or read,
+    /// counts as absent here: when in doubt the gate judges.
+    pub fn present_by(&self, task: &Task, deadline: &Deadline<'_>) -> Option<String> {
+        let found = self
+            .any
+            .iter()
+            .find(|presence| presence.holds(task, Some(deadline), false))?;
+        Some(format!(
+            "not run: the project has {} (`unless:`), so another gate does its work",
+            found.describe()
+        ))
+    }
+
     fn unmet_within(&self, task: &Task, deadline: Option<&Deadline<'_>>) -> Option<String> {
         if self
             .any
             .iter()
-            .any(|presence| presence.holds(task, deadline))
+            .any(|presence| presence.holds(task, deadline, true))
         {
             return None;
         }
@@ -125,12 +155,14 @@ impl OnlyIf {
 }
 
 impl Presence {
-    fn holds(&self, task: &Task, deadline: Option<&Deadline<'_>>) -> bool {
+    /// Whether the file is there (with what it must contain); `doubt` when that cannot be
+    /// told (out of time, unreadable, too large, a pattern that cannot be built).
+    fn holds(&self, task: &Task, deadline: Option<&Deadline<'_>>, doubt: bool) -> bool {
         let listing = match deadline {
             None => taskdir::list_to_depth(task, self.depth),
             Some(deadline) => match taskdir::list_to_depth_by(task, self.depth, deadline) {
                 Ok(listing) => listing,
-                Err(_) => return true,
+                Err(_) => return doubt,
             },
         };
         let out_of_time = || deadline.is_some_and(|deadline| deadline.check().is_err());
@@ -139,16 +171,16 @@ impl Presence {
             .iter()
             .filter(|entry| self.file.is_match(&entry.rel))
             .any(|entry| match (&self.contains, &self.key) {
-                _ if out_of_time() => true,
+                _ if out_of_time() => doubt,
                 // A pattern whose matcher cannot be built lets the gate run.
                 (Some(pattern), _) => match pattern.regex() {
-                    Ok(regex) => {
-                        read(task, &entry.path, deadline).is_none_or(|bytes| regex.is_match(&bytes))
-                    }
-                    Err(_) => true,
+                    Ok(regex) => read(task, &entry.path, deadline)
+                        .map_or(doubt, |bytes| regex.is_match(&bytes)),
+                    Err(_) => doubt,
                 },
+                // A document that does not parse is a doubt too (see `has_key`).
                 (None, Some(key)) => read(task, &entry.path, deadline)
-                    .is_none_or(|bytes| has_key(&entry.rel, &bytes, key)),
+                    .map_or(doubt, |bytes| has_key(&entry.rel, &bytes, key)),
                 (None, None) => true,
             })
     }

@@ -48,6 +48,12 @@ pub struct GateSpec {
     /// gate off.
     #[schemars(length(min = 1))]
     pub only_if: Option<Vec<PresenceSpec>>,
+    /// Skip the gate when one of these is surely in the task directory (read, and matching
+    /// its `contains:`), as when another gate already does its work: the node pack's `lint`
+    /// where the `test` script runs the linter. What cannot be read counts as absent, and a
+    /// change of the worker's to a file it looks at runs the gate. No `key:`.
+    #[schemars(length(min = 1))]
+    pub unless: Option<Vec<PresenceSpec>>,
     /// Gates next to each other with the same `group` start together (at most the pipeline's
     /// `jobs` at once) and are settled in the order they are written, as if they had run one
     /// after another: the first failure is the one reported first, and the routes are taken
@@ -192,6 +198,7 @@ impl GateSpec {
             timeout: None,
             inputs: None,
             only_if: None,
+            unless: None,
             group: None,
             paths: None,
             forbid: None,

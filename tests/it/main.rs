@@ -101,5 +101,6 @@ mod tool_time;
 mod tool_time_fails_closed;
 mod unjudged_counts_out_of_the_workers_reach;
 mod unjudged_stops_are_held;
+mod unless;
 mod watch;
 mod watcher_holds_its_claim;
