@@ -178,7 +178,20 @@ impl Run<'_> {
     /// Puts what is delivered in the work tree, saying what was set aside.
     fn swap_in(&self, task: &Task, delivered: &delivery::Delivered) -> Result<delivery::Swap> {
         let keep = [self.rules.state.clone(), self.config.to_path_buf()];
-        let swap = delivery::swap_in(task, &self.rules.state, delivered, &user_excludes(), &keep)?;
+        // The user's own excludes keep an untracked file in place as git leaves it out; where
+        // the run may be a worker's (an agent's commit), none do, and more is set aside.
+        let excludes: Vec<String> =
+            validator::git::UserExcludes::for_own_check(&self.rules.staging, &task.dir, false)
+                .map(|excludes| {
+                    String::from_utf8_lossy(&excludes.rules)
+                        .lines()
+                        .map(str::trim_end)
+                        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+        let swap = delivery::swap_in(task, &self.rules.state, delivered, &excludes, &keep)?;
         if swap.set_aside() > 0 || swap.written() > 0 {
             eprintln!(
                 "validator: judging what is {}: {} of your files set aside until the run ends{}",
@@ -264,42 +277,6 @@ impl Run<'_> {
         }
         finish(stream, &verdict, args, pipeline, verbose, self.config)
     }
-}
-
-/// The user's own ignore patterns (git's `core.excludesFile`, else `~/.config/git/ignore`):
-/// an untracked file they hide stays in place while what is delivered is judged, as git
-/// leaves it out of `git status`.
-fn user_excludes() -> Vec<String> {
-    const MAX_EXCLUDES: u64 = 1 << 20;
-    let configured = std::process::Command::new("git")
-        .args(["config", "--global", "--path", "--get", "core.excludesFile"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|out| out.status.success())
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        .filter(|path| !path.as_os_str().is_empty());
-    let default = || {
-        std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
-            .map(|dir| dir.join("git/ignore"))
-    };
-    let Some(path) = configured.or_else(default) else {
-        return Vec::new();
-    };
-    let Ok(text) =
-        validator::files::read_text(&path, MAX_EXCLUDES, validator::files::Links::Follow)
-    else {
-        return Vec::new();
-    };
-    text.lines()
-        .map(str::trim_end)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Prints what the live lines have not: in text, the gates that never ran and the decision
