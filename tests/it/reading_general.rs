@@ -156,3 +156,66 @@ fn ranges_and_sentences_under_a_file_heading_are_read() {
         "{verdict:#}"
     );
 }
+
+#[test]
+fn positions_between_fields_in_brackets_and_in_blocks_are_read() {
+    let verdict = linted(
+        concat!(
+            // `file:function:line:`
+            "src/app.py:load:12: DAR101: - path\n",
+            // `path[l, c]`
+            "ERROR: (no-var) src/web.ts[4, 2]: Forbidden 'var' keyword\n",
+            // a file line, then `Line: N`, then the message under it
+            "src/app.py\n  Line: 7\n    pylint: unused-import / Unused import os\n\n",
+            // a file heading, a blank line, then labelled lines (a table under each)
+            "File:   Dockerfile\nIssues: 2\n\nLine 1: FROM ubuntu\nIssue  Category  Title\n    1  Clarity   Base Image Missing Tag\n\nLine 3: MAINTAINER me\nIssue  Category  Title\n    2  Deprecation  Deprecated\n\n",
+            // a bare location over its quoted source, the message after it
+            "src/web.ts:9:5\n  > 9| let a = b c\n-----------^\n\nUnexpected token c\n",
+        ),
+        1,
+        &[
+            ("src/app.py", "x\n"),
+            ("src/web.ts", "y\n"),
+            ("Dockerfile", "FROM ubuntu\n"),
+        ],
+    );
+    let mut found = findings(&verdict);
+    found.sort();
+    let mut expected = [
+        "src/app.py:12:- path",
+        "src/web.ts:4:Forbidden 'var' keyword",
+        "src/app.py:7:pylint: unused-import / Unused import os",
+        "Dockerfile:1:FROM ubuntu",
+        "Dockerfile:3:MAINTAINER me",
+        "src/web.ts:9:Unexpected token c",
+    ];
+    expected.sort();
+    assert_eq!(found, expected, "{verdict:#}");
+}
+
+#[test]
+fn a_location_heading_over_severity_rows_names_each_row() {
+    let verdict = linted(
+        "src/web.ts:1:1\nERROR: 1:1   no-var-keyword  Forbidden 'var' keyword\nWARNING: 2:3   no-console  Calls to console.log\n",
+        1,
+        &[("src/web.ts", "y\n")],
+    );
+    assert_eq!(
+        findings(&verdict),
+        [
+            "src/web.ts:1:Forbidden 'var' keyword",
+            "src/web.ts:2:Calls to console.log"
+        ],
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn new_shapes_never_take_a_file_the_task_does_not_hold() {
+    let verdict = linted(
+        "src/ghost.py:load:12: DAR101: - path\nERROR: src/ghost.ts[4, 2]: planted\nsrc/ghost.py\n  Line: 7\n    planted\nsrc/ghost.ts:9:5\n  > 9| x\n\nplanted\n",
+        1,
+        &[("src/app.py", "x\n")],
+    );
+    assert!(findings(&verdict).is_empty(), "{verdict:#}");
+}

@@ -671,7 +671,14 @@ fn the_node_pack_runs_the_package_scripts_and_fails_on_a_failing_test() {
 
     std::fs::write(dir.join("index.js"), "exports.add = (a, b) => a +;\n").expect("write");
     let (code, verdict) = check(&dir, &[]);
-    assert_failed_at("node", code, &verdict, "lint", "`npm` exited with 1");
+    // node --check's error is read at its place: `index.js:1`, the SyntaxError after the source.
+    assert_failed_at(
+        "node",
+        code,
+        &verdict,
+        "lint",
+        r#""line":1,"message":"SyntaxError: Unexpected token ';'""#,
+    );
 
     std::fs::write(dir.join("index.js"), "exports.add = (a, b) => a - b;\n").expect("write");
     let (code, verdict) = check(&dir, &[]);

@@ -183,7 +183,9 @@ impl Scanner {
             return;
         }
         let heading = trimmed.strip_suffix(':').unwrap_or(trimmed);
-        if !indented && looks_like_path(heading) {
+        // A location alone (`page.pug:1:5` over its snippet) is no file heading: the general
+        // reader reads it with the message its block gives.
+        if !indented && looks_like_path(heading) && lines::location(heading).is_none() {
             self.list_file = Some(heading.to_owned());
             return;
         }

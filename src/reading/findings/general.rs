@@ -118,6 +118,12 @@ struct Place {
 struct Context {
     /// A file named alone on a line, heading the rows under it, and whether a row was read.
     group: Option<(String, bool)>,
+    /// A blank line came since the heading: only a row that says it is a line (`Line 3:`)
+    /// goes on under it, as tools that space their blocks print them.
+    paused: bool,
+    /// A row under this heading said `Line N`: the tool labels its lines, so a bare number
+    /// under it (a table's issue count) is no line.
+    labeled: bool,
     /// Inside a stack trace (`goroutine 1 [running]:`, `Traceback (most recent call last):`)
     /// until its blank line: its locations are where a program crashed, not findings.
     trace: bool,
@@ -165,8 +171,9 @@ pub fn read(
         let trimmed = line.trim();
         if trimmed.is_empty() {
             context.trace = false;
-            // A blank line ends a file's rows (a summary or another tool's lines follow).
-            context.group = None;
+            // A blank line ends a file's rows (a summary or another tool's lines follow),
+            // unless a row labelled as a line comes next.
+            context.paused = context.group.is_some();
             continue;
         }
         if starts_trace(trimmed) {
@@ -175,10 +182,14 @@ pub fn read(
         if context.trace {
             continue;
         }
+        if std::mem::take(&mut context.paused) && labeled_line(trimmed).is_none() {
+            context.group = None;
+        }
         if claimed.get(index).copied().unwrap_or(false) {
             // A known format's file heading still heads rows that format cannot read.
             context.group = group_heading(trimmed, line.starts_with(char::is_whitespace), known)
                 .map(|file| (file, false));
+            context.labeled = false;
             continue;
         }
         let indent = indent_of(line);
@@ -288,19 +299,7 @@ fn read_line(
             context.taken.insert(index);
             return Some((described(finding, trim_preposition(text)), Kind::Located));
         }
-        // A bare location: the line under it says what it is (a two-line form), or the header
-        // of the block it frames does.
-        if let Some(text) = under.filter(|_| !indented) {
-            return Some((described(finding, text), Kind::Located));
-        }
-        return match header_above(lines, index, claimed) {
-            Some(at) if context.taken.contains(&at) => None,
-            Some(at) => {
-                context.taken.insert(at);
-                Some((described(finding, lines[at].trim()), Kind::Bare))
-            }
-            None => Some((finding, Kind::Bare)),
-        };
+        return bare_location(lines, index, claimed, context, finding, under);
     }
     if let Some(finding) = group_row(trimmed, indented, lines.get(index + 1), context) {
         return Some((finding, Kind::Row));
@@ -315,15 +314,143 @@ fn read_line(
         let message = format!("{} {}", &trimmed[..at], &trimmed[end..]);
         if let Some(text) = words_of(trim_preposition(message.trim())) {
             *rows = true;
-            let finding = described(Finding::at(file.clone(), line_no, column, ""), text);
+            // `1: warning at line 1, col 1` over `Don't use IDs in selectors.`: a row that says
+            // only its severity has its message on the line under it.
+            let text = match lines.get(index + 1).map(|n| n.trim()) {
+                Some(next) if only_severity(text) && lines::location(next).is_none() => {
+                    words_of(next).map_or(text.to_owned(), |m| format!("{text}: {m}"))
+                }
+                _ => text.to_owned(),
+            };
+            let finding = described(Finding::at(file.clone(), line_no, column, ""), &text);
             return Some((finding, Kind::Row));
         }
     }
     if let Some(file) = group_heading(trimmed, indented, known) {
         context.group = Some((file, false));
+        context.labeled = false;
         return None;
     }
     None
+}
+
+/// `1: warning`, `ERROR`: a severity and a counter, nothing that says what is wrong.
+fn only_severity(text: &str) -> bool {
+    let mut words = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !w.bytes().all(|b| b.is_ascii_digit()));
+    words.next().is_some_and(is_severity) && words.next().is_none()
+}
+
+/// How far past a bare location the message under its quoted source may be.
+const MAX_QUOTE_LINES: usize = 12;
+
+/// Whether the lines from `at` quote source: a snippet row (`> 1| code`, `2 | code`), or a line
+/// with a caret line under it (`  return a;` over `         ^`).
+fn quotes_source(lines: &[&str], at: usize) -> bool {
+    let Some(first) = lines.get(at).map(|l| l.trim()) else {
+        return false;
+    };
+    is_snippet(first.trim_start_matches('>').trim_start())
+        || lines.get(at + 1).is_some_and(|n| is_caret(n.trim()))
+}
+
+/// A caret line marking a column: `^`, `^^^`, `-----^`, `~~~^`.
+fn is_caret(trimmed: &str) -> bool {
+    trimmed.contains('^') && trimmed.chars().all(|c| matches!(c, '^' | '-' | '~' | ' '))
+}
+
+/// The message a bare location's quoted source is followed by: the first line at the margin
+/// that is neither quote nor caret, within a few lines, if it says something and is no location
+/// of its own.
+fn message_after_quote<'a>(lines: &[&'a str], index: usize) -> Option<&'a str> {
+    for (at, line) in lines
+        .iter()
+        .enumerate()
+        .skip(index + 1)
+        .take(MAX_QUOTE_LINES)
+    {
+        let trimmed = line.trim();
+        let over_caret = lines.get(at + 1).is_some_and(|n| is_caret(n.trim()));
+        if trimmed.is_empty()
+            || line.starts_with(char::is_whitespace)
+            || is_caret(trimmed)
+            || over_caret
+        {
+            continue;
+        }
+        if lines::location(trimmed).is_some() || is_snippet(trimmed) {
+            return None;
+        }
+        return words_of(trimmed);
+    }
+    None
+}
+
+/// `ERROR: 1:1   rule  message`: a row that opens with a severity, then a line and column.
+fn is_severity_row(trimmed: &str) -> bool {
+    trimmed
+        .split_once(": ")
+        .filter(|(word, _)| is_severity(word))
+        .and_then(|(_, rest)| number(rest))
+        .is_some_and(|(_, rest)| rest.starts_with(':'))
+}
+
+/// `Line 3: text`, `Line: 3`, `Ln 3`: a row that says it is a line, and its number and text.
+fn labeled_line(trimmed: &str) -> Option<(u32, &str)> {
+    let rest = strip_label(trimmed);
+    if rest.len() == trimmed.len() || !trimmed[..1].eq_ignore_ascii_case("l") {
+        return None;
+    }
+    let (line_no, after) = number(rest)?;
+    if !(after.is_empty() || after.starts_with([':', ' ', ','])) {
+        return None;
+    }
+    Some((line_no, after.trim_start_matches([':', ' ', ','])))
+}
+
+/// A location with no words of its own on its line (`page.pug:1:5`), read by what is around
+/// it: rows under it, the message after the source it quotes, the line under it, or the header
+/// of the block it frames.
+fn bare_location(
+    lines: &[&str],
+    index: usize,
+    claimed: &[bool],
+    context: &mut Context,
+    finding: Finding,
+    under: Option<&str>,
+) -> Option<(Finding, Kind)> {
+    let indented = lines[index].starts_with(char::is_whitespace);
+    // A bare location over rows of its own (`app.ts:1:1` over `ERROR: 1:1  rule  msg`) heads
+    // them: the rows are the findings.
+    if !indented
+        && lines
+            .get(index + 1)
+            .is_some_and(|n| is_severity_row(n.trim()))
+    {
+        context.group = Some((finding.file.unwrap_or_default(), false));
+        context.labeled = false;
+        return None;
+    }
+    // A bare location over the source it quotes (`> 1| code`, a line with a caret under
+    // it): the message is the first line at the margin after the quote.
+    if !indented && quotes_source(lines, index + 1) {
+        return message_after_quote(lines, index)
+            .map(|text| (described(finding, text), Kind::Located));
+    }
+    // A bare location: the line under it says what it is (a two-line form), or the header
+    // of the block it frames does.
+    if let Some(text) = under.filter(|_| !indented) {
+        return Some((described(finding, text), Kind::Located));
+    }
+    match header_above(lines, index, claimed) {
+        Some(at) if context.taken.contains(&at) => None,
+        Some(at) => {
+            context.taken.insert(at);
+            Some((described(finding, lines[at].trim()), Kind::Bare))
+        }
+        None => Some((finding, Kind::Bare)),
+    }
 }
 
 /// The header of the block a frame on line `index` belongs to: the nearest line above it, in
@@ -354,9 +481,11 @@ fn locate(line: &str, known: &mut Known<'_>) -> Option<Place> {
         let worded = |at| after_line_word(line, at).map(|place| (place, at));
         let place = match byte {
             b':' => after_colon(line, at)
+                .or_else(|| after_field(line, at))
                 .map(|place| (place, at))
                 .or_else(|| worded(at)),
             b'(' => after_paren(line, at).map(|place| (place, at)),
+            b'[' => after_bracket(line, at).map(|place| (place, at)),
             // Only where a run of separators starts: each run is looked past once.
             b',' | b' ' if at == 0 || !matches!(bytes[at - 1], b',' | b' ' | b':') => worded(at),
             _ => continue,
@@ -365,7 +494,7 @@ fn locate(line: &str, known: &mut Known<'_>) -> Option<Place> {
             continue;
         };
         let path_end = match bytes[at] {
-            b'(' => at,
+            b'(' | b'[' => at,
             b':' if end > at && bytes[at + 1].is_ascii_digit() => at,
             _ => at - (line[..at].len() - line[..at].trim_end_matches([',', ' ', '"']).len()),
         };
@@ -401,6 +530,45 @@ fn after_colon(line: &str, colon: usize) -> Option<(u32, Option<u32>, usize)> {
     if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.' && after.len() > 1) {
         return None;
     }
+    Some((line_no, column, line.len() - after.len()))
+}
+
+/// `:name:12:` (`file:function:line:`, darglint): a field between the path and the line, a
+/// word of a name's characters; only with the colon after the line, so prose does not take it.
+fn after_field(line: &str, colon: usize) -> Option<(u32, Option<u32>, usize)> {
+    let rest = &line[colon + 1..];
+    let (field, rest) = rest.split_once(':')?;
+    let is_name = |c: char| c.is_alphanumeric() || matches!(c, '_' | '.' | '$' | '<' | '>' | '-');
+    if field.is_empty()
+        || field.len() > 64
+        || !field.starts_with(|c: char| c.is_alphabetic() || c == '_' || c == '<')
+        || !field.chars().all(is_name)
+    {
+        return None;
+    }
+    let (line_no, after) = number(rest)?;
+    let (column, after) = match after.strip_prefix(':').and_then(number) {
+        Some((column, after)) => (Some(column), after),
+        None => (None, after),
+    };
+    after
+        .starts_with(':')
+        .then(|| (line_no, column, line.len() - after.len()))
+}
+
+/// `[12]`, `[12, 5]`, `[12:5]` (tslint's `app.ts[1, 10]`).
+fn after_bracket(line: &str, open: usize) -> Option<(u32, Option<u32>, usize)> {
+    let rest = &line[open + 1..];
+    let (line_no, after) = number(rest)?;
+    let (column, after) = match after
+        .strip_prefix([',', ':'])
+        .map(str::trim_start)
+        .and_then(number)
+    {
+        Some((column, after)) => (Some(column), after),
+        None => (None, after),
+    };
+    let after = after.strip_prefix(']')?;
     Some((line_no, column, line.len() - after.len()))
 }
 
@@ -564,11 +732,23 @@ fn group_row(
     context: &mut Context,
 ) -> Option<Finding> {
     let (file, rows) = context.group.as_mut()?;
-    // `H005 1:0 message`: a code before the place.
-    let (code, line) = match line.split_once(' ') {
-        Some((code, rest)) if lines::is_code(code) => (Some(code), rest.trim_start()),
-        _ => (None, line),
-    };
+    // `Line 3: FROM ubuntu`, `Line: 2` over its message: the tool labels its lines.
+    if let Some((line_no, text)) = labeled_line(line) {
+        context.labeled = true;
+        let text = words_of(text).or_else(|| {
+            next.filter(|n| indent_of(n) > 0 && labeled_line(n.trim()).is_none())
+                .and_then(|n| words_of(n.trim()))
+        })?;
+        *rows = true;
+        return Some(described(
+            Finding::at(file.clone(), line_no, None, ""),
+            text,
+        ));
+    }
+    if context.labeled {
+        return None;
+    }
+    let (severity_first, code, line) = row_prefix(line);
     let (line_no, after) = number(strip_label(line))?;
     let (column, after) = match after
         .trim_start_matches([' ', '\t'])
@@ -596,7 +776,7 @@ fn group_row(
     }
     let mut text = after.trim_start_matches([' ', '\t', ':', ',']);
     // A table's cells before the message: a severity, a code.
-    let (mut severity, mut rule) = (None, code.map(str::to_owned));
+    let (mut severity, mut rule) = (severity_first, code.map(str::to_owned));
     while let Some(rest) = text.strip_prefix('|') {
         let (cell, rest) = rest.split_once('|').unwrap_or((rest, ""));
         let cell = cell.trim();
@@ -610,7 +790,18 @@ fn group_row(
         }
         text = rest.trim_start();
     }
-    let text = text.trim_start();
+    let mut text = text.trim_start();
+    // `ERROR: 1:1   no-var-keyword  Forbidden 'var'`: the rule, set apart, before the message.
+    if let Some((first, rest)) = text.split_once("  ").filter(|_| severity.is_some()) {
+        let rule_like = first.len() > 2
+            && first
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-/@._".contains(c));
+        if rule_like && rule.is_none() && has_letters(rest) {
+            rule = Some(first.to_owned());
+            text = rest.trim_start();
+        }
+    }
     let text = text.strip_prefix("[x]").unwrap_or(text).trim_start();
     let text = text.strip_prefix("[ ]").unwrap_or(text);
     // A row that quotes the source, with a caret line under it that says what is wrong there
@@ -630,6 +821,23 @@ fn group_row(
         Some(rule) if finding.rule.is_none() => finding.with_rule(Some(&rule)),
         _ => finding,
     })
+}
+
+/// What a row may say before its place: a severity (`ERROR: 1:1 …`), a code (`H005 1:0 …`) or
+/// a kind's letter (`F 17:0 name - C`), and the row after them.
+fn row_prefix(line: &str) -> (Option<String>, Option<&str>, &str) {
+    let (severity, line) = match line.split_once(": ") {
+        Some((word, rest)) if is_severity(word) => (Some(word.to_ascii_lowercase()), rest),
+        _ => (None, line),
+    };
+    let (code, line) = match line.split_once(' ') {
+        Some((code, rest)) if lines::is_code(code) => (Some(code), rest.trim_start()),
+        Some((kind, rest)) if kind.len() == 1 && kind.bytes().all(|b| b.is_ascii_uppercase()) => {
+            (None, rest.trim_start())
+        }
+        _ => (None, line),
+    };
+    (severity, code, line)
 }
 
 /// The text after a label that says a number follows: `L:`, `Line`, `Ln`, `P:`, `Pos`, `C:`,
