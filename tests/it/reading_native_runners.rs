@@ -132,7 +132,10 @@ fn a_run_that_failed_otherwise_names_no_test_its_tests_printed() {
         let test = gate(&verdict, case);
         assert_eq!(test["outcome"], "fail", "{case}: {test:#}");
         assert!(messages(test).is_empty(), "{case}: {test:#}");
-        assert_eq!(summary(test), "`sh` exited with 1", "{case}: {test:#}");
+        assert!(
+            summary(test).starts_with("`sh` exited with 1; its output names no failed test"),
+            "{case}: {test:#}"
+        );
     }
 }
 
@@ -293,4 +296,87 @@ fn a_phpunit_junit_log_names_tests_by_their_php_class() {
             "`{name}` not named: {test:#}"
         );
     }
+}
+
+/// A `test` gate per (name, shell script), each run once in one verdict.
+fn scripted(scripts: &[(&str, &str)]) -> Value {
+    let gates: Vec<String> = scripts
+        .iter()
+        .map(|(name, script)| {
+            format!(
+                "      - {{name: {name}, rule: test, run: {}, on_fail: CONTINUE}}\n",
+                serde_json::json!(["sh", "-c", script])
+            )
+        })
+        .collect();
+    project(&gates).verdict().1
+}
+
+#[test]
+fn a_runner_nobody_tuned_to_is_named_by_marks_that_add_up_to_its_count() {
+    let verdict = scripted(&[
+        (
+            "bracketed",
+            "printf '[----] t.c:3: Assertion Failed\\n[FAIL] calc::add: (0.00s)\\n[FAIL] calc::mul: (0.01s)\\n[====] Synthesis: Tested: 3 | Passing: 1 | Failing: 2\\n'; exit 1",
+        ),
+        (
+            "trailing",
+            "printf '==== add-1 adds FAILED\\n---- Result was:\\n2\\n==== add-1 FAILED\\nall.tcl:\\tTotal\\t2\\tPassed\\t1\\tSkipped\\t0\\tFailed\\t1\\n'; exit 1",
+        ),
+        (
+            "junit_on_the_console",
+            "printf '<?xml version=\"1.0\"?>\\n<testsuites><testsuite name=\"calc\"><testcase name=\"test_add\"><failure>0x2 != 0x3</failure></testcase><testcase name=\"test_sub\"/></testsuite></testsuites>\\n'; exit 2",
+        ),
+        // A line a test printed, shaped like a mark: the names no longer add up, none is named.
+        (
+            "planted",
+            "printf '[FAIL] calc::add\\n[FAIL] planted by a test\\n[====] Synthesis: Failing: 1\\n'; exit 1",
+        ),
+    ]);
+    let names = |name: &str| -> Vec<String> {
+        gate(&verdict, name)["failed_tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(
+        names("bracketed"),
+        ["calc::add", "calc::mul"],
+        "{verdict:#}"
+    );
+    assert_eq!(names("trailing"), ["add-1"], "{verdict:#}");
+    assert_eq!(names("junit_on_the_console"), ["test_add"], "{verdict:#}");
+    assert!(names("planted").is_empty(), "{verdict:#}");
+    assert!(
+        summary(gate(&verdict, "planted")).contains("names no failed test"),
+        "{verdict:#}"
+    );
+}
+
+#[test]
+fn a_run_that_names_no_test_is_told_its_runners_machine_report() {
+    let verdict = scripted(&[
+        ("pytest", "exit 1; pytest -q"),
+        ("vitest", "exit 1; npx vitest run"),
+        ("node", "exit 1; node --test"),
+        ("unknown", "exit 1; ./run-my-tests"),
+    ]);
+    let said = |name: &str| summary(gate(&verdict, name)).to_owned();
+    assert!(
+        said("pytest").contains("`--junitxml=report.xml`"),
+        "{verdict:#}"
+    );
+    assert!(said("vitest").contains("`--reporter=junit"), "{verdict:#}");
+    assert!(
+        said("node").contains("`--test-reporter=tap`"),
+        "{verdict:#}"
+    );
+    let unknown = said("unknown");
+    assert!(
+        unknown.starts_with("`sh` exited with 1; its output names no failed test")
+            && unknown.contains("`junit:`"),
+        "{verdict:#}"
+    );
 }

@@ -10,7 +10,9 @@
 //! `tap` (any TAP stream, 13, 14 or without a version, and prove), `jvm` (Maven's build),
 //! `ruby` (RSpec, minitest, test-unit), `php` (PHPUnit), `cpp` (GoogleTest, ctest, Catch2, and a C or C++
 //! build that failed), `lua` (busted), `elixir` (ExUnit), `erlang` (EUnit), `bdd` (cucumber-js,
-//! behave) and `shell` (shunit2, and a test script the shell refused). Where a runner's closing line counts its failures,
+//! behave) and `shell` (shunit2, and a test script the shell refused); a JUnit report printed to the
+//! console is read as one, and a runner none of them knows by its marks ([`marks`]: names
+//! that add up to its closing count, or none). Where a runner's closing line counts its failures,
 //! names that do not add up to it name none. JUnit XML reports are read by [`from_junit`], and
 //! a test a report and the console both name is one test ([`same_test`]).
 
@@ -23,6 +25,7 @@ mod js;
 mod jvm;
 mod libtest;
 mod lua;
+mod marks;
 mod node;
 mod php;
 mod python;
@@ -171,6 +174,28 @@ pub fn from_output(output: &str) -> Report {
     if tap_report.failed.len() > named_before || chosen.is_none() {
         consider(tap_report, &mut chosen);
     }
+    // A runner told to write its JUnit report to the console (`-r junit`, `-j /dev/stdout`,
+    // `CMOCKA_MESSAGE_OUTPUT=xml`): the report is its verdict, read as one.
+    if chosen.is_none() {
+        if let Some(junit) = console_junit(output) {
+            consider(
+                Report {
+                    failed: junit.failed,
+                    could_not_run: None,
+                },
+                &mut chosen,
+            );
+        }
+    }
+    // A runner no reader knows: its marks (`[FAIL] name`), if they add up to its count. Not
+    // where a reader found the tests could not run: a file's mark is then no test's.
+    if chosen.is_none() && could_not_run.is_none() {
+        let mut report = Report::default();
+        marks::read(&lines, &mut report);
+        if !report.failed.is_empty() {
+            chosen = Some((0, report));
+        }
+    }
     match chosen {
         // Named failures mean the tests ran; a cause found beside them was one test's.
         Some((_, report)) => Report {
@@ -182,6 +207,23 @@ pub fn from_output(output: &str) -> Report {
             could_not_run,
         },
     }
+}
+
+/// A JUnit report the runner printed: from its first line that opens one (`<?xml`,
+/// `<testsuites`, `<testsuite`) at the margin, if it names failed cases.
+fn console_junit(output: &str) -> Option<Junit> {
+    let mut offset = 0;
+    for line in output.split_inclusive('\n') {
+        if ["<?xml", "<testsuites", "<testsuite "]
+            .iter()
+            .any(|open| line.starts_with(open))
+        {
+            let junit = from_junit(&output[offset..]);
+            return (!junit.failed.is_empty()).then_some(junit);
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The last line that names one of `failed` (the first few, by their whole name or its last

@@ -64,7 +64,8 @@ impl Command {
             if let Some(cause) = report.could_not_run {
                 return Outcome::fail(format!("the tests could not run: {cause}{note}"));
             }
-            return Outcome::fail(format!("`{program}` exited with {code}{note}"));
+            let unnamed = unnamed_failures(&self.argv, self.junit.is_some());
+            return Outcome::fail(format!("`{program}` exited with {code}{note}; {unnamed}"));
         }
         named_failures(ctx, cwd, failures, "", &note)
     }
@@ -97,6 +98,95 @@ impl Command {
             )),
             None => Outcome::pass(format!("tests passed{note}")),
         }
+    }
+}
+
+/// Runners known by a word of their command, and the option that makes each write a report
+/// validator reads (TAP on the console, or JUnit XML that `junit:` names).
+const MACHINE_REPORTS: &[(&str, &str)] = &[
+    ("pytest", "`--junitxml=report.xml` and `junit: report.xml`"),
+    ("py.test", "`--junitxml=report.xml` and `junit: report.xml`"),
+    (
+        "jest",
+        "`--reporters=default --reporters=jest-junit` (the jest-junit package) and `junit: junit.xml`",
+    ),
+    (
+        "vitest",
+        "`--reporter=junit --outputFile=report.xml` and `junit: report.xml`",
+    ),
+    ("mocha", "`--reporter tap`"),
+    ("ava", "`--tap`"),
+    ("tap", "`--reporter=tap`"),
+    ("node", "`--test-reporter=tap` (with `--test`)"),
+    ("go", "`-v` (or `go test -json`)"),
+    (
+        "gotestsum",
+        "`--junitfile report.xml` and `junit: report.xml`",
+    ),
+    (
+        "cargo",
+        "`nextest` with a `[profile.default.junit]` path and `junit:` naming it",
+    ),
+    (
+        "phpunit",
+        "`--log-junit report.xml` and `junit: report.xml`",
+    ),
+    ("pest", "`--log-junit report.xml` and `junit: report.xml`"),
+    (
+        "rspec",
+        "`--format RspecJunitFormatter --out report.xml` (rspec_junit_formatter) and `junit: report.xml`",
+    ),
+    (
+        "jasmine",
+        "a JUnit reporter (jasmine-reporters) and `junit:` naming its file",
+    ),
+    ("lab", "`-r junit -o report.xml` and `junit: report.xml`"),
+    ("bats", "`--formatter tap`"),
+    ("busted", "`-o TAP`"),
+    (
+        "ctest",
+        "`--output-junit report.xml` and `junit: report.xml`",
+    ),
+    (
+        "dotnet",
+        "`--logger \"junit;LogFilePath=report.xml\"` (JunitXml.TestLogger) and `junit: report.xml`",
+    ),
+    ("green", "`-j report.xml` and `junit: report.xml`"),
+    (
+        "nose2",
+        "`--plugin nose2.plugins.junitxml --junit-xml` and `junit: nose2-junit.xml`",
+    ),
+    (
+        "mvn",
+        "`junit:` naming a Surefire report (`target/surefire-reports/TEST-*.xml`)",
+    ),
+];
+
+/// What a failed run whose output names no failed test is told: that it named none, and the
+/// option of the runner its command names that would let validator name them.
+fn unnamed_failures(argv: &[String], has_junit: bool) -> String {
+    if has_junit {
+        return "neither its output nor its JUnit report names a failed test".to_owned();
+    }
+    // The command's words, a shell line's too (`sh -c "pytest -q"`), each by its file name.
+    let words: Vec<&str> = argv
+        .iter()
+        .flat_map(|arg| arg.split(|c: char| c.is_whitespace() || ";&|()'\"".contains(c)))
+        .map(|word| word.rsplit('/').next().unwrap_or(word))
+        .take(64)
+        .collect();
+    // `node` runs tests only as `node --test`.
+    let testing_node = words.contains(&"--test");
+    let known = words.iter().find_map(|word| {
+        MACHINE_REPORTS
+            .iter()
+            .find(|(runner, _)| runner == word && (*runner != "node" || testing_node))
+    });
+    match known {
+        Some((runner, option)) => format!(
+            "its output names no failed test validator can read; run `{runner}` with {option} to have them named"
+        ),
+        None => "its output names no failed test validator can read (a runner's TAP output, or a JUnit report named by `junit:`, lets it name them)".to_owned(),
     }
 }
 
