@@ -14,7 +14,7 @@ LINT = [
     ("lizard-warnings", "lint", "default", "lizard -w -C 10 calc.c"),
     ("lizard-checkstyle", "lint", "machine", "lizard --checkstyle -C 10 calc.c"),
     ("splint-default", "lint", "default", "splint calc.c"),
-    ("gcc-analyzer", "lint", "default", "gcc -fsyntax-only -Wall -Wformat-security calc.c"),
+    ("gcc-wall", "lint", "default", "gcc -fsyntax-only -Wall -Wformat-security calc.c"),
     ("chktex-default", "lint", "default", "chktex -q paper.tex"),
     ("chktex-gnu", "lint", "machine", "chktex -q -v0 paper.tex"),
     ("lacheck-default", "lint", "default", "lacheck paper.tex"),
