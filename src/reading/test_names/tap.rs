@@ -106,6 +106,12 @@ fn plan(text: &str) -> Option<u64> {
 }
 
 fn point(text: &str) -> Option<PointLine> {
+    // supertape's default marks its points (`❌ not ok 1 should equal`, `✅ ok 2 …`): the mark
+    // says what the point does.
+    let text = ["❌ ", "✅ ", "✖ ", "✔ ", "✗ ", "✓ "]
+        .iter()
+        .find_map(|mark| text.strip_prefix(mark))
+        .unwrap_or(text);
     let (ok, rest) = match text.strip_prefix("not ok") {
         Some(rest) => (false, rest),
         None => (true, text.strip_prefix("ok")?),
@@ -637,34 +643,29 @@ impl Point {
 /// none or several lie there, none is taken (a name is lost, none invented). Unnumbered points
 /// are never taken.
 fn trusted(points: &[Point], plan: Option<u64>) -> Vec<bool> {
-    let limit = plan.map_or(points.len(), |p| {
-        usize::try_from(p).unwrap_or(usize::MAX).min(points.len())
-    });
-    let mut holders: HashMap<usize, Vec<usize>> = HashMap::new();
+    // Up to the plan: a runner may leave its passing points out (supertape's default), so the
+    // numbers it prints can run past how many points there are.
+    let limit = plan.unwrap_or(u64::try_from(points.len()).unwrap_or(u64::MAX));
+    let mut holders: std::collections::BTreeMap<u64, Vec<usize>> =
+        std::collections::BTreeMap::new();
     for (at, point) in points.iter().enumerate() {
-        if let Some(n) = point
-            .number
-            .and_then(|n| usize::try_from(n).ok())
-            .filter(|n| (1..=limit).contains(n))
-        {
+        if let Some(n) = point.number.filter(|n| (1..=limit).contains(n)) {
             holders.entry(n).or_default().push(at);
         }
     }
     // before[n]: the earliest place of a number above n that only one point holds.
-    let mut before = vec![usize::MAX; limit + 1];
+    let mut before: HashMap<u64, usize> = HashMap::new();
     let mut earliest = usize::MAX;
-    for n in (1..=limit).rev() {
-        before[n] = earliest;
-        if let Some([only]) = holders.get(&n).map(Vec::as_slice) {
+    for (&n, places) in holders.iter().rev() {
+        before.insert(n, earliest);
+        if let [only] = places.as_slice() {
             earliest = earliest.min(*only);
         }
     }
     let mut taken = vec![false; points.len()];
     let mut after: Option<usize> = None;
-    for (n, &next) in before.iter().enumerate().skip(1) {
-        let Some(places) = holders.get(&n) else {
-            continue;
-        };
+    for (n, places) in &holders {
+        let next = before.get(n).copied().unwrap_or(usize::MAX);
         let mut between = places
             .iter()
             .copied()
@@ -874,6 +875,40 @@ mod tests {
 #[cfg(test)]
 mod stream_tests {
     use super::super::{from_output, names};
+
+    #[test]
+    fn counters_durations_marks_and_gaps_are_no_part_of_a_name() {
+        // lab: its counter repeats the point's number; criterion: a duration after the name.
+        assert_eq!(
+            names("TAP version 13\n1..2\nnot ok 1 (1) calc adds\nnot ok 2 - calc::mul  (0.00s)\n"),
+            ["calc adds", "calc::mul"]
+        );
+        // A counter that is not the point's number is part of the name.
+        assert_eq!(
+            names("TAP version 13\n1..1\nnot ok 1 (2) calc adds\n"),
+            ["(2) calc adds"]
+        );
+        assert_eq!(
+            names("TAP version 13\n1..1\nnot ok 1 - adds # in 10 ms\n"),
+            ["adds"]
+        );
+        // supertape: marks before its points, its passing points left out.
+        assert_eq!(
+            names(
+                "TAP version 13\n# calc: adds\n❌ not ok 1 should equal\n# calc: mul\n❌ not ok 3 should equal\n1..3\n# tests 3\n# pass 1\n"
+            ),
+            ["calc: adds", "calc: mul"]
+        );
+    }
+
+    #[test]
+    fn zora_is_named_by_its_titles_not_its_assertion() {
+        let out = "TAP version 13\n# calc\n# adds\nnot ok 1 - should be equivalent\n# subtracts\nok 2 - should be equivalent\n# multiplies\nnot ok 3 - should be equivalent\n1..3\n";
+        assert_eq!(names(out), ["adds", "multiplies"]);
+        // Different descriptions are the tests' own names.
+        let own = "TAP version 13\n# file\nnot ok 1 - adds\nnot ok 2 - multiplies\n1..2\n";
+        assert_eq!(names(own), ["adds", "multiplies"]);
+    }
 
     #[test]
     fn tap14_subtests_are_named_by_their_path_and_parents_are_not() {
