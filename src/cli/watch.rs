@@ -139,7 +139,11 @@ pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
             for task in &tasks {
                 let verdict = task.verdict.map_or("-", |v| v.as_str());
                 let age = task.age_secs.map_or("-".to_owned(), human_age);
-                let current = if task.current { "yes" } else { "no" };
+                let current = match (task.hook_session, task.current) {
+                    (true, _) => "-",
+                    (false, true) => "yes",
+                    (false, false) => "no",
+                };
                 let attempt = format!("{}/{}", task.attempt, task.max_attempts);
                 let signature = signature_column(task.signature.map_or("-", |s| s.as_str()));
                 writeln!(

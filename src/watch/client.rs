@@ -190,12 +190,17 @@ pub struct TaskStatus {
     /// Whether the verdict answers the done file as it is now (false: a run is due or under way,
     /// or, with a key, the verdict's signature does not verify).
     pub current: bool,
+    /// An agent hook session: `verdict` is its state's last decision (the hook writes no
+    /// verdict file), and `current` does not apply (there is no done file to answer).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hook_session: bool,
     /// With a signing key: whether the verdict's signature verifies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<SignatureCheck>,
     pub attempt: u32,
     pub max_attempts: u32,
-    /// Seconds since the last verdict's run started.
+    /// Seconds since the last verdict's run started (a hook session's: since its state was
+    /// last written).
     pub age_secs: Option<u64>,
     pub escalated: Option<String>,
     /// The running watcher judged the task but cannot write its verdict: why (the OS's reason).
@@ -204,6 +209,25 @@ pub struct TaskStatus {
     /// Where the task's review stands (its pipeline has a `review` gate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<crate::state::ReviewState>,
+}
+
+/// Whether `task` names an agent hook session's state (`hook-` and 16 hex digits, as
+/// [`crate::hook::session_key`] makes it) with no done file: the hook writes no verdict file,
+/// so its state's decision is the session's last word.
+fn is_hook_session(rules: &Rules, task: &str) -> bool {
+    let hex = task.strip_prefix("hook-").unwrap_or_default();
+    hex.len() == 16
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && !staging::done_path(&rules.staging, task).exists()
+}
+
+/// The decision a hook session's next stop starts from: a tripped breaker holds it escalated
+/// whatever the last run said.
+fn hook_decision(state: &TaskState) -> Option<Decision> {
+    match state.escalated {
+        Some(_) => Some(Decision::Escalated),
+        None => state.last_verdict,
+    }
 }
 
 /// Every task that has a done signal, a verdict or state. With a key, a verdict is current only
@@ -235,9 +259,12 @@ pub fn status(rules: &Rules, key: Option<&SigningKey>) -> Vec<TaskStatus> {
                 .map(SignatureCheck::of);
             let verdict = read.map(|r| r.verdict);
             let state = TaskState::load(&rules.state, &task);
+            let hook_session = verdict.is_none() && is_hook_session(rules, &task);
             let age_secs = verdict
                 .as_ref()
-                .and_then(|v| humantime::parse_rfc3339(&v.started_at).ok())
+                .map(|v| v.started_at.as_str())
+                .or(state.updated_at.as_deref().filter(|_| hook_session))
+                .and_then(|at| humantime::parse_rfc3339(at).ok())
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
                 .map(|d| d.as_secs());
             let current = verdict
@@ -250,7 +277,12 @@ pub fn status(rules: &Rules, key: Option<&SigningKey>) -> Vec<TaskStatus> {
             TaskStatus {
                 current,
                 signature,
-                verdict: verdict.as_ref().map(|v| v.verdict),
+                verdict: match &verdict {
+                    Some(v) => Some(v.verdict),
+                    None if hook_session => hook_decision(&state),
+                    None => None,
+                },
+                hook_session,
                 attempt: verdict.as_ref().map_or(state.attempt, |v| v.attempt),
                 max_attempts: rules.defaults.max_attempts,
                 age_secs,

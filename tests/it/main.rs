@@ -105,3 +105,4 @@ mod unjudged_stops_are_held;
 mod unless;
 mod watch;
 mod watcher_holds_its_claim;
+mod what_the_user_reads;
