@@ -105,7 +105,15 @@ pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
             None => print(),
         }
     });
-    validator::watch::watch(options, report)?;
+    let stopped = validator::watch::watch(options, report)?;
+    // One line on stderr, as daemons end: who stopped the watcher (a stray `kill` is seen),
+    // and what it did.
+    let why = stopped
+        .signal
+        .map_or(String::new(), |signal| format!(" ({signal})"));
+    let verdicts = stopped.verdicts;
+    let noun = if verdicts == 1 { "verdict" } else { "verdicts" };
+    eprintln!("validator watch: stopped{why}; {verdicts} {noun} written");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -83,12 +83,22 @@ enum Message {
     Finished(String),
     /// The task was judged but its verdict could not be written: try it again later.
     Unpublished(String),
-    Shutdown,
+    /// A stop signal arrived: its name.
+    Shutdown(&'static str),
+}
+
+/// How a watcher ended cleanly: the signal that stopped it and the verdicts it wrote, for the
+/// line a person reads at the end (a stop nobody meant, a stray `kill`, says who stopped it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// The stop signal's name (`SIGTERM`), or none when the loop ended without one.
+    pub signal: Option<&'static str>,
+    pub verdicts: u64,
 }
 
 /// Runs until SIGTERM or SIGINT, then finishes or cancels the running gates within the grace
-/// period and returns.
-pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
+/// period and returns which signal stopped it and how many verdicts it wrote.
+pub fn watch(mut options: Options, report: Reporter) -> Result<Stopped, Error> {
     // Events name absolute paths; so must the rules file, or hot reload never matches it.
     options.config = std::path::absolute(&options.config).unwrap_or(options.config);
     let (rules, key) = rules_and_key(&options.config)?;
@@ -133,6 +143,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
     });
     let mut main = MainLoop::start(&options, &shared, &pool, &mut heartbeat, jobs, &tx)?;
     let lost = main.run(&rx);
+    let stopped_by = main.stopped_by;
     main.stop(&rx, &stopping, lost.is_some());
     drop(tx);
     pool.join();
@@ -151,7 +162,10 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<(), Error> {
             path: shared.rules().state.clone(),
             message,
         }),
-        None => Ok(()),
+        None => Ok(Stopped {
+            signal: stopped_by,
+            verdicts: shared.metrics.published_total(),
+        }),
     }
 }
 
@@ -294,6 +308,8 @@ struct MainLoop<'a> {
     retries: Retries,
     /// Polling mode: a tick waits in the channel (the ticker sends no other until it is read).
     tick_pending: Arc<AtomicBool>,
+    /// The stop signal that ended the loop.
+    stopped_by: Option<&'static str>,
 }
 
 impl<'a> MainLoop<'a> {
@@ -320,6 +336,7 @@ impl<'a> MainLoop<'a> {
             scheduler,
             retries: Retries::default(),
             tick_pending,
+            stopped_by: None,
         })
     }
 
@@ -402,7 +419,10 @@ impl<'a> MainLoop<'a> {
                 self.retries.failed(task);
                 self.report_problems();
             }
-            Message::Shutdown => return ControlFlow::Break(()),
+            Message::Shutdown(signal) => {
+                self.stopped_by = Some(signal);
+                return ControlFlow::Break(());
+            }
         }
         ControlFlow::Continue(())
     }
@@ -645,7 +665,7 @@ fn spawn_signal_thread(tx: Sender<Message>) -> Result<(), Error> {
             // Said, so a watcher that stops when nobody meant it to (a stray `kill`) says why.
             let name = signal_hook::low_level::signal_name(signal).unwrap_or("a stop signal");
             tracing::info!(signal = name, "stop signal received");
-            let _ = tx.send(Message::Shutdown);
+            let _ = tx.send(Message::Shutdown(name));
         }
     });
     Ok(())

@@ -1,7 +1,7 @@
 // What validator prints is true and short (issue 42): each friction a newcomer's first hour
 // found, asserted on what the user reads from the real binary.
 
-use crate::common::{Project, lint, pipeline, validator};
+use crate::common::{PATIENCE, Project, Watching, lint, pipeline, poll, validator};
 use crate::hooks::{hook, stop};
 
 /// `validator status` over `project`'s rules: its stdout.
@@ -52,3 +52,49 @@ fn status_shows_a_hook_sessions_decision() {
     assert_eq!(row[3], "1/3", "{table}");
 }
 
+#[test]
+fn watch_says_on_stderr_what_stopped_it_and_what_it_wrote() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let dir = root.path();
+    std::fs::write(
+        dir.join("validator.yaml"),
+        "version: 1\nstaging: staging\nverdicts: verdicts\nstate: state\npipelines:\n  - name: main\n    gates:\n      - {name: status, rule: status}\n",
+    )
+    .expect("rules");
+    std::fs::create_dir_all(dir.join("staging/t")).expect("task dir");
+    let (stdout, stderr) = (dir.join("watch.stdout"), dir.join("watch.stderr"));
+    // At default verbosity: no `-v`, no VALIDATOR_LOG.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_validator"))
+        .args(["watch", "-c", "validator.yaml"])
+        .current_dir(dir)
+        .env_remove("VALIDATOR_CONFIG")
+        .env_remove("VALIDATOR_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&stdout).expect("stdout"))
+        .stderr(std::fs::File::create(&stderr).expect("stderr"))
+        .spawn()
+        .expect("spawn validator watch");
+    let mut watcher = Watching::default();
+    watcher.set(child);
+    let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        poll(PATIENCE, || read(&stdout).contains("watching")),
+        "{}",
+        read(&stderr)
+    );
+    std::fs::write(dir.join("staging/t.done"), "STATUS: OK\n").expect("signal");
+    assert!(
+        poll(PATIENCE, || dir.join("verdicts/t.verdict.json").exists()),
+        "{}",
+        read(&stderr)
+    );
+    let status = watcher.sigterm(PATIENCE).expect("stopped on SIGTERM");
+    assert_eq!(status.code(), Some(0), "{}", read(&stderr));
+    let said = read(&stderr);
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        ["validator watch: stopped (SIGTERM); 1 verdict written"],
+        "{said}"
+    );
+}

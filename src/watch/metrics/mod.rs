@@ -115,6 +115,14 @@ pub enum Trip {
 }
 
 impl Metrics {
+    /// Verdicts published since the watcher started, whatever they decided.
+    pub fn published_total(&self) -> u64 {
+        self.verdicts
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .fold(0, u64::saturating_add)
+    }
+
     /// A verdict was published (written where readers find it), and whether a circuit breaker
     /// tripped in the run that decided it.
     pub fn published(&self, decision: Decision, trip: Trip) {
