@@ -36,9 +36,10 @@ pub(crate) struct CheckArgs {
     /// How to print the verdict
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
-    /// The attempt number to record in the verdict
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub(crate) attempt: u32,
+    /// The attempt number to record in the verdict (default 1), for a caller that counts
+    /// attempts; without it the output names no attempt, since `check` keeps none
+    #[arg(long, value_name = "N")]
+    pub(crate) attempt: Option<u32>,
     /// Run every gate, even those whose `inputs:` are unchanged since they passed
     #[arg(long)]
     pub(crate) no_cache: bool,
@@ -103,7 +104,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
         .unwrap_or_else(|| task::name_from_dir(&task_dir));
     // The state and verdict directories are not hidden from the rules here: inside a task
     // directory they are the worker's to write, so the rules must see them.
-    let mut task = Task::new(name, &task_dir)?.with_attempt(args.attempt);
+    let mut task = Task::new(name, &task_dir)?.with_attempt(args.attempt.unwrap_or(1));
     if let Some(signal) = &args.signal {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
     }
@@ -234,8 +235,8 @@ impl Run<'_> {
                 stream.print(&format::text_header(
                     &task.name,
                     &pipeline.name,
-                    args.attempt,
-                    rules.defaults.max_attempts,
+                    args.attempt
+                        .map(|attempt| (attempt, rules.defaults.max_attempts)),
                 ));
             }
         };
@@ -310,7 +311,13 @@ fn finish(
         ),
         stream => {
             drop(stream);
-            print_verdict(verdict, args.format, feedback::Retry::Rerun, config)
+            print_verdict(
+                verdict,
+                args.format,
+                feedback::Retry::Rerun,
+                args.attempt.is_some(),
+                config,
+            )
         }
     }
 }

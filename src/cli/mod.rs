@@ -633,13 +633,16 @@ pub(crate) fn load(config: &Path) -> Result<Rules> {
 }
 
 /// Prints a verdict in `format`; `retry` says how the worker is judged again, for the
-/// feedback's advice.
+/// feedback's advice. `check` alone counts no attempts (unless told one with `--attempt`), so
+/// under [`feedback::Retry::Rerun`] the attempt is said only when `attempt_given`.
 pub(crate) fn print_verdict(
     verdict: &Verdict,
     format: Format,
     retry: feedback::Retry,
+    attempt_given: bool,
     rules_file: &Path,
 ) -> Result<ExitCode> {
+    let counted = attempt_given || retry != feedback::Retry::Rerun;
     let rendered = match format {
         Format::Text => format::text(verdict),
         Format::Json => verdict.to_json() + "\n",
@@ -653,7 +656,7 @@ pub(crate) fn print_verdict(
         .and_then(|()| out.flush())
         .context("cannot write the verdict to stdout")?;
     if matches!(format, Format::Github) {
-        append_job_summary(verdict);
+        append_job_summary(verdict, counted);
     }
     Ok(ExitCode::from(verdict.verdict.exit_code() as u8))
 }
@@ -681,7 +684,7 @@ fn sarif_anchor(rules_file: &Path) -> String {
 /// In GitHub Actions, `$GITHUB_STEP_SUMMARY` names a file whose Markdown becomes the job's
 /// summary page; steps append to it. A summary that cannot be written is logged: the verdict
 /// and the exit code are what the job relies on.
-pub(crate) fn append_job_summary(verdict: &Verdict) {
+pub(crate) fn append_job_summary(verdict: &Verdict, counted: bool) {
     let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
         return;
     };
@@ -689,7 +692,7 @@ pub(crate) fn append_job_summary(verdict: &Verdict) {
         .append(true)
         .create(true)
         .open(&path)
-        .and_then(|mut file| file.write_all(format::job_summary(verdict).as_bytes()));
+        .and_then(|mut file| file.write_all(format::job_summary(verdict, counted).as_bytes()));
     if let Err(err) = written {
         tracing::warn!(path = %PathBuf::from(path).display(), %err, "cannot write the job summary");
     }

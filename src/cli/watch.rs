@@ -374,7 +374,7 @@ pub(crate) fn wait(
     // a verdict is already there or the caller knows one is starting.
     let timeout = match (anyway, validator::watch::health::alive(&rules)) {
         (false, Err(why)) => match client::wait(&rules, task, Duration::ZERO, key.as_ref())? {
-            Some(verdict) => return print_verdict(&verdict, format, retry, config),
+            Some(verdict) => return print_verdict(&verdict, format, retry, true, config),
             None => bail!(
                 "{why}, so nothing will answer {task}'s signal\n  help: start `validator -c {} watch`, or pass --anyway to wait for one that is starting",
                 config.display()
@@ -383,7 +383,7 @@ pub(crate) fn wait(
         _ => timeout,
     };
     match client::wait(&rules, task, timeout, key.as_ref())? {
-        Some(verdict) => print_verdict(&verdict, format, retry, config),
+        Some(verdict) => print_verdict(&verdict, format, retry, true, config),
         None => bail!(
             "no current verdict for {task} after {}\n  help: is `validator watch` running with this rules file, and has the task signalled done?",
             validator::duration::format(timeout)

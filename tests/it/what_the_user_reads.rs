@@ -98,3 +98,48 @@ fn watch_says_on_stderr_what_stopped_it_and_what_it_wrote() {
         "{said}"
     );
 }
+
+#[test]
+fn check_names_no_attempt_unless_its_caller_counts_them() {
+    let project = Project::new();
+    project.rules(&pipeline(&lint("lint", r#"["false"]"#, "")));
+    project.file("a.txt", "a\n");
+    let run = |args: &[&str], env: &[(&str, &std::path::Path)]| {
+        let mut command = project.check();
+        command.args(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let output = command.output().expect("run validator");
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (stdout, _) = run(&[], &[]);
+    assert_eq!(
+        stdout.lines().next(),
+        Some("validator task task · pipeline main"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("attempt"), "{stdout}");
+    // GitHub: neither the annotations, the progress lines nor the job summary.
+    let summary = project.path().join("summary.md");
+    let (stdout, stderr) = run(
+        &["--format", "github"],
+        &[("GITHUB_STEP_SUMMARY", &summary)],
+    );
+    let summary_text = std::fs::read_to_string(&summary).expect("job summary");
+    assert!(summary_text.starts_with("### ❌ validator: FAIL — task task, pipeline main\n"));
+    for text in [&stdout, &stderr, &summary_text] {
+        assert!(!text.contains("attempt"), "{text}");
+    }
+    // A caller that counts (an orchestrator's loop) says which attempt this is.
+    let (stdout, _) = run(&["--attempt", "2"], &[]);
+    assert_eq!(
+        stdout.lines().next(),
+        Some("validator task task · pipeline main · attempt 2/3"),
+        "{stdout}"
+    );
+}

@@ -56,22 +56,25 @@ const SUMMARY_FINDINGS: usize = 50;
 
 /// A GitHub Actions job summary (Markdown for `$GITHUB_STEP_SUMMARY`): the decision, a table of
 /// gates, the reasons, and the findings of failing gates. Everything a worker wrote is escaped
-/// so it reads as text in a cell, never as Markdown or HTML.
-pub fn job_summary(verdict: &Verdict) -> String {
+/// so it reads as text in a cell, never as Markdown or HTML. The attempt is said only where
+/// attempts are `counted` (not by `check` alone).
+pub fn job_summary(verdict: &Verdict, counted: bool) -> String {
     let mut out = String::new();
     let mark = match verdict.verdict {
         Decision::Pass => "✅",
         Decision::Fail => "❌",
         _ => "⚠️",
     };
+    let attempt = match counted {
+        true => format!(", attempt {}/{}", verdict.attempt, verdict.max_attempts),
+        false => String::new(),
+    };
     let _ = writeln!(
         out,
-        "### {mark} validator: {} — task {}, pipeline {}, attempt {}/{}\n",
+        "### {mark} validator: {} — task {}, pipeline {}{attempt}\n",
         verdict.verdict,
         md(&verdict.task),
         md(&verdict.pipeline),
-        verdict.attempt,
-        verdict.max_attempts
     );
     let _ = writeln!(
         out,

@@ -32,8 +32,7 @@ pub fn text(verdict: &Verdict) -> String {
     let mut out = text_header(
         &verdict.task,
         &verdict.pipeline,
-        verdict.attempt,
-        verdict.max_attempts,
+        Some((verdict.attempt, verdict.max_attempts)),
     );
     for gate in &verdict.gates {
         out.push_str(&gate_text(gate, width));
@@ -42,11 +41,16 @@ pub fn text(verdict: &Verdict) -> String {
     out
 }
 
-/// The first line of [`text`]: what is judged. Printed before the run when gates stream.
-pub fn text_header(task: &str, pipeline: &str, attempt: u32, max_attempts: u32) -> String {
+/// The first line of [`text`]: what is judged, and which attempt of how many where attempts
+/// are counted (`check` alone counts none: an attempt there would be a number nothing keeps).
+/// Printed before the run when gates stream.
+pub fn text_header(task: &str, pipeline: &str, attempts: Option<(u32, u32)>) -> String {
     let bold = Style::new().bold();
+    let attempt = attempts.map_or(String::new(), |(attempt, max)| {
+        format!(" · attempt {attempt}/{max}")
+    });
     format!(
-        "{bold}validator{bold:#} task {} · pipeline {} · attempt {attempt}/{max_attempts}\n",
+        "{bold}validator{bold:#} task {} · pipeline {}{attempt}\n",
         one_line(task),
         one_line(pipeline),
     )
@@ -355,7 +359,7 @@ mod tests {
             ("text", text(&v)),
             ("junit", junit(&v)),
             ("github", github(&v)),
-            ("summary", job_summary(&v)),
+            ("summary", job_summary(&v, true)),
         ] {
             assert!(!out.chars().any(raw), "{format}: {out:?}");
         }
@@ -464,7 +468,7 @@ mod tests {
             vec![failing, gate("test", GateOutcome::Skipped, "")],
             &["lint: 1 finding"],
         );
-        let md = job_summary(&v);
+        let md = job_summary(&v, true);
         assert!(md.starts_with("### ❌ validator: FAIL"), "{md}");
         assert!(md.contains("| lint | fail |"), "{md}");
         assert!(md.contains("| test | skipped |  |"), "{md}");
