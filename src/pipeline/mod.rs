@@ -1027,7 +1027,7 @@ fn report(name: &str, rule: &str, started: Instant, outcome: Outcome) -> GateRep
         name: name.into(),
         rule: rule.into(),
         outcome: outcome.outcome,
-        duration_ms: millis(started),
+        duration_ms: millis(started).saturating_add(u64::from(outcome.spent_before_ms)),
         exit_code: outcome.exit_code,
         summary: outcome.summary,
         findings: outcome.findings,

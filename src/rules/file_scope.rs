@@ -16,7 +16,7 @@ pub(crate) use crate::changes::{Changes, Patch, Problem, Source};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::git::{Accounted, Pinned, Repo};
@@ -107,6 +107,7 @@ impl RuleDef for FileScope {
             Ok(found) => found,
             Err(problem) => return ctx.in_time(problem.outcome(ctx)),
         };
+        let listed_before = ctx.listed.take_unbilled(&self.base);
         // What matters first: how changes were hidden, then each breach by its weight, and
         // the files in tool caches (the worker's, but seldom its work) after the rest.
         let mut ranked: Vec<(u8, Finding)> = listing.into_iter().map(|f| (0, f)).collect();
@@ -153,6 +154,7 @@ impl RuleDef for FileScope {
             changed.iter(),
             gate_written.keys(),
         )));
+        outcome.spent_before_ms = u32::try_from(listed_before.as_millis()).unwrap_or(u32::MAX);
         ctx.in_time(outcome)
     }
 }
@@ -302,6 +304,9 @@ struct Known {
     /// ([`Listed::start`]): judged whatever a gate writes into them later. For a base not in
     /// it (outside a run, or before its first listing), only what the record holds is left out.
     caches_at_start: HashMap<String, BTreeSet<String>>,
+    /// For each base listed at the run's start ([`Listed::start`]), before any gate, how long
+    /// that took: the first scope gate that takes the listing counts it as its own time.
+    unbilled: HashMap<String, Duration>,
 }
 
 /// What a run counts the worker's changes from.
@@ -507,9 +512,13 @@ impl Listed {
     /// to its gates, which say why; for it only the record's files are left out.
     pub fn start<'b>(&self, ctx: &Context<'_>, bases: impl IntoIterator<Item = &'b str>) {
         for base in bases {
+            let listing = Instant::now();
             let Ok(changes) = changed(ctx, base, ctx.started + ctx.timeout) else {
                 continue;
             };
+            self.known()
+                .unbilled
+                .insert(base.to_owned(), listing.elapsed());
             let judged = changes
                 .files
                 .into_iter()
@@ -575,10 +584,17 @@ impl Listed {
         changes.gate_written = written;
     }
 
+    /// How long listing the changes against `base` took at the run's start, if no gate has
+    /// counted it yet (and the listing is still the answer): counted once, by the gate asking.
+    fn take_unbilled(&self, base: &str) -> Duration {
+        self.known().unbilled.remove(base).unwrap_or_default()
+    }
+
     /// Forgets every answer: the task's files may have changed since they were listed.
     pub fn forget(&self) {
         let mut known = self.known();
         known.answers.clear();
+        known.unbilled.clear();
         known.generation += 1;
     }
 }

@@ -110,6 +110,10 @@ pub struct Outcome {
     /// The failed tests a `test` gate's runner named (boxed: most outcomes have none, and an
     /// outcome is passed by value).
     pub failed_tests: Option<Box<Vec<String>>>,
+    /// Milliseconds of work the gate's answer rests on, done for it before it started (the
+    /// run lists the worker's changes once, at its start): counted in the gate's time, or a
+    /// scope gate that walked thousands of files would say 0ms.
+    pub spent_before_ms: u32,
 }
 
 impl Outcome {
@@ -123,6 +127,7 @@ impl Outcome {
             blocked: None,
             changed_files: None,
             failed_tests: None,
+            spent_before_ms: 0,
         }
     }
 

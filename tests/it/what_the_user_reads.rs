@@ -143,3 +143,34 @@ fn check_names_no_attempt_unless_its_caller_counts_them() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_scope_gates_time_counts_the_listing_it_rests_on() {
+    let project = Project::new();
+    project.rules(&pipeline(
+        "      - {name: scope, rule: file-scope, allow: [\"**\"]}\n",
+    ));
+    // 32 MiB git hashes when it lists the changes (validator's own index of the repository
+    // starts empty): hundreds of milliseconds of work, done once, at the run's start, before
+    // the scope gate starts. That listing is the gate's work, so its time is the gate's.
+    let big: Vec<u8> = (0u32..32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    std::fs::write(project.task_dir().join("big.bin"), big).expect("big file");
+    project.file("a.txt", "a\n");
+    crate::common::commit_all(&project.task_dir());
+    project.file("a.txt", "changed\n");
+    let mut check = project.check();
+    check.args(["--format", "json"]);
+    crate::common::isolate_git(&mut check);
+    let (code, verdict) = crate::common::json_verdict(check);
+    assert_eq!(code, 0, "{verdict:#}");
+    let scope = crate::common::gate(&verdict, "scope");
+    assert_eq!(
+        scope["summary"], "1 changed file in scope (git, against HEAD)",
+        "{verdict:#}"
+    );
+    // Before, the gate said 0ms here. A floor far under what hashing 32 MiB takes (about
+    // 400 ms on two slow cores), not a measure of speed.
+    assert!(scope["duration_ms"].as_u64() >= Some(50), "{verdict:#}");
+}
