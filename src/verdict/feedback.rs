@@ -192,13 +192,18 @@ fn output(failing: &[&GateReport], room: usize) -> Vec<String> {
     if room < 3 {
         return Vec::new();
     }
-    let tail = gate.output_tail.as_deref().unwrap_or_default();
-    let lines: Vec<&str> = tail.lines().collect();
+    // Passing tests, coverage tables and progress dots say nothing of what failed: left out,
+    // and said to be.
+    let shown = super::tail::worth_reading(gate.output_tail.as_deref().unwrap_or_default());
+    let lines = &shown.lines;
     let keep = lines.len().min(room);
     let lines: Vec<String> = lines[lines.len() - keep..]
         .iter()
         .map(|l| one_line(l))
         .collect();
+    let left_out = shown
+        .note()
+        .map_or(String::new(), |note| format!("; {note}"));
     // A fence longer than any run of backticks in the output, so the output cannot close it
     // and pass for the feedback's own text.
     let fence = "`".repeat(longest_backtick_run(&lines).max(2) + 1);
@@ -207,7 +212,7 @@ fn output(failing: &[&GateReport], room: usize) -> Vec<String> {
     fenced.push(fence);
     section(
         &format!(
-            "## Output of `{}` (last {keep} lines)",
+            "## Output of `{}` (last {keep} lines{left_out})",
             one_line(&gate.name)
         ),
         fenced,

@@ -5,6 +5,7 @@ pub mod feedback;
 pub mod format;
 pub mod sarif;
 pub mod sign;
+pub mod tail;
 pub mod terminal;
 pub mod write;
 

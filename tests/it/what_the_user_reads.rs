@@ -174,3 +174,138 @@ fn a_scope_gates_time_counts_the_listing_it_rests_on() {
     // 400 ms on two slow cores), not a measure of speed.
     assert!(scope["duration_ms"].as_u64() >= Some(50), "{verdict:#}");
 }
+
+/// A `test` gate that replays a real run captured by `what_the_user_reads/capture.sh`: its
+/// output, then its exit code.
+fn replayed(case: &str) -> Project {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/what_the_user_reads");
+    let code = std::fs::read_to_string(dir.join(format!("{case}.code"))).expect("exit code");
+    let output = dir.join(format!("{case}.txt"));
+    let run = serde_json::json!([
+        "sh",
+        "-c",
+        format!("cat \"$0\"; exit {}", code.trim()),
+        output.display().to_string()
+    ]);
+    let project = Project::new();
+    project.rules(&pipeline(&format!(
+        "      - {{name: test, rule: test, run: {run}}}\n"
+    )));
+    project.file("a.txt", "a\n");
+    project
+}
+
+/// `check --format feedback`'s output section: its title and its lines.
+fn feedback_output(project: &Project) -> (String, Vec<String>) {
+    let output = project
+        .check()
+        .args(["--format", "feedback"])
+        .output()
+        .expect("run validator");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let title = text
+        .lines()
+        .find(|l| l.starts_with("## Output of `test`"))
+        .unwrap_or_else(|| panic!("no output section in\n{text}"))
+        .to_owned();
+    let body: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("## Output of"))
+        .skip(2)
+        .take_while(|l| !l.starts_with("```"))
+        .map(str::to_owned)
+        .collect();
+    (title, body)
+}
+
+#[test]
+fn a_fails_output_leaves_out_pytests_passing_lines_and_coverage_table_and_says_so() {
+    for case in ["pytest-verbose-cov", "pytest-cov"] {
+        let (title, body) = feedback_output(&replayed(case));
+        let said = format!("{title}\n{}", body.join("\n"));
+        for noise in [
+            "PASSED",
+            "Stmts",
+            "TOTAL",
+            "coverage: platform",
+            "tests coverage",
+        ] {
+            assert!(!said.contains(noise), "{case}: {noise} in\n{said}");
+        }
+        // Every line that names the failure is there.
+        for kept in [
+            "FAILURES",
+            ">       assert divide(7, 2) == 3.5",
+            "E       assert 3 == 3.5",
+            "test_calc.py:125: AssertionError",
+            "FAILED test_calc.py::test_divide - assert 3 == 3.5",
+            "1 failed, 30 passed in",
+        ] {
+            assert!(said.contains(kept), "{case}: {kept} missing from\n{said}");
+        }
+        // The progress line that holds the `F` names a failure: it stays.
+        let left_out = match case {
+            "pytest-verbose-cov" => "; 26 lines left out: passing tests, coverage table)",
+            _ => {
+                assert!(
+                    body.iter()
+                        .any(|l| l.starts_with("test_calc.py ....") && l.contains('F')),
+                    "{said}"
+                );
+                "; 8 lines left out: coverage table)"
+            }
+        };
+        assert!(title.ends_with(left_out), "{case}: {title}");
+    }
+}
+
+#[test]
+fn a_fails_output_leaves_out_tapes_passing_tests_and_nycs_table_and_says_so() {
+    let (title, body) = feedback_output(&replayed("tape-nyc"));
+    let said = format!("{title}\n{}", body.join("\n"));
+    for noise in ["\nok ", "# more", "% Stmts", "All files", "|-----"] {
+        assert!(!said.contains(noise), "{noise:?} in\n{said}");
+    }
+    for kept in [
+        "# divide",
+        "not ok 25 should be strictly equal",
+        "    expected: 3.5",
+        "    actual:   3",
+        "test.js:77:5)",
+        "# fail  1",
+    ] {
+        assert!(said.contains(kept), "{kept} missing from\n{said}");
+    }
+    assert!(
+        title.ends_with("; 19 lines left out: passing tests, coverage table)"),
+        "{title}"
+    );
+}
+
+#[test]
+fn checks_text_shows_the_tail_without_passing_lines_and_says_how_many_went() {
+    let project = Project::new();
+    let script: String = (1..=30)
+        .map(|n| format!("echo 'ok {n} works'; "))
+        .chain(["echo 'not ok 31 the parser rejects an empty file'; exit 1".to_owned()])
+        .collect();
+    project.rules(&pipeline(&lint(
+        "lint",
+        &serde_json::json!(["sh", "-c", script]).to_string(),
+        "",
+    )));
+    project.file("a.txt", "a\n");
+    let output = project.check().output().expect("run validator");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(!text.contains("│ ok "), "{text}");
+    assert!(
+        text.contains("│ not ok 31 the parser rejects an empty file"),
+        "{text}"
+    );
+    assert!(
+        text.contains("│ … 30 lines left out: passing tests"),
+        "{text}"
+    );
+}

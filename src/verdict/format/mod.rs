@@ -108,9 +108,15 @@ pub fn gate_text(gate: &GateReport, width: usize) -> String {
         // the output's tail does.
         if gate.findings.iter().all(|f| f.line.is_none()) {
             if let Some(tail) = &gate.output_tail {
-                let lines: Vec<&str> = tail.lines().collect();
+                // Without the lines that say nothing of the failure (passing tests, coverage
+                // tables, progress), and how many those were.
+                let shown = super::tail::worth_reading(tail);
+                let lines = &shown.lines;
                 for line in &lines[lines.len().saturating_sub(TAIL_SHOWN)..] {
                     let _ = writeln!(out, "      {dim}│{dim:#} {}", one_line(line));
+                }
+                if let Some(note) = shown.note() {
+                    let _ = writeln!(out, "      {dim}│ … {note}{dim:#}");
                 }
             }
         }
