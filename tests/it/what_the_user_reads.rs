@@ -170,9 +170,10 @@ fn a_scope_gates_time_counts_the_listing_it_rests_on() {
         scope["summary"], "1 changed file in scope (git, against HEAD)",
         "{verdict:#}"
     );
-    // Before, the gate said 0ms here. A floor far under what hashing 32 MiB takes (about
-    // 400 ms on two slow cores), not a measure of speed.
-    assert!(scope["duration_ms"].as_u64() >= Some(50), "{verdict:#}");
+    // Before, the gate said 0ms here, whatever the listing cost. Hashing 32 MiB takes far more
+    // than a millisecond on any machine; the assertion is that the listing is counted, not how
+    // fast it is.
+    assert!(scope["duration_ms"].as_u64() >= Some(1), "{verdict:#}");
 }
 
 /// A `test` gate that replays a real run captured by `what_the_user_reads/capture.sh`: its
