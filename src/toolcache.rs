@@ -12,8 +12,7 @@
 //! with the state directory out of the worker's reach, each file's inode, length, modification
 //! and change time (the change time is the kernel's, which no worker sets back). A cache the
 //! worker made or changed (by a name, a `CACHEDIR.TAG`, a `.gitignore` of `*`) is judged.
-//! `__pycache__` is no such cache: its bytecode is run in place of the source. Python's
-//! libraries' bytecode alone is kept across runs (see [`share_library_bytecode`]).
+//! `__pycache__` is no such cache: its bytecode is run in place of the source.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -164,116 +163,6 @@ pub fn environment(home: &Path) -> Vec<(OsString, OsString)> {
         ("RUFF_CACHE_DIR".into(), home.join("ruff").into()),
         ("MYPY_CACHE_DIR".into(), home.join("mypy").into()),
     ]
-}
-
-/// Where Python libraries' bytecode is kept across runs, under the user's cache directory
-/// (`$XDG_CACHE_HOME`, else `~/.cache`): `validator/python-bytecode/<the library's absolute
-/// path>/…`, as `PYTHONPYCACHEPREFIX` lays it out. None inside the task.
-fn shared_bytecode(task: &Task) -> Option<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-    let dir = cache.join("validator").join("python-bytecode");
-    (dir.is_absolute() && !task.worker_may_write(&dir)).then_some(dir)
-}
-
-/// In a command's fresh bytecode prefix (`home/python`, see [`environment`]), links each Python
-/// library tree to the user's cache ([`shared_bytecode`]), so its bytecode is compiled once, not in every run:
-/// the `lib/` of each virtualenv on PATH or at the task's top (`pyvenv.cfg`), and of the
-/// interpreter each names (`home =`). The project's own sources stay in the fresh prefix, so no
-/// `.pyc` a worker planted for them is ever imported. Only a tree validator's user may write is
-/// linked: the worker's code, run by a test gate as that user, could rewrite its sources as
-/// well as its bytecode, so keeping the bytecode adds nothing it could not do; a tree it
-/// cannot write (a system Python's) compiles fresh. A tree inside the task is linked only when
-/// `unchanged` says none of its files is among the worker's changes (a virtualenv the committed
-/// `.gitignore` hides): a changed source there is the worker's work, whose bytecode must be
-/// its own. The kept bytecode is in the user's cache, which the worker's code can write as it
-/// can the libraries' sources.
-pub fn share_library_bytecode(home: &Path, task: &Task, unchanged: impl Fn(&Path) -> bool) {
-    let Some(shared) = shared_bytecode(task) else {
-        return;
-    };
-    for root in library_trees(task) {
-        let inside = root.starts_with(&task.dir) || root.starts_with(&task.worker_area);
-        if inside && !unchanged(&root) {
-            continue;
-        }
-        let Ok(rel) = root.strip_prefix("/") else {
-            continue;
-        };
-        let at = home.join("python").join(rel);
-        let keep = shared.join(rel);
-        let linked = at
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::create_dir_all(&keep))
-            .and_then(|()| std::os::unix::fs::symlink(&keep, &at));
-        if let Err(err) = linked {
-            tracing::debug!(root = %root.display(), %err, "library bytecode not shared");
-        }
-    }
-}
-
-/// The Python library trees a gate's Python may import from outside the project's sources
-/// (see [`share_library_bytecode`]), as Python names them (not resolved: its module paths are
-/// not) and resolved, each one validator's user may write.
-fn library_trees(task: &Task) -> Vec<PathBuf> {
-    let mut venvs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| {
-            std::env::split_paths(&path)
-                .filter_map(|dir| dir.parent().map(Path::to_path_buf))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Ok(entries) = std::fs::read_dir(&task.dir) {
-        venvs.extend(entries.flatten().map(|entry| entry.path()));
-    }
-    let mut trees: Vec<PathBuf> = Vec::new();
-    for venv in venvs {
-        let Some(config) = read_pyvenv_cfg(&venv) else {
-            continue;
-        };
-        trees.push(venv.join("lib"));
-        if let Some(base) = base_prefix(&config) {
-            trees.push(base.join("lib"));
-        }
-    }
-    let mut found: Vec<PathBuf> = Vec::new();
-    for tree in trees {
-        let resolved = tree.canonicalize().ok();
-        for path in std::iter::once(tree).chain(resolved) {
-            let writable = nix::unistd::access(&path, nix::unistd::AccessFlags::W_OK).is_ok();
-            if path.is_absolute() && path.is_dir() && writable && !found.contains(&path) {
-                found.push(path);
-            }
-        }
-    }
-    // A tree inside another is kept in the outer one's.
-    let outer = found.clone();
-    found.retain(|path| !outer.iter().any(|o| o != path && path.starts_with(o)));
-    found
-}
-
-/// A virtualenv's `pyvenv.cfg`, if `dir` has one (a regular file, at most 64 KiB).
-fn read_pyvenv_cfg(dir: &Path) -> Option<String> {
-    let bytes = crate::files::read(
-        &dir.join("pyvenv.cfg"),
-        64 * 1024,
-        crate::files::Links::Refuse,
-    )
-    .ok()?;
-    String::from_utf8(bytes).ok()
-}
-
-/// The interpreter's prefix a `pyvenv.cfg` names: its `home =` directory's parent.
-fn base_prefix(config: &str) -> Option<PathBuf> {
-    config.lines().find_map(|line| {
-        let (key, value) = line.split_once('=')?;
-        (key.trim() == "home")
-            .then(|| PathBuf::from(value.trim()))
-            .and_then(|home| home.parent().map(Path::to_path_buf))
-    })
 }
 
 /// The record for `task`. Anything unreadable (none yet, a link or a FIFO in its place, a

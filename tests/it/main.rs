@@ -50,7 +50,6 @@ mod junit_failures_outside_a_case_or_only_counted_still_fail;
 mod junit_report_failures_are_never_lost;
 mod keys;
 mod layers;
-mod library_bytecode_is_kept;
 mod metrics;
 mod node_tools_from_outside_the_task;
 mod opencode_plugin;

@@ -324,9 +324,6 @@ impl Command {
             Err(why) => return Outcome::fail(why),
         };
         let caches = crate::toolcache::scratch(task);
-        if let Some(caches) = &caches {
-            Self::share_bytecode(ctx, caches.path());
-        }
         let (base, env) =
             match self.launch(task, caches.as_ref().map(|d| d.path()), &cwd, &self.argv) {
                 Ok(launch) => launch,
@@ -375,26 +372,6 @@ impl Command {
             outcome.summary.push_str(&note);
         }
         outcome
-    }
-
-    /// Lets the command's Python keep its libraries' bytecode across runs (see
-    /// [`crate::toolcache::share_library_bytecode`]): a library tree inside the task only when the
-    /// run's change set (against HEAD, as the packs' gates count it) holds none of its files.
-    pub(super) fn share_bytecode(ctx: &Context<'_>, caches: &Path) {
-        let changes = super::file_scope::changed(ctx, "HEAD", Instant::now() + ctx.timeout);
-        let unchanged = |tree: &Path| {
-            let Ok(rel) = tree.strip_prefix(&ctx.task.dir) else {
-                return false;
-            };
-            let prefix = format!("{}/", rel.to_string_lossy());
-            changes.as_ref().is_ok_and(|changes| {
-                matches!(
-                    changes.source,
-                    crate::changes::Source::Git(_) | crate::changes::Source::Baseline
-                ) && !changes.files.iter().any(|file| file.starts_with(&prefix))
-            })
-        };
-        crate::toolcache::share_library_bytecode(caches, ctx.task, unchanged);
     }
 
     /// The file names each run of the command gets: none without `files:`, else the matching

@@ -145,9 +145,6 @@ impl Command {
         let before = Before::take(ctx, [&self.junit]);
         let cwd = self.working_dir(task).ok()?;
         let caches = crate::toolcache::scratch(task);
-        if let Some(caches) = &caches {
-            Self::share_bytecode(ctx, caches.path());
-        }
         let argv = expand(select, &names);
         let (base, env) = self
             .launch(task, caches.as_ref().map(|d| d.path()), &cwd, &argv)
