@@ -10,9 +10,9 @@
 //! Files are compared byte for byte with the blob the index names, never by stat data, which
 //! a worker can forge. Every move is made relative to a directory opened without following a
 //! link (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), so neither a link in the task
-//! nor a planted plan can move a file outside the work tree. A virtual environment (a directory
-//! holding `pyvenv.cfg`) and `node_modules` stay where they are: never delivered, they are the
-//! tools the gates judge with.
+//! nor a planted plan can move a file outside the work tree. An untracked file stays in place
+//! only where a committed `.gitignore` (or the user's own global excludes, in their own run)
+//! hides it, as `.venv/` and `node_modules/` usually are: no name of its own keeps it there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -101,6 +101,11 @@ impl Swap {
         self.plan.aside.len()
     }
 
+    /// The paths set aside, for the line that says so.
+    pub fn set_aside_paths(&self) -> impl Iterator<Item = &str> {
+        self.plan.aside.iter().map(|(path, _)| path.as_str())
+    }
+
     pub fn written(&self) -> usize {
         self.plan.written.len()
     }
@@ -110,7 +115,7 @@ impl Swap {
     /// would commit now was not what was judged.
     pub fn restore(mut self) -> Result<(), Error> {
         self.done = true;
-        undo(&self.work, &self.stash, &self.plan)?;
+        undo(&self.work, &self.stash, &self.plan, true)?;
         let Some((task, judged, index)) = &self.delivered else {
             return Ok(());
         };
@@ -130,7 +135,7 @@ impl Swap {
 impl Drop for Swap {
     fn drop(&mut self) {
         if !self.done {
-            if let Err(err) = undo(&self.work, &self.stash, &self.plan) {
+            if let Err(err) = undo(&self.work, &self.stash, &self.plan, true) {
                 eprintln!("validator: {err}");
             }
         }
@@ -147,6 +152,7 @@ pub fn swap_in(
     delivered: &Delivered,
     excludes: &[String],
     keep: &[PathBuf],
+    rules_file: &Path,
 ) -> Result<Swap, Error> {
     let cannot = Error::CannotTell;
     // HEAD as it is: the push's `since` counts changes for the gates, not here.
@@ -204,17 +210,27 @@ pub fn swap_in(
         delivered: matches!(delivered, Delivered::Index)
             .then(|| (plain.clone(), target.clone(), index.clone())),
     };
+    let rules_path = rules_file
+        .canonicalize()
+        .unwrap_or_else(|_| rules_file.to_path_buf());
     let wanted: Vec<(&String, Option<&TreeEntry>)> = candidates
         .into_iter()
-        .filter(|path| !own(path))
+        .filter(|path| !own(path) || task.dir.join(path) == rules_path)
         .map(|path| (path, target.get(path)))
         .collect();
     let writes = compare(&repo, &swap.work, wanted, &mut swap.plan.aside)?;
+    refuse_changed_rules(task, rules_file, &swap.plan.aside, &writes, delivered)?;
     // What the commit leaves out: untracked files no committed rule hides (nor the user's
     // own excludes), and the entries `git add -N` made.
     let tracked = |path: &String| target.contains_key(path) || head.contains_key(path);
     let untracked: Vec<&String> = differs.iter().filter(|path| !tracked(path)).collect();
-    let hidden = repo.ignored_by(excludes, &untracked).map_err(cannot)?;
+    let mut hidden = repo.ignored_by(excludes, &untracked).map_err(cannot)?;
+    // A first commit has no committed rules yet but the ones it brings (`.venv/` in the
+    // `.gitignore` it adds): those say what it leaves out.
+    if head.is_empty() {
+        let rules = delivered_ignore_rules(&repo, &target)?;
+        hidden.extend(repo.hidden_by_delivered(&rules, &untracked));
+    }
     for path in untracked.into_iter().cloned().chain(left_out) {
         if own(&path) || hidden.contains(&path) || swap.plan.aside.iter().any(|(a, _)| *a == path) {
             continue;
@@ -282,6 +298,63 @@ fn compare(
     Ok(writes)
 }
 
+/// The delivered tree's `.gitignore` files: paths from the top, contents.
+fn delivered_ignore_rules(
+    repo: &Repo<'_>,
+    target: &BTreeMap<String, TreeEntry>,
+) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    let entries: Vec<(&String, &TreeEntry)> = target
+        .iter()
+        .filter(|(path, entry)| {
+            path.rsplit('/').next() == Some(".gitignore") && entry.mode.starts_with("1006")
+        })
+        .collect();
+    let oids: Vec<&str> = entries
+        .iter()
+        .map(|(_, entry)| entry.oid.as_str())
+        .collect();
+    let blobs = repo.blobs(&oids).map_err(Error::CannotTell)?;
+    Ok(entries
+        .into_iter()
+        .zip(blobs)
+        .map(|((path, _), blob)| (repo.path_from_top(path), blob))
+        .collect())
+}
+
+/// A rules file whose work-tree copy is not the delivered one is refused, as pre-commit refuses
+/// an unstaged config: the rules were read from the work tree, and would judge the commit with
+/// rules it does not carry.
+fn refuse_changed_rules(
+    task: &Task,
+    rules_file: &Path,
+    aside: &[(String, String)],
+    writes: &[(String, String, Vec<u8>)],
+    delivered: &Delivered,
+) -> Result<(), Error> {
+    let rules_path = rules_file
+        .canonicalize()
+        .unwrap_or_else(|_| rules_file.to_path_buf());
+    let changed = aside
+        .iter()
+        .map(|(path, _)| path)
+        .chain(writes.iter().map(|(path, ..)| path))
+        .find(|path| task.dir.join(path) == rules_path);
+    let Some(path) = changed else {
+        return Ok(());
+    };
+    Err(Error::CannotTell(match delivered {
+        Delivered::Index => format!(
+            "the rules file {} has changes that are not staged, and would judge the commit with rules it does not carry: `git add {}` to commit them, or `git stash --keep-index` them first",
+            one_line(path),
+            one_line(path)
+        ),
+        Delivered::Commit(_) => format!(
+            "the rules file {} in the work tree is not the one pushed, and would judge the push with rules it does not carry: commit it or set the change aside, then push",
+            one_line(path)
+        ),
+    }))
+}
+
 /// The task's repository, reading `index` (a hook's) for its own.
 fn open_repo<'t>(
     task: &'t Task,
@@ -306,19 +379,21 @@ fn lock(path: &Path) -> Result<nix::fcntl::Flock<File>, Error> {
         .create(true)
         .truncate(false)
         .write(true)
-        .custom_flags(libc_nofollow())
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
         .open(path)
         .map_err(|err| Error::Swap(format!("cannot open {}: {err}", path.display())))?;
+    if !file.metadata().is_ok_and(|meta| meta.is_file()) {
+        return Err(Error::Swap(format!(
+            "{} is not a regular file; remove it",
+            path.display()
+        )));
+    }
     Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|(_, _)| {
         Error::Busy(format!(
             "another `validator check` is judging what is delivered in this repository (it holds {}); wait for it to finish",
             path.display()
         ))
     })
-}
-
-fn libc_nofollow() -> i32 {
-    OFlag::O_NOFOLLOW.bits()
 }
 
 /// A change to a nested repository (a gitlink) cannot be put in place: validator checks none
@@ -377,7 +452,7 @@ fn carry_out(swap: &mut Swap, writes: Vec<(String, String, Vec<u8>)>) -> Result<
     }
     let failed = |swap: &mut Swap, why: String| {
         swap.done = true;
-        match undo(&swap.work, &swap.stash, &swap.plan) {
+        match undo(&swap.work, &swap.stash, &swap.plan, true) {
             Ok(()) => Error::Swap(why),
             Err(err) => err,
         }
@@ -599,7 +674,7 @@ fn write(
 /// What a gate left in a path's place is discarded, as pre-commit does; anything else found
 /// there (the user's work since a stopped run) is kept beside it as `<path>.validator-kept`
 /// and said. The stash goes once it is empty.
-fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
+fn undo(work: &File, stash: &Path, plan: &Plan, live: bool) -> Result<(), Error> {
     let stash_dir = match open_dir(AT_FDCWD, stash) {
         Ok(dir) => Some(dir),
         Err(Errno::ENOENT) => None,
@@ -616,14 +691,25 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
             .is_some_and(|dir| fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW).is_ok())
     };
     let mut failures = Vec::new();
+    let aside: BTreeMap<&str, &str> = plan
+        .aside
+        .iter()
+        .map(|(path, name)| (path.as_str(), name.as_str()))
+        .collect();
     for (path, written) in &plan.written {
+        // A path whose own file never reached the stash was not swapped yet: it is the user's.
+        if aside.get(path.as_str()).is_some_and(|name| !in_stash(name)) {
+            continue;
+        }
         match holds(work, path, written) {
-            Ok(Some(true)) => {
+            // A gate's rewrite during the run is discarded; after a stopped run, what is there
+            // may be the user's new work.
+            Ok(Some(same)) if same || live => {
                 if let Err(why) = remove(work, path) {
                     failures.push(why);
                 }
             }
-            Ok(Some(false)) => {
+            Ok(Some(_)) => {
                 if let Err(why) = keep_beside(work, path) {
                     failures.push(why);
                 }
@@ -637,11 +723,7 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
             let _ = unlinkat(&parent, leaf.as_os_str(), UnlinkatFlags::RemoveDir);
         }
     }
-    for (dir, mode) in plan.emptied.iter().rev() {
-        if let Ok((parent, leaf)) = parent_of(work, dir) {
-            let _ = mkdirat(&parent, leaf.as_os_str(), Mode::from_bits_truncate(*mode));
-        }
-    }
+    remake_emptied(work, &plan.emptied);
     if let Some(stash_dir) = &stash_dir {
         // In the reverse order: a directory goes back before what was inside it.
         for (path, name) in plan.aside.iter().rev() {
@@ -650,6 +732,8 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
             }
             let cleared = match look(work, path) {
                 Ok(None) => Ok(()),
+                // What a gate made there during the run goes, as its rewrites do.
+                Ok(Some(_)) if live => remove(work, path),
                 Ok(Some(_)) => keep_beside(work, path),
                 Err(why) => Err(why),
             };
@@ -657,7 +741,9 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
                 .and_then(|()| parent_of(work, path))
                 .and_then(|(dir, leaf)| {
                     renameat(stash_dir, name.as_str(), &dir, leaf.as_os_str())
-                        .map_err(|err| format!("{}: {err}", one_line(path)))
+                        .map_err(|err| format!("{}: {err}", one_line(path)))?;
+                    touch(&dir, &leaf);
+                    Ok(())
                 });
             if let Err(why) = back {
                 failures.push(why);
@@ -678,6 +764,37 @@ fn undo(work: &File, stash: &Path, plan: &Plan) -> Result<(), Error> {
         })?;
     }
     Ok(())
+}
+
+/// Makes again the directories the paths set aside had left empty, outermost first, with
+/// their modes (mkdir takes the umask off and never sets setgid, so the mode is put back).
+fn remake_emptied(work: &File, emptied: &[(String, u32)]) {
+    for (dir, mode) in emptied.iter().rev() {
+        if let Ok((parent, leaf)) = parent_of(work, dir) {
+            let mode = Mode::from_bits_truncate(*mode);
+            if mkdirat(&parent, leaf.as_os_str(), mode).is_ok() {
+                let _ = nix::sys::stat::fchmodat(
+                    &parent,
+                    leaf.as_os_str(),
+                    mode,
+                    nix::sys::stat::FchmodatFlags::FollowSymlink,
+                );
+            }
+        }
+    }
+}
+
+/// Marks a path put back as modified now: newer than anything the gates built from the
+/// delivered version, so make, cargo and their kind build again from the user's.
+fn touch(dir: &OwnedFd, leaf: &Path) {
+    let now = nix::sys::time::TimeSpec::UTIME_NOW;
+    let _ = nix::sys::stat::utimensat(
+        dir,
+        leaf.as_os_str(),
+        &now,
+        &now,
+        nix::sys::stat::UtimensatFlags::NoFollowSymlink,
+    );
 }
 
 /// Whether `path` holds exactly what validator wrote there (`digest`); `None` when nothing is
@@ -778,7 +895,7 @@ fn put_back_leftover(work: &File, stash: &Path) -> Result<(), Error> {
             stash: stash.to_path_buf(),
         });
     }
-    undo(work, stash, &plan)?;
+    undo(work, stash, &plan, false)?;
     eprintln!(
         "validator: put back {} files a stopped run had set aside in {}",
         plan.aside.len(),
@@ -888,7 +1005,6 @@ pub fn pushed(task: &Task, remote: &str, lines: &str) -> Result<Vec<Pushed>, Err
                 short(remote_oid)
             );
             let since = crate::task::Since {
-                new_history: false,
                 commit: base,
                 shown,
                 delivered: local.to_owned(),
@@ -898,7 +1014,6 @@ pub fn pushed(task: &Task, remote: &str, lines: &str) -> Result<Vec<Pushed>, Err
             let new = repo.not_on_remote(local, remote).map_err(cannot)?;
             let since = match new.first() {
                 Some((_, parents)) => crate::task::Since {
-                    new_history: parents.is_empty(),
                     commit: parents.first().cloned(),
                     shown: match parents.first() {
                         Some(parent) => format!("what {remote} already has ({})", short(parent)),
@@ -909,7 +1024,6 @@ pub fn pushed(task: &Task, remote: &str, lines: &str) -> Result<Vec<Pushed>, Err
                 // Every commit is on a ref of the remote's, by this repository's own refs,
                 // which anyone who can run git may move: the whole tree counts, never none.
                 None => crate::task::Since {
-                    new_history: false,
                     commit: None,
                     shown: format!(
                         "nothing: a new ref on {remote} whose commits its refs here already hold, so every file counts"

@@ -161,6 +161,20 @@ fn is_a_mark(value: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
 }
 
+/// The variables git sets for a hook it runs (`git commit` hands a pre-commit hook its
+/// repository and the index it is committing): a gate's command, run from validator under such
+/// a hook, finds its own repository, and a test that drives git never writes into the commit
+/// being made.
+pub const GIT_HOOK_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+];
+
 /// What to run and under which limits.
 pub struct Spec<'a> {
     pub argv: &'a [OsString],

@@ -59,9 +59,6 @@ pub struct Since {
     /// The pushed commit: its committed ignore rules say which untracked files are not the
     /// push's (none of them is delivered).
     pub delivered: String,
-    /// The remote holds none of this history (a first push): the project is delivered as it
-    /// is, so what it lacks is no change made to it.
-    pub new_history: bool,
 }
 
 impl Task {

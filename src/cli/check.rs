@@ -192,15 +192,34 @@ impl Run<'_> {
                         .collect()
                 })
                 .unwrap_or_default();
-        let swap = delivery::swap_in(task, &self.rules.state, delivered, &excludes, &keep)?;
+        let swap = delivery::swap_in(
+            task,
+            &self.rules.state,
+            delivered,
+            &excludes,
+            &keep,
+            self.config,
+        )?;
         if swap.set_aside() > 0 || swap.written() > 0 {
+            let mut named: Vec<String> = swap
+                .set_aside_paths()
+                .take(3)
+                .map(validator::text::one_line)
+                .collect();
+            if swap.set_aside() > 3 {
+                named.push("…".into());
+            }
             eprintln!(
-                "validator: judging what is {}: {} of your files set aside until the run ends{}",
+                "validator: judging what is {}: {} of your files set aside until the run ends{}{}",
                 match delivered {
                     delivery::Delivered::Index => "staged",
                     delivery::Delivered::Commit(_) => "pushed",
                 },
                 swap.set_aside(),
+                match named.is_empty() {
+                    true => String::new(),
+                    false => format!(" ({})", named.join(", ")),
+                },
                 match swap.written() {
                     0 => String::new(),
                     n => format!(", {n} written as delivered"),

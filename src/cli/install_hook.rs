@@ -41,6 +41,13 @@ impl GitHook {
 pub(crate) fn install_hook(config: Option<&Found>, hook: GitHook, force: bool) -> Result<ExitCode> {
     let here = std::env::current_dir().context("cannot tell the current directory")?;
     let hooks = hooks_dir(&here)?;
+    if !force && !inside_the_repository(&here, &hooks) {
+        eprintln!(
+            "error: git's hooks directory here is {} (core.hooksPath), outside this repository: a hook there runs for every repository that shares it\n  help: `validator install-hook --force` writes it there anyway, or unset core.hooksPath",
+            hooks.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
     std::fs::create_dir_all(&hooks).with_context(|| format!("cannot make {}", hooks.display()))?;
     let path = hooks.join(hook.file_name());
     if let Some(existing) = existing_hook(&path)? {
@@ -76,8 +83,17 @@ pub(crate) fn install_hook(config: Option<&Found>, hook: GitHook, force: bool) -
 /// The repository's hooks directory, as git names it (`core.hooksPath`, a worktree's common
 /// directory), relative paths taken from `here`.
 fn hooks_dir(here: &Path) -> Result<PathBuf> {
-    let argv: Vec<OsString> = ["git", "rev-parse", "--git-path", "hooks"]
-        .into_iter()
+    let dir = git_says(here, &["rev-parse", "--git-path", "hooks"])?;
+    if dir.is_empty() {
+        bail!("git named no hooks directory");
+    }
+    Ok(here.join(dir))
+}
+
+/// What git answers in `here`, trimmed; outside a repository, an error that says so.
+fn git_says(here: &Path, args: &[&str]) -> Result<String> {
+    let argv: Vec<OsString> = std::iter::once("git")
+        .chain(args.iter().copied())
         .map(OsString::from)
         .collect();
     let spec = validator::process::Spec {
@@ -98,12 +114,24 @@ fn hooks_dir(here: &Path) -> Result<PathBuf> {
             here.display()
         );
     }
-    let output = String::from_utf8_lossy(&finished.output);
-    let dir = output.trim();
-    if dir.is_empty() {
-        bail!("git named no hooks directory");
-    }
-    Ok(here.join(dir))
+    Ok(String::from_utf8_lossy(&finished.output).trim().to_owned())
+}
+
+/// Whether `hooks` lies in the repository at `here`: its work tree or its git directory.
+fn inside_the_repository(here: &Path, hooks: &Path) -> bool {
+    let hooks = std::path::absolute(hooks).unwrap_or_else(|_| hooks.to_path_buf());
+    ["--show-toplevel", "--git-common-dir"]
+        .into_iter()
+        .filter_map(|question| git_says(here, &["rev-parse", question]).ok())
+        .map(|dir| here.join(dir))
+        .filter_map(|dir| dir.canonicalize().ok())
+        .any(|dir| {
+            hooks.starts_with(&dir)
+                || hooks
+                    .parent()
+                    .and_then(|parent| parent.canonicalize().ok())
+                    .is_some_and(|parent| parent.starts_with(&dir))
+        })
 }
 
 /// The hook already at `path`, if there is one; a link or anything but a file is refused.

@@ -138,11 +138,30 @@ impl Repo<'_> {
         Ok(entries)
     }
 
-    /// The contents of the blobs `oids` names, in order. A batch larger than git's output cap
-    /// is refused, never cut.
+    /// The contents of the blobs `oids` names, in order, asked of git in batches that fit its
+    /// output cap by their sizes; a single blob past the cap is refused, never cut.
     pub fn blobs(&self, oids: &[&str]) -> Result<Vec<Vec<u8>>, String> {
+        let sizes = self.blob_sizes(oids)?;
         let mut contents = Vec::with_capacity(oids.len());
-        for chunk in oids.chunks(BLOBS_AT_ONCE) {
+        let mut start = 0;
+        while start < oids.len() {
+            let mut end = start;
+            let mut bytes = 0usize;
+            while end < oids.len() && end - start < BLOBS_AT_ONCE {
+                let size = sizes[end].saturating_add(128);
+                if end > start && bytes.saturating_add(size) > OUTPUT_CAP / 2 {
+                    break;
+                }
+                bytes = bytes.saturating_add(size);
+                end += 1;
+            }
+            if bytes > OUTPUT_CAP {
+                return Err(format!(
+                    "a delivered file is over {} MiB",
+                    OUTPUT_CAP / 1024 / 1024
+                ));
+            }
+            let chunk = &oids[start..end];
             let mut input = chunk.join("\n");
             input.push('\n');
             let done = self.run_as(
@@ -152,16 +171,37 @@ impl Repo<'_> {
                 Some(input.as_bytes()),
             )?;
             if done.dropped > 0 {
-                return Err(format!(
-                    "the delivered files hold more than {} MiB at once",
-                    OUTPUT_CAP / 1024 / 1024
-                ));
+                return Err("git printed more of the delivered files than it said".into());
             }
             let read = batch_contents(&done.output, chunk.len())
                 .ok_or("git did not print the delivered files' contents")?;
             contents.extend(read.into_iter().map(<[u8]>::to_vec));
+            start = end;
         }
         Ok(contents)
+    }
+
+    /// The sizes of the objects `oids` names, in order.
+    fn blob_sizes(&self, oids: &[&str]) -> Result<Vec<usize>, String> {
+        if oids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut input = oids.join("\n");
+        input.push('\n');
+        let done = self.run_as(
+            self.own(),
+            &["cat-file", "--batch-check=%(objectsize)"],
+            OUTPUT_CAP,
+            Some(input.as_bytes()),
+        )?;
+        let sizes: Vec<usize> = String::from_utf8_lossy(&done.output)
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .collect();
+        if sizes.len() != oids.len() {
+            return Err("git did not say the delivered files' sizes".into());
+        }
+        Ok(sizes)
     }
 
     /// Of `paths` (untracked task paths), those `patterns` ignore: the user's own excludes, as
@@ -224,6 +264,28 @@ impl Repo<'_> {
             })
             .map(|triple| format!("{under}{}", triple[0]))
             .collect())
+    }
+
+    /// Of `paths` (untracked task paths), those the `.gitignore` files of the delivered tree
+    /// (`rules`: paths from the top, contents) hide: what the commit itself says to leave out.
+    pub fn hidden_by_delivered(
+        &self,
+        rules: &[(String, Vec<u8>)],
+        paths: &[&String],
+    ) -> BTreeSet<String> {
+        let from_top: Vec<String> = paths.iter().map(|path| self.top_path(path)).collect();
+        let hidden = self.hidden_by_rules(rules, &from_top);
+        paths
+            .iter()
+            .zip(&from_top)
+            .filter(|(_, top)| hidden.contains(*top))
+            .map(|(path, _)| (*path).clone())
+            .collect()
+    }
+
+    /// A task path as git names it from the top of the work tree.
+    pub fn path_from_top(&self, path: &str) -> String {
+        self.top_path(path)
     }
 
     /// Whether `oid` names an object this repository has.

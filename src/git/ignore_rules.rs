@@ -176,7 +176,7 @@ impl Repo<'_> {
     /// read) holding each rule file and an empty stand-in for each suspect. A directory is
     /// hidden when it is ignored whole, not when its stand-in is. Past [`MAX_SUSPECTS`], or if
     /// the tree cannot be made, none is hidden.
-    fn hidden_by_rules(
+    pub(super) fn hidden_by_rules(
         &self,
         rules: &[(String, Vec<u8>)],
         suspects: &[String],

@@ -564,16 +564,6 @@ impl Runner<'_> {
     /// must not skip ruff).
     fn worker_changed_what(&self, only_if: &crate::rules::only_if::OnlyIf) -> bool {
         let ctx = self.between_gates("(only_if)");
-        // A push to a remote that holds none of the history delivers the project as it is:
-        // what it lacks is the project's, not a change made to it.
-        if ctx
-            .task
-            .since
-            .as_ref()
-            .is_some_and(|since| since.new_history)
-        {
-            return false;
-        }
         match crate::rules::file_scope::changed(&ctx, "HEAD", ctx.started + ctx.timeout) {
             // Without git or a baseline there is no telling what the worker changed: every
             // file "changed", so only what is there decides.

@@ -645,3 +645,280 @@ fn edits_made_after_a_killed_run_are_not_discarded() {
             .unwrap_or(false);
     assert!(kept, "the new work was deleted without a word: {text:?}");
 }
+
+// What a second adversarial review found (after 0bf450d), each failing until fixed.
+
+fn rules(dir: &tempfile::TempDir, gates: &str) {
+    std::fs::write(
+        repo(dir).join("validator.yaml"),
+        format!("version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n{gates}"),
+    )
+    .unwrap();
+    assert!(git_ok(dir, &["add", "-A"]));
+    assert!(git_ok(dir, &["commit", "-q", "--no-verify", "-m", "rules"]));
+}
+
+/// As [`git_run`], with a global git config of the test's (`home/.gitconfig`).
+fn git_run_global(dir: &tempfile::TempDir, args: &[&str]) -> (bool, String) {
+    let home = dir.path().join("home");
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(repo(dir))
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", home.join(".gitconfig"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("VALIDATOR_CONFIG")
+        .output()
+        .expect("git");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("git {args:?}: {}\n{said}", out.status);
+    (out.status.success(), said)
+}
+
+fn venv(dir: &tempfile::TempDir) {
+    write(dir, ".venv/pyvenv.cfg", "");
+    write(
+        dir,
+        ".venv/lib/site-packages/pdbish.py",
+        "def f(): breakpoint()\n",
+    );
+}
+
+#[test]
+fn rules_edited_in_the_work_tree_only_do_not_judge_the_commit() {
+    let dir = repository();
+    write(&dir, "app.py", "x = 1\nBAD = 1\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    std::fs::write(
+        repo(&dir).join("validator.yaml"),
+        "version: 1\nstate: ../state\npipelines:\n  - name: main\n    gates:\n      - name: lint\n        rule: lint\n        run: [\"true\"]\n",
+    )
+    .unwrap();
+    let (ok, _) = git_run(
+        &dir,
+        &["commit", "-q", "-m", "BAD under weakened unstaged rules"],
+    );
+    assert!(
+        !(ok && head_has(&dir, "app.py", "BAD")),
+        "the work tree's rules judged the commit"
+    );
+}
+
+#[test]
+fn a_fifo_at_the_lock_does_not_hang_the_hook() {
+    let dir = repository();
+    nix::unistd::mkfifo(
+        &repo(&dir).join(".git/validator-delivery.lock"),
+        nix::sys::stat::Mode::S_IRWXU,
+    )
+    .unwrap();
+    write(&dir, "app.py", "x = 2\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("validator"))
+        .args(["check", "--staged", "-q"])
+        .current_dir(repo(&dir))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("check --staged hangs on a FIFO at .git/validator-delivery.lock");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_gate_that_rewrites_a_delivered_file_leaves_no_kept_copy() {
+    let dir = repository();
+    rules(
+        &dir,
+        "      - name: fmt\n        rule: lint\n        run: [sh, -c, \"sed -i s/x=/x_=/ app.py\"]\n",
+    );
+    write(&dir, "app.py", "x=2\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    write(&dir, "app.py", "x=2\ny=mine\n");
+    assert!(git_ok(&dir, &["commit", "-q", "-m", "partial"]));
+    assert_eq!(read(&dir, "app.py"), "x=2\ny=mine\n");
+    assert!(
+        !repo(&dir).join("app.py.validator-kept").exists(),
+        "a formatter gate's output was left as app.py.validator-kept"
+    );
+}
+
+#[test]
+fn deleting_remote_tracking_refs_does_not_turn_only_if_off() {
+    let dir = repository();
+    write(
+        &dir,
+        "pyproject.toml",
+        "[project]\nname = \"p\"\n[tool.ruff]\nline-length = 88\n",
+    );
+    rules(
+        &dir,
+        "      - name: ruff\n        rule: lint\n        only_if: [{file: pyproject.toml, key: tool.ruff}]\n        run: [sh, -c, \"! grep -rq --exclude-dir=.git --include=*.py BAD .\"]\n",
+    );
+    with_origin(&dir);
+    write(&dir, "app.py", "BAD = 1\n");
+    write(&dir, "pyproject.toml", "[project]\nname = \"p\"\n");
+    assert!(git_ok(
+        &dir,
+        &["commit", "-q", "--no-verify", "-am", "drop ruff"]
+    ));
+    assert!(git_ok(
+        &dir,
+        &["update-ref", "-d", "refs/remotes/origin/main"]
+    ));
+    let (ok, _) = git_run(&dir, &["push", "-q", "origin", "HEAD:refs/heads/feature"]);
+    assert!(
+        !ok,
+        "a push made to look like a first push skipped the gate"
+    );
+}
+
+#[test]
+fn files_given_back_are_newer_than_what_the_gates_built() {
+    let dir = repository();
+    write(&dir, "Makefile", "out: src.txt\n\tcp src.txt out\n");
+    write(&dir, ".gitignore", "out\n");
+    write(&dir, "src.txt", "v0\n");
+    rules(
+        &dir,
+        "      - name: build\n        rule: lint\n        run: [make, -s]\n",
+    );
+    write(&dir, "src.txt", "staged\n");
+    assert!(git_ok(&dir, &["add", "src.txt"]));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    write(&dir, "src.txt", "mine\n");
+    assert!(git_ok(&dir, &["commit", "-q", "-m", "staged"]));
+    let made = std::process::Command::new("make")
+        .arg("-s")
+        .current_dir(repo(&dir))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_eq!(
+        read(&dir, "out"),
+        "mine\n",
+        "make took the staged build for the user's file"
+    );
+}
+
+#[test]
+fn a_text_auto_repository_with_large_fixtures_can_commit() {
+    let dir = repository();
+    write(&dir, ".gitattributes", "* text=auto\n");
+    let line = "abcdefghijklmnopqrstuvwxyz0123456789".repeat(8) + "\n";
+    for n in 0..300 {
+        write(&dir, &format!("data/f{n}.txt"), &line.repeat(1100));
+    }
+    rules(
+        &dir,
+        "      - name: ok\n        rule: lint\n        run: [\"true\"]\n",
+    );
+    write(&dir, "app.py", "x = 2\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    assert!(
+        git_ok(&dir, &["commit", "-q", "-m", "small"]),
+        "refused: the fixtures are over 64 MiB per 256 files"
+    );
+}
+
+#[test]
+fn a_venv_in_the_users_included_global_excludes_stays_and_is_not_a_change() {
+    let dir = repository();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[include]\n\tpath = ~/.gitconfig.local\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.join(".gitconfig.local"),
+        "[core]\n\texcludesFile = ~/.gitignore_global\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".gitignore_global"), ".venv/\n").unwrap();
+    rules(
+        &dir,
+        "      - name: venv\n        rule: lint\n        run: [test, -f, .venv/pyvenv.cfg]\n",
+    );
+    venv(&dir);
+    write(&dir, "app.py", "x = 2\n");
+    assert!(git_run_global(&dir, &["add", "app.py"]).0);
+    assert!(
+        git_run_global(&dir, &["commit", "-q", "-m", "c"]).0,
+        "the globally ignored .venv was set aside"
+    );
+}
+
+#[test]
+fn a_venv_in_the_users_global_excludes_is_not_the_commits_change() {
+    let dir = repository();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[core]\n\texcludesFile = ~/.gitignore_global\n",
+    )
+    .unwrap();
+    std::fs::write(home.join(".gitignore_global"), ".venv/\n").unwrap();
+    venv(&dir);
+    write(&dir, "app.py", "x = 2\n");
+    assert!(git_run_global(&dir, &["add", "app.py"]).0);
+    assert!(
+        git_run_global(&dir, &["commit", "-q", "-m", "c"]).0,
+        "site-packages under the ignored .venv were judged as the commit's changes"
+    );
+}
+
+#[test]
+fn an_emptied_directory_comes_back_with_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = repository();
+    write(&dir, "shared/inner/notes.txt", "n\n");
+    std::fs::set_permissions(
+        repo(&dir).join("shared"),
+        std::fs::Permissions::from_mode(0o2775),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        repo(&dir).join("shared/inner"),
+        std::fs::Permissions::from_mode(0o1777),
+    )
+    .unwrap();
+    write(&dir, "app.py", "x = 2\n");
+    assert!(git_ok(&dir, &["add", "app.py"]));
+    assert!(git_ok(&dir, &["commit", "-q", "-m", "c"]));
+    let mode = |rel: &str| {
+        std::fs::metadata(repo(&dir).join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!((mode("shared"), mode("shared/inner")), (0o2775, 0o1777));
+}
+
+#[test]
+fn the_hooks_index_does_not_leak_into_the_gates() {
+    let dir = repository();
+    rules(
+        &dir,
+        "      - name: tests\n        rule: lint\n        run: [sh, -c, \"d=$(mktemp -d) && cd $d && git init -q && echo t > t && git add t\"]\n",
+    );
+    write(&dir, "app.py", "x = 3\n");
+    assert!(
+        git_ok(&dir, &["commit", "-q", "-a", "-m", "all"]),
+        "a test using git in a scratch repository wrote the commit's index"
+    );
+}

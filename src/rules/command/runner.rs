@@ -286,7 +286,7 @@ fn has_module(
         argv: &argv,
         cwd: scratch.path(),
         env,
-        env_remove: &[],
+        env_remove: process::GIT_HOOK_VARS,
         timeout: deadline
             .saturating_duration_since(Instant::now())
             .min(std::time::Duration::from_secs(10)),
