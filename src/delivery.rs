@@ -115,6 +115,11 @@ impl Swap {
     /// would commit now was not what was judged.
     pub fn restore(mut self) -> Result<(), Error> {
         self.done = true;
+        if !self.plan.aside.is_empty() {
+            // The kernel stamps files with a clock that moves a tick at a time (up to 10 ms): past
+            // one, a file put back is surely newer than the last one a gate built.
+            std::thread::sleep(Duration::from_millis(12));
+        }
         undo(&self.work, &self.stash, &self.plan, true)?;
         let Some((task, judged, index)) = &self.delivered else {
             return Ok(());
