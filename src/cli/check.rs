@@ -105,6 +105,8 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
     // The state and verdict directories are not hidden from the rules here: inside a task
     // directory they are the worker's to write, so the rules must see them.
     let mut task = Task::new(name, &task_dir)?.with_attempt(args.attempt.unwrap_or(1));
+    // A task in the staging directory sits where every worker writes, as under `watch`.
+    task = task.with_worker_area(&rules.staging);
     if let Some(signal) = &args.signal {
         task = task.ignoring(signal).with_signal(read_signal(signal)?);
     }

@@ -449,6 +449,11 @@ pub fn judge(
 
     // The state directory is the adapter's own (it writes there on every call); when it lies
     // inside the agent's directory the rules must not count it as the agent's work.
+    // The stop's message is the agent's own: a `request` in it is never the user's words.
+    let mut signal = signal;
+    if let Ok(report) = signal.report.as_mut() {
+        report.request = None;
+    }
     let task = Task::new(project.task_name(), &project.dir)?
         .ignoring(&rules.state)
         .with_attempt(history.attempt())

@@ -562,19 +562,31 @@ impl Runner<'_> {
     /// in a repository or against a baseline): then what
     /// is missing is the worker's doing, and cannot turn the gate off (a deleted `[tool.ruff]`
     /// must not skip ruff).
+    /// Counted from HEAD and from every `base:` the pipeline's gates name (a user who sets the
+    /// start commit there, against a worker that commits, means it for this too).
     fn worker_changed_what(&self, only_if: &crate::rules::only_if::OnlyIf) -> bool {
         let ctx = self.between_gates("(only_if)");
-        match crate::rules::file_scope::changed(&ctx, "HEAD", ctx.started + ctx.timeout) {
-            // Without git or a baseline there is no telling what the worker changed: every
-            // file "changed", so only what is there decides.
-            Ok(changes)
-                if matches!(changes.source, crate::rules::file_scope::Source::Everything) =>
-            {
-                false
+        let mut bases: Vec<&str> = vec!["HEAD"];
+        for gate in &self.pipeline.gates {
+            if let Some(base) = gate.rule.base() {
+                if !bases.contains(&base) {
+                    bases.push(base);
+                }
             }
-            Ok(changes) => changes.files.iter().any(|rel| only_if.looks_at(rel)),
-            Err(_) => true,
         }
+        bases.into_iter().any(|base| {
+            match crate::rules::file_scope::changed(&ctx, base, ctx.started + ctx.timeout) {
+                // Without git or a baseline there is no telling what the worker changed: every
+                // file "changed", so only what is there decides.
+                Ok(changes)
+                    if matches!(changes.source, crate::rules::file_scope::Source::Everything) =>
+                {
+                    false
+                }
+                Ok(changes) => changes.files.iter().any(|rel| only_if.looks_at(rel)),
+                Err(_) => true,
+            }
+        })
     }
 
     /// Whether, in a group, the gate at `later` must start after the gate written before it at

@@ -45,6 +45,7 @@ mod hook_commands_fail_closed;
 mod hooks;
 mod hooks_seed;
 mod hostile;
+mod hostile_workers_and_new_keys;
 mod install;
 mod junit_failures_outside_a_case_or_only_counted_still_fail;
 mod junit_report_failures_are_never_lost;

@@ -368,8 +368,13 @@ impl Command {
             _ => None,
         };
         outcome.output_tail = tail(&crate::verdict::terminal::shown(&output), ran.dropped);
-        if let Some(note) = node_tools::from_outside(&self.argv, task, &cwd) {
-            outcome.summary.push_str(&note);
+        match node_tools::from_outside(&self.argv, task, &cwd) {
+            Some(Ok(note)) => outcome.summary.push_str(&note),
+            Some(Err(why)) => {
+                outcome.outcome = crate::verdict::GateOutcome::Fail;
+                outcome.summary = why;
+            }
+            None => {}
         }
         outcome
     }

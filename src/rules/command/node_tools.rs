@@ -12,7 +12,12 @@ const NODE_PROGRAMS: &[&str] = &["node", "npm", "npx", "yarn", "pnpm", "bun"];
 
 /// A note for the gate's line when `argv` runs a Node program in `cwd` and neither `cwd` nor a
 /// directory above it inside the task has `node_modules`, but one outside the task does.
-pub(super) fn from_outside(argv: &[String], task: &Task, cwd: &Path) -> Option<String> {
+/// `Err` when that `node_modules` lies where workers write: the gate cannot trust what ran.
+pub(super) fn from_outside(
+    argv: &[String],
+    task: &Task,
+    cwd: &Path,
+) -> Option<Result<String, String>> {
     let program = argv.first()?;
     let name = Path::new(program).file_name()?.to_str()?;
     if !NODE_PROGRAMS.contains(&name) {
@@ -32,8 +37,14 @@ pub(super) fn from_outside(argv: &[String], task: &Task, cwd: &Path) -> Option<S
         .skip(1)
         .find(|dir| has_own(dir))?
         .join("node_modules");
-    Some(format!(
-        "; the task has no node_modules of its own: its packages and tools came from {}, outside the task",
-        crate::text::clip(&crate::text::one_line(&outside.to_string_lossy()), 200)
-    ))
+    let shown = crate::text::clip(&crate::text::one_line(&outside.to_string_lossy()), 200);
+    // Where workers write (the staging directory), another task's worker planted them.
+    if task.worker_may_write(&outside) {
+        return Some(Err(format!(
+            "the task has no node_modules of its own, and its packages came from {shown}, where workers write: another task's code ran in this gate; give the task its own node_modules, or keep them out of staging"
+        )));
+    }
+    Some(Ok(format!(
+        "; the task has no node_modules of its own: its packages and tools came from {shown}, outside the task"
+    )))
 }
