@@ -562,6 +562,31 @@ impl Runner<'_> {
     /// in a repository or against a baseline): then what
     /// is missing is the worker's doing, and cannot turn the gate off (a deleted `[tool.ruff]`
     /// must not skip ruff).
+    /// `Err` with why when `only_if` or `unless` leaves the gate out; else what `only_if` would
+    /// have said had the change not touched what it reads, so a failure says why it ran.
+    fn left_out_by_files(
+        &self,
+        gate: &crate::config::Gate,
+        deadline: &Deadline<'_>,
+    ) -> Result<Option<String>, String> {
+        let mut kept_on = None;
+        if let Some(only_if) = &gate.only_if
+            && let Some(why) = only_if.unmet_by(self.task, deadline)
+        {
+            if !self.worker_changed_what(only_if) {
+                return Err(why);
+            }
+            kept_on = Some(why);
+        }
+        if let Some(unless) = &gate.unless
+            && let Some(why) = unless.present_by(self.task, deadline)
+            && !self.worker_changed_what(unless)
+        {
+            return Err(why);
+        }
+        Ok(kept_on)
+    }
+
     /// Counted from HEAD and from every `base:` the pipeline's gates name (a user who sets the
     /// start commit there, against a worker that commits, means it for this too).
     fn worker_changed_what(&self, only_if: &crate::rules::only_if::OnlyIf) -> bool {
@@ -674,18 +699,10 @@ impl Runner<'_> {
             );
         }
         let run_deadline = Deadline::new(self.deadline, supervision.cancel);
-        if let Some(only_if) = &gate.only_if
-            && let Some(why) = only_if.unmet_by(self.task, &run_deadline)
-            && !self.worker_changed_what(only_if)
-        {
-            return not_run(why, None);
-        }
-        if let Some(unless) = &gate.unless
-            && let Some(why) = unless.present_by(self.task, &run_deadline)
-            && !self.worker_changed_what(unless)
-        {
-            return not_run(why, None);
-        }
+        let kept_on = match self.left_out_by_files(gate, &run_deadline) {
+            Ok(kept_on) => kept_on,
+            Err(why) => return not_run(why, None),
+        };
         let speculation_stopped = self.stopped_before(index);
         if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) || speculation_stopped {
             let mut report = skipped(gate);
@@ -731,6 +748,16 @@ impl Runner<'_> {
         let (mut outcome, remember) = self.outcome(gate, &ctx);
         if let Some(about) = &gate.about {
             outcome.summary = format!("{about} — {}", outcome.summary);
+        }
+        if let Some(why) = kept_on.filter(|_| outcome.outcome != GateOutcome::Pass) {
+            outcome.summary = format!(
+                "{}; it ran though {}, because the change touches a file `only_if` reads (on a push the remote holds none of, every file is the change)",
+                outcome.summary,
+                why.trim_start_matches("not run: ")
+                    .split("; add")
+                    .next()
+                    .unwrap_or_default()
+            );
         }
         tracing::debug!(task = %task.name, gate = %gate.name, outcome = outcome.outcome.as_str(), "gate finished");
         let line = format!("{}: {}", gate.name, outcome.summary);

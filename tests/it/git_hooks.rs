@@ -922,3 +922,27 @@ fn the_hooks_index_does_not_leak_into_the_gates() {
         "a test using git in a scratch repository wrote the commit's index"
     );
 }
+
+/// On a first push nothing tells what the project was, so `only_if` turns no gate off (local
+/// remote-tracking refs are anyone's to delete); a gate that then fails says why it ran.
+#[test]
+fn a_gate_only_if_cannot_turn_off_on_a_first_push_says_why_it_ran() {
+    let dir = repository();
+    write(&dir, "setup.cfg", "[metadata]\nname = x\n");
+    rules(
+        &dir,
+        "      - name: strict\n        rule: lint\n        run: [\"false\"]\n        only_if:\n          - {file: setup.cfg, contains: '\\[strict\\]'}\n",
+    );
+    let remote = dir.path().join("remote.git");
+    git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
+    assert!(git_ok(
+        &dir,
+        &["remote", "add", "origin", &remote.to_string_lossy()]
+    ));
+    let (pushed, said) = git_run(&dir, &["push", "-q", "origin", "HEAD:main"]);
+    assert!(!pushed, "{said}");
+    assert!(
+        said.contains("it ran though the project has none of `setup.cfg` containing"),
+        "{said}"
+    );
+}
