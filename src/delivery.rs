@@ -88,6 +88,8 @@ pub struct Swap {
     stash: PathBuf,
     plan: Plan,
     done: bool,
+    /// What the user should hear before the run (a stopped run's plan carried out).
+    pub notes: Vec<String>,
     /// Held for the swap's life: one run at a time puts what is delivered in place.
     _lock: nix::fcntl::Flock<File>,
     /// What was delivered when the run started, to tell a gate that changed it (`git add` in a
@@ -113,16 +115,18 @@ impl Swap {
     /// Puts the user's work back as it was; what cannot be put back stays in the stash. A
     /// commit's index that changed during the run (a gate staged a file) is refused: what git
     /// would commit now was not what was judged.
-    pub fn restore(mut self) -> Result<(), Error> {
+    /// `Ok` holds what the user should hear (a file kept beside its path).
+    pub fn restore(mut self) -> Result<Vec<String>, Error> {
         self.done = true;
+        let mut notes = Vec::new();
         if !self.plan.aside.is_empty() {
             // The kernel stamps files with a clock that moves a tick at a time (up to 10 ms): past
             // one, a file put back is surely newer than the last one a gate built.
             std::thread::sleep(Duration::from_millis(12));
         }
-        undo(&self.work, &self.stash, &self.plan, true)?;
+        undo(&self.work, &self.stash, &self.plan, true, &mut notes)?;
         let Some((task, judged, index)) = &self.delivered else {
-            return Ok(());
+            return Ok(notes);
         };
         let now = open_repo(task, index.as_deref()).and_then(|(repo, _)| {
             repo.delivered_entries(&Delivered::Index)
@@ -133,15 +137,17 @@ impl Swap {
                 "the index changed while the gates ran (one of them staged a file): what git would commit now is not what was judged; look at `git status` and commit again".into(),
             ));
         }
-        Ok(())
+        Ok(notes)
     }
 }
 
 impl Drop for Swap {
     fn drop(&mut self) {
         if !self.done {
-            if let Err(err) = undo(&self.work, &self.stash, &self.plan, true) {
-                eprintln!("validator: {err}");
+            // Only where the run ended early; what could not be put back stays in the stash,
+            // which the next run carries out first.
+            if let Err(err) = undo(&self.work, &self.stash, &self.plan, true, &mut Vec::new()) {
+                tracing::error!("{err}");
             }
         }
     }
@@ -175,7 +181,8 @@ pub fn swap_in(
     let work = open_dir(AT_FDCWD, &task.dir)
         .map_err(|err| cannot(format!("cannot open {}: {err}", task.dir.display())))?;
     let work = File::from(work);
-    put_back_leftover(&work, &stash)?;
+    let mut notes = Vec::new();
+    put_back_leftover(&work, &stash, &mut notes)?;
 
     let (target, left_out) = repo.delivered_entries(delivered).map_err(cannot)?;
     let head = match repo.has_commit("HEAD") {
@@ -211,6 +218,7 @@ pub fn swap_in(
         stash,
         plan: Plan::default(),
         done: false,
+        notes,
         _lock: lock,
         delivered: matches!(delivered, Delivered::Index)
             .then(|| (plain.clone(), target.clone(), index.clone())),
@@ -457,7 +465,7 @@ fn carry_out(swap: &mut Swap, writes: Vec<(String, String, Vec<u8>)>) -> Result<
     }
     let failed = |swap: &mut Swap, why: String| {
         swap.done = true;
-        match undo(&swap.work, &swap.stash, &swap.plan, true) {
+        match undo(&swap.work, &swap.stash, &swap.plan, true, &mut Vec::new()) {
             Ok(()) => Error::Swap(why),
             Err(err) => err,
         }
@@ -679,7 +687,13 @@ fn write(
 /// What a gate left in a path's place is discarded, as pre-commit does; anything else found
 /// there (the user's work since a stopped run) is kept beside it as `<path>.validator-kept`
 /// and said. The stash goes once it is empty.
-fn undo(work: &File, stash: &Path, plan: &Plan, live: bool) -> Result<(), Error> {
+fn undo(
+    work: &File,
+    stash: &Path,
+    plan: &Plan,
+    live: bool,
+    notes: &mut Vec<String>,
+) -> Result<(), Error> {
     let stash_dir = match open_dir(AT_FDCWD, stash) {
         Ok(dir) => Some(dir),
         Err(Errno::ENOENT) => None,
@@ -715,7 +729,7 @@ fn undo(work: &File, stash: &Path, plan: &Plan, live: bool) -> Result<(), Error>
                 }
             }
             Ok(Some(_)) => {
-                if let Err(why) = keep_beside(work, path) {
+                if let Err(why) = keep_beside(work, path, notes) {
                     failures.push(why);
                 }
             }
@@ -739,7 +753,7 @@ fn undo(work: &File, stash: &Path, plan: &Plan, live: bool) -> Result<(), Error>
                 Ok(None) => Ok(()),
                 // What a gate made there during the run goes, as its rewrites do.
                 Ok(Some(_)) if live => remove(work, path),
-                Ok(Some(_)) => keep_beside(work, path),
+                Ok(Some(_)) => keep_beside(work, path, notes),
                 Err(why) => Err(why),
             };
             let back = cleared
@@ -814,7 +828,7 @@ fn holds(work: &File, path: &str, written: &str) -> Result<Option<bool>, String>
 
 /// Moves what is at `path` to `<path>.validator-kept` (numbered past one that exists), saying
 /// so: it is the user's, or no one's, but never validator's to delete.
-fn keep_beside(work: &File, path: &str) -> Result<(), String> {
+fn keep_beside(work: &File, path: &str, notes: &mut Vec<String>) -> Result<(), String> {
     let (dir, leaf) = parent_of(work, path)?;
     for n in 0..100 {
         let kept = match n {
@@ -828,11 +842,11 @@ fn keep_beside(work: &File, path: &str) -> Result<(), String> {
         }
         renameat(&dir, leaf.as_os_str(), &dir, kept.as_str())
             .map_err(|err| format!("cannot keep {}: {err}", one_line(path)))?;
-        eprintln!(
-            "validator: {} changed while what is delivered was in its place; it is kept as {}",
+        notes.push(format!(
+            "{} changed while what is delivered was in its place; it is kept as {}",
             one_line(path),
             one_line(&kept)
-        );
+        ));
         return Ok(());
     }
     Err(format!(
@@ -857,7 +871,7 @@ fn remove(work: &File, path: &str) -> Result<(), String> {
 
 /// Carries out the plan a stopped run left, before anything else; refused while that run is
 /// alive.
-fn put_back_leftover(work: &File, stash: &Path) -> Result<(), Error> {
+fn put_back_leftover(work: &File, stash: &Path, notes: &mut Vec<String>) -> Result<(), Error> {
     if stash.symlink_metadata().is_err() {
         return Ok(());
     }
@@ -900,12 +914,12 @@ fn put_back_leftover(work: &File, stash: &Path) -> Result<(), Error> {
             stash: stash.to_path_buf(),
         });
     }
-    undo(work, stash, &plan, false)?;
-    eprintln!(
-        "validator: put back {} files a stopped run had set aside in {}",
+    undo(work, stash, &plan, false, notes)?;
+    notes.push(format!(
+        "put back {} files a stopped run had set aside in {}",
         plan.aside.len(),
         stash.display()
-    );
+    ));
     Ok(())
 }
 

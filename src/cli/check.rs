@@ -126,7 +126,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
     if args.staged {
         let swap = run.swap_in(&task, &delivery::Delivered::Index)?;
         let code = run.judge(task);
-        swap.restore()?;
+        said(swap.restore()?);
         return code;
     }
     let Some(remote) = &args.pushed else {
@@ -159,13 +159,20 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
         let task = task.clone().with_since(Some(push.since));
         let swap = run.swap_in(&task, &delivery::Delivered::Commit(push.commit))?;
         let code = run.judge(task);
-        swap.restore()?;
+        said(swap.restore()?);
         let code = code?;
         if code != ExitCode::SUCCESS && worst == ExitCode::SUCCESS {
             worst = code;
         }
     }
     Ok(worst)
+}
+
+/// Tells the user what putting their work back said.
+fn said(notes: Vec<String>) {
+    for note in notes {
+        eprintln!("validator: {note}");
+    }
 }
 
 /// One `check`'s settings, to judge one task or, for a push, each ref in turn.
@@ -202,6 +209,7 @@ impl Run<'_> {
             &keep,
             self.config,
         )?;
+        said(swap.notes.clone());
         if swap.set_aside() > 0 || swap.written() > 0 {
             let mut named: Vec<String> = swap
                 .set_aside_paths()
