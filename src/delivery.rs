@@ -192,15 +192,9 @@ pub fn swap_in(
     refuse_nested_changes(&target, &head)?;
     let differs = crate::rules::file_scope::changed_in_git(&plain, state_dir, LISTING_TIME)
         .map_err(cannot)?;
-    let mut candidates = candidates(&differs, &target, &head);
     let every: Vec<&String> = target.keys().collect();
     let converted = repo.converted(&every).map_err(cannot)?;
-    candidates.extend(
-        target
-            .iter()
-            .filter(|(path, entry)| entry.mode != "160000" && converted.contains(*path))
-            .map(|(path, _)| path),
-    );
+    let candidates = candidates(&differs, &converted, &target, &head);
     let keep: Vec<PathBuf> = keep
         .iter()
         .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone()))
@@ -250,28 +244,33 @@ pub fn swap_in(
         }
         swap.plan.aside.push((path, String::new()));
     }
-    if let Some(odd) = swap
-        .plan
+    number_plan(&mut swap.plan, &writes)?;
+    carry_out(&mut swap, writes)?;
+    Ok(swap)
+}
+
+/// Refuses a name that is not UTF-8 (it could not be set aside exactly), then orders what is
+/// set aside deepest first (a directory goes after what was inside it, and comes back before)
+/// and names each in the stash.
+fn number_plan(plan: &mut Plan, writes: &[(String, String, Vec<u8>)]) -> Result<(), Error> {
+    if let Some(odd) = plan
         .aside
         .iter()
         .map(|(p, _)| p)
         .chain(writes.iter().map(|(p, ..)| p))
         .find(|p| p.contains('\u{FFFD}'))
     {
-        return Err(cannot(format!(
+        return Err(Error::CannotTell(format!(
             "the file name {} is not UTF-8, and validator cannot set it aside exactly",
             one_line(odd)
         )));
     }
-    // The deepest first: a directory goes after what was inside it, and comes back before.
-    swap.plan
-        .aside
+    plan.aside
         .sort_by_key(|(path, _)| std::cmp::Reverse(path.matches('/').count()));
-    for (n, (_, name)) in swap.plan.aside.iter_mut().enumerate() {
+    for (n, (_, name)) in plan.aside.iter_mut().enumerate() {
         *name = n.to_string();
     }
-    carry_out(&mut swap, writes)?;
-    Ok(swap)
+    Ok(())
 }
 
 /// Each wanted path's delivered version against the work tree's, byte for byte: the ones that
@@ -433,6 +432,7 @@ fn refuse_nested_changes(
 /// A nested repository's path is left as it is (an unchanged gitlink).
 fn candidates<'t>(
     differs_from_head: &BTreeSet<String>,
+    converted: &BTreeSet<String>,
     target: &'t BTreeMap<String, TreeEntry>,
     head: &'t BTreeMap<String, TreeEntry>,
 ) -> BTreeSet<&'t String> {
@@ -443,7 +443,8 @@ fn candidates<'t>(
         }
     }
     for path in target.keys().chain(head.keys()) {
-        if target.get(path) != head.get(path) {
+        // git compares a converted file (ident, text, eol) converted: its bytes may differ.
+        if target.get(path) != head.get(path) || converted.contains(path) {
             candidates.insert(path);
         }
     }

@@ -426,15 +426,11 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             task,
             deadline,
         } => Ok(hook(cli.config, agent, task_dir, task, deadline)),
-        Command::Rules {
-            command: RulesCommand::Schema { contract },
-        } => rules_schema(contract),
-        Command::Rules {
-            command: RulesCommand::Check,
-        } => rules_check(&find_config(cli.config.clone())?),
-        Command::Rules {
-            command: RulesCommand::Keys,
-        } => rules::rules_keys(),
+        Command::Rules { command } => match command {
+            RulesCommand::Schema { contract } => rules_schema(contract),
+            RulesCommand::Check => rules_check(&find_config(cli.config.clone())?),
+            RulesCommand::Keys => rules::rules_keys(),
+        },
         Command::Init { kind, force, from } => match from {
             Some(from) => rules::init_from(cli.config, &from, force),
             None => init(cli.config, kind.as_deref(), force),

@@ -562,6 +562,18 @@ impl Runner<'_> {
     /// in a repository or against a baseline): then what
     /// is missing is the worker's doing, and cannot turn the gate off (a deleted `[tool.ruff]`
     /// must not skip ruff).
+    /// Why the gate at `index` is not started: a speculative run stops before a gate judged at
+    /// done only, and `fail_fast` after a failure in its group.
+    fn stopped_why(&self, index: usize, stop: Option<&AtomicBool>) -> Option<&'static str> {
+        if self.stopped_before(index) {
+            return Some(
+                "not run speculatively: a gate of its group before it is judged at done only",
+            );
+        }
+        stop.is_some_and(|stop| stop.load(Ordering::SeqCst))
+            .then_some("not run: another gate of its group failed first (fail_fast)")
+    }
+
     /// `Err` with why when `only_if` or `unless` leaves the gate out; else what `only_if` would
     /// have said had the change not touched what it reads, so a failure says why it ran.
     fn left_out_by_files(
@@ -703,15 +715,9 @@ impl Runner<'_> {
             Ok(kept_on) => kept_on,
             Err(why) => return not_run(why, None),
         };
-        let speculation_stopped = self.stopped_before(index);
-        if stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) || speculation_stopped {
+        if let Some(why) = self.stopped_why(index, stop) {
             let mut report = skipped(gate);
-            report.summary = if speculation_stopped {
-                "not run speculatively: a gate of its group before it is judged at done only"
-            } else {
-                "not run: another gate of its group failed first (fail_fast)"
-            }
-            .into();
+            report.summary = why.into();
             if let Some(observer) = supervision.observer {
                 observer.gate_finished(self.task, &report);
             }
