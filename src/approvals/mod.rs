@@ -379,10 +379,12 @@ impl Store {
             Err(err) => return Err(refused(err.to_string())),
         };
         let meta = file.metadata().map_err(|err| refused(err.to_string()))?;
-        // A file's time is whole milliseconds at best here: one written in the request's own
-        // millisecond counts as after it.
+        // A file's time comes from the kernel's coarse clock, a tick (up to 10 ms) behind the
+        // one the request was stamped with: one written within a tick of it counts as after it
+        // (an answer names the request's random id, which did not exist before it).
+        const CLOCK_TICK_MS: u64 = 20;
         let written = meta.modified().map(millis).unwrap_or(0);
-        if written < request.created_ms {
+        if written.saturating_add(CLOCK_TICK_MS) < request.created_ms {
             return Err(refused("it was written before the request".into()));
         }
         let mut bytes = Vec::new();
