@@ -93,6 +93,7 @@ mod session_records_fail_closed;
 mod sidecar;
 mod signing;
 mod smoke;
+mod snapshots;
 mod snippets;
 mod speculate;
 mod speculation_stands_only_on_what_it_read;
