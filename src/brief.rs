@@ -13,8 +13,8 @@ use serde_json::Value;
 use crate::config::{Gate, Pipeline, Rules};
 use crate::contract::{CheckKind, Contract, Criterion};
 use crate::error::Error;
-use crate::text::{clip, one_line};
 use crate::verdict::Escalation;
+use validator_text::{clip, one_line};
 
 /// The most lines the text brief has, its STATUS block included: under 50, as the seed asks.
 pub const MAX_LINES: usize = 49;

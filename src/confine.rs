@@ -263,7 +263,7 @@ impl Plan {
             if let Some(link) = link_on_the_way(&task.dir, &rel) {
                 plan.notes.push(format!(
                     "`{}` is a link, so nothing is written through it",
-                    crate::text::name(&link)
+                    validator_text::name(&link)
                 ));
                 continue;
             }
@@ -279,8 +279,8 @@ impl Plan {
             if existing.starts_with(&task.dir) {
                 plan.notes.push(format!(
                     "`{}` does not exist yet, so the kernel lets all of `{}` be written; the stop holds the rest",
-                    crate::text::name(&rel),
-                    crate::text::name(&existing.to_string_lossy())
+                    validator_text::name(&rel),
+                    validator_text::name(&existing.to_string_lossy())
                 ));
                 plan.writable.push(existing.to_path_buf());
             }
@@ -446,7 +446,7 @@ pub fn writable_words(scopes: &[(String, FileScope)]) -> String {
     if parts.is_empty() {
         "the task's files, but validator's own and `.git`".into()
     } else {
-        crate::text::one_line(&parts.join("; "))
+        validator_text::one_line(&parts.join("; "))
     }
 }
 
@@ -795,7 +795,7 @@ impl Call {
     /// The record `id` names: a regular file of the calls directory, reached through no link.
     pub fn load(id: &str) -> Result<Call, String> {
         if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(format!("`{}` names no call", crate::text::name(id)));
+            return Err(format!("`{}` names no call", validator_text::name(id)));
         }
         let path = Self::dir()?.join(format!("{id}.json"));
         let bytes = crate::files::read(&path, MAX_CALL_BYTES, crate::files::Links::Refuse)

@@ -162,7 +162,7 @@ impl RawContext {
                     .iter()
                     .zip(values)
                     .filter_map(|(label, value)| {
-                        let value = crate::text::one_line(value?.trim());
+                        let value = validator_text::one_line(value?.trim());
                         (!value.is_empty()).then(|| format!("{label}: {value}"))
                     })
                     .collect();
@@ -729,14 +729,14 @@ pub fn violations(verdict: &crate::verdict::Verdict) -> Vec<Violation> {
         let whole = |kind| Violation {
             kind,
             gate: gate.name.clone(),
-            detail: crate::text::clip(&gate.summary, MAX_DETAIL_CHARS),
+            detail: validator_text::clip(&gate.summary, MAX_DETAIL_CHARS),
         };
         if gate.rule == RuleKind::FileScope.as_str() {
             found.extend(gate.findings.iter().filter_map(|finding| {
                 Some(Violation {
                     kind: finding.breach?.as_str(),
                     gate: gate.name.clone(),
-                    detail: crate::text::clip(&finding.to_string(), MAX_DETAIL_CHARS),
+                    detail: validator_text::clip(&finding.to_string(), MAX_DETAIL_CHARS),
                 })
             }));
         } else if gate.rule == RuleKind::Dependencies.as_str() {

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::git::Delivered;
 use crate::git::{Repo, TreeEntry};
 use crate::task::Task;
-use crate::text::one_line;
+use validator_text::one_line;
 
 /// The stash's directory in the repository's git directory.
 const STASH: &str = "validator-delivery";

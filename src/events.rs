@@ -338,7 +338,8 @@ impl EventLog {
         // Read by people (`tail`, `jq`) and by tools that show it: the worker's invisible and
         // bidirectional characters are `\u` escapes, as in every verdict.
         let mut text =
-            crate::text::json_inert(&serde_json::to_string(&line).unwrap_or_default()).into_owned();
+            validator_text::json_inert(&serde_json::to_string(&line).unwrap_or_default())
+                .into_owned();
         text.push('\n');
         // One write per line, so a crash tears at most the last line.
         if let Err(err) = log.write_all(text.as_bytes()) {

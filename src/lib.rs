@@ -103,8 +103,6 @@ pub mod task;
 #[doc(hidden)]
 pub mod taskdir;
 #[doc(hidden)]
-pub mod text;
-#[doc(hidden)]
 pub mod timestamp;
 #[doc(hidden)]
 pub mod toolcache;

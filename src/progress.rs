@@ -211,7 +211,7 @@ impl Shared {
             };
             lines.push_str(&format!(
                 "  … {} still running ({})\n",
-                crate::text::one_line(&name),
+                validator_text::one_line(&name),
                 crate::duration::format(Duration::from_secs(elapsed.as_secs()))
             ));
         }

@@ -245,8 +245,8 @@ impl TaskState {
                 .flat_map(|gate| &gate.findings)
                 .take(MAX_REVIEW_ISSUES)
                 .map(|finding| {
-                    crate::text::clip(
-                        &crate::text::one_line(&finding.to_string()),
+                    validator_text::clip(
+                        &validator_text::one_line(&finding.to_string()),
                         MAX_ISSUE_CHARS,
                     )
                 })

@@ -205,7 +205,7 @@ pub fn shell_line(data: &[u8]) {
 pub fn git_listing(data: &[u8]) {
     for path in validator::git::read_listings(data) {
         assert!(!path.is_empty());
-        let shown = validator::text::name(&path);
+        let shown = validator_text::name(&path);
         assert!(!shown.contains(['\n', '\r', '\u{1b}', '\u{2028}', '\u{2029}', '\u{85}']));
         if shown != path {
             assert!(shown.len() >= 2 && shown.starts_with('"') && shown.ends_with('"'));

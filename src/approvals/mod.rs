@@ -240,7 +240,7 @@ impl Store {
     /// The request `id` names, as validator wrote it (with a key, signed by it).
     pub fn load(&self, id: &str, key: Option<&SigningKey>) -> Result<Request, ApprovalError> {
         if !valid_id(id) {
-            return Err(ApprovalError::BadId(crate::text::one_line(id)));
+            return Err(ApprovalError::BadId(validator_text::one_line(id)));
         }
         let path = self.request_path(id);
         let bytes = match crate::files::read(&path, MAX_RECORD_BYTES, crate::files::Links::Refuse) {
@@ -342,7 +342,7 @@ impl Store {
         let mut answer = Answer {
             id: request.id.clone(),
             decision,
-            reason: reason.map(crate::text::one_line),
+            reason: reason.map(validator_text::one_line),
             input_sha256: input_sha256(&request.input),
             answered_ms: now_ms().max(request.created_ms),
             signature: None,
@@ -470,7 +470,7 @@ mod tests {
         // Said to the agent on one line.
         assert_eq!(
             answer.reason,
-            Some(crate::text::one_line("not\ntoday")).filter(|r| !r.contains('\n'))
+            Some(validator_text::one_line("not\ntoday")).filter(|r| !r.contains('\n'))
         );
         store.remove(&request.id);
         assert!(store.pending(None).is_empty());

@@ -31,7 +31,7 @@ pub fn notify(url: &str, body: &serde_json::Value, within: Duration) -> Result<(
     if url.starts_with("https://") {
         return post_with_curl(url, &text, within);
     }
-    Err(WebhookError::BadUrl(crate::text::one_line(url)))
+    Err(WebhookError::BadUrl(validator_text::one_line(url)))
 }
 
 /// `host[:port][/path]` split into the host and port to connect to, the `Host` header and the
@@ -66,11 +66,11 @@ fn split(rest: &str) -> Option<(String, u16, &str, String)> {
 
 fn post_http(url: &str, rest: &str, body: &str, within: Duration) -> Result<(), WebhookError> {
     let unreachable = |reason: String| WebhookError::Unreachable {
-        url: crate::text::one_line(url),
+        url: validator_text::one_line(url),
         reason,
     };
     let (host, port, authority, path) =
-        split(rest).ok_or_else(|| WebhookError::BadUrl(crate::text::one_line(url)))?;
+        split(rest).ok_or_else(|| WebhookError::BadUrl(validator_text::one_line(url)))?;
     let started = Instant::now();
     let left = || {
         within
@@ -122,8 +122,8 @@ fn post_http(url: &str, rest: &str, body: &str, within: Duration) -> Result<(), 
         Ok(())
     } else {
         Err(WebhookError::Refused {
-            url: crate::text::one_line(url),
-            status: crate::text::one_line(if line.is_empty() { "nothing" } else { line }),
+            url: validator_text::one_line(url),
+            status: validator_text::one_line(if line.is_empty() { "nothing" } else { line }),
         })
     }
 }
@@ -165,7 +165,7 @@ fn post_with_curl(url: &str, body: &str, within: Duration) -> Result<(), Webhook
         separate_stderr: false,
         sandbox: None,
     };
-    let shown = crate::text::one_line(url);
+    let shown = validator_text::one_line(url);
     match crate::process::run_with_input(&spec, body.as_bytes()) {
         Ok(finished) if finished.exit == crate::process::Exit::Code(0) => Ok(()),
         Ok(finished) => Err(WebhookError::Unreachable {
@@ -173,7 +173,7 @@ fn post_with_curl(url: &str, body: &str, within: Duration) -> Result<(), Webhook
             reason: format!(
                 "curl ended {:?}: {}",
                 finished.exit,
-                crate::text::one_line(&String::from_utf8_lossy(&finished.output))
+                validator_text::one_line(&String::from_utf8_lossy(&finished.output))
             ),
         }),
         Err(crate::process::SpawnError::NotFound(_)) => Err(WebhookError::NoCurl { url: shown }),

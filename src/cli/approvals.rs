@@ -20,7 +20,7 @@ pub(crate) fn list(config: &std::path::Path, format: StatusFormat) -> Result<Exi
         StatusFormat::Json => {
             let text = serde_json::to_string_pretty(&pending)
                 .context("cannot write the requests as JSON")?;
-            println!("{}", validator::text::json_inert(&text));
+            println!("{}", validator_text::json_inert(&text));
         }
         StatusFormat::Text if pending.is_empty() => println!("no call waits for a person"),
         StatusFormat::Text => {
@@ -29,9 +29,9 @@ pub(crate) fn list(config: &std::path::Path, format: StatusFormat) -> Result<Exi
                     "{}  {:>6}  {}  {}  ({})",
                     request.id,
                     age(request.age()),
-                    validator::text::name(&request.agent),
-                    validator::text::one_line(&request.command),
-                    validator::text::one_line(&request.reason),
+                    validator_text::name(&request.agent),
+                    validator_text::one_line(&request.command),
+                    validator_text::one_line(&request.reason),
                 );
             }
         }
@@ -67,8 +67,8 @@ pub(crate) fn answer(
     println!(
         "{done} {}: {} ({}); the waiting call takes it, once",
         request.id,
-        validator::text::one_line(&request.command),
-        validator::text::name(&request.agent),
+        validator_text::one_line(&request.command),
+        validator_text::name(&request.agent),
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -39,7 +39,7 @@ pub(crate) fn brief(found: &Found, args: BriefArgs) -> Result<ExitCode> {
         BriefFormat::Text => brief.text(),
         BriefFormat::Json => {
             let json = serde_json::to_string_pretty(&brief)?;
-            validator::text::json_inert(&json).into_owned() + "\n"
+            validator_text::json_inert(&json).into_owned() + "\n"
         }
     };
     let mut out = anstream::stdout();

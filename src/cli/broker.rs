@@ -137,10 +137,7 @@ fn answer(mut stream: UnixStream, judged: &Judged) -> Result<(), String> {
     let agent = match request.agent.as_str() {
         agent @ ("claude" | "codex" | "gemini" | "opencode") => agent,
         other => {
-            return Err(format!(
-                "no agent is named {}",
-                validator::text::name(other)
-            ));
+            return Err(format!("no agent is named {}", validator_text::name(other)));
         }
     };
     let mut input = Vec::new();

@@ -149,7 +149,7 @@ pub(crate) fn check(config: &Found, args: CheckArgs, verbose: bool) -> Result<Ex
     for push in delivery::pushed(&task, remote, &lines)? {
         eprintln!(
             "validator: judging {} as pushed ({}), its changes counted from {}",
-            validator::text::one_line(&push.local_ref),
+            validator_text::one_line(&push.local_ref),
             match push.new_commits {
                 Some(n) => format!("{n} new commit{}", if n == 1 { "" } else { "s" }),
                 None => push.commit.chars().take(12).collect(),
@@ -214,7 +214,7 @@ impl Run<'_> {
             let mut named: Vec<String> = swap
                 .set_aside_paths()
                 .take(3)
-                .map(validator::text::one_line)
+                .map(validator_text::one_line)
                 .collect();
             if swap.set_aside() > 3 {
                 named.push("…".into());
@@ -494,10 +494,10 @@ fn gate_names(
     let mut kept = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if !known.contains(&name) && !name.starts_with("contract.") {
-            let near = validator::text::closest(name, known.iter().copied());
+            let near = validator_text::closest(name, known.iter().copied());
             bail!(
                 "{flag} names `{}`, which pipeline `{}` has no gate called{}\n  help: its gates are {}",
-                validator::text::one_line(name),
+                validator_text::one_line(name),
                 pipeline.name,
                 near.map(|n| format!(" (did you mean `{n}`?)"))
                     .unwrap_or_default(),

@@ -145,7 +145,7 @@ pub(crate) fn exec(
     let err = command.exec();
     eprintln!(
         "validator exec: cannot run {}: {err}",
-        validator::text::name(&program[0].to_string_lossy())
+        validator_text::name(&program[0].to_string_lossy())
     );
     Ok(ExitCode::from(not_run(&err)))
 }

@@ -68,7 +68,7 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
             "{}: {} problem{} that `check` would end in ERROR here",
             config.display(),
             problems.len(),
-            validator::text::plural(problems.len()),
+            validator_text::plural(problems.len()),
         )?;
         return Ok(ExitCode::from(super::EXIT_ERROR));
     }
@@ -77,9 +77,9 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
         "{}: valid, {} pipeline{}, {gates} gates, {} warning{}",
         config.display(),
         rules.pipelines.len(),
-        validator::text::plural(rules.pipelines.len()),
+        validator_text::plural(rules.pipelines.len()),
         warnings.len(),
-        validator::text::plural(warnings.len()),
+        validator_text::plural(warnings.len()),
     )?;
     Ok(ExitCode::SUCCESS)
 }
@@ -124,7 +124,7 @@ fn check_contracts(rules: &Rules, dir: &Path) -> (usize, Vec<String>) {
             Err(err) => problems.push(format!(
                 "{}: no task can have this contract: {}\n  help: name the file <task>.yaml after a task name",
                 path.display(),
-                validator::text::one_line(&err.to_string())
+                validator_text::one_line(&err.to_string())
             )),
         }
     }
@@ -203,7 +203,7 @@ pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Re
         .with_context(|| format!("cannot write {}", rules.display()))?;
     println!("wrote {} from {}", rules.display(), from.display());
     for item in &converted.left_out {
-        println!("  not carried over: {}", validator::text::one_line(item));
+        println!("  not carried over: {}", validator_text::one_line(item));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -178,7 +178,7 @@ pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
                     out,
                     "{}: judged, but the verdict is {}",
                     task.task,
-                    validator::text::one_line(why)
+                    validator_text::one_line(why)
                 )?;
             }
         }
@@ -204,7 +204,7 @@ fn print_contract_violations(out: &mut impl Write, state: &Path) -> Result<()> {
     let lines = validator::events::read(state).unwrap_or_default();
     let mut contracts: BTreeMap<String, Broken> = BTreeMap::new();
     for line in &lines {
-        let text = |key: &str| line.details[key].as_str().map(validator::text::one_line);
+        let text = |key: &str| line.details[key].as_str().map(validator_text::one_line);
         let Some(task_id) = text("task_id") else {
             continue;
         };
@@ -277,7 +277,7 @@ fn print_reviews(out: &mut impl Write, tasks: &[client::TaskStatus]) -> Result<(
             "{}: review {} by {} ({} answered{issues}; updated {})",
             task.task,
             review.status.as_str(),
-            validator::text::one_line(&review.reviewers.join(", ")),
+            validator_text::one_line(&review.reviewers.join(", ")),
             review.attempts,
             review.updated_at
         )?;
@@ -334,7 +334,7 @@ pub(crate) fn signal_message(config: &Path, task: &str, message: &Path) -> Resul
             .with_context(|| format!("cannot read the message from {}", message.display()))?
     };
     let text = String::from_utf8_lossy(&bytes);
-    let (message, _) = validator::text::last_bytes(&text, validator::done::MAX_BODY);
+    let (message, _) = validator_text::last_bytes(&text, validator::done::MAX_BODY);
     let path = client::signal_text(&rules, task, message)?;
     println!("signalled {task}: {}", path.display());
     Ok(ExitCode::SUCCESS)

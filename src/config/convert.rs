@@ -557,7 +557,7 @@ impl Writer {
         if made > 0 {
             self.left_out.push(format!(
                 "{place}: how the other runner matched its entries (as text or a regular expression) is not carried over: {made} became `tools.commands` `{decision}` rule{}, which match a command's words (the program, then arguments in order, each a glob) wherever it appears in a shell line, and which only `validator hook` on the agent's pre-tool event applies",
-                crate::text::plural(made)
+                validator_text::plural(made)
             ));
         }
         true
@@ -1649,7 +1649,7 @@ fn yaml_safe(text: &str) -> String {
 }
 
 fn one_line(text: &str) -> String {
-    crate::text::one_line(text)
+    validator_text::one_line(text)
 }
 
 /// A gates.json in another runner's format, refused where the hook runner's dialect is read,

@@ -449,7 +449,7 @@ fn hint(message: &str, line: &str, syntax: bool) -> String {
 
 /// The candidate most like `typed`, if it is close enough to be what was meant.
 fn closest<'c>(typed: &str, candidates: &[&'c str]) -> Option<&'c str> {
-    crate::text::closest(typed, candidates.iter().copied())
+    validator_text::closest(typed, candidates.iter().copied())
 }
 
 /// How a command runs. It is the rules author's text, so its shell syntax is the author's to

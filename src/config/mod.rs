@@ -748,7 +748,7 @@ impl Loader<'_> {
                 &[Step::Key("speculate"), Step::Key("ignore"), Step::Index(at)],
                 format!(
                     "`{}` is no plain path inside the task",
-                    crate::text::one_line(&path)
+                    validator_text::one_line(&path)
                 ),
                 "write a path relative to the task, without `..`, such as `coverage` or `target`",
             )
@@ -1080,7 +1080,8 @@ fn parse_route(text: &str, names: &[&str]) -> Result<Route, (String, String)> {
             Some(index) => Ok(Route::Goto(index)),
             None => {
                 let routing = ROUTING_WORDS.iter().find(|w| w.eq_ignore_ascii_case(name));
-                let near = crate::text::closest(name, names.iter().copied().chain(ROUTING_WORDS));
+                let near =
+                    validator_text::closest(name, names.iter().copied().chain(ROUTING_WORDS));
                 let help = match (routing, near) {
                     (Some(word), _) => format!("routing words are upper case: write `{word}`"),
                     (None, Some(near)) => format!("did you mean `{near}`?"),
@@ -1126,7 +1127,7 @@ fn hint_for(message: &str) -> String {
             .skip(1)
             .step_by(2)
             .collect();
-        return match crate::text::closest(typed, expected.iter().copied()) {
+        return match validator_text::closest(typed, expected.iter().copied()) {
             Some(near) => format!("did you mean `{near}`?"),
             _ if what == "value" && !expected.is_empty() => {
                 format!("write one of: {}", expected.join(", "))

@@ -181,7 +181,7 @@ impl Signal {
         let kind = entry.file_type();
         let (what, detail) = if kind.is_symlink() {
             let target = std::fs::read_link(path).unwrap_or_default();
-            let shown = crate::text::name(&target.to_string_lossy()).into_owned();
+            let shown = validator_text::name(&target.to_string_lossy()).into_owned();
             (
                 format!(
                     "a link (to {shown}); links are not followed, so write the done file itself"

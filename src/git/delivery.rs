@@ -58,7 +58,7 @@ impl Repo<'_> {
                     if stage != "0" {
                         return Err(format!(
                             "the index holds a merge conflict at {}: resolve it and stage the result",
-                            crate::text::one_line(path)
+                            validator_text::one_line(path)
                         ));
                     }
                     if let Some(path) = self.in_task(path) {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::changes::Problem;
 use crate::files::{self, Links};
 use crate::task::Task;
-use crate::text::name;
+use validator_text::name;
 
 /// `.git` files, `commondir` and `gitdir` links are a line; anything longer is not git's.
 const MAX_LINK_BYTES: u64 = 4096;

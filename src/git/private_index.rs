@@ -14,7 +14,7 @@ use super::run::{Invocation, OUTPUT_CAP};
 use crate::changes::Problem;
 use crate::files::{self, Links};
 use crate::sandbox::Sandbox;
-use crate::text::name;
+use validator_text::name;
 
 /// Largest private index read back (about 2.5 million files); a larger one is not kept.
 const MAX_INDEX_BYTES: u64 = 256 * 1024 * 1024;

@@ -224,7 +224,7 @@ fn webhook_body(rules: &Rules, request: &Request) -> Value {
     let config = shell_words::quote(&rules_file.to_string_lossy()).into_owned();
     let approve = format!("validator -c {config} approve {}", request.id);
     let deny = format!("validator -c {config} deny {} --reason 'why'", request.id);
-    let command = crate::text::one_line(&request.command);
+    let command = validator_text::one_line(&request.command);
     let chars = command.chars().count();
     // The command is the worker's text: it must not close the code span or make a link of
     // its own in the person's chat, and what is clipped is said.
@@ -245,8 +245,8 @@ fn webhook_body(rules: &Rules, request: &Request) -> Value {
     };
     let text = format!(
         "validator: {} asks a person to approve {shown} ({}). Approve: `{approve}`; deny: `{deny}`. Open for {}.",
-        slack_plain(&crate::text::one_line(&request.agent)),
-        slack_plain(&crate::text::one_line(&request.reason)),
+        slack_plain(&validator_text::one_line(&request.agent)),
+        slack_plain(&validator_text::one_line(&request.reason)),
         crate::duration::format(request.left()),
     );
     json!({

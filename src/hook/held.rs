@@ -56,7 +56,7 @@ pub fn not_judged(input: &Input, unjudged: &Unjudged<'_>) -> Answer {
             reason: format!(
                 "# validator: this stop could not be judged (attempt {attempt} of {})\n\n- {}\n\n## What to do next\nThe stop is not let through. If your work caused this (the rules file, or a file it names, changed or removed), restore it and finish again. If not, say so in your last message and finish: after {} such stops a person is called in.\n",
                 unjudged.max_attempts,
-                crate::text::one_line(&unjudged.for_agent),
+                validator_text::one_line(&unjudged.for_agent),
                 unjudged.max_attempts,
             ),
             system_message: format!(
@@ -114,7 +114,7 @@ fn stopped(key: &str, attempt: u32, unjudged: &Unjudged<'_>, uncounted: bool) ->
     Answer::Stop {
         stop_reason: format!(
             "validator: NOT JUDGED ({why}): {}. A person fixes it (`validator rules check`), then runs: {reset}",
-            crate::text::one_line(&unjudged.for_agent)
+            validator_text::one_line(&unjudged.for_agent)
         ),
         system_message: format!(
             "validator could not judge this session's stops and {why}: {}\nThis session is stopped for a person; afterwards run: {reset}",

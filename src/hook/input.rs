@@ -270,18 +270,18 @@ impl Input {
                         "the agent's last message cannot be known from its transcript {}: {why}; \
                          the hook input's prompt_response is not judged instead, as it may hold \
                          a STATUS from before a deny",
-                        crate::text::name(path)
+                        validator_text::name(path)
                     )
                 })?)
             }
         };
         Ok(match message {
             Cow::Borrowed(text) => {
-                let (tail, start) = crate::text::last_bytes(text, crate::done::MAX_BODY);
+                let (tail, start) = validator_text::last_bytes(text, crate::done::MAX_BODY);
                 (Cow::Borrowed(tail), start)
             }
             Cow::Owned(text) => {
-                let (tail, start) = crate::text::last_bytes(&text, crate::done::MAX_BODY);
+                let (tail, start) = validator_text::last_bytes(&text, crate::done::MAX_BODY);
                 (Cow::Owned(tail.to_owned()), start)
             }
         })

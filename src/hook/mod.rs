@@ -829,7 +829,7 @@ fn answer(rules: &Rules, session: &str, verdict: &Verdict) -> Answer {
     let why = verdict
         .reasons
         .last()
-        .map(|r| crate::text::one_line(r))
+        .map(|r| validator_text::one_line(r))
         .unwrap_or_default();
     match verdict.verdict {
         Decision::Pass => Answer::Pass,

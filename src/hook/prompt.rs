@@ -151,7 +151,7 @@ fn keep_prompt(prompts: &mut Vec<String>, prompt: &str) {
     if prompts.len() >= MAX_PROMPTS {
         prompts.remove(1);
     }
-    prompts.push(crate::text::clip(prompt, MAX_PROMPT_CHARS));
+    prompts.push(validator_text::clip(prompt, MAX_PROMPT_CHARS));
 }
 
 /// The task's brief for the pipeline this session's stop runs, if one does.

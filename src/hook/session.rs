@@ -228,7 +228,7 @@ impl Held {
             format!(
                 "the session's record cannot be locked (another hook call of the session has held it for more than {} s, or its lock file {} cannot be opened), so its budgets cannot be counted by this call",
                 LOCK_WAIT.as_secs(),
-                crate::text::name(&dir.join(format!("{key}.lock")).to_string_lossy())
+                validator_text::name(&dir.join(format!("{key}.lock")).to_string_lossy())
             )
         });
         let (session, read, unreadable) = match read_back(&path) {
@@ -236,7 +236,7 @@ impl Held {
             Ok(None) => (Session::default(), Vec::new(), None),
             Err(why) => {
                 tracing::warn!(path = %path.display(), %why, "a session's record cannot be read back");
-                let shown = crate::text::name(&path.to_string_lossy()).to_string();
+                let shown = validator_text::name(&path.to_string_lossy()).to_string();
                 let why = format!(
                     "the session's record {shown} cannot be read back ({why}), so its budgets \
                      (max_time, max_tokens, repeated refusals and tool errors) cannot be counted; a \

@@ -70,14 +70,14 @@ impl Call {
                 Some(Err(why)) => (
                     Action::TooBig(format!(
                         "the patch `{}` is too big: {why}",
-                        crate::text::name(&self.tool)
+                        validator_text::name(&self.tool)
                     )),
                     dir,
                 ),
                 _ => (
                     Action::Unknown(format!(
                         "the patch `{}` carries names no file validator can read",
-                        crate::text::name(&self.tool)
+                        validator_text::name(&self.tool)
                     )),
                     dir,
                 ),
@@ -105,7 +105,7 @@ impl Call {
         (
             Action::Unknown(format!(
                 "validator does not know what the tool `{}` writes",
-                crate::text::name(&self.tool)
+                validator_text::name(&self.tool)
             )),
             dir,
         )
@@ -167,7 +167,7 @@ fn reads_a_key(rules: &Rules, call: &Call, cwd: &Path) -> Option<String> {
         keys.iter().any(|key| key.starts_with(&real)).then(|| {
             format!(
                 "reading {} is refused: it is or holds a key of validator's, which no worker reads",
-                crate::text::name(path)
+                validator_text::name(path)
             )
         })
     })
@@ -586,7 +586,7 @@ impl<'r> Setting<'r> {
         if shell_words::quote(&exe) != exe {
             return Err(format!(
                 "validator's program lies at a path a shell must quote ({}), so a confined command line would hide the command from the agent's own rules; install validator where its path has no spaces or quotes",
-                crate::text::name(&exe)
+                validator_text::name(&exe)
             ));
         }
         let confined = format!("{exe} exec --call {id}");

@@ -130,7 +130,7 @@ fn named_transcript(input: &Input) -> Result<PathBuf, String> {
         None | Some("") => Err("the hook's input names no transcript_path".into()),
         Some(path) if !Path::new(path).is_absolute() => Err(format!(
             "transcript_path {} is not an absolute path",
-            crate::text::name(path)
+            validator_text::name(path)
         )),
         Some(path) => Ok(PathBuf::from(path)),
     }
@@ -203,7 +203,7 @@ fn read_on(
     budget: &mut u64,
     main_record: bool,
 ) -> Result<(), String> {
-    let shown = || crate::text::name(&record.to_string_lossy()).to_string();
+    let shown = || validator_text::name(&record.to_string_lossy()).to_string();
     let cannot = |err: std::io::Error| format!("{}: {err}", shown());
     let key = record.to_string_lossy().into_owned();
     let looked_for = usage.sources.contains_key(&key);
@@ -375,7 +375,7 @@ fn subagent_transcripts(main: &Path) -> Result<Vec<PathBuf>, String> {
         return Ok(Vec::new());
     };
     let dir = session.join("subagents");
-    let shown = || crate::text::name(&dir.to_string_lossy()).to_string();
+    let shown = || validator_text::name(&dir.to_string_lossy()).to_string();
     for on_the_way in [&session, &dir] {
         match std::fs::symlink_metadata(on_the_way) {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -383,7 +383,7 @@ fn subagent_transcripts(main: &Path) -> Result<Vec<PathBuf>, String> {
             Ok(meta) if !meta.is_dir() => {
                 return Err(format!(
                     "{} is not a directory (a link is not followed)",
-                    crate::text::name(&on_the_way.to_string_lossy())
+                    validator_text::name(&on_the_way.to_string_lossy())
                 ));
             }
             Ok(_) => {}

@@ -13,8 +13,8 @@ use super::{
 };
 use crate::globs::PatternSet;
 use crate::rules::spec::GateSpec;
-use crate::text::one_line;
 use crate::verdict::Finding;
+use validator_text::one_line;
 
 /// The reason a skip needs by default, in words: enough to say why, not just "skip".
 const DEFAULT_REASON_WORDS: u32 = 5;
@@ -158,7 +158,7 @@ impl CoChange {
             ..Outcome::fail(format!(
                 "{} file{} matching `when: [{}]` changed without a change matching `then: [{}]`{how}",
                 triggered.len(),
-                crate::text::plural(triggered.len()),
+                validator_text::plural(triggered.len()),
                 self.when_globs(),
                 self.then_globs()
             ))
@@ -204,7 +204,7 @@ impl CoChange {
             .map(|reason| {
                 reason
                     .chars()
-                    .filter(|c| !crate::text::ignorable(*c) && !is_bidi_control(*c))
+                    .filter(|c| !validator_text::ignorable(*c) && !is_bidi_control(*c))
                     .collect()
             })
     }

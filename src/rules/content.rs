@@ -21,8 +21,8 @@ use super::{About, Context, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef, 
 use crate::globs::PatternSet;
 use crate::rules::spec::GateSpec;
 use crate::taskdir;
-use crate::text::one_line;
 use crate::verdict::Finding;
+use validator_text::one_line;
 
 /// Default largest file read: 1 MiB. Source files are smaller; a larger one fails the gate
 /// (raise `max_bytes`, or narrow `files`), never passes unread.
@@ -182,7 +182,7 @@ impl Content {
         let scope = if self.changed_only { "changed " } else { "" };
         Outcome::from_findings(
             findings,
-            &format!("{read} {scope}file{} checked", crate::text::plural(read)),
+            &format!("{read} {scope}file{} checked", validator_text::plural(read)),
             |n| format!("{n} content problems"),
         )
     }
@@ -447,7 +447,7 @@ fn place(bytes: &[u8], offset: usize) -> (u32, String) {
         .count()
         + 1;
     let text = String::from_utf8_lossy(&bytes[from..to]);
-    let excerpt = crate::text::clip(&one_line(text.trim()), MAX_EXCERPT_CHARS);
+    let excerpt = validator_text::clip(&one_line(text.trim()), MAX_EXCERPT_CHARS);
     (
         u32::try_from(column).unwrap_or(u32::MAX),
         excerpt.replace('`', "'"),

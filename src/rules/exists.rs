@@ -110,7 +110,7 @@ impl Exists {
             }
         }
         Outcome::from_findings(findings, "all outputs present", |n| {
-            format!("{n} problem{} with the outputs", crate::text::plural(n))
+            format!("{n} problem{} with the outputs", validator_text::plural(n))
         })
     }
 }

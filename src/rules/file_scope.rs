@@ -22,9 +22,9 @@ use super::{About, Context, KeyError, Outcome, Required, RuleDef};
 use crate::git::{Accounted, Pinned, Repo};
 use crate::globs::{Pattern, PatternSet};
 use crate::rules::spec::GateSpec;
-use crate::text::name;
 use crate::toolcache::{self, Stamp};
 use crate::verdict::{Breach, ChangedFiles, Finding};
+use validator_text::name;
 
 use crate::{snapshot, taskdir};
 
@@ -135,7 +135,7 @@ impl RuleDef for FileScope {
         let count = changed.len();
         let ok = format!(
             "{count} changed file{} in scope ({from})",
-            crate::text::plural(count)
+            validator_text::plural(count)
         );
         let cache_hint = (caches > 0).then(|| {
             format!(
@@ -828,7 +828,7 @@ fn fold_virtualenvs(findings: Vec<Finding>, changed: &BTreeSet<String>) -> Vec<F
                 &root,
                 format!(
                     "is a Python virtualenv (it has pyvenv.cfg) that no committed .gitignore ignores, so its {files} files count as changes ({n} finding{} in it): do not edit or delete it; add the line `/{root}` to the project's .gitignore and commit it. A global excludes file (core.excludesFile) or .git/info/exclude does not count here: a worker could write them",
-                    crate::text::plural(n)
+                    validator_text::plural(n)
                 ),
             );
             match breach {

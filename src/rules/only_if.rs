@@ -14,7 +14,7 @@ use super::KeyError;
 use crate::globs::PatternSet;
 use crate::task::Task;
 use crate::taskdir::{self, Deadline};
-use crate::text::one_line;
+use validator_text::one_line;
 
 /// Largest file `contains` reads. A larger file, or one that cannot be read, lets the gate run:
 /// when in doubt the gate judges, so a worker cannot turn it off by padding the file.

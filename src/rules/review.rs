@@ -33,13 +33,13 @@ mod panel;
 
 pub use keys::{Mode, Network, ReviewerSpec};
 
-use crate::text::plural;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
+use validator_text::plural;
 
 use super::command::{env_from_spec, is_executable, on_path, relative_findings, tail};
 use super::file_scope::{self, Problem};
@@ -50,8 +50,8 @@ use crate::reading::findings;
 use crate::rules::spec::{Argv, GateSpec};
 use crate::sandbox::{Confined, Confinement, Sandbox};
 use crate::taskdir;
-use crate::text::name;
 use crate::verdict::Finding;
+use validator_text::name;
 
 /// Bytes of the patch and of new files' contents the context carries; past it, it says what
 /// was left out. A reviewer reads what matters first, and a model has a context window.
@@ -863,7 +863,7 @@ fn ground_truth(out: &mut String, task: &crate::task::Task) {
     };
     let _ = writeln!(out, "{said}\n");
     let shown = clip_bytes(text, MAX_SIGNAL_BYTES);
-    fenced(out, "text", &crate::text::each_line(shown));
+    fenced(out, "text", &validator_text::each_line(shown));
     if text.len() > shown.len() {
         let _ = writeln!(
             out,

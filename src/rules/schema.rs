@@ -266,7 +266,10 @@ impl Schema {
                 globs.join(", ")
             ));
         }
-        let ok = format!("{checked} document{} valid", crate::text::plural(checked));
+        let ok = format!(
+            "{checked} document{} valid",
+            validator_text::plural(checked)
+        );
         Outcome::from_findings(findings, &ok, |n| format!("{n} schema problems"))
     }
 }
@@ -513,14 +516,14 @@ fn percent_decode(text: &str) -> Result<Vec<u8>, RetrieveError> {
     if stray {
         return Err(format!("`{text}` has a `%` that is no escape").into());
     }
-    Ok(crate::text::uri_path_bytes(text))
+    Ok(validator_text::uri_path_bytes(text))
 }
 
 /// A path as a `file:` URI, each byte outside the unreserved set and `/` escaped.
 fn file_uri(path: &Path) -> String {
     format!(
         "file://{}",
-        crate::text::uri_path(path.as_os_str().as_bytes())
+        validator_text::uri_path(path.as_os_str().as_bytes())
     )
 }
 

@@ -22,7 +22,7 @@ use crate::contract::Contract;
 use crate::rules::Rule;
 use crate::rules::file_scope::FileScope;
 use crate::task::Task;
-use crate::text::name;
+use validator_text::name;
 
 pub use commands::{Copy, Seen};
 use place::{Made, Place};
@@ -329,7 +329,7 @@ impl<'a> Policy<'a> {
         let because = strictest
             .reason
             .as_deref()
-            .map(|r| format!(": {}", crate::text::one_line(r)))
+            .map(|r| format!(": {}", validator_text::one_line(r)))
             .unwrap_or_default();
         let advice = "write the command out so each command in it can be read";
         Some(match strictest.decision {
@@ -772,7 +772,7 @@ fn rule_reason(rule: &crate::config::tools::CommandRule, command: &Seen) -> Stri
     let because = rule
         .reason
         .as_deref()
-        .map(|r| format!(": {}", crate::text::one_line(r)))
+        .map(|r| format!(": {}", validator_text::one_line(r)))
         .unwrap_or_default();
     match rule.decision {
         CommandDecision::Deny => format!(

@@ -3,7 +3,7 @@
 //! and what to do next.
 
 use super::{Decision, GateOutcome, GateReport, Verdict};
-use crate::text::one_line;
+use validator_text::one_line;
 
 /// Hard limit on the feedback's length.
 pub const MAX_LINES: usize = 60;
@@ -254,7 +254,7 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
     let left = verdict.max_attempts.saturating_sub(verdict.attempt);
     let attempts_left = format!(
         "{left} attempt{} left before a person is called in.",
-        crate::text::plural(left)
+        validator_text::plural(left)
     );
     let advice = match verdict.verdict {
         Decision::Pass => "Every gate passed. Nothing to do.".to_string(),
@@ -290,7 +290,7 @@ fn next_steps(verdict: &Verdict, retry: Retry) -> Vec<String> {
 }
 
 fn clip(line: &str) -> String {
-    crate::text::clip(line, MAX_LINE_CHARS)
+    validator_text::clip(line, MAX_LINE_CHARS)
 }
 
 #[cfg(test)]

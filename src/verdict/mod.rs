@@ -202,9 +202,9 @@ impl Finding {
     }
 
     /// `file:line:col`, with whatever parts are known; the file as a name a reader cannot take
-    /// for anything else ([`crate::text::name`]: quoted when it holds a line break or the like).
+    /// for anything else ([`validator_text::name`]: quoted when it holds a line break or the like).
     pub fn location(&self) -> Option<String> {
-        let file = crate::text::name(self.file.as_deref()?);
+        let file = validator_text::name(self.file.as_deref()?);
         Some(match (self.line, self.column) {
             (Some(line), Some(col)) => format!("{file}:{line}:{col}"),
             (Some(line), None) => format!("{file}:{line}"),
@@ -314,11 +314,14 @@ impl Escalation {
     /// What a BLOCKED or ESCALATED verdict tells the worker to do, on one line:
     /// `STATUS: BLOCKED — escalate to coordinator: swarmmail_send(…)`.
     pub fn instruction(&self, decision: Decision) -> Option<String> {
-        let contact = self.blocked_contact.as_deref().map(crate::text::one_line);
+        let contact = self
+            .blocked_contact
+            .as_deref()
+            .map(validator_text::one_line);
         let protocol = self
             .scope_change_protocol
             .as_deref()
-            .map(crate::text::one_line);
+            .map(validator_text::one_line);
         let how = match (contact, protocol) {
             (Some(contact), Some(protocol)) => format!("escalate to {contact}: {protocol}"),
             (Some(contact), None) => format!("escalate to {contact}"),
@@ -330,11 +333,11 @@ impl Escalation {
 
     /// What a worker that needs a file outside its scope is told: ask, do not edit.
     pub fn scope_change(&self) -> Option<String> {
-        let protocol = crate::text::one_line(self.scope_change_protocol.as_deref()?);
+        let protocol = validator_text::one_line(self.scope_change_protocol.as_deref()?);
         let to = self
             .blocked_contact
             .as_deref()
-            .map(|contact| format!(" (to {})", crate::text::one_line(contact)))
+            .map(|contact| format!(" (to {})", validator_text::one_line(contact)))
             .unwrap_or_default();
         Some(format!(
             "A file outside your scope needs the scope-change protocol, not an edit: undo the change and ask with {protocol}{to}."
@@ -375,11 +378,11 @@ pub struct Verdict {
 
 impl Verdict {
     /// The verdict document, every string exactly as it is, with no control, bidirectional or
-    /// invisible character raw in its bytes ([`crate::text::json_inert`]): a person reads it in
+    /// invisible character raw in its bytes ([`validator_text::json_inert`]): a person reads it in
     /// a terminal or a CI log.
     pub fn to_json(&self) -> String {
         // A struct of strings, numbers and vectors always serialises.
         let json = serde_json::to_string_pretty(self).unwrap_or_default();
-        crate::text::json_inert(&json).into_owned()
+        validator_text::json_inert(&json).into_owned()
     }
 }

@@ -2,20 +2,20 @@
 //! (`github/codeql-action/upload-sarif`): a result per finding, at its file and line when the
 //! tool said them, and a result per failing gate that found nothing more precise. Everything in
 //! it comes from the worker's files and tools and is only ever data: serde writes every string,
-//! texts a viewer renders are made inert first ([`crate::text::each_line`]), and no control,
-//! bidirectional or invisible character is left raw in the log ([`crate::text::json_inert`]).
+//! texts a viewer renders are made inert first ([`validator_text::each_line`]), and no control,
+//! bidirectional or invisible character is left raw in the log ([`validator_text::json_inert`]).
 
 use serde_json::{Value, json};
 
 use super::{Finding, GateOutcome, GateReport, Verdict};
-use crate::text::{each_line, json_inert, one_line};
+use validator_text::{each_line, json_inert, one_line};
 
 /// The SARIF log of `verdict`. Code scanning refuses a result without a place in the
 /// repository, so what has none (a gate that failed without findings, a finding without a
 /// file, or at a path outside the task) is placed at line 1 of `anchor`, the rules file as the
 /// repository names it, and says its own place in its message. So is a finding whose file name
 /// holds a control or invisible character: a viewer would show the name's characters raw,
-/// where the message shows it quoted and escaped ([`crate::text::name`]).
+/// where the message shows it quoted and escaped ([`validator_text::name`]).
 pub fn sarif(verdict: &Verdict, anchor: &str) -> String {
     let mut results = Vec::new();
     let mut rules: Vec<String> = Vec::new();
@@ -88,7 +88,7 @@ fn result(
     let inside = finding.file.as_deref().filter(|file| {
         !file.starts_with('/')
             && !file.split('/').any(|part| part == "..")
-            && matches!(crate::text::name(file), std::borrow::Cow::Borrowed(_))
+            && matches!(validator_text::name(file), std::borrow::Cow::Borrowed(_))
     });
     let message = match (&finding.file, inside) {
         (Some(_), None) => format!("{}: {finding}", gate.name),
@@ -123,7 +123,7 @@ fn result(
 /// A relative file name as a URI reference: every byte but unreserved ones and `/`
 /// percent-encoded, so spaces, `#`, `?` and `%` in a worker's file names stay part of the name.
 fn uri_reference(file: &str) -> String {
-    crate::text::uri_path(file.as_bytes())
+    validator_text::uri_path(file.as_bytes())
 }
 
 #[cfg(test)]

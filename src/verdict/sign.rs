@@ -276,7 +276,7 @@ pub fn parse_strict(document: &str) -> Result<Value, VerifyError> {
                     let (key, _) = rest.rsplit_once(DUPLICATE_END).unwrap_or((rest, ""));
                     let key: String = serde_json::from_str(key).unwrap_or_else(|_| key.into());
                     Err(VerifyError::DuplicateKey {
-                        key: crate::text::one_line(&key),
+                        key: validator_text::one_line(&key),
                         place: format!(" (line {}, column {})", err.line(), err.column()),
                     })
                 }

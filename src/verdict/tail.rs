@@ -55,7 +55,7 @@ impl Shown<'_> {
         Some(format!(
             "{} line{} left out: {what}",
             self.left_out,
-            crate::text::plural(self.left_out)
+            validator_text::plural(self.left_out)
         ))
     }
 }

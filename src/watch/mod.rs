@@ -255,11 +255,11 @@ fn announce(options: &Options, rules: &Rules, server: Option<&metrics::http::Ser
             rules.staging.display(),
             options.config.display(),
             rules.pipelines.len(),
-            crate::text::plural(rules.pipelines.len()),
+            validator_text::plural(rules.pipelines.len()),
             rules.verdicts.display(),
             rules.state.display(),
             options.jobs,
-            crate::text::plural(options.jobs),
+            validator_text::plural(options.jobs),
         ));
         if let Some(server) = server {
             say(&format!(

@@ -88,7 +88,7 @@ impl Pool {
             if busy > stuck_after {
                 problems.push(format!(
                     "a worker has been judging task `{}` for {}, past its budget; it is stuck (restart the watcher)",
-                    crate::text::one_line(&task),
+                    validator_text::one_line(&task),
                     duration::format(Duration::from_secs(busy.as_secs()))
                 ));
             }
@@ -216,5 +216,5 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".to_owned());
-    crate::text::one_line(&text)
+    validator_text::one_line(&text)
 }

@@ -219,7 +219,7 @@ impl<'a> SarifRules<'a> {
 /// A SARIF artifact URI as a path: `file:///t/a.py` → `/t/a.py`, `src/a%20b.py` → `src/a b.py`.
 fn file_uri(uri: &str) -> String {
     let path = uri.strip_prefix("file://").unwrap_or(uri);
-    String::from_utf8_lossy(&crate::text::uri_path_bytes(path)).into_owned()
+    String::from_utf8_lossy(&validator_text::uri_path_bytes(path)).into_owned()
 }
 
 fn rdjson(diagnostic: &Value, default_severity: Option<&str>) -> Option<Finding> {

@@ -280,7 +280,7 @@ fn name_words(name: &str) -> impl Iterator<Item = &str> {
 
 /// `text` cut to [`MAX_MESSAGE_CHARS`] on a character boundary.
 fn clip(text: &str) -> String {
-    crate::text::clip(text, MAX_MESSAGE_CHARS)
+    validator_text::clip(text, MAX_MESSAGE_CHARS)
 }
 
 /// The lines of a block (a failure's own section) joined for a one-line message: the first

@@ -9,8 +9,8 @@ use std::path::Path;
 use super::{Before, Command, Parse, TaskFiles, command_rule, read_report, relative_findings};
 use crate::reading::findings;
 use crate::rules::{About, Context, MAX_FINDINGS, Outcome, Required};
-use crate::text::plural;
 use crate::verdict::Finding;
+use validator_text::plural;
 
 /// `lint`: the command's findings.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ fn severity_rank(severity: Option<&str>) -> u8 {
 fn files_of(found: &[Finding]) -> String {
     let mut files: Vec<std::borrow::Cow<'_, str>> = found
         .iter()
-        .filter_map(|f| f.file.as_deref().map(crate::text::name))
+        .filter_map(|f| f.file.as_deref().map(validator_text::name))
         .collect();
     files.dedup();
     files.sort_unstable();

@@ -135,7 +135,7 @@ impl Command {
         let format = match spec.format.as_deref() {
             None => findings::Only::default(),
             Some(name) => findings::Only::named(name).ok_or_else(|| {
-                let help = match crate::text::closest(name, findings::format_names()) {
+                let help = match validator_text::closest(name, findings::format_names()) {
                     Some(near) => format!("did you mean `{near}`?"),
                     _ => format!(
                         "write auto or one of: {}",
@@ -813,7 +813,7 @@ pub(super) fn tail(text: &str, dropped: u64) -> Option<String> {
     if text.is_empty() {
         return None;
     }
-    let (mut kept, start) = crate::text::last_bytes(text, TAIL_BYTES);
+    let (mut kept, start) = validator_text::last_bytes(text, TAIL_BYTES);
     // Cut after the TAIL_LINES-th newline from the end; `\n` is always a char boundary.
     if let Some((cut, _)) = kept.match_indices('\n').rev().nth(TAIL_LINES - 1) {
         kept = &kept[cut + 1..];

@@ -37,7 +37,7 @@ pub(super) fn from_outside(
         .skip(1)
         .find(|dir| has_own(dir))?
         .join("node_modules");
-    let shown = crate::text::clip(&crate::text::one_line(&outside.to_string_lossy()), 200);
+    let shown = validator_text::clip(&validator_text::one_line(&outside.to_string_lossy()), 200);
     // Where workers write (the staging directory), another task's worker planted them.
     if task.worker_may_write(&outside) {
         return Some(Err(format!(

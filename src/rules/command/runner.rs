@@ -86,7 +86,7 @@ fn named_by_rules(
                 )),
                 Ok(Some(file)) => Outcome::fail(format!(
                     "could not run: module `{module}` (named in `run:`) is missing, and it is the task's: your changes removed or changed `{file}`; restore it (git checkout -- {})",
-                    crate::text::name(&file)
+                    validator_text::name(&file)
                 )),
                 Err(why) => Outcome::fail(format!(
                     "could not run: module `{module}` (named in `run:`) is missing, and validator cannot tell whether your changes removed it ({why}); restore it if they did"

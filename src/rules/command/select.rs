@@ -14,7 +14,7 @@ use super::{Before, Command, tail};
 use crate::process::Exit;
 use crate::reading::{findings, test_names};
 use crate::rules::{Context, KeyError, Outcome};
-use crate::text::plural;
+use validator_text::plural;
 
 /// The words that name the selected tests in `select:`.
 const EACH: &str = "{tests}";
@@ -170,7 +170,7 @@ impl Command {
             return None;
         }
         let shown = shell_words::join(&argv);
-        let shown = crate::text::clip(&crate::text::one_line(&shown), 200);
+        let shown = validator_text::clip(&validator_text::one_line(&shown), 200);
         outcome.summary = match ignored_option(&text) {
             // The filter never reached the runner: what ran was the whole suite, and a
             // `select:` that cannot filter costs a whole run on every retry.

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::{Before, Command, Parse, command_rule, read_report, relative_findings};
 use crate::reading::test_names;
 use crate::rules::{About, Context, MAX_FINDINGS, Outcome, Required};
-use crate::text::plural;
+use validator_text::plural;
 
 /// `test`: the command's failed tests.
 #[derive(Debug, Clone)]

@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 
 use super::{Answer, Approval, Asked, MAX_FINDINGS, Mode, Review, Reviewer, fenced};
 use crate::rules::{Context, Deadline, Outcome};
-use crate::text::plural;
-use crate::text::{name, one_line};
 use crate::verdict::Finding;
+use validator_text::plural;
+use validator_text::{name, one_line};
 
 /// All or a majority of the reviewers, run at once under the gate's deadline.
 pub(super) fn vote(

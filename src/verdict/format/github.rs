@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::{human_ms, routed_on};
-use crate::text::{each_line, one_line};
 use crate::verdict::{Decision, Finding, GateOutcome, GateReport, Verdict};
+use validator_text::{each_line, one_line};
 
 /// GitHub Actions workflow commands: an annotation per finding (or per failing gate without
 /// findings), then the decision and its reasons as plain lines. Every line printed is one line:
@@ -187,9 +187,9 @@ pub(super) fn annotation_properties(finding: &Finding, title: &str) -> String {
     props.join(",")
 }
 
-/// Whether GitHub can be given `file` as it is: a name [`crate::text::name`] leaves unquoted.
+/// Whether GitHub can be given `file` as it is: a name [`validator_text::name`] leaves unquoted.
 fn placeable(file: &str) -> bool {
-    matches!(crate::text::name(file), std::borrow::Cow::Borrowed(_))
+    matches!(validator_text::name(file), std::borrow::Cow::Borrowed(_))
 }
 
 /// A finding's annotation message: its text, and its place too when the annotation cannot

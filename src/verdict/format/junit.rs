@@ -10,8 +10,8 @@ use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::name::QName;
 
 use super::routed_on;
-use crate::text::each_line;
 use crate::verdict::{Decision, GateOutcome, GateReport, Verdict};
+use validator_text::each_line;
 
 /// JUnit XML: one testsuite; one testcase per gate run, then a testcase named `verdict` that
 /// fails (or errs) exactly when the run's decision is not PASS, so a CI report agrees with the

@@ -4,7 +4,7 @@
 //!
 //! Names, summaries, findings and reasons come from the task, its done signal and the tools the
 //! gates ran, so they are untrusted: every such field is printed as exactly one line (see
-//! [`crate::text::one_line`]), or a body on its own lines ([`crate::text::each_line`]), so no
+//! [`validator_text::one_line`]), or a body on its own lines ([`validator_text::each_line`]), so no
 //! control, bidirectional or other invisible character reaches a reader raw, and then escaped
 //! for where it lands.
 
@@ -13,7 +13,7 @@ use std::fmt::Write;
 use anstyle::{AnsiColor, Style};
 
 use super::{Decision, GateOutcome, GateReport, Verdict};
-use crate::text::one_line;
+use validator_text::one_line;
 
 mod github;
 mod junit;
@@ -148,7 +148,7 @@ pub fn changed_text(gate: &GateReport) -> String {
         out,
         "      {dim}counted as changed: {} file{}{dim:#}",
         changed.count,
-        crate::text::plural(changed.count)
+        validator_text::plural(changed.count)
     );
     for file in changed.files.iter().take(SHOWN) {
         let _ = writeln!(out, "        {}", one_line(file));
@@ -209,7 +209,7 @@ pub fn text_footer(verdict: &Verdict) -> String {
             let _ = writeln!(
                 out,
                 "  {ran} gate{} ran in {}",
-                crate::text::plural(ran),
+                validator_text::plural(ran),
                 human_ms(verdict.duration_ms)
             );
         }
@@ -359,7 +359,7 @@ mod tests {
         let v = verdict(Decision::Fail, vec![failing], &["r \u{202E}1"]);
         let raw = |c: char| {
             c.is_control() && !matches!(c, '\n' | '\u{1b}')
-                || crate::text::unusual(c) && !c.is_ascii()
+                || validator_text::unusual(c) && !c.is_ascii()
         };
         for (format, out) in [
             ("text", text(&v)),

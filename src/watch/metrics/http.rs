@@ -345,7 +345,7 @@ fn route(head: &[u8], pages: &Pages) -> (Response, bool) {
             if health.healthy {
                 Response::text(200, "OK", "ok\n")
             } else {
-                let why = crate::text::one_line(&health.message);
+                let why = validator_text::one_line(&health.message);
                 Response::text(503, "Service Unavailable", format!("unhealthy: {why}\n"))
             }
         }

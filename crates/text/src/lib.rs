@@ -3,6 +3,8 @@
 //! as what they are, never as structure of the document around them. Also the one
 //! did-you-mean every error message uses, and the one plural `s`.
 
+#![forbid(unsafe_code)]
+
 use std::borrow::Cow;
 
 /// What a URI's path may hold as it is: the unreserved characters (RFC 3986) and `/`.
