@@ -89,8 +89,6 @@ pub mod rules;
 #[doc(hidden)]
 pub mod sandbox;
 #[doc(hidden)]
-pub mod shell;
-#[doc(hidden)]
 pub mod shingles;
 #[doc(hidden)]
 pub mod snapshot;

@@ -187,7 +187,7 @@ pub fn hook_input(data: &[u8]) {
 /// says why when it cannot tell.
 pub fn shell_line(data: &[u8]) {
     let line = text(data);
-    let script = validator::shell::read(&line);
+    let script = validator_shell::read(&line);
     for why in &script.opaque {
         assert!(!why.trim().is_empty());
     }

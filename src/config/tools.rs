@@ -9,7 +9,7 @@ use globset::{Glob, GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::shell::Word;
+use validator_shell::Word;
 
 /// What the rules file says of agents' tool calls (`validator hook`'s pre-tool events).
 #[derive(Debug, Clone, Deserialize, JsonSchema, Default)]
@@ -542,7 +542,7 @@ mod tests {
     }
 
     fn words(line: &str) -> Vec<Word> {
-        let mut commands = crate::shell::read(line).commands;
+        let mut commands = validator_shell::read(line).commands;
         commands.pop().map(|c| c.words).unwrap_or_default()
     }
 

@@ -4,11 +4,7 @@
 //! to the rules file's `tools:` section. Nothing here runs a program or git: a decision reads
 //! the rules, the contract and the paths it names, so it is ready before the agent waits.
 
-mod commands;
-mod options;
-mod patch;
 mod place;
-mod sed;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -24,8 +20,8 @@ use crate::rules::file_scope::FileScope;
 use crate::task::Task;
 use validator_text::name;
 
-pub use commands::{Copy, Seen};
 use place::{Made, Place};
+pub use validator_shell::writes::{Copy, Seen};
 
 /// Most files below a directory a command writes whole (`rm -r`, `cp -r`) that are judged one
 /// by one; past it the command is refused, as what it would change cannot all be told.
@@ -227,17 +223,17 @@ impl<'a> Policy<'a> {
     fn decide_shell(&self, line: &str, cwd: &Path) -> Ruling {
         // The clock starts before the line is read: reading it is part of the answer's time.
         let _ = self.line.spend(0);
-        let script = crate::shell::read(line);
-        let seen = commands::seen(&script, line);
-        let too_big = if line.len() > crate::shell::MAX_SCRIPT_BYTES {
+        let script = validator_shell::read(line);
+        let seen = validator_shell::writes::seen(&script, line);
+        let too_big = if line.len() > validator_shell::MAX_SCRIPT_BYTES {
             Some(format!(
                 "it is longer than {} KiB",
-                crate::shell::MAX_SCRIPT_BYTES / 1024
+                validator_shell::MAX_SCRIPT_BYTES / 1024
             ))
-        } else if script.too_long || seen.len() > crate::shell::MAX_COMMANDS {
+        } else if script.too_long || seen.len() > validator_shell::MAX_COMMANDS {
             Some(format!(
                 "it runs more than {} commands",
-                crate::shell::MAX_COMMANDS
+                validator_shell::MAX_COMMANDS
             ))
         } else {
             seen.iter().find_map(|command| command.too_big.clone())
@@ -699,13 +695,13 @@ impl<'a> Policy<'a> {
 /// the line).
 #[doc(hidden)]
 pub fn commands_of(line: &str) -> Vec<Seen> {
-    commands::seen(&crate::shell::read(line), line)
+    validator_shell::writes::seen(&validator_shell::read(line), line)
 }
 
 /// The files a patch (Codex's `apply_patch` envelope, or a unified diff with its `a/` `b/`
 /// prefixes kept) names; the error says why it is too big to judge.
 pub fn patch_files(text: &str) -> Result<Vec<String>, String> {
-    patch::files(text, 0)
+    validator_shell::patch::files(text, 0)
 }
 
 /// Where `source` lands in a copy: under its own name in the destination when that is a
@@ -1028,7 +1024,7 @@ pipelines:
         let f = fixture(RULES);
         let long = format!(
             "echo {}; git push",
-            "x".repeat(crate::shell::MAX_SCRIPT_BYTES)
+            "x".repeat(validator_shell::MAX_SCRIPT_BYTES)
         );
         assert!(refused(&decide(&f, Action::Shell(long.clone()))));
         let without = RULES.replace(

@@ -4,8 +4,8 @@
 //! (`sudo`, `env`, `timeout`, `sh -c`, `eval`) is looked through. A program this module does
 //! not know may write anything: its writes are unknown, never assumed to be none.
 
-use super::options::{self, Spec};
-use crate::shell::{self, Command, Script, Word};
+use crate::options::{self, Spec};
+use crate::script::{self as shell, Command, Script, Word};
 use programs::{How, Kind, SHELLS, Wrap, git_words, kind};
 
 /// One command as the rules see it: its words (a wrapper and what it runs are each one), what
@@ -34,7 +34,7 @@ pub struct Seen {
     /// may be a command line, or an awk or python program. Only a command rule naming its
     /// program holds it; what it would write is not judged.
     pub speculative: bool,
-    /// It runs in a shell of its own (see [`crate::shell::Command::isolated`]).
+    /// It runs in a shell of its own (see [`crate::script::Command::isolated`]).
     pub isolated: bool,
     /// It runs text validator cannot read as a command (a pipe into a shell, `eval "$c"`,
     /// `sh -c "$c"`, a word that expands into a whole command): it may be any command, so every
@@ -701,7 +701,7 @@ fn patched(seen: &mut Seen, name: &str, text: &str, strip: Option<usize>) {
         seen.unknown = Some(format!("`{name}` reads a patch this line does not show"));
         return;
     }
-    let files = match super::patch::files(text, strip.unwrap_or(0)) {
+    let files = match crate::patch::files(text, strip.unwrap_or(0)) {
         Ok(files) => files,
         Err(why) => {
             seen.too_big = Some(format!("the patch `{name}` reads is too big: {why}"));

@@ -2,8 +2,8 @@
 //! which may run anything), and what each subcommand writes.
 
 use super::{Kind, copied, literals, spec};
-use crate::shell::Word;
-use crate::tooltime::options::{self, Spec};
+use crate::options::{self, Spec};
+use crate::script::Word;
 
 /// Git's builtin commands: any other word where the command goes is an alias, which the
 /// repository's or the line's settings may make any command (`-c alias.p=push p`).
@@ -123,7 +123,7 @@ const GIT_BUILTINS: &[&str] = &[
 /// A git command's words as the rules match them, and where its subcommand is: a command
 /// word that is not a builtin (an alias) is not known before it runs, so it matches any word
 /// of a rule that refuses.
-pub(in crate::tooltime::commands) fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
+pub(in crate::writes) fn git_words(words: &[Word]) -> (Vec<Word>, Option<usize>) {
     let mut words = words.to_vec();
     let global = options::parse(&words[1..], GIT_GLOBAL);
     let at = global.rest_at + 1;

@@ -6,7 +6,7 @@ use std::iter::Peekable;
 use std::str::Chars;
 
 /// Whether `script` neither runs a program nor writes a file.
-pub(super) fn only_edits(script: &str) -> bool {
+pub(crate) fn only_edits(script: &str) -> bool {
     let mut chars = script.chars().peekable();
     loop {
         while chars.next_if(|c| c.is_whitespace() || *c == ';').is_some() {}

@@ -3,11 +3,11 @@
 //! `--name=VALUE` or `--name VALUE`, and GNU's unambiguous prefixes (`--target=`) count as the
 //! option they begin. Reading options any other way judges the wrong words as paths.
 
-use crate::shell::Word;
+use crate::script::Word;
 
 /// Which options of one program take a value.
 #[derive(Clone, Copy, Default)]
-pub(super) struct Spec {
+pub(crate) struct Spec {
     /// Short options that take a value (`"tS"`: `-t DIR`, `-S SUF`).
     pub short: &'static str,
     /// Short options whose value, if any, is attached (`sed -i.bak`).
@@ -23,14 +23,14 @@ pub(super) struct Spec {
 
 /// One option as given: its name (`-t`, `--target-directory`) and its value.
 #[derive(Debug, Clone)]
-pub(super) struct Given {
+pub(crate) struct Given {
     pub name: String,
     pub value: Option<Word>,
 }
 
 /// The arguments, read.
 #[derive(Debug, Default)]
-pub(super) struct Parsed {
+pub(crate) struct Parsed {
     pub options: Vec<Given>,
     pub operands: Vec<Word>,
     /// Where the operands start when `stop_at_operand` (the command a wrapper runs).
@@ -72,7 +72,7 @@ fn part(word: &Word, raw: &str, literal: Option<&str>) -> Word {
     }
 }
 
-pub(super) fn parse(args: &[Word], spec: Spec) -> Parsed {
+pub(crate) fn parse(args: &[Word], spec: Spec) -> Parsed {
     let mut parsed = Parsed {
         rest_at: args.len(),
         ..Parsed::default()
@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     fn words(line: &str) -> Vec<Word> {
-        crate::shell::read(line)
+        crate::script::read(line)
             .commands
             .remove(0)
             .words

@@ -4,11 +4,11 @@
 mod git;
 
 use super::steering;
-use crate::shell::Word;
-use crate::tooltime::options::{self, Spec};
-use crate::tooltime::sed;
+use crate::options::{self, Spec};
+use crate::script::Word;
+use crate::sed;
 use git::git;
-pub(in crate::tooltime::commands) use git::git_words;
+pub(in crate::writes) use git::git_words;
 
 /// What a program does with its arguments.
 pub(super) enum Kind {
