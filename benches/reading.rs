@@ -14,8 +14,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use validator::reading::findings::{self, Files, Only};
-use validator::reading::test_names;
+use validator_reading::findings::{self, Files, Only};
+use validator_reading::test_names;
 
 const SIZES_MB: [usize; 3] = [1, 4, 10];
 const RUNS: usize = 5;

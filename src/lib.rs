@@ -79,8 +79,6 @@ pub mod process;
 #[doc(hidden)]
 pub mod progress;
 #[doc(hidden)]
-pub mod reading;
-#[doc(hidden)]
 pub mod reaper;
 #[doc(hidden)]
 pub mod replace;

@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use validator::done::{MAX_BODY, Signal};
-use validator::reading::{MAX_FINDINGS, findings, test_names};
 use validator::rules::review;
+use validator_reading::{MAX_FINDINGS, findings, test_names};
 
 /// Text as the validator reads it from a file: tool output is read lossily, and the loaders
 /// refuse non-UTF-8 before parsing, so only the lossy reading can reach a parser.

@@ -14,6 +14,7 @@
 pub use crate::rules::spec::ContentPattern;
 use std::path::Path;
 use std::sync::OnceLock;
+use validator_reading::Finding as Found;
 
 use regex::bytes::{Regex, RegexBuilder};
 
@@ -270,7 +271,11 @@ impl Content {
     fn check(&self, rel: &str, bytes: &[u8], findings: &mut Vec<Finding>) {
         for check in self.ban.iter().chain(&self.require) {
             if let Err(why) = check.regex.regex() {
-                findings.push(Finding::in_file(rel, why).with_rule(Some(&check.pattern)));
+                findings.push(
+                    Found::in_file(rel, why)
+                        .with_rule(Some(&check.pattern))
+                        .into(),
+                );
                 return;
             }
         }
@@ -293,12 +298,13 @@ impl Content {
                 counted = (found.start(), line);
                 let (column, text) = place(bytes, found.start());
                 findings.push(
-                    Finding {
+                    Found {
                         line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
                         column: Some(column),
-                        ..Finding::in_file(rel, format!("{}: `{text}`", check.message))
+                        ..Found::in_file(rel, format!("{}: `{text}`", check.message))
                     }
-                    .with_rule(Some(&check.pattern)),
+                    .with_rule(Some(&check.pattern))
+                    .into(),
                 );
             }
         }
@@ -308,8 +314,9 @@ impl Content {
             }
             if !check.regex.regex().is_ok_and(|regex| regex.is_match(bytes)) {
                 findings.push(
-                    Finding::in_file(rel, format!("{} (nothing matches it)", check.message))
-                        .with_rule(Some(&check.pattern)),
+                    Found::in_file(rel, format!("{} (nothing matches it)", check.message))
+                        .with_rule(Some(&check.pattern))
+                        .into(),
                 );
             }
         }

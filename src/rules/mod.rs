@@ -37,7 +37,7 @@ use crate::task::Task;
 pub use crate::taskdir::{Deadline, Stopped};
 use crate::verdict::{Finding, GateOutcome};
 
-pub use crate::reading::MAX_FINDINGS;
+pub use validator_reading::MAX_FINDINGS;
 
 /// What a rule needs to know about the run it is part of.
 pub struct Context<'a> {

@@ -46,11 +46,11 @@ use super::file_scope::{self, Problem};
 use super::{About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
 use crate::duration;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
-use crate::reading::findings;
 use crate::rules::spec::{Argv, GateSpec};
 use crate::sandbox::{Confined, Confinement, Sandbox};
 use crate::taskdir;
 use crate::verdict::Finding;
+use validator_reading::findings;
 use validator_text::name;
 
 /// Bytes of the patch and of new files' contents the context carries; past it, it says what

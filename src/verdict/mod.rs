@@ -152,39 +152,13 @@ impl Finding {
         }
     }
 
-    pub fn with_severity(self, severity: Option<&str>) -> Self {
-        Finding {
-            severity: severity
-                .map(|s| s.trim().to_ascii_lowercase())
-                .filter(|s| !s.is_empty()),
-            ..self
-        }
-    }
-
-    pub fn with_rule(self, rule: Option<&str>) -> Self {
-        Finding {
-            rule: rule
-                .map(str::trim)
-                .filter(|r| !r.is_empty())
-                .map(str::to_owned),
-            ..self
-        }
-    }
-
     /// The message with its severity and rule, as a line reads best: `error: msg [E0308]`.
     pub fn text(&self) -> String {
-        let mut text = String::new();
-        if let Some(severity) = &self.severity {
-            text.push_str(severity);
-            text.push_str(": ");
-        }
-        text.push_str(&self.message);
-        if let Some(rule) = &self.rule {
-            text.push_str(" [");
-            text.push_str(rule);
-            text.push(']');
-        }
-        text
+        validator_reading::finding::text(
+            self.severity.as_deref(),
+            &self.message,
+            self.rule.as_deref(),
+        )
     }
 
     pub fn breaching(self, breach: Breach) -> Self {
@@ -201,15 +175,32 @@ impl Finding {
         }
     }
 
-    /// `file:line:col`, with whatever parts are known; the file as a name a reader cannot take
-    /// for anything else ([`validator_text::name`]: quoted when it holds a line break or the like).
+    /// `file:line:col`, with whatever parts are known; the file quoted when it is not plain.
     pub fn location(&self) -> Option<String> {
-        let file = validator_text::name(self.file.as_deref()?);
-        Some(match (self.line, self.column) {
-            (Some(line), Some(col)) => format!("{file}:{line}:{col}"),
-            (Some(line), None) => format!("{file}:{line}"),
-            _ => file.into_owned(),
-        })
+        validator_reading::finding::location(self.file.as_deref(), self.line, self.column)
+    }
+}
+
+/// A tool's finding, as the verdict carries it: no breach of its own.
+impl From<validator_reading::Finding> for Finding {
+    fn from(found: validator_reading::Finding) -> Self {
+        let validator_reading::Finding {
+            file,
+            line,
+            column,
+            severity,
+            rule,
+            message,
+        } = found;
+        Finding {
+            file,
+            line,
+            column,
+            severity,
+            rule,
+            message,
+            breach: None,
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use validator::reading::findings;
+use validator_reading::findings;
 
 /// The corpus of `kind`: the committed one, or the one `$VALIDATOR_CORPUS_DIR` holds (the same
 /// truth beside outputs captured afresh by `tests/corpus/live.sh`).
@@ -176,7 +176,7 @@ fn measure_findings(kind: &str) -> (Tally, Vec<String>) {
         let output = std::fs::read(dir.join("output.txt")).expect("output.txt");
         let text = findings::strip_ansi(&String::from_utf8_lossy(&output));
         let fixture = Fixture::of(kind, &meta);
-        let mut parsed: Vec<Option<validator::verdict::Finding>> =
+        let mut parsed: Vec<Option<validator_reading::Finding>> =
             findings::read(&text, findings::Only::default(), &fixture)
                 .findings
                 .into_iter()
@@ -189,7 +189,7 @@ fn measure_findings(kind: &str) -> (Tally, Vec<String>) {
             let line = expected["line"].as_u64().map(|n| n as u32);
             let rule = expected["rule"].as_str();
             // Of the findings at the same place, the one with the same rule first.
-            let at_place = |f: &validator::verdict::Finding| {
+            let at_place = |f: &validator_reading::Finding| {
                 f.file.as_deref().map(|f| relative(f, cwd)).as_deref() == Some(file)
                     && f.line == line
             };
@@ -315,7 +315,7 @@ fn held_out_failed_tests_are_measured() {
 /// (failed tests, named, invented, outcomes right, outputs, problems) over the corpus `kind`,
 /// with the table printed.
 fn measure_tests(kind: &str) -> (usize, usize, usize, usize, usize, Vec<String>) {
-    use validator::reading::test_names;
+    use validator_reading::test_names;
     let mut rows: Vec<(String, Named)> = Vec::new();
     let mut problems = Vec::new();
     for (name, dir) in cases(kind) {

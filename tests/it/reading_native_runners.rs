@@ -185,7 +185,7 @@ fn floods_of_each_native_format_read_in_one_pass() {
     // Ten megabytes of each shape a reader could look back over: many closing lines, blocks,
     // headers and list lines. A reader that looks back per line runs for hours on these;
     // read in one pass, this test takes seconds.
-    use validator::reading::test_names::from_output;
+    use validator_reading::test_names::from_output;
     const SIZE: usize = 10 * 1024 * 1024;
     let flood = |unit: &str, tail: &str| {
         let mut text = unit.repeat(SIZE / unit.len());
@@ -266,7 +266,7 @@ fn floods_of_each_native_format_read_in_one_pass() {
     ];
     for shape in &shapes {
         let report = from_output(shape);
-        assert!(report.failed.len() <= validator::reading::MAX_FINDINGS);
+        assert!(report.failed.len() <= validator_reading::MAX_FINDINGS);
     }
 }
 

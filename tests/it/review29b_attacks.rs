@@ -9,7 +9,7 @@
 //! what a test printed inside them where the runner puts it.
 
 use crate::common::{gate, lint, project};
-use validator::reading::test_names::{Report, from_output};
+use validator_reading::test_names::{Report, from_output};
 
 fn names(report: &Report) -> Vec<String> {
     report.failed.iter().map(|f| f.name.clone()).collect()

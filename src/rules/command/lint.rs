@@ -1,15 +1,15 @@
 //! `lint`: the command's exit code, and the findings read from what it printed (`file:line[:col]:
 //! message` lines, rustc-style blocks, SARIF, checkstyle and the other formats of
-//! [`crate::reading::findings`], or those `format:` names) and from the `report:` it wrote;
+//! [`validator_reading::findings`], or those `format:` names) and from the `report:` it wrote;
 //! errors are listed first, and with `fail_on_findings` output that names no finding fails too.
 //! The command runs as every command rule's does ([`super::Command`]).
 
 use std::path::Path;
 
 use super::{Before, Command, Parse, TaskFiles, command_rule, read_report, relative_findings};
-use crate::reading::findings;
 use crate::rules::{About, Context, MAX_FINDINGS, Outcome, Required};
 use crate::verdict::Finding;
+use validator_reading::findings;
 use validator_text::plural;
 
 /// `lint`: the command's findings.
@@ -66,6 +66,7 @@ impl Command {
                 Err(why) => note = format!(" (report {report}: {why})"),
             }
         }
+        let found = found.into_iter().map(Finding::from).collect();
         let mut found = relative_findings(&ctx.task.dir, cwd, found);
         // What fails the gate first: an error is not to be hidden behind a tool's warnings.
         found.sort_by_key(|f| severity_rank(f.severity.as_deref()));

@@ -18,10 +18,10 @@ use super::{Context, KeyError, MAX_FINDINGS, Outcome};
 use crate::duration;
 use crate::globs::PatternSet;
 use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
-use crate::reading::findings;
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
+use validator_reading::findings;
 
 /// Largest report read (`junit:`, `report:`).
 const MAX_REPORT_BYTES: u64 = 16 * 1024 * 1024;

@@ -12,8 +12,8 @@
 
 use super::{Before, Command, tail};
 use crate::process::Exit;
-use crate::reading::{findings, test_names};
 use crate::rules::{Context, KeyError, Outcome};
+use validator_reading::{findings, test_names};
 use validator_text::plural;
 
 /// The words that name the selected tests in `select:`.

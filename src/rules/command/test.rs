@@ -1,5 +1,5 @@
 //! `test`: the command's exit code, and when it fails, the failed tests named from what it
-//! printed (the runners [`crate::reading::test_names`] knows: cargo test, nextest, pytest,
+//! printed (the runners [`validator_reading::test_names`] knows: cargo test, nextest, pytest,
 //! unittest, go test, the Node runners, TAP) and from the JUnit report named by `junit:`, or why
 //! the tests could not run. The command runs as every command rule's does
 //! ([`super::Command`]).
@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use super::{Before, Command, Parse, command_rule, read_report, relative_findings};
-use crate::reading::test_names;
 use crate::rules::{About, Context, MAX_FINDINGS, Outcome, Required};
+use validator_reading::test_names;
 use validator_text::plural;
 
 /// `test`: the command's failed tests.
@@ -236,7 +236,7 @@ fn named_failures(
     );
     let found = failures
         .into_iter()
-        .map(test_names::Failed::into_finding)
+        .map(|failed| failed.into_finding().into())
         .collect();
     Outcome {
         findings: relative_findings(&ctx.task.dir, cwd, found),

@@ -8,7 +8,7 @@
 //! a spec file that did not load: "could not run".
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     let Some((closing, expected)) = lines

@@ -8,7 +8,7 @@
 //! is one the numbering or the count contradicts, and then none is named.
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     let cucumber = lines

@@ -9,7 +9,7 @@
 //! and then none is named (a name lost, none invented).
 
 use super::{Failed, Report, same_test};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 /// Longest name taken from a mark.
 const MAX_NAME_CHARS: usize = 300;

@@ -6,7 +6,7 @@
 //! more than the count, so then none is named.
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     let Some((closing, failed)) = lines

@@ -25,7 +25,7 @@ use super::node::{frame_place, path_name};
 use std::collections::HashMap;
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 /// Subtests nested deeper than this are not read (no runner nests so deep; a stream that does
 /// would make naming cost its depth for every failure).

@@ -13,7 +13,7 @@
 //! file -- x (LoadError)`) where no runner summed up is "could not run".
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     // Whichever closing line comes last is the runner's: another's was printed by a test.

@@ -4,7 +4,7 @@
 //! wherever the tools put them.
 
 use super::Only;
-use crate::verdict::Finding;
+use crate::Finding;
 
 /// A reader of one one-line shape.
 type Shape = fn(&str) -> Option<Finding>;

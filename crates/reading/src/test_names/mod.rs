@@ -37,7 +37,7 @@ use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 
 use super::MAX_FINDINGS;
-use crate::verdict::Finding;
+use crate::Finding;
 
 /// Longest message kept for one failed test: the assertion or panic, not its backtrace.
 const MAX_MESSAGE_CHARS: usize = 400;

@@ -5,7 +5,7 @@
 //! numbering or count contradicts.
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     let Some((closing, failures)) = lines

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::super::{Failed, Report, joined};
 use super::MAX_DEPTH;
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 /// Reads prove's output; false when `lines` are not prove's (its `Result:` line is missing).
 pub fn read(lines: &[&str], report: &mut Report) -> bool {

@@ -5,7 +5,7 @@
 //! "could not run", with the compiler's first error.
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     // Whichever runner speaks first is the runner: cargo test's `running N tests` comes before

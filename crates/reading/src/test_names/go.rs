@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use super::{Failed, Report};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     if !lines.iter().any(|l| is_go(l)) {

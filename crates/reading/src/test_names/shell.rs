@@ -11,7 +11,7 @@
 //! ran ends with its runner's summary, not with the shell's error.
 
 use super::{Failed, Report};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     if let Some(failed) = lines.iter().rposition(|l| failures_count(l).is_some()) {

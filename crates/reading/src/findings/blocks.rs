@@ -5,7 +5,7 @@
 
 use super::lines::{self, is_code, looks_like_path};
 use super::{Only, structured};
-use crate::verdict::Finding;
+use crate::Finding;
 
 /// How long a finding's message may grow by the notes folded into it.
 const MAX_FOLDED_CHARS: usize = 400;

@@ -16,7 +16,7 @@ mod structured;
 
 pub use general::{Files, NoFiles};
 
-use crate::verdict::Finding;
+use crate::Finding;
 
 /// One format validator reads: its name (`format:` in a gate), what it matches, a line of it as
 /// a real tool printed it, and the tools it came from. Adding a tool's format is a row here,
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn the_reference_lists_every_format() {
-        let reference = include_str!("../../../docs/reasons.md");
+        let reference = include_str!("../../../../docs/reasons.md");
         for format in format_names() {
             assert!(
                 reference.contains(&format!("| `{format}` |")),

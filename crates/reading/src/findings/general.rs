@@ -7,7 +7,7 @@
 //! any, whatever a worker's files make a tool print.
 
 use super::lines::{self, described, is_severity, number};
-use crate::verdict::Finding;
+use crate::Finding;
 
 /// Whether a path as a tool printed it (relative to the directory the tool ran in, or
 /// absolute) names a regular file of the task. Implementations need not remember answers or

@@ -6,8 +6,13 @@
 //! text only, capped by whoever captured it, nothing in it run; a path in it is only looked up
 //! through the [`findings::Files`] a caller hands in.
 
+#![forbid(unsafe_code)]
+
+pub mod finding;
 pub mod findings;
 pub mod test_names;
+
+pub use finding::Finding;
 
 /// Most findings one gate keeps; beyond this a verdict would stop being readable.
 pub const MAX_FINDINGS: usize = 200;

@@ -9,7 +9,7 @@
 //! "could not run".
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     // The last closing line is PHPUnit's, `OK (3 tests, 3 assertions)` included: a test may

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use super::{Failed, Report, joined};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     // The runner whose closing line comes last is the one that ran: ctest's summary follows

@@ -5,7 +5,7 @@
 //! their test once), a module that could not be imported is "could not run".
 
 use super::{Failed, Report};
-use crate::reading::MAX_FINDINGS;
+use crate::MAX_FINDINGS;
 
 pub fn read(lines: &[&str], report: &mut Report) {
     read_pytest(lines, report);

@@ -7,7 +7,7 @@ use quick_xml::Reader;
 use quick_xml::events::Event;
 use serde_json::Value;
 
-use crate::verdict::Finding;
+use crate::Finding;
 
 /// The findings of an output that is one structured document, or `None` when it is not one.
 pub fn parse(output: &str, only: super::Only) -> Option<Vec<Finding>> {
@@ -270,7 +270,7 @@ fn checkstyle(text: &str) -> Option<Vec<Finding>> {
             }
             continue;
         };
-        let attribute = |name: &str| crate::reading::test_names::attribute(element, name);
+        let attribute = |name: &str| crate::test_names::attribute(element, name);
         match element.local_name().as_ref() {
             "checkstyle" => is_checkstyle = true,
             "file" => file = attribute("name"),
