@@ -46,10 +46,10 @@ impl Cache {
     /// The passes remembered for `task`. Anything unreadable (a link or a FIFO planted in its
     /// place, a damaged file) remembers nothing: the gates simply run.
     fn entries(&self, task: &str) -> BTreeMap<String, String> {
-        crate::files::read(
+        validator_process::files::read(
             &self.path(task),
             MAX_CACHE_BYTES,
-            crate::files::Links::Refuse,
+            validator_process::files::Links::Refuse,
         )
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
@@ -204,7 +204,7 @@ fn hash_file(
 
 /// A file the rules file names (a schema), read whole under the input cap.
 fn read_whole(path: &Path) -> Option<Vec<u8>> {
-    crate::files::read(path, MAX_INPUT_BYTES, crate::files::Links::Follow).ok()
+    validator_process::files::read(path, MAX_INPUT_BYTES, validator_process::files::Links::Follow).ok()
 }
 
 /// Which program a command gate runs: its resolved path, size and modification time. Upgrading
@@ -216,7 +216,7 @@ pub fn program_identity(program: &Path, task: &Task, deadline: &Deadline<'_>) ->
     let path = if program.components().count() > 1 {
         program.to_path_buf()
     } else {
-        crate::process::on_path(&program.as_os_str().to_owned(), &[])
+        validator_process::on_path(&program.as_os_str().to_owned(), &[])
             .map(std::path::PathBuf::from)?
     };
     let real = path.canonicalize().ok()?;

@@ -22,7 +22,7 @@ use landlock::{
 use crate::config::Rules;
 use crate::config::tools::Confine;
 use crate::rules::file_scope::FileScope;
-use crate::sandbox::{ABI_ASKED, allow_paths, readable_but, real};
+use validator_process::sandbox::{ABI_ASKED, allow_paths, readable_but, real};
 use crate::task::Task;
 
 /// The first Landlock ABI that governs truncation (Linux 6.2): below it a confined process
@@ -36,7 +36,7 @@ pub fn landlock_abi() -> i32 {
     if cfg!(debug_assertions) && std::env::var_os("VALIDATOR_DEBUG_NO_LANDLOCK").is_some() {
         return 0;
     }
-    crate::sandbox::kernel_abi()
+    validator_process::sandbox::kernel_abi()
 }
 
 /// Most paths bound read-only inside the writable trees; past it the rest are the stop's.
@@ -240,7 +240,7 @@ impl Plan {
             .map(|key| (key.clone(), "key"))
             .chain([(real(&rules.path), "rules file")])
             .collect();
-        crate::sandbox::refuse_other_names(&own_files)
+        validator_process::sandbox::refuse_other_names(&own_files)
     }
 
     /// The task trees the stop would accept a change in, each where it is (none through a
@@ -798,7 +798,7 @@ impl Call {
             return Err(format!("`{}` names no call", validator_text::name(id)));
         }
         let path = Self::dir()?.join(format!("{id}.json"));
-        let bytes = crate::files::read(&path, MAX_CALL_BYTES, crate::files::Links::Refuse)
+        let bytes = validator_process::files::read(&path, MAX_CALL_BYTES, validator_process::files::Links::Refuse)
             .map_err(|err| format!("the call's record {} cannot be read: {err}", path.display()))?;
         serde_json::from_slice(&bytes)
             .map_err(|err| format!("the call's record {} is damaged: {err}", path.display()))

@@ -283,7 +283,7 @@ impl Contract {
         for extension in EXTENSIONS {
             let path = dir.join(format!("{task}.{extension}"));
             let bytes =
-                match crate::files::read(&path, MAX_CONTRACT_BYTES, crate::files::Links::Follow) {
+                match validator_process::files::read(&path, MAX_CONTRACT_BYTES, validator_process::files::Links::Follow) {
                     Ok(bytes) => bytes,
                     Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
                     Err(source) => return Err(Error::Read { path, source }),

@@ -878,7 +878,7 @@ fn put_back_leftover(work: &File, stash: &Path, notes: &mut Vec<String>) -> Resu
     }
     let plan_path = stash.join(PLAN);
     let plan: Plan =
-        match crate::files::read(&plan_path, MAX_PLAN_BYTES, crate::files::Links::Refuse) {
+        match validator_process::files::read(&plan_path, MAX_PLAN_BYTES, validator_process::files::Links::Refuse) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|err| Error::Restore {
                 why: format!("its plan cannot be read ({err})"),
                 stash: stash.to_path_buf(),

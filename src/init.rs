@@ -283,7 +283,7 @@ fn file_name(path: &Path) -> String {
 }
 
 fn read_capped(path: &Path, cap: u64) -> std::io::Result<String> {
-    crate::files::read_text(path, cap, crate::files::Links::Follow)
+    validator_process::files::read_text(path, cap, validator_process::files::Links::Follow)
 }
 
 impl fmt::Display for Initialized {

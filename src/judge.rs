@@ -16,7 +16,7 @@ use crate::config::{Pipeline, Rules};
 use crate::contract::Contract;
 use crate::events::{Breaker, Event, EventLog};
 use crate::pipeline::{self, Observer, Selection, Slots, Supervision};
-use crate::process::Cancel;
+use validator_process::Cancel;
 use crate::speculation::Speculation;
 use crate::state::{self, TaskState};
 use crate::task::Task;

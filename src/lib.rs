@@ -62,8 +62,6 @@ pub mod duration;
 pub mod error;
 pub mod events;
 #[doc(hidden)]
-pub mod files;
-#[doc(hidden)]
 pub mod git;
 #[doc(hidden)]
 pub mod globs;
@@ -75,17 +73,11 @@ pub mod judge;
 #[doc(hidden)]
 pub mod pipeline;
 #[doc(hidden)]
-pub mod process;
-#[doc(hidden)]
 pub mod progress;
-#[doc(hidden)]
-pub mod reaper;
 #[doc(hidden)]
 pub mod replace;
 #[doc(hidden)]
 pub mod rules;
-#[doc(hidden)]
-pub mod sandbox;
 #[doc(hidden)]
 pub mod shingles;
 #[doc(hidden)]

@@ -38,8 +38,8 @@ fn main() -> ExitCode {
     // instead of Rust's 101, which no caller expects.
     let ran = std::panic::catch_unwind(|| run(cli));
     // What the gates leave (kept cgroups, processes re-parented here) ends with validator.
-    validator::reaper::release_cgroups();
-    validator::reaper::reap_adopted();
+    validator_process::reaper::release_cgroups();
+    validator_process::reaper::reap_adopted();
     match ran {
         Ok(Ok(code)) => code,
         Ok(Err(err)) if closed_pipe(&err) => ExitCode::from(EXIT_CLOSED_PIPE),

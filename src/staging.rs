@@ -53,10 +53,10 @@ pub fn task_dir(staging: &Path, task: &str) -> Result<PathBuf, String> {
 pub fn read_verdict(dir: &Path, task: &str) -> Option<Verdict> {
     // Only a regular file, and not through a link: a FIFO planted where a verdict belongs would
     // block the reader, a link would have it read another file.
-    let bytes = crate::files::read(
+    let bytes = validator_process::files::read(
         &verdict_path(dir, task),
         MAX_VERDICT_BYTES,
-        crate::files::Links::Refuse,
+        validator_process::files::Links::Refuse,
     )
     .ok()?;
     // A verdict copied from another task (signed or not) answers nothing here.

@@ -269,7 +269,7 @@ impl TaskState {
     /// with a warning: refusing to judge would block the worker forever.
     pub fn load(state_dir: &Path, task: &str) -> Self {
         let file = path(state_dir, task);
-        match crate::files::read(&file, MAX_STATE_BYTES, crate::files::Links::Refuse) {
+        match validator_process::files::read(&file, MAX_STATE_BYTES, validator_process::files::Links::Refuse) {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|err| {
                 tracing::warn!(path = %file.display(), %err, "task state is damaged; starting the task afresh");
                 TaskState::default()

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use walkdir::WalkDir;
 
-use crate::process::Cancel;
+use validator_process::Cancel;
 use crate::task::Task;
 
 /// When a look inside the task must stop: the gate's deadline, or a supervisor's cancel. Asked
@@ -343,7 +343,7 @@ pub fn open_inside(task: &Task, path: &Path) -> Result<File, String> {
     let file = match openat2(AT_FDCWD, &real, how) {
         Ok(fd) => File::from(fd),
         Err(nix::errno::Errno::ENOSYS) => {
-            return crate::files::open(&real, crate::files::Links::Refuse)
+            return validator_process::files::open(&real, validator_process::files::Links::Refuse)
                 .map_err(|err| err.to_string());
         }
         Err(nix::errno::Errno::ELOOP) => {

@@ -172,10 +172,10 @@ pub fn load(state_dir: &Path, task: &Task) -> Record {
     if !out_of_reach(state_dir, task) {
         return Record::default();
     }
-    crate::files::read(
+    validator_process::files::read(
         &path(state_dir, &task.name),
         MAX_RECORD_BYTES,
-        crate::files::Links::Refuse,
+        validator_process::files::Links::Refuse,
     )
     .ok()
     .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())

@@ -243,7 +243,7 @@ impl Store {
             return Err(ApprovalError::BadId(validator_text::one_line(id)));
         }
         let path = self.request_path(id);
-        let bytes = match crate::files::read(&path, MAX_RECORD_BYTES, crate::files::Links::Refuse) {
+        let bytes = match validator_process::files::read(&path, MAX_RECORD_BYTES, validator_process::files::Links::Refuse) {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ApprovalError::NotFound(id.to_owned()));
@@ -373,7 +373,7 @@ impl Store {
             why,
         };
         let path = self.answer_path(&request.id);
-        let file = match crate::files::open(&path, crate::files::Links::Refuse) {
+        let file = match validator_process::files::open(&path, validator_process::files::Links::Refuse) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(refused(err.to_string())),

@@ -154,7 +154,7 @@ fn post_with_curl(url: &str, body: &str, within: Duration) -> Result<(), Webhook
     .map(OsString::from)
     .collect();
     let cwd = std::env::temp_dir();
-    let spec = crate::process::Spec {
+    let spec = validator_process::Spec {
         argv: &argv,
         cwd: &cwd,
         env: &[],
@@ -166,8 +166,8 @@ fn post_with_curl(url: &str, body: &str, within: Duration) -> Result<(), Webhook
         sandbox: None,
     };
     let shown = validator_text::one_line(url);
-    match crate::process::run_with_input(&spec, body.as_bytes()) {
-        Ok(finished) if finished.exit == crate::process::Exit::Code(0) => Ok(()),
+    match validator_process::run_with_input(&spec, body.as_bytes()) {
+        Ok(finished) if finished.exit == validator_process::Exit::Code(0) => Ok(()),
         Ok(finished) => Err(WebhookError::Unreachable {
             url: shown,
             reason: format!(
@@ -176,7 +176,7 @@ fn post_with_curl(url: &str, body: &str, within: Duration) -> Result<(), Webhook
                 validator_text::one_line(&String::from_utf8_lossy(&finished.output))
             ),
         }),
-        Err(crate::process::SpawnError::NotFound(_)) => Err(WebhookError::NoCurl { url: shown }),
+        Err(validator_process::SpawnError::NotFound(_)) => Err(WebhookError::NoCurl { url: shown }),
         Err(err) => Err(WebhookError::Unreachable {
             url: shown,
             reason: err.to_string(),

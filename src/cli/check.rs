@@ -181,7 +181,7 @@ struct Run<'a> {
     rules: &'a validator::config::Rules,
     args: &'a CheckArgs,
     verbose: bool,
-    cancel: &'a Arc<validator::process::Cancel>,
+    cancel: &'a Arc<validator_process::Cancel>,
 }
 
 impl Run<'_> {
@@ -517,7 +517,7 @@ fn run_fixes(
     pipeline: &validator::config::Pipeline,
     task: &Task,
     rules: &validator::config::Rules,
-    cancel: &validator::process::Cancel,
+    cancel: &validator_process::Cancel,
 ) -> bool {
     let mut ran = false;
     for report in verdict.gates.iter().filter(|g| g.fix.is_some()) {
@@ -543,9 +543,9 @@ fn run_fixes(
 /// SIGQUIT): the running command's group and what carries its mark are killed and the run ends
 /// as ERROR, instead of validator dying and leaving its gate running. Its commands carry this
 /// run's own mark, so what one gate leaves running is told from another's (see `reaper`).
-pub(crate) fn cancel_on_stop_signals() -> Result<Arc<validator::process::Cancel>> {
+pub(crate) fn cancel_on_stop_signals() -> Result<Arc<validator_process::Cancel>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
-    let cancel = Arc::new(validator::process::Cancel::one_shot());
+    let cancel = Arc::new(validator_process::Cancel::one_shot());
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
         .context("cannot install the handler of SIGTERM, SIGINT, SIGHUP and SIGQUIT")?;
     let cancelled = Arc::clone(&cancel);
@@ -596,7 +596,7 @@ fn read_request(path: &Path, signal: Option<&Path>) -> Result<String> {
             .read_to_end(&mut bytes)
             .context("cannot read the request from standard input")?;
     } else {
-        bytes = validator::files::read(path, MAX_REQUEST, validator::files::Links::Follow)
+        bytes = validator_process::files::read(path, MAX_REQUEST, validator_process::files::Links::Follow)
             .with_context(|| format!("cannot read the request {}", path.display()))?;
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())

@@ -67,7 +67,7 @@ pub(crate) fn hook(
     deadline: Duration,
 ) -> ExitCode {
     // What a gate leaves running is re-parented here, to be killed (see `reaper`).
-    validator::reaper::become_subreaper();
+    validator_process::reaper::become_subreaper();
     let agent = validator::hook::Agent::from(agent);
     // Under `validator run` the hook is confined with the agent: the run judges it outside.
     if let Some(relayed) = super::broker::relay(agent.name(), deadline) {
@@ -254,7 +254,7 @@ fn answer(
     let _ = phase_cell.set(phase);
     // Nothing is run before a tool or at session start: answered at once.
     if matches!(phase, Phase::BeforeTool | Phase::SessionStart) {
-        let cancel = validator::process::Cancel::one_shot();
+        let cancel = validator_process::Cancel::one_shot();
         let called = Called {
             cancel: &cancel,
             answer_by: call.answer_by,
@@ -288,7 +288,7 @@ struct Deadline {
     agent: validator::hook::Agent,
     answer_by: validator::hook::AnswerBy,
     /// Kills the gates' commands.
-    cancel: Arc<validator::process::Cancel>,
+    cancel: Arc<validator_process::Cancel>,
     /// Set by whoever answers first: the run's end or the deadline.
     answered: Arc<Mutex<bool>>,
     /// The stop being judged, once known: where the deadline's answer is logged.
@@ -300,7 +300,7 @@ struct Deadline {
 
 /// What one call of the hook shares with its deadline.
 pub(crate) struct Called<'a> {
-    pub cancel: &'a validator::process::Cancel,
+    pub cancel: &'a validator_process::Cancel,
     pub answer_by: validator::hook::AnswerBy,
     pub session: &'a OnceLock<validator::hook::Session>,
     /// The stop's attempt, once counted and saved: a call that fails after that is held
@@ -338,8 +338,8 @@ fn refuse_at_the_deadline(deadline: Deadline) {
                 agent.name(),
                 validator::duration::format(answer_by.length)
             );
-            validator::reaper::release_cgroups();
-            validator::reaper::reap_adopted();
+            validator_process::reaper::release_cgroups();
+            validator_process::reaper::reap_adopted();
             std::process::exit(0);
         }
         eprintln!(
@@ -352,8 +352,8 @@ fn refuse_at_the_deadline(deadline: Deadline) {
             let _ = writeln!(out, "{line}").and_then(|()| out.flush());
         }
         // What main does on the way out, as the gates' own ends will not come.
-        validator::reaper::release_cgroups();
-        validator::reaper::reap_adopted();
+        validator_process::reaper::release_cgroups();
+        validator_process::reaper::reap_adopted();
         std::process::exit(0);
     });
 }

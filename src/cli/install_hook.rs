@@ -96,7 +96,7 @@ fn git_says(here: &Path, args: &[&str]) -> Result<String> {
         .chain(args.iter().copied())
         .map(OsString::from)
         .collect();
-    let spec = validator::process::Spec {
+    let spec = validator_process::Spec {
         argv: &argv,
         cwd: here,
         env: &[],
@@ -107,8 +107,8 @@ fn git_says(here: &Path, args: &[&str]) -> Result<String> {
         separate_stderr: true,
         sandbox: None,
     };
-    let finished = validator::process::run(&spec).context("cannot run git")?;
-    if finished.exit != validator::process::Exit::Code(0) {
+    let finished = validator_process::run(&spec).context("cannot run git")?;
+    if finished.exit != validator_process::Exit::Code(0) {
         bail!(
             "{} is not in a git repository: a git hook needs one\n  help: run it in the repository, or `git init` first",
             here.display()
@@ -145,7 +145,7 @@ fn existing_hook(path: &Path) -> Result<Option<String>> {
         ),
         Ok(_) => {
             let bytes =
-                validator::files::read(path, MAX_HOOK_BYTES, validator::files::Links::Refuse)
+                validator_process::files::read(path, MAX_HOOK_BYTES, validator_process::files::Links::Refuse)
                     .with_context(|| format!("cannot read {}", path.display()))?;
             Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
         }

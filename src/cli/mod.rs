@@ -449,12 +449,12 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
         Command::Check(args) => {
             let config = find_config(cli.config.clone())?;
             // What a gate leaves running is re-parented here, to be killed (see `reaper`).
-            validator::reaper::become_subreaper();
+            validator_process::reaper::become_subreaper();
             check(&config, args, cli.verbose > 0)
         }
         Command::Watch(args) => {
             let config = config()?;
-            validator::reaper::become_subreaper();
+            validator_process::reaper::become_subreaper();
             watch(config, args)
         }
         Command::Snapshot { task, task_dir } => snapshot(&config()?, &task, task_dir),

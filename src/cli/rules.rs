@@ -187,7 +187,7 @@ pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Re
         bail!("{} exists; pass --force to replace it", rules.display());
     }
     let source =
-        validator::files::read_text(from, 4 * 1024 * 1024, validator::files::Links::Follow)
+        validator_process::files::read_text(from, 4 * 1024 * 1024, validator_process::files::Links::Follow)
             .with_context(|| format!("cannot read {}", from.display()))?;
     let converted = validator::config::convert::from_gates_json(from, &source)
         .map_err(|why| anyhow!("{} cannot be converted: {why}", from.display()))?;
@@ -286,7 +286,7 @@ pub(crate) fn verify(
         );
     };
     let key = key_file.read()?;
-    let document = sign::read_document(file, validator::files::Links::Follow).map_err(|err| {
+    let document = sign::read_document(file, validator_process::files::Links::Follow).map_err(|err| {
         anyhow!(
             "cannot read the verdict {}: {err}\n  help: pass the path of a <task>.verdict.json file",
             file.display()

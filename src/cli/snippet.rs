@@ -9,10 +9,10 @@ use validator::error::ConfigError;
 /// line, the file unreadable or changed since, a line a terminal cannot show as it is).
 pub(crate) fn render(err: &ConfigError) -> Option<String> {
     let line_number = err.line?;
-    let source = validator::files::read_text(
+    let source = validator_process::files::read_text(
         &err.file,
         validator::config::MAX_RULES_BYTES,
-        validator::files::Links::Follow,
+        validator_process::files::Links::Follow,
     )
     .ok()?;
     let index = line_number.checked_sub(1)?;

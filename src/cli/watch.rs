@@ -321,7 +321,7 @@ pub(crate) fn signal_message(config: &Path, task: &str, message: &Path) -> Resul
     let bytes = if message == Path::new("-") {
         tail(std::io::stdin().lock()).context("cannot read the message from stdin")?
     } else {
-        validator::files::open(message, validator::files::Links::Follow)
+        validator_process::files::open(message, validator_process::files::Links::Follow)
             .and_then(|mut file| {
                 // Only the end is kept: start there, and read no further than it was long, so
                 // a file that something keeps growing still ends.

@@ -12,7 +12,7 @@ use super::Repo;
 use super::parse::{Status, batch_contents, split_z};
 use super::private_index::Private;
 use super::run::{Invocation, OUTPUT_CAP};
-use crate::sandbox::Sandbox;
+use validator_process::sandbox::Sandbox;
 
 /// What [`Repo::behind_ignores`] found.
 #[derive(Default)]

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::changes::Problem;
-use crate::files::{self, Links};
+use validator_process::files::{self, Links};
 use crate::task::Task;
 use validator_text::name;
 

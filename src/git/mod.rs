@@ -46,8 +46,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::changes::{Changes, Patch, Problem, Source};
-use crate::process::Cancel;
-use crate::sandbox::Sandbox;
+use validator_process::Cancel;
+use validator_process::sandbox::Sandbox;
 use crate::task::Task;
 use crate::taskdir;
 use crate::verdict::Finding;

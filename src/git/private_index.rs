@@ -12,8 +12,8 @@ use super::Repo;
 use super::parse::racy_entries;
 use super::run::{Invocation, OUTPUT_CAP};
 use crate::changes::Problem;
-use crate::files::{self, Links};
-use crate::sandbox::Sandbox;
+use validator_process::files::{self, Links};
+use validator_process::sandbox::Sandbox;
 use validator_text::name;
 
 /// Largest private index read back (about 2.5 million files); a larger one is not kept.

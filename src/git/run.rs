@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::Repo;
-use crate::process::{self, Exit, SpawnError};
-use crate::sandbox::Sandbox;
+use validator_process::{self as process, Exit, SpawnError};
+use validator_process::sandbox::Sandbox;
 
 /// Most bytes of path listings read from git.
 pub(super) const OUTPUT_CAP: usize = 64 * 1024 * 1024;
@@ -240,6 +240,6 @@ pub(super) type Listing = Result<Vec<u8>, String>;
 /// The `git` on validator's PATH, found once.
 pub(super) fn git_program() -> Option<PathBuf> {
     static GIT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    GIT.get_or_init(|| crate::process::on_path(&"git".into(), &[]).map(PathBuf::from))
+    GIT.get_or_init(|| validator_process::on_path(&"git".into(), &[]).map(PathBuf::from))
         .clone()
 }

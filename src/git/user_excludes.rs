@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::run::git_program;
-use crate::process::{self, Exit};
+use validator_process::{self as process, Exit};
 
 /// The most of the excludes file that is read; past it, none of it counts.
 const MAX_BYTES: u64 = 1024 * 1024;

@@ -406,7 +406,7 @@ pub fn judge(
     agent: Agent,
     input: &Input,
     project: &Project,
-    cancel: Option<&crate::process::Cancel>,
+    cancel: Option<&validator_process::Cancel>,
     answer_by: AnswerBy,
     counted: &std::sync::OnceLock<String>,
 ) -> Result<Judgement, Error> {
@@ -692,7 +692,7 @@ fn run_stop(
     rules: &Rules,
     task: Task,
     pipeline: Result<&Pipeline, (Decision, String)>,
-    cancel: Option<&crate::process::Cancel>,
+    cancel: Option<&validator_process::Cancel>,
     history: &mut History<'_>,
 ) -> Verdict {
     let cache = Cache::new(&rules.state);

@@ -60,7 +60,7 @@ pub fn prompt(
     agent: Agent,
     input: &Input,
     project: &Project,
-    cancel: Option<&crate::process::Cancel>,
+    cancel: Option<&validator_process::Cancel>,
     answer_by: AnswerBy,
 ) -> Context {
     let text = persons_words(agent, input.prompt.as_deref().unwrap_or_default());
@@ -177,7 +177,7 @@ fn prompt_gates(
     agent: Agent,
     prompt: &str,
     project: &Project,
-    cancel: Option<&crate::process::Cancel>,
+    cancel: Option<&validator_process::Cancel>,
     answer_by: AnswerBy,
 ) -> Option<String> {
     let hook = rules.prompt.as_ref()?;

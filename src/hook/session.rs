@@ -305,7 +305,7 @@ fn read_back(path: &Path) -> Result<Option<(Session, Vec<u8>)>, String> {
         Err(err) => return Err(err.to_string()),
         Ok(_) => {}
     }
-    let read = crate::files::read(path, MAX_SESSION_BYTES, crate::files::Links::Refuse)
+    let read = validator_process::files::read(path, MAX_SESSION_BYTES, validator_process::files::Links::Refuse)
         .map_err(|err| err.to_string())?;
     // `save` never writes an empty record (`{}` at least), and replaces it whole.
     if read.is_empty() {

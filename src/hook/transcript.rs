@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::files::{self, Links};
+use validator_process::files::{self, Links};
 
 /// Opens an agent's record (a transcript, a rollout file) for reading if it is a regular file
 /// reached through no link at all (`openat2` with `RESOLVE_NO_SYMLINKS`): a worker runs as the

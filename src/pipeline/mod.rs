@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::cache::{self, Cache};
 use crate::config::{Pipeline, Route, Rules};
 use crate::duration;
-use crate::process::Cancel;
+use validator_process::Cancel;
 use crate::rules::{Context, Deadline, Outcome, file_scope::Listed};
 use crate::speculation::{self, BeforeDone, Speculation};
 use crate::task::Task;
@@ -1080,7 +1080,7 @@ fn millis(since: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::Slots;
-    use crate::process::Cancel;
+    use validator_process::Cancel;
 
     #[test]
     fn slots_are_lent_only_while_free_and_come_back_when_dropped() {

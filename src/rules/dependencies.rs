@@ -72,7 +72,7 @@ impl Dependencies {
     /// it cannot count.
     fn verdict(&self, task: &str) -> Result<Option<Verdict>, String> {
         let path = staging::verdict_path(&self.verdicts, task);
-        let document = match sign::read_document(&path, crate::files::Links::Refuse) {
+        let document = match sign::read_document(&path, validator_process::files::Links::Refuse) {
             Ok(document) => document,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(format!("its verdict cannot be read ({err})")),

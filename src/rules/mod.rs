@@ -48,7 +48,7 @@ pub struct Context<'a> {
     /// The rules file's state directory (baselines live there).
     pub state_dir: &'a Path,
     /// Set by a supervisor (the watcher) that may stop the run.
-    pub cancel: Option<&'a crate::process::Cancel>,
+    pub cancel: Option<&'a validator_process::Cancel>,
     /// A person asked for every file (`check --all-files`): `changed_only` reads all of them.
     pub all_files: bool,
     /// The user's global excludes, in a `validator check` that is the user's own: they hide
@@ -428,7 +428,7 @@ impl Rule {
         &self,
         task: &Task,
         timeout: Duration,
-        cancel: Option<&crate::process::Cancel>,
+        cancel: Option<&validator_process::Cancel>,
     ) -> Option<Result<String, String>> {
         match self {
             Rule::Lint(command::lint::Lint(rule)) | Rule::Test(command::test::Test(rule)) => {

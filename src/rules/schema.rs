@@ -439,7 +439,7 @@ impl jsonschema::Retrieve for Retriever {
         let text = uri.as_str();
         if uri.scheme().as_str() == "file" {
             let path = PathBuf::from(OsString::from_vec(percent_decode(uri.path().as_str())?));
-            return read_schema_file(&path, crate::files::Links::Follow);
+            return read_schema_file(&path, validator_process::files::Links::Follow);
         }
         for (prefix, dir, written) in &self.dirs {
             if let Some(rest) = text.strip_prefix(prefix.as_str()) {
@@ -492,12 +492,12 @@ fn read_beneath(dir: &Path, rest: &str) -> Result<Value, String> {
         ));
     }
     // Resolved, so not a link: one put in its place since is refused.
-    read_schema_file(&real, crate::files::Links::Refuse).map_err(|err| err.to_string())
+    read_schema_file(&real, validator_process::files::Links::Refuse).map_err(|err| err.to_string())
 }
 
 /// A schema file a `$ref` names, JSON or YAML by its extension.
-fn read_schema_file(path: &Path, links: crate::files::Links) -> Result<Value, RetrieveError> {
-    let bytes = crate::files::read(path, MAX_SCHEMA_BYTES, links)
+fn read_schema_file(path: &Path, links: validator_process::files::Links) -> Result<Value, RetrieveError> {
+    let bytes = validator_process::files::read(path, MAX_SCHEMA_BYTES, links)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     parse_document(path, &bytes)
         .map_err(|why| format!("{} does not parse: {why}", path.display()).into())
@@ -625,7 +625,7 @@ impl Schema {
 
     fn compile(&self) -> Result<Compiled, String> {
         let shown = self.schema.display().to_string();
-        let bytes = crate::files::read(&self.schema, MAX_SCHEMA_BYTES, crate::files::Links::Follow)
+        let bytes = validator_process::files::read(&self.schema, MAX_SCHEMA_BYTES, validator_process::files::Links::Follow)
             .map_err(|err| {
                 format!("cannot read schema {shown}: {err}; fix `schema:` in the rules file")
             })?;

@@ -119,7 +119,7 @@ impl KeyFile {
             help: self.source.help(),
             reason,
         };
-        let bytes = crate::files::read(&self.path, MAX_KEY_BYTES, crate::files::Links::Follow)
+        let bytes = validator_process::files::read(&self.path, MAX_KEY_BYTES, validator_process::files::Links::Follow)
             .map_err(|err| match err.kind() {
                 std::io::ErrorKind::InvalidData => fail(format!(
                     "it is larger than {MAX_KEY_BYTES} bytes, so it is not a key"
@@ -373,8 +373,8 @@ impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
 /// Reads a verdict file for checking: regular files only, at most [`MAX_DOCUMENT_BYTES`]; a
 /// link in its place is followed only if `links` says so (a path a person named, as `verify`
 /// takes, not a verdict in the verdicts directory).
-pub fn read_document(path: &Path, links: crate::files::Links) -> std::io::Result<String> {
-    let file = crate::files::open(path, links)?;
+pub fn read_document(path: &Path, links: validator_process::files::Links) -> std::io::Result<String> {
+    let file = validator_process::files::open(path, links)?;
     let mut bytes = Vec::new();
     file.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_DOCUMENT_BYTES {

@@ -123,7 +123,7 @@ struct Read {
 fn read_verdict(rules: &Rules, task: &str, key: Option<&SigningKey>) -> Option<Read> {
     let document = sign::read_document(
         &staging::verdict_path(&rules.verdicts, task),
-        crate::files::Links::Refuse,
+        validator_process::files::Links::Refuse,
     )
     .ok()?;
     // A document holding a key twice reads as one verdict to one reader and another to the

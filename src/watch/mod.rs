@@ -147,7 +147,7 @@ pub fn watch(mut options: Options, report: Reporter) -> Result<Stopped, Error> {
     main.stop(&rx, &stopping, lost.is_some());
     drop(tx);
     pool.join();
-    crate::reaper::release_cgroups();
+    validator_process::reaper::release_cgroups();
     // Every gate has ended; what still carries the mark left its gate's group (setsid).
     kill_orphans(
         &mark,
@@ -231,7 +231,7 @@ fn approvals_endpoint(
         ),
         help: "fix `hook.approvals.token_file` (a file holding a secret, such as `openssl rand -hex 32`), or remove it to serve no approvals",
     };
-    let bytes = crate::files::read(file, 4096, crate::files::Links::Follow)
+    let bytes = validator_process::files::read(file, 4096, validator_process::files::Links::Follow)
         .map_err(|err| refused(err.to_string()))?;
     let token = bytes.trim_ascii().to_vec();
     if token.is_empty() {

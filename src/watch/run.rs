@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::events::{Event, EventLog, Problem};
 use crate::judge::{Case, History, Judge, Keeper};
 use crate::pipeline::{self, Observer, Slots};
-use crate::process::Cancel;
+use validator_process::Cancel;
 use crate::staging;
 use crate::state::TaskState;
 use crate::task::Task;
@@ -289,7 +289,7 @@ fn published_for(rules: &Rules, name: &str, signal: &Signal, signing: Option<&Si
         && signing.is_none_or(|signing| {
             sign::read_document(
                 &staging::verdict_path(&rules.verdicts, name),
-                crate::files::Links::Refuse,
+                validator_process::files::Links::Refuse,
             )
             .is_ok_and(|document| sign::verify(&document, signing).is_ok())
         })

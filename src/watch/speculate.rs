@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::config::Rules;
 use crate::judge::{Case, Judge};
 use crate::pipeline::Slots;
-use crate::process::Cancel;
+use validator_process::Cancel;
 use crate::speculation::{Speculated, Speculation, TreeStamp, Written};
 use crate::state::TaskState;
 use crate::task::{self, Task};

@@ -109,7 +109,7 @@ impl Pool {
 /// scheduler.
 fn work(context: &Context, busy: &Busy) {
     // Below the main loop and the health answers, with every command it starts.
-    crate::process::lower_this_thread(crate::process::GATE_NICENESS);
+    validator_process::lower_this_thread(validator_process::GATE_NICENESS);
     loop {
         let next = context
             .jobs

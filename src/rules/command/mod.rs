@@ -17,7 +17,7 @@ use std::time::Instant;
 use super::{Context, KeyError, MAX_FINDINGS, Outcome};
 use crate::duration;
 use crate::globs::PatternSet;
-use crate::process::{self, Exit, OUTPUT_CAP, SpawnError};
+use validator_process::{self as process, Exit, OUTPUT_CAP, SpawnError};
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
@@ -570,7 +570,7 @@ pub(super) fn env_from_spec(spec: &GateSpec) -> Result<Vec<(String, String)>, Ke
 
 /// Whether a PATH directory holds an executable file named `program`.
 pub(super) fn on_path(program: &str) -> bool {
-    crate::process::on_path(&program.into(), &[]).is_some()
+    validator_process::on_path(&program.into(), &[]).is_some()
 }
 
 pub(super) fn is_executable(path: &Path) -> bool {

@@ -19,7 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::process::{self, Exit};
+use validator_process::{self as process, Exit};
 use crate::rules::{Context, Outcome};
 use crate::task::Task;
 
@@ -217,7 +217,7 @@ fn is_program_outside(program: &Path, task: &Task) -> bool {
     if task.worker_may_write(program) {
         return false;
     }
-    let Ok(file) = crate::files::open(program, crate::files::Links::Follow) else {
+    let Ok(file) = validator_process::files::open(program, validator_process::files::Links::Follow) else {
         return false;
     };
     let mut head = [0u8; 4];

@@ -11,7 +11,7 @@
 //! forged into its output can cost a rerun, never a verdict.
 
 use super::{Before, Command, tail};
-use crate::process::Exit;
+use validator_process::Exit;
 use crate::rules::{Context, KeyError, Outcome};
 use validator_reading::{findings, test_names};
 use validator_text::plural;

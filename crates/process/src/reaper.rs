@@ -20,7 +20,7 @@
 //!
 //! The set of commands running is the one piece of process-wide state here, as being a
 //! subreaper is a property of the process: every command is started through
-//! [`crate::process`], which registers it before anyone can look for adopted processes.
+//! [`crate::command`], which registers it before anyone can look for adopted processes.
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -756,7 +756,7 @@ fn ancestors() -> HashSet<i32> {
 ///
 /// A program given by its full path is also spawned with posix_spawn (a vfork-style clone),
 /// which is several times cheaper per gate than fork + execvp.
-pub(crate) fn on_path(program: &OsString, env: &[(OsString, OsString)]) -> Option<OsString> {
+pub fn on_path(program: &OsString, env: &[(OsString, OsString)]) -> Option<OsString> {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
     if program.is_empty() || program.as_bytes().contains(&b'/') {

@@ -33,7 +33,7 @@ use landlock::{
 };
 
 /// The Landlock ABI whose rights are asked for (on an older kernel, what it has of them).
-pub(crate) const ABI_ASKED: ABI = ABI::V6;
+pub const ABI_ASKED: ABI = ABI::V6;
 
 /// System directories a dynamically linked program reads (libraries, locales) and may map
 /// to execute (the dynamic loader, its libraries). Nothing there belongs to a worker.
@@ -307,7 +307,7 @@ impl Sandbox {
 
 /// The paths to grant reading (and executing) so that everything is read but `hidden` (real
 /// paths) and what is beneath them ([`Walk`]).
-pub(crate) fn readable_but(hidden: &[&Path]) -> Result<Vec<PathBuf>, String> {
+pub fn readable_but(hidden: &[&Path]) -> Result<Vec<PathBuf>, String> {
     let mut walk = Walk {
         hidden,
         kept: &[],
@@ -380,7 +380,7 @@ impl Walk<'_> {
 /// Refuses a hidden file that has other names: Landlock grants by where a name is, so a hard
 /// link to validator's key (which whoever can write the task can make) lies where it was
 /// granted, and hiding the key's own path would not keep it from the reviewer.
-pub(crate) fn refuse_other_names(hidden: &[(PathBuf, &str)]) -> Result<(), String> {
+pub fn refuse_other_names(hidden: &[(PathBuf, &str)]) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     for (path, what) in hidden {
         if let Ok(meta) = std::fs::symlink_metadata(path)
@@ -400,7 +400,7 @@ pub(crate) fn refuse_other_names(hidden: &[(PathBuf, &str)]) -> Result<(), Strin
 
 /// `path` made absolute with its links resolved, as far as it exists (the rest as written),
 /// so it compares with what a walk from `/` meets.
-pub(crate) fn real(path: &Path) -> PathBuf {
+pub fn real(path: &Path) -> PathBuf {
     let path = if path.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -428,7 +428,7 @@ pub(crate) fn real(path: &Path) -> PathBuf {
 
 /// Adds a rule for each path and its access (a file's access cut to what a file can have); a
 /// path this system does not have needs no rule.
-pub(crate) fn allow_paths(
+pub fn allow_paths(
     mut ruleset: landlock::RulesetCreated,
     rules: Vec<(PathBuf, BitFlags<AccessFs>)>,
 ) -> Result<landlock::RulesetCreated, String> {
