@@ -204,7 +204,12 @@ fn hash_file(
 
 /// A file the rules file names (a schema), read whole under the input cap.
 fn read_whole(path: &Path) -> Option<Vec<u8>> {
-    validator_process::files::read(path, MAX_INPUT_BYTES, validator_process::files::Links::Follow).ok()
+    validator_process::files::read(
+        path,
+        MAX_INPUT_BYTES,
+        validator_process::files::Links::Follow,
+    )
+    .ok()
 }
 
 /// Which program a command gate runs: its resolved path, size and modification time. Upgrading

@@ -22,8 +22,8 @@ use landlock::{
 use crate::config::Rules;
 use crate::config::tools::Confine;
 use crate::rules::file_scope::FileScope;
-use validator_process::sandbox::{ABI_ASKED, allow_paths, readable_but, real};
 use crate::task::Task;
+use validator_process::sandbox::{ABI_ASKED, allow_paths, readable_but, real};
 
 /// The first Landlock ABI that governs truncation (Linux 6.2): below it a confined process
 /// could still empty any file it may read, the rules file among them.
@@ -599,38 +599,13 @@ pub struct Machine {
 impl Machine {
     /// Looks, by starting `/bin/true` in a namespace of its own.
     pub fn probe() -> Machine {
-        use std::os::unix::process::CommandExt;
         if cfg!(debug_assertions) && std::env::var_os("VALIDATOR_DEBUG_NO_NAMESPACES").is_some() {
             return Machine {
                 landlock: landlock_abi(),
                 namespaces: Err("VALIDATOR_DEBUG_NO_NAMESPACES".into()),
             };
         }
-        let mut command = std::process::Command::new("/bin/true");
-        // SAFETY: the closure makes system calls on constants only: nothing that allocates or
-        // locks runs between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                use nix::libc;
-                if libc::unshare(libc::CLONE_NEWNS) != 0
-                    && libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let flags = libc::MS_REC | libc::MS_PRIVATE;
-                let root = c"/".as_ptr();
-                let none = std::ptr::null();
-                if libc::mount(none, root, none, flags, std::ptr::null()) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let namespaces = match command.status() {
-            Ok(status) if status.success() => Ok(()),
-            Ok(status) => Err(format!("a probe in one exited {status}")),
-            Err(err) => Err(err.to_string()),
-        };
+        let namespaces = validator_process::kernel::private_mount_namespace();
         Machine {
             landlock: landlock_abi(),
             namespaces,
@@ -798,8 +773,12 @@ impl Call {
             return Err(format!("`{}` names no call", validator_text::name(id)));
         }
         let path = Self::dir()?.join(format!("{id}.json"));
-        let bytes = validator_process::files::read(&path, MAX_CALL_BYTES, validator_process::files::Links::Refuse)
-            .map_err(|err| format!("the call's record {} cannot be read: {err}", path.display()))?;
+        let bytes = validator_process::files::read(
+            &path,
+            MAX_CALL_BYTES,
+            validator_process::files::Links::Refuse,
+        )
+        .map_err(|err| format!("the call's record {} cannot be read: {err}", path.display()))?;
         serde_json::from_slice(&bytes)
             .map_err(|err| format!("the call's record {} is damaged: {err}", path.display()))
     }

@@ -282,12 +282,15 @@ impl Contract {
         let mut found: Option<(PathBuf, Vec<u8>)> = None;
         for extension in EXTENSIONS {
             let path = dir.join(format!("{task}.{extension}"));
-            let bytes =
-                match validator_process::files::read(&path, MAX_CONTRACT_BYTES, validator_process::files::Links::Follow) {
-                    Ok(bytes) => bytes,
-                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(source) => return Err(Error::Read { path, source }),
-                };
+            let bytes = match validator_process::files::read(
+                &path,
+                MAX_CONTRACT_BYTES,
+                validator_process::files::Links::Follow,
+            ) {
+                Ok(bytes) => bytes,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(Error::Read { path, source }),
+            };
             if let Some((first, _)) = &found {
                 return Err(ConfigError {
                     file: path.clone(),

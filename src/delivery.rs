@@ -877,21 +877,24 @@ fn put_back_leftover(work: &File, stash: &Path, notes: &mut Vec<String>) -> Resu
         return Ok(());
     }
     let plan_path = stash.join(PLAN);
-    let plan: Plan =
-        match validator_process::files::read(&plan_path, MAX_PLAN_BYTES, validator_process::files::Links::Refuse) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|err| Error::Restore {
+    let plan: Plan = match validator_process::files::read(
+        &plan_path,
+        MAX_PLAN_BYTES,
+        validator_process::files::Links::Refuse,
+    ) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|err| Error::Restore {
+            why: format!("its plan cannot be read ({err})"),
+            stash: stash.to_path_buf(),
+        })?,
+        // A stash made but no plan saved yet: nothing was moved.
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Plan::default(),
+        Err(err) => {
+            return Err(Error::Restore {
                 why: format!("its plan cannot be read ({err})"),
                 stash: stash.to_path_buf(),
-            })?,
-            // A stash made but no plan saved yet: nothing was moved.
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Plan::default(),
-            Err(err) => {
-                return Err(Error::Restore {
-                    why: format!("its plan cannot be read ({err})"),
-                    stash: stash.to_path_buf(),
-                });
-            }
-        };
+            });
+        }
+    };
     let safe = |path: &str| {
         !path.is_empty()
             && !path.starts_with('/')

@@ -428,8 +428,10 @@ fn ends_with_newline(file: &mut File) -> io::Result<bool> {
 /// Reads the whole events among the last `max_bytes` of the log (the first line there is
 /// skipped as cut unless it starts the file), skipping lines that do not parse.
 pub fn read_tail(state_dir: &Path, max_bytes: u64) -> io::Result<Vec<Line>> {
-    let mut file = match validator_process::files::open(&state_dir.join(FILE_NAME), validator_process::files::Links::Refuse)
-    {
+    let mut file = match validator_process::files::open(
+        &state_dir.join(FILE_NAME),
+        validator_process::files::Links::Refuse,
+    ) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => return Err(err),
@@ -452,7 +454,10 @@ pub fn read_tail(state_dir: &Path, max_bytes: u64) -> io::Result<Vec<Line>> {
 
 /// Reads every whole event in the log, skipping lines that do not parse (a torn last line).
 pub fn read(state_dir: &Path) -> io::Result<Vec<Line>> {
-    let file = match validator_process::files::open(&state_dir.join(FILE_NAME), validator_process::files::Links::Refuse) {
+    let file = match validator_process::files::open(
+        &state_dir.join(FILE_NAME),
+        validator_process::files::Links::Refuse,
+    ) {
         Ok(file) => file,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => return Err(err),

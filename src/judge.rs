@@ -16,12 +16,12 @@ use crate::config::{Pipeline, Rules};
 use crate::contract::Contract;
 use crate::events::{Breaker, Event, EventLog};
 use crate::pipeline::{self, Observer, Selection, Slots, Supervision};
-use validator_process::Cancel;
 use crate::speculation::Speculation;
 use crate::state::{self, TaskState};
 use crate::task::Task;
 use crate::verdict::sign;
 use crate::verdict::{Decision, GateReport, Verdict};
+use validator_process::Cancel;
 
 pub use crate::verdict::sign::Signing;
 

@@ -43,6 +43,8 @@
 //! remembers), and [`error`]. The rest are the front ends' and the engine's own, public for the binary and
 //! hidden from these docs; the floors they stand on are in ARCHITECTURE.md.
 
+#![forbid(unsafe_code)]
+
 #[doc(hidden)]
 pub mod approvals;
 #[doc(hidden)]

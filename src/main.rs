@@ -1,6 +1,8 @@
 //! The `validator` binary: the command line (`cli`) run under a guard that keeps the exit
 //! codes' promise even should a bug panic.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 use std::process::ExitCode;

@@ -66,7 +66,11 @@ pub fn take(task: &Task, state_dir: &Path) -> Result<(PathBuf, Baseline), Error>
 /// silent fallback would judge the task against nothing.
 pub fn load(state_dir: &Path, task: &str) -> Result<Option<Baseline>, String> {
     let file = path(state_dir, task);
-    let bytes = match validator_process::files::read(&file, MAX_BASELINE_BYTES, validator_process::files::Links::Refuse) {
+    let bytes = match validator_process::files::read(
+        &file,
+        MAX_BASELINE_BYTES,
+        validator_process::files::Links::Refuse,
+    ) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(format!("cannot read baseline {}: {err}", file.display())),

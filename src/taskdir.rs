@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use walkdir::WalkDir;
 
-use validator_process::Cancel;
 use crate::task::Task;
+use validator_process::Cancel;
 
 /// When a look inside the task must stop: the gate's deadline, or a supervisor's cancel. Asked
 /// between files and between a long read's chunks, so no worker-chosen amount of files or bytes

@@ -243,7 +243,11 @@ impl Store {
             return Err(ApprovalError::BadId(validator_text::one_line(id)));
         }
         let path = self.request_path(id);
-        let bytes = match validator_process::files::read(&path, MAX_RECORD_BYTES, validator_process::files::Links::Refuse) {
+        let bytes = match validator_process::files::read(
+            &path,
+            MAX_RECORD_BYTES,
+            validator_process::files::Links::Refuse,
+        ) {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return Err(ApprovalError::NotFound(id.to_owned()));
@@ -373,11 +377,12 @@ impl Store {
             why,
         };
         let path = self.answer_path(&request.id);
-        let file = match validator_process::files::open(&path, validator_process::files::Links::Refuse) {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => return Err(refused(err.to_string())),
-        };
+        let file =
+            match validator_process::files::open(&path, validator_process::files::Links::Refuse) {
+                Ok(file) => file,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(err) => return Err(refused(err.to_string())),
+            };
         let meta = file.metadata().map_err(|err| refused(err.to_string()))?;
         // A file's time comes from the kernel's coarse clock, a tick (up to 10 ms) behind the
         // one the request was stamped with: one written within a tick of it counts as after it

@@ -596,8 +596,12 @@ fn read_request(path: &Path, signal: Option<&Path>) -> Result<String> {
             .read_to_end(&mut bytes)
             .context("cannot read the request from standard input")?;
     } else {
-        bytes = validator_process::files::read(path, MAX_REQUEST, validator_process::files::Links::Follow)
-            .with_context(|| format!("cannot read the request {}", path.display()))?;
+        bytes = validator_process::files::read(
+            path,
+            MAX_REQUEST,
+            validator_process::files::Links::Follow,
+        )
+        .with_context(|| format!("cannot read the request {}", path.display()))?;
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

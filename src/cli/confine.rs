@@ -179,24 +179,21 @@ fn run_agent(
     };
     command.env(super::broker::BROKER_ENV, broker.socket());
     let notes = plan.notes.clone();
-    // SAFETY: this process has one thread until the agent is started (the broker's start
-    // after), so what the closure does between fork and exec (building and entering the
-    // confinement, which allocates) cannot meet a lock another thread held.
-    unsafe {
-        command.pre_exec(move || {
-            let held = plan.enter(mode, &tmp).map_err(std::io::Error::other)?;
-            for (what, why) in held
-                .unheld
-                .iter()
-                .map(|w| ("not held", w))
-                .chain(notes.iter().map(|note| ("held by the stop only", note)))
-            {
-                eprintln!("validator run: {what}: {why}");
-            }
-            Ok(())
-        });
-    }
-    let mut child = match command.spawn() {
+    // Confinement is entered in the child between fork and exec; this process has one thread
+    // until the agent is started (the broker's start after), which the spawn checks.
+    let enter = move || {
+        let held = plan.enter(mode, &tmp).map_err(std::io::Error::other)?;
+        for (what, why) in held
+            .unheld
+            .iter()
+            .map(|w| ("not held", w))
+            .chain(notes.iter().map(|note| ("held by the stop only", note)))
+        {
+            eprintln!("validator run: {what}: {why}");
+        }
+        Ok(())
+    };
+    let mut child = match validator_process::kernel::spawn_with_before_exec(&mut command, enter) {
         Ok(child) => child,
         Err(err) => {
             eprintln!("validator run: not run: {err}");

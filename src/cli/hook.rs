@@ -13,7 +13,6 @@ use anyhow::{Context, Result, bail};
 
 use super::check::cancel_on_stop_signals;
 use clap::ValueEnum;
-use nix::libc;
 
 use super::{EXIT_HOOK_ERROR, config_path, load};
 use validator::hook::Phase;
@@ -198,7 +197,6 @@ fn read_by(
     until: Instant,
     limit: usize,
 ) -> std::io::Result<Bounded> {
-    use std::os::fd::AsRawFd;
     let mut input = Vec::new();
     let mut chunk = [0u8; 64 * 1024];
     loop {
@@ -206,22 +204,7 @@ fn read_by(
         if left.is_zero() {
             return Ok(Bounded::Late(input));
         }
-        let mut poll = libc::pollfd {
-            fd: reader.as_fd().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let millis = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd, for the duration of the call.
-        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
-        if ready < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        if ready == 0 {
+        if !validator_process::kernel::readable_within(reader.as_fd(), left)? {
             continue;
         }
         let read = match reader.read(&mut chunk) {

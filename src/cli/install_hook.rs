@@ -144,9 +144,12 @@ fn existing_hook(path: &Path) -> Result<Option<String>> {
             path.display()
         ),
         Ok(_) => {
-            let bytes =
-                validator_process::files::read(path, MAX_HOOK_BYTES, validator_process::files::Links::Refuse)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
+            let bytes = validator_process::files::read(
+                path,
+                MAX_HOOK_BYTES,
+                validator_process::files::Links::Refuse,
+            )
+            .with_context(|| format!("cannot read {}", path.display()))?;
             Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
         }
     }

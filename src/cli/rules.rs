@@ -186,9 +186,12 @@ pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Re
     if !force && rules.symlink_metadata().is_ok() {
         bail!("{} exists; pass --force to replace it", rules.display());
     }
-    let source =
-        validator_process::files::read_text(from, 4 * 1024 * 1024, validator_process::files::Links::Follow)
-            .with_context(|| format!("cannot read {}", from.display()))?;
+    let source = validator_process::files::read_text(
+        from,
+        4 * 1024 * 1024,
+        validator_process::files::Links::Follow,
+    )
+    .with_context(|| format!("cannot read {}", from.display()))?;
     let converted = validator::config::convert::from_gates_json(from, &source)
         .map_err(|why| anyhow!("{} cannot be converted: {why}", from.display()))?;
     // What is written must load: a conversion that does not is a bug, said before anything

@@ -471,11 +471,14 @@ impl Rules {
 /// whole or not at all, so a FIFO cannot stall a reload and a file past the cap is refused,
 /// never parsed shortened.
 fn read(path: &Path) -> Result<String, Error> {
-    validator_process::files::read_text(path, MAX_RULES_BYTES, validator_process::files::Links::Follow).map_err(|source| {
-        Error::Read {
-            path: path.to_path_buf(),
-            source,
-        }
+    validator_process::files::read_text(
+        path,
+        MAX_RULES_BYTES,
+        validator_process::files::Links::Follow,
+    )
+    .map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
     })
 }
 

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::changes::Problem;
-use validator_process::files::{self, Links};
 use crate::task::Task;
+use validator_process::files::{self, Links};
 use validator_text::name;
 
 /// `.git` files, `commondir` and `gitdir` links are a line; anything longer is not git's.

@@ -46,8 +46,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::changes::{Changes, Patch, Problem, Source};
-use validator_process::Cancel;
-use validator_process::sandbox::Sandbox;
 use crate::task::Task;
 use crate::taskdir;
 use crate::verdict::Finding;
@@ -55,6 +53,8 @@ use locate::{Layout, Owner, locate, nested_layout};
 use parse::{Index, Status, split_z};
 use private_index::Private;
 use run::{Listing, git_program};
+use validator_process::Cancel;
+use validator_process::sandbox::Sandbox;
 
 pub use delivery::{Delivered, TreeEntry};
 pub(crate) use locate::passed_over_in_worker_area;

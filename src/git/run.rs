@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::Repo;
-use validator_process::{self as process, Exit, SpawnError};
 use validator_process::sandbox::Sandbox;
+use validator_process::{self as process, Exit, SpawnError};
 
 /// Most bytes of path listings read from git.
 pub(super) const OUTPUT_CAP: usize = 64 * 1024 * 1024;

@@ -305,8 +305,12 @@ fn read_back(path: &Path) -> Result<Option<(Session, Vec<u8>)>, String> {
         Err(err) => return Err(err.to_string()),
         Ok(_) => {}
     }
-    let read = validator_process::files::read(path, MAX_SESSION_BYTES, validator_process::files::Links::Refuse)
-        .map_err(|err| err.to_string())?;
+    let read = validator_process::files::read(
+        path,
+        MAX_SESSION_BYTES,
+        validator_process::files::Links::Refuse,
+    )
+    .map_err(|err| err.to_string())?;
     // `save` never writes an empty record (`{}` at least), and replaces it whole.
     if read.is_empty() {
         return Err("it is empty".into());

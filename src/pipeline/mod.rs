@@ -9,11 +9,11 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::cache::{self, Cache};
 use crate::config::{Pipeline, Route, Rules};
 use crate::duration;
-use validator_process::Cancel;
 use crate::rules::{Context, Deadline, Outcome, file_scope::Listed};
 use crate::speculation::{self, BeforeDone, Speculation};
 use crate::task::Task;
 use crate::verdict::{Decision, GateOutcome, GateReport, SCHEMA, SignalInfo, Verdict};
+use validator_process::Cancel;
 
 /// The most times one run may run a gate it already ran before it is judged a loop. A loop
 /// repeats gates; a long pipeline does not, so its length is never held against it.

@@ -45,11 +45,11 @@ use super::command::{env_from_spec, is_executable, on_path, relative_findings, t
 use super::file_scope::{self, Problem};
 use super::{About, Context, Deadline, KeyError, MAX_FINDINGS, Outcome, Required, RuleDef};
 use crate::duration;
-use validator_process::{self as process, Exit, OUTPUT_CAP, SpawnError};
 use crate::rules::spec::{Argv, GateSpec};
-use validator_process::sandbox::{Confined, Confinement, Sandbox};
 use crate::taskdir;
 use crate::verdict::Finding;
+use validator_process::sandbox::{Confined, Confinement, Sandbox};
+use validator_process::{self as process, Exit, OUTPUT_CAP, SpawnError};
 use validator_reading::findings;
 use validator_text::name;
 

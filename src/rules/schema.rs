@@ -496,7 +496,10 @@ fn read_beneath(dir: &Path, rest: &str) -> Result<Value, String> {
 }
 
 /// A schema file a `$ref` names, JSON or YAML by its extension.
-fn read_schema_file(path: &Path, links: validator_process::files::Links) -> Result<Value, RetrieveError> {
+fn read_schema_file(
+    path: &Path,
+    links: validator_process::files::Links,
+) -> Result<Value, RetrieveError> {
     let bytes = validator_process::files::read(path, MAX_SCHEMA_BYTES, links)
         .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
     parse_document(path, &bytes)
@@ -625,10 +628,14 @@ impl Schema {
 
     fn compile(&self) -> Result<Compiled, String> {
         let shown = self.schema.display().to_string();
-        let bytes = validator_process::files::read(&self.schema, MAX_SCHEMA_BYTES, validator_process::files::Links::Follow)
-            .map_err(|err| {
-                format!("cannot read schema {shown}: {err}; fix `schema:` in the rules file")
-            })?;
+        let bytes = validator_process::files::read(
+            &self.schema,
+            MAX_SCHEMA_BYTES,
+            validator_process::files::Links::Follow,
+        )
+        .map_err(|err| {
+            format!("cannot read schema {shown}: {err}; fix `schema:` in the rules file")
+        })?;
         let schema: Value = parse_document(&self.schema, &bytes)
             .map_err(|why| format!("schema {shown} does not parse: {why}"))?;
         let mut dirs = Vec::new();

@@ -119,13 +119,17 @@ impl KeyFile {
             help: self.source.help(),
             reason,
         };
-        let bytes = validator_process::files::read(&self.path, MAX_KEY_BYTES, validator_process::files::Links::Follow)
-            .map_err(|err| match err.kind() {
-                std::io::ErrorKind::InvalidData => fail(format!(
-                    "it is larger than {MAX_KEY_BYTES} bytes, so it is not a key"
-                )),
-                _ => fail(err.to_string()),
-            })?;
+        let bytes = validator_process::files::read(
+            &self.path,
+            MAX_KEY_BYTES,
+            validator_process::files::Links::Follow,
+        )
+        .map_err(|err| match err.kind() {
+            std::io::ErrorKind::InvalidData => fail(format!(
+                "it is larger than {MAX_KEY_BYTES} bytes, so it is not a key"
+            )),
+            _ => fail(err.to_string()),
+        })?;
         // A trailing newline (from `echo` or `openssl rand -hex 32 > key`) is not part of the key.
         let secret = bytes.trim_ascii();
         if secret.is_empty() {
@@ -373,7 +377,10 @@ impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
 /// Reads a verdict file for checking: regular files only, at most [`MAX_DOCUMENT_BYTES`]; a
 /// link in its place is followed only if `links` says so (a path a person named, as `verify`
 /// takes, not a verdict in the verdicts directory).
-pub fn read_document(path: &Path, links: validator_process::files::Links) -> std::io::Result<String> {
+pub fn read_document(
+    path: &Path,
+    links: validator_process::files::Links,
+) -> std::io::Result<String> {
     let file = validator_process::files::open(path, links)?;
     let mut bytes = Vec::new();
     file.take(MAX_DOCUMENT_BYTES + 1).read_to_end(&mut bytes)?;

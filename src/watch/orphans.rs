@@ -45,8 +45,11 @@ impl Mark {
         }
         // Whole cgroups first (what is in them dies however it hid), then anything marked, then
         // what was re-parented to this watcher.
-        let cgroups = validator_process::reaper::kill_left_cgroups(&format!("validator-{}", self.0));
-        cgroups + validator_process::kill_marked(&self.0) + validator_process::reaper::reap_adopted()
+        let cgroups =
+            validator_process::reaper::kill_left_cgroups(&format!("validator-{}", self.0));
+        cgroups
+            + validator_process::kill_marked(&self.0)
+            + validator_process::reaper::reap_adopted()
     }
 }
 

@@ -17,12 +17,12 @@ use crate::error::Error;
 use crate::events::{Event, EventLog, Problem};
 use crate::judge::{Case, History, Judge, Keeper};
 use crate::pipeline::{self, Observer, Slots};
-use validator_process::Cancel;
 use crate::staging;
 use crate::state::TaskState;
 use crate::task::Task;
 use crate::verdict::sign::{self, SigningKey};
 use crate::verdict::{Decision, GateReport, Verdict, write};
+use validator_process::Cancel;
 
 use super::claim::Claim;
 use super::metrics::{Metrics, Trip};

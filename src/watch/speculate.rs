@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 use crate::config::Rules;
 use crate::judge::{Case, Judge};
 use crate::pipeline::Slots;
-use validator_process::Cancel;
 use crate::speculation::{Speculated, Speculation, TreeStamp, Written};
 use crate::state::TaskState;
 use crate::task::{self, Task};
+use validator_process::Cancel;
 
 use super::metrics::Counts;
 
@@ -233,7 +233,7 @@ pub fn start(sources: Sources) {
     let started = std::thread::Builder::new()
         .name("speculator".into())
         .spawn(move || {
-            lower_this_threads_priority();
+            validator_process::lower_this_thread(19);
             look_until_stopped(&sources);
         });
     if let Err(err) = started {
@@ -389,8 +389,8 @@ fn look_at(sources: &Arc<Sources>, rules: &Arc<Rules>, name: &str) {
 
 /// Runs the task's pipeline speculatively and records how it ended.
 fn speculate(speculator: &Speculator, run: &Run, task: Task, slots: &Slots) {
-    lower_this_threads_priority();
-    let cpu = cpu_micros();
+    validator_process::lower_this_thread(19);
+    let cpu = validator_process::kernel::cpu_micros_of_thread_and_children();
     let rules = &run.rules;
     // What the outcomes are outcomes of: the files' bytes as the run starts, on the entries the
     // look saw (moved since, there is nothing to run on).
@@ -430,7 +430,7 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task, slots: &Slots) {
                 .map(Box::new),
         )
     };
-    let spent = cpu_micros().saturating_sub(cpu);
+    let spent = validator_process::kernel::cpu_micros_of_thread_and_children().saturating_sub(cpu);
     speculator
         .counts
         .cpu_micros
@@ -438,38 +438,6 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task, slots: &Slots) {
     *run.end() = end;
     speculator.tasks().running = false;
     speculator.ended.notify_all();
-}
-
-/// CPU time, in microseconds, of this thread and of every child the watcher has reaped: a
-/// speculative run's cost is the difference across it (a real run's command that ended
-/// meanwhile counts too; speculation runs while the real runs are idle, so it seldom does).
-fn cpu_micros() -> u64 {
-    use nix::libc;
-    let mut total = 0u64;
-    for who in [libc::RUSAGE_THREAD, libc::RUSAGE_CHILDREN] {
-        // SAFETY: an all-zero rusage is a valid value of the plain C struct.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: getrusage writes one struct we own.
-        if unsafe { libc::getrusage(who, &raw mut usage) } == 0 {
-            for time in [usage.ru_utime, usage.ru_stime] {
-                let micros = time.tv_sec.saturating_mul(1_000_000) + time.tv_usec;
-                total = total.saturating_add(u64::try_from(micros).unwrap_or(0));
-            }
-        }
-    }
-    total
-}
-
-/// The speculator's threads yield to everything else: nice 19 (Linux keeps a nice per thread).
-fn lower_this_threads_priority() {
-    use nix::libc;
-    // SAFETY: two system calls on plain integers.
-    unsafe {
-        let tid = libc::gettid();
-        if let Ok(tid) = libc::id_t::try_from(tid) {
-            libc::setpriority(libc::PRIO_PROCESS, tid, 19);
-        }
-    }
 }
 
 /// Where the rules say the gates' tools write.

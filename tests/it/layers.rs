@@ -156,8 +156,7 @@ fn no_import_runs_up_a_floor() {
 
 #[test]
 fn the_reader_finds_grouped_and_inline_paths() {
-    let code =
-        "use crate::{atomic, verdict::sign::{self, SigningKey}};\nlet x = validator_process::files::read(p);\n";
+    let code = "use crate::{atomic, verdict::sign::{self, SigningKey}};\nlet x = validator_process::files::read(p);\n";
     assert_eq!(imported(code), ["atomic", "verdict", "files"]);
 }
 

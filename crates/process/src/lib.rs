@@ -6,6 +6,7 @@
 
 mod command;
 pub mod files;
+pub mod kernel;
 pub mod reaper;
 pub mod sandbox;
 

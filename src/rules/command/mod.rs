@@ -17,10 +17,10 @@ use std::time::Instant;
 use super::{Context, KeyError, MAX_FINDINGS, Outcome};
 use crate::duration;
 use crate::globs::PatternSet;
-use validator_process::{self as process, Exit, OUTPUT_CAP, SpawnError};
 use crate::rules::spec::{GateSpec, RuleKind};
 use crate::taskdir;
 use crate::verdict::Finding;
+use validator_process::{self as process, Exit, OUTPUT_CAP, SpawnError};
 use validator_reading::findings;
 
 /// Largest report read (`junit:`, `report:`).

@@ -19,9 +19,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use validator_process::{self as process, Exit};
 use crate::rules::{Context, Outcome};
 use crate::task::Task;
+use validator_process::{self as process, Exit};
 
 /// Asks an interpreter whether it can find a top-level module (found, not imported: no code of
 /// a package runs). Exit 3: it cannot.
@@ -217,7 +217,8 @@ fn is_program_outside(program: &Path, task: &Task) -> bool {
     if task.worker_may_write(program) {
         return false;
     }
-    let Ok(file) = validator_process::files::open(program, validator_process::files::Links::Follow) else {
+    let Ok(file) = validator_process::files::open(program, validator_process::files::Links::Follow)
+    else {
         return false;
     };
     let mut head = [0u8; 4];

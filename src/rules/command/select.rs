@@ -11,8 +11,8 @@
 //! forged into its output can cost a rerun, never a verdict.
 
 use super::{Before, Command, tail};
-use validator_process::Exit;
 use crate::rules::{Context, KeyError, Outcome};
+use validator_process::Exit;
 use validator_reading::{findings, test_names};
 use validator_text::plural;
 
