@@ -10,19 +10,29 @@ ARG DEBIAN_RELEASE=trixie
 
 FROM rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
 WORKDIR /build
-# Dependencies in a layer of their own, rebuilt only when Cargo.toml or Cargo.lock change: build
-# them against stub sources, then remove every trace of the stubs (binary, library and their
-# fingerprints), so the real sources below are always compiled, whatever their mtimes.
+# Dependencies in a layer of their own, rebuilt only when a Cargo.toml or Cargo.lock changes:
+# build them against stub sources of every crate of the workspace, then remove every trace of
+# the stubs (binaries, libraries and their fingerprints), so the real sources below are always
+# compiled, whatever their mtimes.
 COPY Cargo.toml Cargo.lock ./
+COPY crates/text/Cargo.toml crates/text/
+COPY crates/shell/Cargo.toml crates/shell/
+COPY crates/reading/Cargo.toml crates/reading/
+COPY crates/process/Cargo.toml crates/process/
+COPY crates/engine/Cargo.toml crates/engine/
 RUN mkdir -p src benches \
     && echo 'fn main() {}' > src/main.rs \
-    && touch src/lib.rs \
+    && for c in text shell reading process engine; do mkdir -p crates/$c/src && touch crates/$c/src/lib.rs; done \
     && echo 'fn main() {}' > benches/watch.rs \
+    && echo 'fn main() {}' > benches/reading.rs \
     && cargo build --release --locked \
-    && rm -rf src benches target/release/validator target/release/deps/validator-* \
-        target/release/deps/libvalidator-* target/release/.fingerprint/validator-*
+    && rm -rf src benches crates/*/src target/release/validator target/release/deps/validator* \
+        target/release/deps/libvalidator* target/release/.fingerprint/validator-*
 COPY src ./src
+COPY crates ./crates
 COPY benches ./benches
+# What the binary compiles in: the packs `init` writes.
+COPY rules ./rules
 RUN cargo build --release --locked \
     && install -m 0755 target/release/validator /usr/local/bin/validator \
     && validator --version

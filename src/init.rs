@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::config::Rules;
+use validator::config::Rules;
 
 /// The name `init` gives the rules file, found by every other command without `-c`.
 pub const RULES_FILE: &str = "validator.yaml";
@@ -136,7 +136,7 @@ pub enum InitError {
     #[error("{} exists and is not a schema `validator init` wrote; nothing was written\n  help: move it away, or pass --force to replace it", path.display())]
     ForeignSchema { path: PathBuf },
     #[error(transparent)]
-    Io(#[from] crate::error::Error),
+    Io(#[from] validator::error::Error),
 }
 
 /// What `init` wrote.
@@ -197,18 +197,18 @@ pub fn init(
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).map_err(|source| crate::error::Error::Write {
+    std::fs::create_dir_all(dir).map_err(|source| validator::error::Error::Write {
         path: dir.to_path_buf(),
         source,
     })?;
     // The schema first: a rules file whose first line names a missing schema would make the
     // editor complain.
-    crate::replace::atomically(
+    validator::replace::atomically(
         &schema,
-        crate::config::json_schema::rules_schema_text().as_bytes(),
+        validator::config::json_schema::rules_schema_text().as_bytes(),
     )?;
-    crate::replace::atomically(rules, text.as_bytes())?;
-    crate::replace::sync_dir(dir)?;
+    validator::replace::atomically(rules, text.as_bytes())?;
+    validator::replace::sync_dir(dir)?;
     // The state directory lies beside the rules file: in the project only if the rules are.
     let in_project = dir.canonicalize().ok() == project.canonicalize().ok();
     Ok(Initialized {
@@ -259,7 +259,7 @@ fn is_our_schema(path: &Path) -> bool {
         return false;
     };
     serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|value| {
-        value.get("title") == crate::config::json_schema::rules_schema().get("title")
+        value.get("title") == validator::config::json_schema::rules_schema().get("title")
     })
 }
 

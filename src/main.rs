@@ -4,6 +4,9 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod init;
+mod progress;
+mod watch;
 
 use std::process::ExitCode;
 

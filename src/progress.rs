@@ -12,9 +12,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::pipeline::Observer;
-use crate::task::Task;
-use crate::verdict::GateReport;
+use validator::pipeline::Observer;
+use validator::task::Task;
+use validator::verdict::GateReport;
 
 /// A gate that has run this long gets a status line.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
@@ -212,7 +212,7 @@ impl Shared {
             lines.push_str(&format!(
                 "  … {} still running ({})\n",
                 validator_text::one_line(&name),
-                crate::duration::format(Duration::from_secs(elapsed.as_secs()))
+                validator::duration::format(Duration::from_secs(elapsed.as_secs()))
             ));
         }
         drop(state);
@@ -272,7 +272,7 @@ fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::GateOutcome;
+    use validator::verdict::GateOutcome;
 
     /// A writer the test can read back.
     #[derive(Clone, Default)]

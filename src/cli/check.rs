@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result, bail};
 
 use super::{Format, Found, load, print_verdict};
-use validator::progress::{Labels, Progress};
+use crate::progress::{Labels, Progress};
 use validator::verdict::sign;
 use validator::verdict::{feedback, format};
 use validator::{Signal, Task, delivery, task};

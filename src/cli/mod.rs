@@ -21,9 +21,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::watch::client;
 use validator::approvals::Choice;
 use validator::verdict::{feedback, format};
-use validator::watch::client;
 use validator::{Rules, Verdict};
 
 use brief::{BriefArgs, brief};
@@ -229,7 +229,7 @@ pub(crate) enum Command {
     Init {
         /// The starter pack [default: detected from Cargo.toml, go.mod, pyproject.toml,
         /// setup.py, requirements.txt, package.json, in that order; else generic]
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(validator::init::Kind::NAMES))]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::init::Kind::NAMES))]
         kind: Option<String>,
         /// Replace an existing rules file
         #[arg(long)]
@@ -592,14 +592,14 @@ pub(crate) fn find_config(flag: Option<PathBuf>) -> Result<Found> {
 /// repository's top (as git finds its config); outside a repository only `cwd` is looked in.
 /// Found in `cwd` itself it is named relatively, as it always was.
 fn discover(cwd: &Path) -> Option<PathBuf> {
-    if cwd.join(validator::init::RULES_FILE).is_file() {
-        return Some(PathBuf::from(validator::init::RULES_FILE));
+    if cwd.join(crate::init::RULES_FILE).is_file() {
+        return Some(PathBuf::from(crate::init::RULES_FILE));
     }
     let top = cwd.ancestors().find(|dir| dir.join(".git").exists())?;
     cwd.ancestors()
         .skip(1)
         .take_while(|dir| dir.starts_with(top))
-        .map(|dir| dir.join(validator::init::RULES_FILE))
+        .map(|dir| dir.join(crate::init::RULES_FILE))
         .find(|candidate| candidate.is_file())
 }
 

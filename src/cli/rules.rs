@@ -171,9 +171,9 @@ pub(crate) fn print_hooks_and_notes(out: &mut impl Write, rules: &Rules) -> Resu
 /// `validator init`: writes the rules file `-c` names, else ./validator.yaml, for the project
 /// in the current directory.
 pub(crate) fn init(config: Option<PathBuf>, kind: Option<&str>, force: bool) -> Result<ExitCode> {
-    let rules = config.unwrap_or_else(|| PathBuf::from(validator::init::RULES_FILE));
-    let kind = kind.and_then(validator::init::Kind::from_name);
-    let written = validator::init::init(Path::new("."), &rules, kind, force)?;
+    let rules = config.unwrap_or_else(|| PathBuf::from(crate::init::RULES_FILE));
+    let kind = kind.and_then(crate::init::Kind::from_name);
+    let written = crate::init::init(Path::new("."), &rules, kind, force)?;
     print!("{written}");
     Ok(ExitCode::SUCCESS)
 }
@@ -182,7 +182,7 @@ pub(crate) fn init(config: Option<PathBuf>, kind: Option<&str>, force: bool) -> 
 /// validator.yaml that `rules check` accepts, with what could not be carried over listed at
 /// its top.
 pub(crate) fn init_from(config: Option<PathBuf>, from: &Path, force: bool) -> Result<ExitCode> {
-    let rules = config.unwrap_or_else(|| PathBuf::from(validator::init::RULES_FILE));
+    let rules = config.unwrap_or_else(|| PathBuf::from(crate::init::RULES_FILE));
     if !force && rules.symlink_metadata().is_ok() {
         bail!("{} exists; pass --force to replace it", rules.display());
     }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::watch::client;
 use validator::verdict::{feedback, sign};
-use validator::watch::client;
 use validator::{Verdict, task};
 
 use super::check::terminal_progress;
@@ -17,7 +17,7 @@ use super::{
     Format, StatusFormat, config_path, human_age, load, parse_duration, parse_metrics_addr,
     parse_poll, print_verdict,
 };
-use validator::progress::Labels;
+use crate::progress::Labels;
 
 /// `validator watch`'s options.
 #[derive(clap::Args)]
@@ -59,7 +59,7 @@ pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let progress = terminal_progress(Labels::TaskAndGate);
-    let options = validator::watch::Options {
+    let options = crate::watch::Options {
         config,
         jobs,
         poll: args.poll,
@@ -105,7 +105,7 @@ pub(crate) fn watch(config: PathBuf, args: WatchArgs) -> Result<ExitCode> {
             None => print(),
         }
     });
-    let stopped = validator::watch::watch(options, report)?;
+    let stopped = crate::watch::watch(options, report)?;
     // One line on stderr, as daemons end: who stopped the watcher (a stray `kill` is seen),
     // and what it did.
     let why = stopped
@@ -161,7 +161,7 @@ pub(crate) fn status(config: &Path, format: StatusFormat) -> Result<ExitCode> {
                 )?;
             }
             print_reviews(&mut out, &tasks)?;
-            if let Some(tally) = validator::watch::health::speculation(&rules) {
+            if let Some(tally) = crate::watch::health::speculation(&rules) {
                 writeln!(
                     out,
                     "speculative runs: {} started, {} used at done, {} cancelled, {} discarded; {:.1} CPU seconds",
@@ -288,7 +288,7 @@ fn print_reviews(out: &mut impl Write, tasks: &[client::TaskStatus]) -> Result<(
 /// `validator status --health`: one line (or the JSON details) on stdout; exit 0 when the
 /// watcher is healthy, 1 otherwise.
 pub(crate) fn health(config: Option<PathBuf>, format: StatusFormat) -> ExitCode {
-    use validator::watch::health::{Health, check_config};
+    use crate::watch::health::{Health, check_config};
     let health = match config_path(config) {
         Ok(config) => check_config(&config),
         Err(err) => Health::unhealthy(format!("{err:#}")),
@@ -372,7 +372,7 @@ pub(crate) fn wait(
     let key = sign::configured_key(rules.key_named())?;
     // Without a watcher nothing will answer: say so at once rather than at the timeout, unless
     // a verdict is already there or the caller knows one is starting.
-    let timeout = match (anyway, validator::watch::health::alive(&rules)) {
+    let timeout = match (anyway, crate::watch::health::alive(&rules)) {
         (false, Err(why)) => match client::wait(&rules, task, Duration::ZERO, key.as_ref())? {
             Some(verdict) => return print_verdict(&verdict, format, retry, true, config),
             None => bail!(

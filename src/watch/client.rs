@@ -11,13 +11,13 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::{RecursiveMode, Watcher};
 use serde::Serialize;
 
-use crate::config::Rules;
-use crate::done::Signal;
-use crate::error::Error;
-use crate::state::TaskState;
-use crate::verdict::sign::{self, SigningKey, VerifyError};
-use crate::verdict::{Decision, Verdict};
-use crate::{staging, task};
+use validator::config::Rules;
+use validator::done::Signal;
+use validator::error::Error;
+use validator::state::TaskState;
+use validator::verdict::sign::{self, SigningKey, VerifyError};
+use validator::verdict::{Decision, Verdict};
+use validator::{staging, task};
 
 /// What `validator signal` puts in the done file.
 #[derive(Debug, Default, Serialize)]
@@ -46,7 +46,7 @@ pub fn signal(rules: &Rules, task: &str, body: &SignalBody) -> Result<std::path:
         serde_json::to_string(body).unwrap_or_default() + "\n"
     };
     let path = staging::done_path(&rules.staging, task);
-    crate::replace::durably(&path, text.as_bytes())?;
+    validator::replace::durably(&path, text.as_bytes())?;
     Ok(path)
 }
 
@@ -54,7 +54,7 @@ pub fn signal(rules: &Rules, task: &str, body: &SignalBody) -> Result<std::path:
 pub fn signal_text(rules: &Rules, task: &str, text: &str) -> Result<std::path::PathBuf, Error> {
     task::validate_name(task)?;
     let path = staging::done_path(&rules.staging, task);
-    crate::replace::durably(&path, text.as_bytes())?;
+    validator::replace::durably(&path, text.as_bytes())?;
     Ok(path)
 }
 
@@ -208,11 +208,11 @@ pub struct TaskStatus {
     pub unpublished: Option<String>,
     /// Where the task's review stands (its pipeline has a `review` gate).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub review: Option<crate::state::ReviewState>,
+    pub review: Option<validator::state::ReviewState>,
 }
 
 /// Whether `task` names an agent hook session's state (`hook-` and 16 hex digits, as
-/// [`crate::hook::session_key`] makes it) with no done file: the hook writes no verdict file,
+/// [`validator::hook::session_key`] makes it) with no done file: the hook writes no verdict file,
 /// so its state's decision is the session's last word.
 fn is_hook_session(rules: &Rules, task: &str) -> bool {
     let hex = task.strip_prefix("hook-").unwrap_or_default();

@@ -12,8 +12,8 @@ use std::time::Duration;
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use crate::config::Rules;
-use crate::error::Error;
+use validator::config::Rules;
+use validator::error::Error;
 
 use super::{Message, Options};
 
@@ -93,7 +93,7 @@ impl Watches {
     ) -> Result<Self, Error> {
         let rules_seen = Fingerprint::of(&options.config);
         if let Some(interval) = options.poll {
-            tracing::info!(interval = %crate::duration::format(interval), "polling the staging directory");
+            tracing::info!(interval = %validator::duration::format(interval), "polling the staging directory");
             spawn_ticker(tx, interval, Arc::clone(tick_pending));
             return Ok(Watches {
                 watcher: None,

@@ -23,15 +23,16 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use super::claim::{Claim, Name, Named, take_name};
-use crate::config::Rules;
-use crate::error::Error;
+use validator::config::Rules;
+use validator::error::Error;
 
 pub const FILE_NAME: &str = "watcher.json";
 
-/// How often the main loop touches the heartbeat, unless `watch --heartbeat` says otherwise.
-/// Slow on purpose: an idle watcher wakes only for this (a few microseconds, four times a
-/// minute).
-pub const INTERVAL: Duration = Duration::from_secs(15);
+/// How often the main loop touches the heartbeat: `watch --heartbeat`'s default, which clap
+/// spells `15s`. Slow on purpose: an idle watcher wakes only for this (a few microseconds, four
+/// times a minute).
+#[cfg(test)]
+const INTERVAL: Duration = Duration::from_secs(15);
 
 /// Heartbeats missed before a live watcher counts as wedged.
 const MISSED_BEATS: u64 = 4;
@@ -185,7 +186,7 @@ impl Registration {
         let interval = Duration::from_secs(interval.as_secs().max(1));
         let record = Record {
             pid: std::process::id(),
-            started_at: crate::timestamp::seconds(SystemTime::now()),
+            started_at: validator::timestamp::seconds(SystemTime::now()),
             config: std::path::absolute(&rules.path).unwrap_or_else(|_| rules.path.clone()),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             heartbeat_secs: interval.as_secs(),
@@ -473,10 +474,10 @@ pub fn check_config(config: &Path) -> Health {
     match Rules::load(config) {
         Ok(rules) => {
             let mut health = check(&rules);
-            let machine = crate::confine::Machine::probe();
+            let machine = validator::confine::Machine::probe();
             let mode = rules.tools.confine;
-            if mode == crate::config::tools::Confine::Required
-                && machine.landlock < crate::confine::ABI_NEEDED
+            if mode == validator::config::tools::Confine::Required
+                && machine.landlock < validator::confine::ABI_NEEDED
             {
                 health.healthy = false;
                 health.message = format!("{}; {}", health.message, machine.describe(mode));

@@ -36,16 +36,16 @@ use std::time::{Duration, Instant};
 use notify::EventKind;
 use notify::event::ModifyKind;
 
-use crate::config::Rules;
-use crate::error::Error;
-use crate::events::{Event, Problem};
-use crate::pipeline::Observer;
-use crate::staging;
-use crate::task::Task;
-use crate::verdict::{Verdict, sign};
 use file_events::{Fingerprint, Watches, same_file, signals_a_run};
 use run::Shared;
 use scheduler::{Retries, Scheduler, poll, rescan, task_of};
+use validator::config::Rules;
+use validator::error::Error;
+use validator::events::{Event, Problem};
+use validator::pipeline::Observer;
+use validator::staging;
+use validator::task::Task;
+use validator::verdict::{Verdict, sign};
 
 /// How the watcher runs.
 pub struct Options {
@@ -645,7 +645,7 @@ fn remove_stale_temp_files(rules: &Rules) {
             if entry
                 .file_name()
                 .to_string_lossy()
-                .starts_with(crate::replace::TEMP_PREFIX)
+                .starts_with(validator::replace::TEMP_PREFIX)
             {
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -677,7 +677,7 @@ fn warn_about_layout(rules: &Rules) {
     let staging = resolved(&rules.staging);
     let inside = |path: &Path| resolved(path).starts_with(&staging);
     // The key in force, wherever it was named (the environment wins over the rules file).
-    let key_file = crate::verdict::sign::KeyFile::configured(rules.key_named()).map(|k| k.path);
+    let key_file = validator::verdict::sign::KeyFile::configured(rules.key_named()).map(|k| k.path);
     let risks = [
         (
             Some(&rules.path),

@@ -8,20 +8,20 @@ use std::io;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime};
 
-use crate::speculation::Speculation;
+use validator::speculation::Speculation;
 
-use crate::cache::Cache;
-use crate::config::Rules;
-use crate::done::Signal;
-use crate::error::Error;
-use crate::events::{Event, EventLog, Problem};
-use crate::judge::{Case, History, Judge, Keeper};
-use crate::pipeline::{self, Observer, Slots};
-use crate::staging;
-use crate::state::TaskState;
-use crate::task::Task;
-use crate::verdict::sign::{self, SigningKey};
-use crate::verdict::{Decision, GateReport, Verdict, write};
+use validator::cache::Cache;
+use validator::config::Rules;
+use validator::done::Signal;
+use validator::error::Error;
+use validator::events::{Event, EventLog, Problem};
+use validator::judge::{Case, History, Judge, Keeper};
+use validator::pipeline::{self, Observer, Slots};
+use validator::staging;
+use validator::state::TaskState;
+use validator::task::Task;
+use validator::verdict::sign::{self, SigningKey};
+use validator::verdict::{Decision, GateReport, Verdict, write};
 use validator_process::Cancel;
 
 use super::claim::Claim;
@@ -165,7 +165,7 @@ impl Shared {
                     task.clone(),
                     format!(
                         "not written since {}: {}",
-                        crate::timestamp::seconds(waiting.since),
+                        validator::timestamp::seconds(waiting.since),
                         waiting.error
                     ),
                 )
@@ -303,8 +303,8 @@ fn run(
     signing: Option<Arc<SigningKey>>,
     case: Case<'_>,
     history: &mut History<'_>,
-    speculated: Option<&crate::speculation::Speculated>,
-) -> crate::judge::Judged {
+    speculated: Option<&validator::speculation::Speculated>,
+) -> validator::judge::Judged {
     let cache = shared.use_cache.then(|| Cache::new(&rules.state));
     let key_read = Ok(signing);
     let observers = Observers {
@@ -318,7 +318,7 @@ fn run(
         cache: cache.as_ref(),
         cancel: Some(&shared.cancel),
         observer: Some(&observers),
-        selection: crate::pipeline::Selection::default(),
+        selection: validator::pipeline::Selection::default(),
         slots: Some(&*shared.slots),
         speculation: speculated.map_or(Speculation::Off, Speculation::Use),
     };
@@ -349,7 +349,7 @@ fn publish(shared: &Shared, rules: &Rules, name: &str, mut judged: Unpublished) 
             Answered::Published(Box::new(judged.verdict))
         }
         Err(err) => {
-            judged.error = crate::error::with_causes(&err);
+            judged.error = validator::error::with_causes(&err);
             let reason = judged.error.clone();
             shared.events.record(
                 Some(name),

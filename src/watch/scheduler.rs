@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use crate::events::{Event, Problem};
-use crate::staging;
+use validator::events::{Event, Problem};
+use validator::staging;
 
 use super::file_events::Fingerprint;
 use super::metrics;

@@ -1,4 +1,4 @@
-//! The watcher's speculative runs (what makes one safe to use is [`crate::speculation`]'s): a
+//! The watcher's speculative runs (what makes one safe to use is [`validator::speculation`]'s): a
 //! thread looks at each task directory in staging; once one has been left alone for the rules'
 //! `speculate.quiet` and its stamp is settled, it runs the task's pipeline in the background
 //! ([`Speculation::Record`]: in the pipeline's order, the `lint` and `test` outcomes kept,
@@ -18,12 +18,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::config::Rules;
-use crate::judge::{Case, Judge};
-use crate::pipeline::Slots;
-use crate::speculation::{Speculated, Speculation, TreeStamp, Written};
-use crate::state::TaskState;
-use crate::task::{self, Task};
+use validator::config::Rules;
+use validator::judge::{Case, Judge};
+use validator::pipeline::Slots;
+use validator::speculation::{Speculated, Speculation, TreeStamp, Written};
+use validator::state::TaskState;
+use validator::task::{self, Task};
 use validator_process::Cancel;
 
 use super::metrics::Counts;
@@ -299,7 +299,7 @@ fn next_task(rules: &Rules, name: &str) -> Option<Task> {
         return None;
     }
     let attempt = state.attempt_for(Some(format!("speculative {}", state.attempt)));
-    let dir = crate::staging::task_dir(&rules.staging, name).ok()?;
+    let dir = validator::staging::task_dir(&rules.staging, name).ok()?;
     let task = Task::new(name, &dir).ok()?;
     Some(
         super::protocol_ignored(task, rules, name)
@@ -401,7 +401,7 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task, slots: &Slots) {
             return;
         }
         if let Ok(pipeline) = rules.pipeline_for(&task.name, None) {
-            let key = crate::judge::signing(rules);
+            let key = validator::judge::signing(rules);
             let judge = Judge {
                 rules,
                 key: &key,
@@ -409,7 +409,7 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task, slots: &Slots) {
                 cache: None,
                 cancel: Some(&run.cancel),
                 observer: None,
-                selection: crate::pipeline::Selection::default(),
+                selection: validator::pipeline::Selection::default(),
                 slots: Some(slots),
                 speculation: Speculation::Record(&run.outcomes),
             };

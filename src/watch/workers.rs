@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::events::{Event, Problem};
+use validator::events::{Event, Problem};
 
 use super::run::{self, Answered, Shared};
 use super::{Message, Reporter};
-use crate::duration;
+use validator::duration;
 
 /// The worker threads and what each is doing.
 pub struct Pool {

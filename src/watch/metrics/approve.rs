@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use percent_encoding::percent_decode_str;
 
-use crate::approvals::{ApprovalError, Choice, Store};
-use crate::verdict::sign::SigningKey;
+use validator::approvals::{ApprovalError, Choice, Store};
+use validator::verdict::sign::SigningKey;
 
 /// The signing key in force (it changes with a reload of the rules).
 pub type KeyInForce = Box<dyn Fn() -> Option<Arc<SigningKey>> + Send + Sync>;
@@ -102,7 +102,7 @@ mod tests {
         let store = Store::new(dir.path());
         let request = store
             .create(
-                &crate::approvals::Draft {
+                &validator::approvals::Draft {
                     session: "s",
                     agent: "codex",
                     tool: "Bash",

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
 use crate::watch::health::Health;
+use validator::error::Error;
 
 use super::{CONTENT_TYPE, Metrics};
 
@@ -397,7 +397,7 @@ impl Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::Decision;
+    use validator::verdict::Decision;
 
     fn pages(healthy: bool) -> Pages {
         Pages {

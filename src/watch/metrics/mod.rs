@@ -20,9 +20,9 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::Observer;
-use crate::task::Task;
-use crate::verdict::{Decision, GateOutcome, GateReport};
+use validator::pipeline::Observer;
+use validator::task::Task;
+use validator::verdict::{Decision, GateOutcome, GateReport};
 
 /// The decisions in the order they are rendered; each has its series from the start.
 const DECISIONS: [Decision; 5] = [
@@ -197,7 +197,7 @@ impl Metrics {
             );
         }
         let approvals = self.approvals.get().map_or(0, |state| {
-            crate::approvals::Store::new(state).count_pending()
+            validator::approvals::Store::new(state).count_pending()
         });
         let single: [(&str, &str, &str, String); 5] = [
             (
@@ -406,7 +406,7 @@ mod tests {
         let metrics = Metrics::default();
         metrics.count_approvals(dir.path());
         let input = serde_json::json!({"command": "git push"});
-        let draft = crate::approvals::Draft {
+        let draft = validator::approvals::Draft {
             session: "s",
             agent: "codex",
             tool: "Bash",
@@ -415,7 +415,7 @@ mod tests {
             reason: "r",
             open_for: std::time::Duration::from_secs(60),
         };
-        crate::approvals::Store::new(dir.path())
+        validator::approvals::Store::new(dir.path())
             .create(&draft, None)
             .unwrap();
         assert!(metrics.render().contains("validator_approvals_pending 1\n"));

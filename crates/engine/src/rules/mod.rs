@@ -478,7 +478,7 @@ mod tests {
     /// its declaration says it takes: the tour stays true as rules and keys are added.
     #[test]
     fn the_readme_lists_each_rules_keys() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../../../README.md");
         for &kind in RuleKind::ALL {
             if kind == RuleKind::Dependencies {
                 continue;

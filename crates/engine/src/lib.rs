@@ -69,13 +69,9 @@ pub mod git;
 pub mod globs;
 #[doc(hidden)]
 pub mod hook;
-#[doc(hidden)]
-pub mod init;
 pub mod judge;
 #[doc(hidden)]
 pub mod pipeline;
-#[doc(hidden)]
-pub mod progress;
 #[doc(hidden)]
 pub mod replace;
 #[doc(hidden)]
@@ -99,8 +95,6 @@ pub mod toolcache;
 #[doc(hidden)]
 pub mod tooltime;
 pub mod verdict;
-#[doc(hidden)]
-pub mod watch;
 #[doc(hidden)]
 pub mod yaml;
 
