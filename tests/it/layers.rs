@@ -226,7 +226,7 @@ fn crate_sources() -> Vec<PathBuf> {
 /// `rules::file_scope`, a `mod.rs` its directory's), with its code outside unit tests and comments.
 fn modules(src: &Path) -> BTreeMap<Vec<String>, (PathBuf, String)> {
     let mut files = Vec::new();
-    sources(&src, &mut files);
+    sources(src, &mut files);
     let mut modules = BTreeMap::new();
     for file in files {
         let relative = file.strip_prefix(src).expect("inside src").to_path_buf();
