@@ -191,11 +191,11 @@ pub fn shell_line(data: &[u8]) {
     for why in &script.opaque {
         assert!(!why.trim().is_empty());
     }
-    for command in validator::tooltime::commands_of(&line) {
+    for command in validator::tool_policy::commands_of(&line) {
         if let Some(why) = &command.unknown {
             assert!(!why.trim().is_empty(), "an empty reason for {line:?}");
         }
-        let _ = validator::tooltime::patch_files(&line);
+        let _ = validator::tool_policy::patch_files(&line);
     }
 }
 

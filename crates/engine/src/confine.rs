@@ -3,7 +3,7 @@
 //! a change (every blocking `file-scope` gate's `allow` and the contract's `files_owned`), a
 //! fresh `$TMPDIR`, `tools.writable` and the terminal; never validator's state, rules, contracts
 //! or verdicts, and never read its signing key. Reading the shell line before a call runs
-//! (`tooltime`) stays, for a refusal the model understands; this holds whatever the line hides.
+//! (`tool_policy`) stays, for a refusal the model understands; this holds whatever the line hides.
 //!
 //! Landlock grants writes by tree, so a tree is the most a rule names: `src/**/*.rs` lets the
 //! kernel allow all of `src`, and the post-tool check and the stop hold the rest. Landlock
@@ -124,7 +124,8 @@ impl Plan {
         }
         .transpose()
         .map_err(|err| format!("the task's pipeline cannot be told: {err}"))?;
-        let policy = crate::tooltime::Policy::new(&task, pipeline, contract.as_ref(), &rules.tools);
+        let policy =
+            crate::tool_policy::Policy::new(&task, pipeline, contract.as_ref(), &rules.tools);
         Plan::for_task(rules, &task, policy.scopes(), extra, kept)
     }
 

@@ -527,7 +527,7 @@ impl Contract {
     }
 
     /// What the contract's file lists hold the worker to, when they hold it to anything: the
-    /// rule of the stop's `contract.scope` gate and of a tool call's (`tooltime::Policy`), one
+    /// rule of the stop's `contract.scope` gate and of a tool call's (`tool_policy::Policy`), one
     /// decision for both. `files_owned: []` owns nothing, so no file may change; a contract
     /// that leaves `files_owned` out limits only by `files_readonly`.
     pub fn scope(&self) -> Option<FileScope> {

@@ -91,9 +91,9 @@ pub mod taskdir;
 #[doc(hidden)]
 pub mod timestamp;
 #[doc(hidden)]
-pub mod toolcache;
+pub mod tool_policy;
 #[doc(hidden)]
-pub mod tooltime;
+pub mod toolcache;
 pub mod verdict;
 #[doc(hidden)]
 pub mod yaml;

@@ -13,7 +13,7 @@ use super::{Agent, AnswerBy, Input};
 use crate::approvals::{Choice, Draft, Request, Store};
 use crate::config::Rules;
 use crate::events::{Event, EventLog};
-use crate::tooltime::{Action, Decision};
+use crate::tool_policy::{Action, Decision};
 
 /// How often the request is looked at for an answer: a person's answer is taken within this,
 /// and the wait costs a stat and an open five times a second.

@@ -1,6 +1,6 @@
 //! An agent's tool calls, as its hooks hand them to validator: before one runs (Claude Code and
 //! Codex `PreToolUse`, Gemini CLI `BeforeTool`, OpenCode's plugin `tool.execute.before`) the
-//! call is judged by [`crate::tooltime`] from the rules and contract the stop is judged by;
+//! call is judged by [`crate::tool_policy`] from the rules and contract the stop is judged by;
 //! after one ran (`PostToolUse`, `AfterTool`, `tool.execute.after`) what it changed is listed
 //! and a breach the stop would fail is told to the agent at once, and the same tool error
 //! three times in a row tells it to change approach.
@@ -19,7 +19,7 @@ use crate::config::Rules;
 use crate::events::{Event, EventLog};
 use crate::rules::file_scope;
 use crate::task::Task;
-use crate::tooltime::{Action, Decision, Policy, Ruling};
+use crate::tool_policy::{Action, Decision, Policy, Ruling};
 
 /// The part of a tool hook's input validator reads, named as each agent names it.
 #[derive(Debug, Clone, Default)]
@@ -64,7 +64,7 @@ impl Call {
             .unwrap_or_else(|| cwd.to_path_buf());
         let tool = self.tool.to_ascii_lowercase();
         if PATCH_TOOLS.contains(&tool.as_str()) {
-            let files = patch_text(&self.input).map(crate::tooltime::patch_files);
+            let files = patch_text(&self.input).map(crate::tool_policy::patch_files);
             return match files {
                 Some(Ok(files)) if !files.is_empty() => (Action::Write(files), dir),
                 Some(Err(why)) => (
@@ -705,7 +705,7 @@ pub fn before(
             stop: format!("ESCALATED: {over}. A person decides."),
         };
     }
-    let cwd = crate::tooltime::resolve_cwd(&input.cwd);
+    let cwd = crate::tool_policy::resolve_cwd(&input.cwd);
     let call = Call::of(input);
     let (action, dir) = call.action(&cwd);
     let judged = setting.decide(input, &call, &action, &dir);
@@ -791,7 +791,7 @@ pub fn after(
         Err(why) => return ToolAnswer::Notice(format!("this tool call was not looked at: {why}")),
     };
     let call = Call::of(input);
-    let cwd = crate::tooltime::resolve_cwd(&input.cwd);
+    let cwd = crate::tool_policy::resolve_cwd(&input.cwd);
     let (action, _) = call.action(&cwd);
     // What a command (or a write the agent's CLI let through) changed: listed before the
     // session's record is locked (a listing may take seconds, and the session's other hooks
