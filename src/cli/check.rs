@@ -270,15 +270,12 @@ impl Run<'_> {
             }
         };
         header();
-        let judge = validator::judge::Judge {
-            rules,
-            key: &key,
-            sign,
-            cache: cache.as_ref(),
+        let supervision = validator::pipeline::Supervision {
             cancel: Some(self.cancel),
             observer: stream
                 .as_ref()
                 .map(|s| s as &dyn validator::pipeline::Observer),
+            cache: cache.as_ref(),
             selection: validator::pipeline::Selection {
                 only: &only,
                 skip: &skip,
@@ -286,9 +283,9 @@ impl Run<'_> {
                 all_files: args.all_files,
                 user_excludes: user_excludes.as_ref(),
             },
-            slots: None,
-            speculation: Default::default(),
+            ..Default::default()
         };
+        let judge = validator::judge::Judge::new(rules, &key, supervision).signed(sign);
         let judged = |task: Task| {
             let case = validator::judge::Case {
                 task,

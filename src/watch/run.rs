@@ -311,17 +311,15 @@ fn run(
         metrics: &shared.metrics,
         also: shared.observer.as_deref().map(|o| o as &dyn Observer),
     };
-    let judge = Judge {
-        rules,
-        key: &key_read,
-        sign: true,
-        cache: cache.as_ref(),
+    let supervision = validator::judge::Supervision {
         cancel: Some(&shared.cancel),
         observer: Some(&observers),
-        selection: validator::pipeline::Selection::default(),
+        cache: cache.as_ref(),
         slots: Some(&*shared.slots),
         speculation: speculated.map_or(Speculation::Off, Speculation::Use),
+        ..Default::default()
     };
+    let judge = Judge::new(rules, &key_read, supervision).signed(true);
     judge.judge(case, Some(history))
 }
 

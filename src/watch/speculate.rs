@@ -402,17 +402,13 @@ fn speculate(speculator: &Speculator, run: &Run, task: Task, slots: &Slots) {
         }
         if let Ok(pipeline) = rules.pipeline_for(&task.name, None) {
             let key = validator::judge::signing(rules);
-            let judge = Judge {
-                rules,
-                key: &key,
-                sign: false,
-                cache: None,
+            let supervision = validator::pipeline::Supervision {
                 cancel: Some(&run.cancel),
-                observer: None,
-                selection: validator::pipeline::Selection::default(),
                 slots: Some(slots),
                 speculation: Speculation::Record(&run.outcomes),
+                ..Default::default()
             };
+            let judge = Judge::new(rules, &key, supervision);
             let case = Case {
                 task: task.clone(),
                 pipeline: Ok(pipeline),

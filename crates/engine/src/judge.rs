@@ -11,11 +11,11 @@
 
 use std::sync::Arc;
 
-use crate::cache::Cache;
 use crate::config::{Pipeline, Rules};
 use crate::contract::Contract;
 use crate::events::{Breaker, Event, EventLog};
-use crate::pipeline::{self, Observer, Selection, Slots, Supervision};
+pub use crate::pipeline::Supervision;
+use crate::pipeline::{self, Observer};
 use crate::speculation::Speculation;
 use crate::state::{self, TaskState};
 use crate::task::Task;
@@ -27,22 +27,33 @@ pub use crate::verdict::sign::Signing;
 
 /// What a run is judged with besides the task.
 pub struct Judge<'a> {
-    pub rules: &'a Rules,
+    rules: &'a Rules,
     /// Verifies the verdicts a contract's dependencies name, and signs this run's verdict when
-    /// `sign` is set.
-    pub key: &'a Signing,
-    pub sign: bool,
-    /// Where gates with `inputs:` remember their passes; without it every gate runs.
-    pub cache: Option<&'a Cache>,
-    pub cancel: Option<&'a Cancel>,
-    /// Told of every gate, besides the history's event log.
-    pub observer: Option<&'a dyn Observer>,
-    /// A person's choice of gates (`check` only); `watch` and `hook` run every gate.
-    pub selection: Selection<'a>,
-    /// Gates running at once across runs (the watcher's `--jobs`); `None`: each run alone.
-    pub slots: Option<&'a Slots>,
-    /// Outcomes recorded by, or taken from, a speculative run (the watcher's).
-    pub speculation: Speculation<'a>,
+    /// the judge is [`Judge::signed`].
+    key: &'a Signing,
+    sign: bool,
+    /// How the front end supervises each run: its cancel, observer, cache, selection, slots and
+    /// speculation. The failed tests a `select:` gate runs first come from the history when
+    /// there is one.
+    supervision: Supervision<'a>,
+}
+
+impl<'a> Judge<'a> {
+    /// A judge of `rules` whose verdicts are not signed (`key` still verifies the verdicts a
+    /// contract's dependencies name).
+    pub fn new(rules: &'a Rules, key: &'a Signing, supervision: Supervision<'a>) -> Self {
+        Judge {
+            rules,
+            key,
+            sign: false,
+            supervision,
+        }
+    }
+
+    /// The same judge, signing each verdict with the key when there is one.
+    pub fn signed(self, sign: bool) -> Self {
+        Judge { sign, ..self }
+    }
 }
 
 /// One task to judge.
@@ -229,7 +240,7 @@ impl Judge<'_> {
         // a hook it may well be: the gates' commands are the worker's code and can signal
         // validator, and an ERROR there would let the agent stop. So there it is a failure
         // that counts, and the breakers bound it.
-        let mut cancelled = self.cancel.is_some_and(Cancel::is_cancelled);
+        let mut cancelled = self.supervision.cancel.is_some_and(Cancel::is_cancelled);
         if cancelled
             && history
                 .as_deref()
@@ -255,7 +266,7 @@ impl Judge<'_> {
                 }
             }
             // A speculative run's verdict answers no signal: it teaches the coordinator nothing.
-            let speculative = matches!(self.speculation, Speculation::Record(_));
+            let speculative = matches!(self.supervision.speculation, Speculation::Record(_));
             if let Some(contract) = contract.as_ref().filter(|_| !held && !speculative) {
                 log_contract(rules, &verdict, contract, history.as_deref());
             }
@@ -300,20 +311,18 @@ impl Judge<'_> {
         }
         let logged = history.map(|history| GateEvents {
             history,
-            also: self.observer,
+            also: self.supervision.observer,
         });
         let observer = match &logged {
             Some(logged) => Some(logged as &dyn Observer),
-            None => self.observer,
+            None => self.supervision.observer,
         };
         let supervision = Supervision {
-            cancel: self.cancel,
             observer,
-            cache: self.cache,
-            selection: self.selection,
-            slots: self.slots,
-            speculation: self.speculation,
-            failed_before: history.map(|history| &history.state.failed_tests),
+            failed_before: history
+                .map(|history| &history.state.failed_tests)
+                .or(self.supervision.failed_before),
+            ..self.supervision
         };
         pipeline::run_with(rules, pipeline, task, supervision)
     }

@@ -12,7 +12,7 @@
 //!
 //! ```no_run
 //! use std::path::Path;
-//! use validator::judge::{self, Case, Judge};
+//! use validator::judge::{self, Case, Judge, Supervision};
 //! use validator::{Rules, Signal, Task};
 //!
 //! let rules = Rules::load(Path::new("validator.yaml"))?;
@@ -21,17 +21,8 @@
 //! let pipeline = rules.pipeline_for(&task.name, None)?;
 //! let key = judge::signing(&rules);
 //! let cache = validator::cache::Cache::new(&rules.state);
-//! let judge = Judge {
-//!     rules: &rules,
-//!     key: &key,
-//!     sign: true,
-//!     cache: Some(&cache),
-//!     cancel: None,
-//!     observer: None,
-//!     selection: Default::default(),
-//!     slots: None,
-//!     speculation: Default::default(),
-//! };
+//! let judge = Judge::new(&rules, &key, Supervision { cache: Some(&cache), ..Default::default() })
+//!     .signed(true);
 //! let case = Case { task, pipeline: Ok(pipeline), refused: None };
 //! let verdict = judge.judge(case, None).verdict;
 //! println!("{}: {}", verdict.verdict, verdict.to_json());

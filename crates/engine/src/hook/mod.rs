@@ -696,17 +696,13 @@ fn run_stop(
     history: &mut History<'_>,
 ) -> Verdict {
     let cache = Cache::new(&rules.state);
-    let judge = Judge {
-        rules,
-        key: &crate::judge::signing(rules),
-        sign: false,
-        cache: Some(&cache),
+    let key = crate::judge::signing(rules);
+    let supervision = crate::pipeline::Supervision {
         cancel,
-        observer: None,
-        selection: crate::pipeline::Selection::default(),
-        slots: None,
-        speculation: Default::default(),
+        cache: Some(&cache),
+        ..Default::default()
     };
+    let judge = Judge::new(rules, &key, supervision);
     let case = Case {
         task,
         pipeline,

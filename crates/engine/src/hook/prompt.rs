@@ -200,20 +200,16 @@ fn prompt_gates(
         Err(err) => return Some(format!("validator could not run the prompt's gates: {err}")),
     };
     let started = Instant::now();
-    let judge = Judge {
-        rules,
-        key: &crate::judge::signing(rules),
-        sign: false,
-        cache: None,
+    let key = crate::judge::signing(rules);
+    let supervision = crate::pipeline::Supervision {
         cancel,
-        observer: None,
         selection: crate::pipeline::Selection {
             skip: &skip,
             ..Default::default()
         },
-        slots: None,
-        speculation: Default::default(),
+        ..Default::default()
     };
+    let judge = Judge::new(rules, &key, supervision);
     let case = Case {
         task,
         pipeline: Ok(pipeline),
