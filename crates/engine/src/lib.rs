@@ -56,8 +56,7 @@ pub mod error;
 pub mod events;
 #[doc(hidden)]
 pub mod git;
-#[doc(hidden)]
-pub mod globs;
+mod globs;
 #[doc(hidden)]
 pub mod hook;
 pub mod judge;
@@ -67,8 +66,7 @@ pub mod pipeline;
 pub mod replace;
 #[doc(hidden)]
 pub mod rules;
-#[doc(hidden)]
-pub mod shingles;
+mod shingles;
 #[doc(hidden)]
 pub mod snapshot;
 #[doc(hidden)]
@@ -77,17 +75,14 @@ pub mod speculation;
 pub mod staging;
 pub mod state;
 pub mod task;
-#[doc(hidden)]
-pub mod taskdir;
+mod taskdir;
 #[doc(hidden)]
 pub mod timestamp;
 #[doc(hidden)]
 pub mod tool_policy;
-#[doc(hidden)]
-pub mod toolcache;
+mod toolcache;
 pub mod verdict;
-#[doc(hidden)]
-pub mod yaml;
+mod yaml;
 
 pub use config::Rules;
 pub use done::Signal;
