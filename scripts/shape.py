@@ -9,8 +9,8 @@ What counts:
 - long files: Rust files over 800 lines, unit tests included (what a reader scrolls);
 - the longest functions: lines from `fn` to its closing brace, comments included (clippy's
   limit of 100 counts code lines only), and the longest unit test apart;
-- public items: `pub` items (not `pub(crate)`/`pub(super)`) of the library crates, which is
-  what another crate can reach; the binary's are its own;
+- public items: `pub` items (not `pub(crate)`/`pub(super)`) of the library crates outside
+  their private modules, which is what another crate can reach; the binary's are its own;
 - README lines.
 """
 
@@ -52,11 +52,22 @@ def sources():
             yield from sorted(p for p in base.rglob("*.rs") if "target" not in p.parts)
 
 
+def private_modules(lib):
+    """The top-level modules a crate's lib.rs declares without `pub`: nothing in them is
+    reachable from another crate but through a re-export (`pub use`, counted in lib.rs)."""
+    text = lib.read_text(encoding="utf-8") if lib.exists() else ""
+    return set(re.findall(r"^mod (\w+);", text, re.M))
+
+
 def library(path):
-    """Whether a file is a library crate's: everything under crates/ (the binary is src/)."""
+    """Whether a file is a library crate's and reachable from outside it: under crates/ (the
+    binary is src/), not in a private module."""
     rel = path.relative_to(ROOT).parts
     if rel[0] == "crates":
-        return True
+        if len(rel) < 4:
+            return True
+        top = rel[3].removesuffix(".rs")
+        return top not in private_modules(ROOT / "crates" / rel[1] / "src" / "lib.rs")
     # Before the workspace: one crate whose library was everything but main.rs.
     return not (ROOT / "crates").exists() and rel[-1] != "main.rs"
 
