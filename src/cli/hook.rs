@@ -275,7 +275,7 @@ struct Deadline {
     /// Set by whoever answers first: the run's end or the deadline.
     answered: Arc<Mutex<bool>>,
     /// The stop being judged, once known: where the deadline's answer is logged.
-    session: Arc<OnceLock<validator::hook::Session>>,
+    session: Arc<OnceLock<validator::hook::SessionLog>>,
     /// When the hook was called, once known: only a stop is refused at the deadline; a tool
     /// call not judged by then is left to the agent's own rules.
     phase: Arc<OnceLock<Phase>>,
@@ -285,7 +285,7 @@ struct Deadline {
 pub(crate) struct Called<'a> {
     pub cancel: &'a validator_process::Cancel,
     pub answer_by: validator::hook::AnswerBy,
-    pub session: &'a OnceLock<validator::hook::Session>,
+    pub session: &'a OnceLock<validator::hook::SessionLog>,
     /// The stop's attempt, once counted and saved: a call that fails after that is held
     /// without counting it again.
     pub counted: &'a OnceLock<String>,
@@ -490,7 +490,7 @@ fn answer_input(
     let rules = load(&config_path(config)?)?;
     let _ = called
         .session
-        .set(validator::hook::Session::of(&rules, agent, input));
+        .set(validator::hook::SessionLog::of(&rules, agent, input));
     let cwd = std::env::current_dir().context("cannot tell the hook's working directory")?;
     let project =
         validator::hook::Project::locate(agent, task_dir, task, |var| std::env::var_os(var), &cwd);

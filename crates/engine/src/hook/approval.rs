@@ -13,7 +13,7 @@ use super::{Agent, AnswerBy, Input};
 use crate::approvals::{Choice, Draft, Request, Store};
 use crate::config::Rules;
 use crate::events::{Event, EventLog};
-use crate::tool_policy::{Action, Decision};
+use crate::tool_policy::{Action, Permission};
 
 /// How often the request is looked at for an answer: a person's answer is taken within this,
 /// and the wait costs a stat and an open five times a second.
@@ -45,13 +45,13 @@ pub(super) struct Asked<'a> {
 
 /// Holds the call until a person answers or the hook must answer: `Allow` for an approval,
 /// `Deny` (saying why) for a denial, for no answer in time, or when no request can be kept.
-pub(super) fn hold(asked: &Asked<'_>) -> Decision {
+pub(super) fn hold(asked: &Asked<'_>) -> Permission {
     let rules = asked.rules;
     let key = match crate::verdict::sign::configured_key(rules.key_named()) {
         Ok(key) => key,
         Err(err) => {
             tracing::error!("{}", crate::error::with_causes(&err));
-            return Decision::Deny(format!(
+            return Permission::Deny(format!(
                 "this call needs a person's approval ({}), and validator cannot read its signing key, so no approval could be trusted; a person must run it",
                 asked.why
             ));
@@ -95,7 +95,7 @@ pub(super) fn hold(asked: &Asked<'_>) -> Decision {
             }
             Err(err) => {
                 tracing::error!("{err}");
-                return Decision::Deny(format!(
+                return Permission::Deny(format!(
                     "this call needs a person's approval ({}), and validator cannot record the request; a person must run it",
                     asked.why
                 ));
@@ -118,14 +118,14 @@ pub(super) fn hold(asked: &Asked<'_>) -> Decision {
         },
     );
     match decision {
-        Some((Choice::Approve, _)) => Decision::Allow,
-        Some((Choice::Deny, reason)) => Decision::Deny(match reason {
+        Some((Choice::Approve, _)) => Permission::Allow,
+        Some((Choice::Deny, reason)) => Permission::Deny(match reason {
             Some(reason) if !reason.is_empty() => {
                 format!("a person refused this call: {reason}")
             }
             _ => format!("a person refused this call ({})", asked.why),
         }),
-        None => Decision::Deny(no_one_approved(asked, &request)),
+        None => Permission::Deny(no_one_approved(asked, &request)),
     }
 }
 

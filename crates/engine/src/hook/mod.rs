@@ -251,7 +251,7 @@ impl AnswerBy {
     }
 
     /// The answer given when the run could not be waited for: a FAIL's block, never a pass.
-    pub fn not_judged_in_time(&self, session: Option<&Session>) -> Answer {
+    pub fn not_judged_in_time(&self, session: Option<&SessionLog>) -> Answer {
         let reason = self.reason();
         if let Some(session) = session {
             session.record_refusal(&reason);
@@ -265,16 +265,16 @@ impl AnswerBy {
 /// Where a stop is recorded, for an answer the front end gives without the run's end (at the
 /// deadline): logged as the run's own answer would be.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub struct SessionLog {
     state: PathBuf,
     events: crate::events::Retention,
     key: String,
     agent: String,
 }
 
-impl Session {
-    pub fn of(rules: &Rules, agent: Agent, input: &Input) -> Session {
-        Session {
+impl SessionLog {
+    pub fn of(rules: &Rules, agent: Agent, input: &Input) -> SessionLog {
+        SessionLog {
             state: rules.state.clone(),
             events: rules.events,
             key: input.session_key(),

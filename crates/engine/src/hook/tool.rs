@@ -19,7 +19,7 @@ use crate::config::Rules;
 use crate::events::{Event, EventLog};
 use crate::rules::file_scope;
 use crate::task::Task;
-use crate::tool_policy::{Action, Decision, Policy, Ruling};
+use crate::tool_policy::{Action, Permission, Policy, Ruling};
 
 /// The part of a tool hook's input validator reads, named as each agent names it.
 #[derive(Debug, Clone, Default)]
@@ -373,11 +373,11 @@ pub enum ToolAnswer {
 
 impl ToolAnswer {
     /// The answer to a decision.
-    pub fn of(decision: Decision) -> ToolAnswer {
+    pub fn of(decision: Permission) -> ToolAnswer {
         match decision {
-            Decision::Allow => ToolAnswer::Nothing,
-            Decision::Deny(why) => ToolAnswer::Deny(why),
-            Decision::Ask(why) => ToolAnswer::Ask(why),
+            Permission::Allow => ToolAnswer::Nothing,
+            Permission::Deny(why) => ToolAnswer::Deny(why),
+            Permission::Ask(why) => ToolAnswer::Ask(why),
         }
     }
 
@@ -648,7 +648,7 @@ impl<'r> Setting<'r> {
     fn decide(&self, input: &Input, call: &Call, action: &Action, dir: &Path) -> Ruling {
         let mut judged = self.policy(input).decide(action, dir);
         if let Some(why) = reads_a_key(self.rules, call, dir) {
-            judged.decision = Decision::Deny(why);
+            judged.decision = Permission::Deny(why);
         }
         judged
     }
@@ -711,7 +711,7 @@ pub fn before(
     let judged = setting.decide(input, &call, &action, &dir);
     // Where the agent cannot ask its person, the call waits for one (`validator approve`).
     let decision = match judged.decision {
-        Decision::Ask(why) if super::approval::waits(rules, agent) => {
+        Permission::Ask(why) if super::approval::waits(rules, agent) => {
             // The session's record is let go meanwhile: the session's other hooks wait on it.
             held.save();
             let decision = super::approval::hold(&super::approval::Asked {
@@ -731,7 +731,7 @@ pub fn before(
     };
     let memory = held.memory(&setting.agent_key);
     let answer = match decision {
-        Decision::Allow => {
+        Permission::Allow => {
             memory.refusal = None;
             match setting.confined(input, &call, &action) {
                 Ok(Some(input)) => ToolAnswer::Rewrite { input, ask: None },
@@ -741,7 +741,7 @@ pub fn before(
         }
         // Only Claude Code can ask a person; elsewhere an ask is refused. Which one it is comes
         // from the decision itself, never from the reason's text (a path can say anything).
-        Decision::Ask(why) if agent == Agent::Claude => {
+        Permission::Ask(why) if agent == Agent::Claude => {
             match setting.confined(input, &call, &action) {
                 Ok(Some(input)) => ToolAnswer::Rewrite {
                     input,
@@ -751,7 +751,7 @@ pub fn before(
                 Err(why) => ToolAnswer::Deny(why),
             }
         }
-        Decision::Deny(why) | Decision::Ask(why) => {
+        Permission::Deny(why) | Permission::Ask(why) => {
             let times = Memory::repeat(&mut memory.refusal, why.clone());
             let limit = rules.tools.stop_after;
             let stopped = limit > 0 && times >= limit;

@@ -56,15 +56,15 @@ pub enum Action {
 }
 
 /// The refusal of a call too big to judge in time (`why`): never let run.
-fn too_big_to_judge(why: &str) -> Decision {
-    Decision::Deny(format!(
+fn too_big_to_judge(why: &str) -> Permission {
+    Permission::Deny(format!(
         "validator ran out of its budget for judging this call: {why}, more than can be judged in time; split it into smaller calls"
     ))
 }
 
 /// The answer before a tool runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub enum Permission {
     Allow,
     /// Refused, with the reason the agent reads (one line).
     Deny(String),
@@ -76,7 +76,7 @@ pub enum Decision {
 /// what it changed is looked at when it ends).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ruling {
-    pub decision: Decision,
+    pub decision: Permission,
     pub unknown: Vec<String>,
 }
 
@@ -182,7 +182,7 @@ impl<'a> Policy<'a> {
     /// Judges `action`, made from `cwd` (the directory the agent's tool runs in).
     pub fn decide(&self, action: &Action, cwd: &Path) -> Ruling {
         let allowed = |unknown| Ruling {
-            decision: Decision::Allow,
+            decision: Permission::Allow,
             unknown,
         };
         match action {
@@ -192,13 +192,13 @@ impl<'a> Policy<'a> {
                     .or_else(|| self.refuse_through(cwd, p))
             }) {
                 Some(why) => Ruling {
-                    decision: Decision::Deny(why),
+                    decision: Permission::Deny(why),
                     unknown: Vec::new(),
                 },
                 None => allowed(Vec::new()),
             },
             Action::Shell(line) => self.decide_shell(line, cwd),
-            Action::Unknown(why) => self.unknown_writes(Decision::Allow, vec![why.clone()]),
+            Action::Unknown(why) => self.unknown_writes(Permission::Allow, vec![why.clone()]),
             Action::TooBig(why) => Ruling {
                 decision: too_big_to_judge(why),
                 unknown: Vec::new(),
@@ -208,10 +208,10 @@ impl<'a> Policy<'a> {
 
     /// The answer to a call some of whose writes cannot be told (`unknown`, each why): refused
     /// under `tools.unknown: deny`, else `decision` (and what changed is looked at after).
-    fn unknown_writes(&self, decision: Decision, unknown: Vec<String>) -> Ruling {
+    fn unknown_writes(&self, decision: Permission, unknown: Vec<String>) -> Ruling {
         match unknown.first() {
             Some(why) if self.tools.unknown == Unknown::Deny => Ruling {
-                decision: Decision::Deny(format!(
+                decision: Permission::Deny(format!(
                     "validator cannot tell before it runs what this writes ({why}), and the rules refuse such calls (`tools.unknown: deny`); write the files with your file tools, or ask a person to allow the command in the rules"
                 )),
                 unknown,
@@ -251,7 +251,7 @@ impl<'a> Policy<'a> {
         let mut here = vec![cwd.to_path_buf()];
         for command in &seen {
             let deny = |why: String| Ruling {
-                decision: Decision::Deny(why),
+                decision: Permission::Deny(why),
                 unknown: unknown.clone(),
             };
             if let Err(why) = self.line.spend(1) {
@@ -261,8 +261,8 @@ impl<'a> Policy<'a> {
             // rule that refuses or asks holds it, the strictest first.
             if let Some(why) = command.any.as_ref().filter(|_| !command.speculative) {
                 match self.any_command(why) {
-                    Some(Decision::Deny(said)) => return deny(said),
-                    Some(Decision::Ask(said)) => {
+                    Some(Permission::Deny(said)) => return deny(said),
+                    Some(Permission::Ask(said)) => {
                         asked.get_or_insert(said);
                     }
                     _ => {}
@@ -307,12 +307,12 @@ impl<'a> Policy<'a> {
                 unknown.push(why);
             }
         }
-        self.unknown_writes(asked.map_or(Decision::Allow, Decision::Ask), unknown)
+        self.unknown_writes(asked.map_or(Permission::Allow, Permission::Ask), unknown)
     }
 
     /// The answer to a command validator could not read (`why`): refused when any rule
     /// refuses a command, else asked when any asks, saying which; `None` when no rule does.
-    fn any_command(&self, why: &str) -> Option<Decision> {
+    fn any_command(&self, why: &str) -> Option<Permission> {
         let rules = &self.tools.commands;
         let strictest = rules
             .iter()
@@ -329,11 +329,11 @@ impl<'a> Policy<'a> {
             .unwrap_or_default();
         let advice = "write the command out so each command in it can be read";
         Some(match strictest.decision {
-            CommandDecision::Deny => Decision::Deny(format!(
+            CommandDecision::Deny => Permission::Deny(format!(
                 "{why}: a command validator could not read may be any command, `{}` among them, which the rules refuse (`tools.commands`){because}; {advice}",
                 strictest.pattern
             )),
-            _ => Decision::Ask(format!(
+            _ => Permission::Ask(format!(
                 "{why}: a command validator could not read may be any command, `{}` among them, which needs a person's approval (`tools.commands`){because}; {advice}, or a person must run it",
                 strictest.pattern
             )),
@@ -890,7 +890,7 @@ pipelines:
     }
 
     fn refused(judged: &Ruling) -> bool {
-        matches!(judged.decision, Decision::Deny(_))
+        matches!(judged.decision, Permission::Deny(_))
     }
 
     #[test]
@@ -909,7 +909,7 @@ pipelines:
             let judged = write(path);
             assert!(refused(&judged), "{path}");
         }
-        let Decision::Deny(why) = write("notes.txt").decision else {
+        let Permission::Deny(why) = write("notes.txt").decision else {
             unreachable!()
         };
         assert!(
@@ -955,10 +955,10 @@ pipelines:
         assert!(!refused(&shell("echo x > src/out.txt && cat src/out.txt")));
         assert!(matches!(
             shell("./deploy.sh prod").decision,
-            Decision::Ask(_)
+            Permission::Ask(_)
         ));
         let unknown = shell("python gen.py");
-        assert_eq!(unknown.decision, Decision::Allow);
+        assert_eq!(unknown.decision, Permission::Allow);
         assert_eq!(unknown.unknown.len(), 1);
         assert!(
             shell("make test").unknown.is_empty(),
