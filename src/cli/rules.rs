@@ -74,10 +74,11 @@ pub(crate) fn rules_check(found: &super::Found) -> Result<ExitCode> {
     }
     writeln!(
         out,
-        "{}: valid, {} pipeline{}, {gates} gates, {} warning{}",
+        "{}: valid, {} pipeline{}, {gates} gate{}, {} warning{}",
         config.display(),
         rules.pipelines.len(),
         validator_text::plural(rules.pipelines.len()),
+        validator_text::plural(gates),
         warnings.len(),
         validator_text::plural(warnings.len()),
     )?;

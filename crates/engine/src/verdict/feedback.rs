@@ -212,8 +212,9 @@ fn output(failing: &[&GateReport], room: usize) -> Vec<String> {
     fenced.push(fence);
     section(
         &format!(
-            "## Output of `{}` (last {keep} lines{left_out})",
-            one_line(&gate.name)
+            "## Output of `{}` (last {keep} line{}{left_out})",
+            one_line(&gate.name),
+            validator_text::plural(keep)
         ),
         fenced,
     )
