@@ -193,7 +193,9 @@ if [ -d target/debug ] && [ ! -d "$verify/debug/deps" ]; then
     (cd target/debug && find deps build .fingerprint -maxdepth 1 -mindepth 1 ! -name '*validator*' \
         -print0 | xargs -0 -r cp -a --parents -t "$repo/$verify/debug")
 fi
-CARGO_TARGET_DIR=$verify cargo package --locked --quiet
-echo "crate: $(ls "$verify"/package/validator-gate-"$version".crate) builds"
+# The workspace's crates are packed together: each is verified against the others' packed
+# copies (a local registry cargo makes for the purpose), as crates.io would build them.
+CARGO_TARGET_DIR=$verify cargo package --workspace --locked --quiet
+echo "crate: $(ls "$verify"/package/validator-gate-"$version".crate) builds, with $(ls "$verify"/package/validator-*-"$version".crate | wc -l) crates of the workspace"
 
 printf '\ninstall: every way in works\n'
